@@ -1,0 +1,101 @@
+# mcp-catalog-operator
+#
+# `make run` runs the operator (against KUBECONFIG, or a local control plane
+# when no cluster is reachable); `make test` runs every test.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+GO            ?= go
+CONTROLLER_GEN = $(GO) tool controller-gen
+IMG           ?= mcp-catalog-operator:dev
+GOTEST_FLAGS  ?=
+# Packages whose tests need no control plane.
+UNIT_PKGS      = ./api/... ./internal/mcp/...
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z0-9_-]+:.*?##/ { printf "  %-14s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: generate
+generate: ## Regenerate deepcopy code.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: manifests
+manifests: ## Regenerate CRDs and RBAC from markers.
+	$(CONTROLLER_GEN) crd rbac:roleName=manager-role paths=./api/... paths=./internal/controller/... \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+.PHONY: fmt
+fmt: ## gofmt the tree.
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: vet
+vet: ## go vet the tree.
+	$(GO) vet ./...
+
+.PHONY: verify-gen
+verify-gen: ## Fail when generated files are not current (fast).
+	@hack/verify-gen.sh
+
+.PHONY: verify
+verify: verify-gen vet ## fmt check, vet and generated files current.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@echo "verify: ok"
+
+##@ Test
+
+.PHONY: envtest
+envtest: ## Build (once) the test control plane and print its directory.
+	@hack/envtest.sh
+
+.PHONY: test
+test: ## Run every test (builds the test control plane on first use).
+	@assets=$$(hack/envtest.sh); \
+	echo ">> KUBEBUILDER_ASSETS=$$assets"; \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test $(GOTEST_FLAGS) ./...
+
+.PHONY: test-unit
+test-unit: ## Run the tests that need no control plane.
+	$(GO) test $(GOTEST_FLAGS) $(UNIT_PKGS)
+
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each.
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
+			echo ">> $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+.PHONY: bench
+bench: ## Run the benchmarks.
+	@assets=$$(hack/envtest.sh); \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test -run '^$$' -bench . -benchmem ./...
+
+##@ Build and run
+
+.PHONY: build
+build: ## Build the manager and the kubectl plugin into bin/.
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/manager ./cmd/manager
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/kubectl-mcp ./cmd/kubectl-mcp
+
+.PHONY: run
+run: ## Run the operator: against KUBECONFIG if reachable, else on a local control plane.
+	@assets=$$(hack/envtest.sh); \
+	KUBEBUILDER_ASSETS=$$assets $(GO) run ./cmd/devrun $(RUN_ARGS)
+
+.PHONY: install
+install: ## Apply the CRDs to the cluster in KUBECONFIG.
+	kubectl apply --server-side -f config/crd/bases
+
+.PHONY: docker-build
+docker-build: ## Build the container image (needs a Docker engine).
+	docker build -t $(IMG) .

@@ -1,0 +1,88 @@
+package v1alpha1
+
+// DataClass is the classification of what a server's tools return. The
+// classes are ordered: Public < Internal < Confidential < Restricted.
+// +kubebuilder:validation:Enum=Public;Internal;Confidential;Restricted
+type DataClass string
+
+const (
+	// DataClassPublic is output anyone may read.
+	DataClassPublic DataClass = "Public"
+	// DataClassInternal is output for members of the organisation.
+	DataClassInternal DataClass = "Internal"
+	// DataClassConfidential is output for a need-to-know audience.
+	DataClassConfidential DataClass = "Confidential"
+	// DataClassRestricted is the most sensitive output.
+	DataClassRestricted DataClass = "Restricted"
+)
+
+// dataClassRank orders the classes; an unknown class ranks above every known
+// one so that a value the API server should have rejected never loosens a
+// decision.
+var dataClassRank = map[DataClass]int{
+	DataClassPublic:       0,
+	DataClassInternal:     1,
+	DataClassConfidential: 2,
+	DataClassRestricted:   3,
+}
+
+// Rank returns the position of the class in the order Public < Internal <
+// Confidential < Restricted. Unknown values rank highest.
+func (c DataClass) Rank() int {
+	if r, ok := dataClassRank[c]; ok {
+		return r
+	}
+	return len(dataClassRank)
+}
+
+// Valid reports whether c is one of the four declared classes.
+func (c DataClass) Valid() bool {
+	_, ok := dataClassRank[c]
+	return ok
+}
+
+// MaxDataClass returns the higher of two classes.
+func MaxDataClass(a, b DataClass) DataClass {
+	if b.Rank() > a.Rank() {
+		return b
+	}
+	return a
+}
+
+// SecretKeySelector names one key of a Secret in the referring object's own
+// namespace. It is the only way any spec in this API points at a credential.
+// +kubebuilder:validation:XValidation:rule="!has(self.__namespace__)",message="a Secret reference cannot name a namespace: the Secret is always read from the referring object's own namespace"
+type SecretKeySelector struct {
+	// name is the name of the Secret, in the same namespace as the referring
+	// object.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// key is the key within the Secret's data that holds the value.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
+
+	// namespace must stay unset. It exists only so that a manifest that tries
+	// to read a Secret from another namespace is rejected with a clear message
+	// instead of having the field silently dropped.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// LocalObjectReference names an object of a known kind in the referring
+// object's own namespace.
+type LocalObjectReference struct {
+	// name of the referenced object.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+}

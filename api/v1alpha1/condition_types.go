@@ -1,0 +1,128 @@
+package v1alpha1
+
+// Condition types. Ready, Reachable, CatalogSynced, CredentialsResolved and
+// Imported are normal-true: True is the healthy state. Reconciling and
+// Stalled are abnormal-true, as kstatus reads them: they are present only
+// while true.
+const (
+	// ConditionReady summarises an object: for an McpServer, credentials
+	// resolve, the server is reachable and its catalog synced; for an
+	// McpTool, the tool is servable; for a profile, it can be used.
+	ConditionReady = "Ready"
+
+	// ConditionReachable says whether the last health probe completed the
+	// handshake.
+	ConditionReachable = "Reachable"
+
+	// ConditionCatalogSynced says whether the last import succeeded.
+	ConditionCatalogSynced = "CatalogSynced"
+
+	// ConditionCredentialsResolved says whether every Secret (or profile)
+	// the server's auth references could be read.
+	ConditionCredentialsResolved = "CredentialsResolved"
+
+	// ConditionImported says whether the server offered the tool at the
+	// last import.
+	ConditionImported = "Imported"
+
+	// ConditionReconciling (abnormal-true) says work is in progress.
+	ConditionReconciling = "Reconciling"
+
+	// ConditionStalled (abnormal-true) says the controller cannot make
+	// progress without a change by a human.
+	ConditionStalled = "Stalled"
+)
+
+// Condition reasons. Each is a fixed CamelCase word; no reason carries
+// anything a remote server sent.
+const (
+	// ReasonSucceeded: the operation the condition describes succeeded.
+	ReasonSucceeded = "Succeeded"
+	// ReasonProgressing: work is under way.
+	ReasonProgressing = "Progressing"
+	// ReasonSuspended: spec.suspend is true.
+	ReasonSuspended = "Suspended"
+
+	// ReasonSecretNotFound: a referenced Secret does not exist.
+	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonSecretKeyNotFound: the referenced Secret lacks the key.
+	ReasonSecretKeyNotFound = "SecretKeyNotFound"
+	// ReasonProfileNotFound: the referenced McpDelegationProfile is missing.
+	ReasonProfileNotFound = "ProfileNotFound"
+	// ReasonProfileNotReady: the referenced McpDelegationProfile is not Ready.
+	ReasonProfileNotReady = "ProfileNotReady"
+	// ReasonNoCredentials: the server's auth needs no credential.
+	ReasonNoCredentials = "NoCredentialsNeeded"
+
+	// ReasonInvalidSpec: the spec is invalid in a way the API server could
+	// not check; the message says what to change.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonInsecureCredential: a credential would be sent over plain http.
+	ReasonInsecureCredential = "InsecureCredential"
+	// ReasonBlockedAddress: the URL resolves to an address that may not be
+	// dialled.
+	ReasonBlockedAddress = "BlockedAddress"
+
+	// ReasonUnreachable: the server could not be connected to.
+	ReasonUnreachable = "Unreachable"
+	// ReasonUnauthorized: the server answered 401.
+	ReasonUnauthorized = "Unauthorized"
+	// ReasonUnauthenticated: a delegated server answered 401 with a
+	// challenge while no discovery credential is configured; it is up.
+	ReasonUnauthenticated = "ReachableUnauthenticated"
+	// ReasonForbidden: the server answered 403.
+	ReasonForbidden = "Forbidden"
+	// ReasonTimeout: the operation's budget ran out.
+	ReasonTimeout = "Timeout"
+	// ReasonServerError: the server answered 5xx.
+	ReasonServerError = "ServerError"
+	// ReasonRedirected: the server answered with a redirect, which is never
+	// followed.
+	ReasonRedirected = "Redirected"
+	// ReasonProtocolError: the server's answer broke the MCP or JSON-RPC
+	// rules.
+	ReasonProtocolError = "ProtocolError"
+	// ReasonResponseTooLarge: the answer exceeded the read cap.
+	ReasonResponseTooLarge = "ResponseTooLarge"
+	// ReasonUnsupportedProtocol: no protocol revision in common.
+	ReasonUnsupportedProtocol = "UnsupportedProtocolVersion"
+	// ReasonCatalogTooLarge: the page or tool ceiling was reached.
+	ReasonCatalogTooLarge = "CatalogTooLarge"
+	// ReasonNotProbed: no probe has run yet.
+	ReasonNotProbed = "NotProbed"
+
+	// ReasonImportFailed: the last import failed; see the message.
+	ReasonImportFailed = "ImportFailed"
+	// ReasonNotImported: no import has succeeded yet.
+	ReasonNotImported = "NotImported"
+	// ReasonNoDataClass: the server declares no data class.
+	ReasonNoDataClass = "NoDataClass"
+
+	// ReasonRemovedFromServer: the server no longer offers the tool.
+	ReasonRemovedFromServer = "RemovedFromServer"
+	// ReasonDisabled: the tool is not enabled.
+	ReasonDisabled = "Disabled"
+	// ReasonDefinitionChanged: the tool's definition differs from the
+	// approved one.
+	ReasonDefinitionChanged = "DefinitionChanged"
+	// ReasonServerNotReady: the tool's server is not Ready.
+	ReasonServerNotReady = "ServerNotReady"
+	// ReasonServerNotFound: the tool's McpServer does not exist.
+	ReasonServerNotFound = "ServerNotFound"
+	// ReasonNameMismatch: the McpTool's name is not the one derived from its
+	// server and remote name.
+	ReasonNameMismatch = "NameMismatch"
+)
+
+// Labels and annotations.
+const (
+	// LabelServer on an McpTool names its McpServer.
+	LabelServer = "mcp.catalog.dev/server"
+
+	// AnnotationRequestedImportAt on an McpServer requests an import; any new
+	// value triggers one, and status.lastHandledImportAt echoes it.
+	AnnotationRequestedImportAt = "mcp.catalog.dev/requested-import-at"
+
+	// AnnotationRequestedProbeAt on an McpServer requests a health probe now.
+	AnnotationRequestedProbeAt = "mcp.catalog.dev/requested-probe-at"
+)

@@ -1,0 +1,333 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// McpServerSpec declares one remote MCP server: where it is, how sensitive
+// its tools' output is, whether calls need a human's approval, and how to
+// authenticate. Nothing the server says about itself changes these.
+// +kubebuilder:validation:XValidation:rule="!(has(self.auth) && (has(self.auth.bearer) || has(self.auth.header) || has(self.auth.delegated))) || !self.url.lowerAscii().startsWith('http://') || (has(self.allowCredentialOverHTTP) && self.allowCredentialOverHTTP)",message="spec.url uses plain http while spec.auth sends a credential: use https, or set spec.allowCredentialOverHTTP: true to accept sending it in clear text"
+type McpServerSpec struct {
+	// url is the MCP endpoint (Streamable HTTP). https is always allowed;
+	// http is allowed, but no credential is sent over it unless
+	// allowCredentialOverHTTP is true. User information and fragments are not
+	// allowed.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.lowerAscii().startsWith('https://') || self.lowerAscii().startsWith('http://')",message="spec.url must use the https or http scheme"
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getHostname() != ''",message="spec.url must be an absolute URL with a host"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*@')",message="spec.url must not contain user information (user:password@); reference a Secret in spec.auth instead"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('#')",message="spec.url must not contain a fragment (#...)"
+	URL string `json:"url"`
+
+	// dataClass is the operator-declared classification of what this
+	// server's tools return, ordered Public < Internal < Confidential <
+	// Restricted. It has no default: a server without one offers no tools.
+	// +required
+	DataClass DataClass `json:"dataClass"`
+
+	// approvalRequired says whether every call to this server's tools needs
+	// a human's approval. Only an explicit false turns it off.
+	// +optional
+	// +kubebuilder:default=true
+	ApprovalRequired *bool `json:"approvalRequired,omitempty"`
+
+	// suspend stops imports and health probes without deleting anything.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// auth selects how the operator authenticates to the server: omitted or
+	// empty for none, or exactly one of bearer, header or delegated.
+	// +optional
+	Auth *McpServerAuth `json:"auth,omitempty"`
+
+	// allowCredentialOverHTTP permits sending the credential of spec.auth
+	// over a plain http URL. Leave it unset unless the network path is
+	// protected by other means.
+	// +optional
+	AllowCredentialOverHTTP bool `json:"allowCredentialOverHTTP,omitempty"`
+
+	// allowPrivateNetwork permits connecting to loopback and private address
+	// ranges, checked after DNS resolution. Link-local and cloud metadata
+	// addresses are refused even when this is true.
+	// +optional
+	AllowPrivateNetwork bool `json:"allowPrivateNetwork,omitempty"`
+
+	// operationTimeout is the budget of one whole MCP operation (handshake
+	// and every page or call after it). More than 0 and at most 5m.
+	// +optional
+	// +kubebuilder:default="20s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('5m')",message="spec.operationTimeout must be more than 0s and at most 5m"
+	OperationTimeout *metav1.Duration `json:"operationTimeout,omitempty"`
+
+	// import tunes catalog imports.
+	// +optional
+	// +kubebuilder:default={}
+	Import ImportSettings `json:"import,omitempty"`
+
+	// healthCheck tunes the health probe.
+	// +optional
+	// +kubebuilder:default={}
+	HealthCheck HealthCheckSettings `json:"healthCheck,omitempty"`
+}
+
+// McpServerAuth holds at most one authentication mode. Every credential is a
+// reference to a Secret in the McpServer's namespace; no field here can hold
+// a token.
+// +kubebuilder:validation:XValidation:rule="[has(self.bearer), has(self.header), has(self.delegated)].filter(x, x).size() <= 1",message="spec.auth allows at most one of bearer, header or delegated"
+type McpServerAuth struct {
+	// bearer sends the Secret's value as "Authorization: Bearer <value>".
+	// +optional
+	Bearer *BearerAuth `json:"bearer,omitempty"`
+
+	// header sends the Secret's value in a named header.
+	// +optional
+	Header *HeaderAuth `json:"header,omitempty"`
+
+	// delegated exchanges the calling actor's token for one scoped to this
+	// server (RFC 8693) through a McpDelegationProfile.
+	// +optional
+	Delegated *DelegatedAuth `json:"delegated,omitempty"`
+}
+
+// BearerAuth authenticates with a bearer token read from a Secret.
+type BearerAuth struct {
+	// secretRef names the Secret key that holds the token.
+	// +required
+	SecretRef SecretKeySelector `json:"secretRef"`
+}
+
+// HeaderAuth authenticates with a named header whose value is read from a
+// Secret.
+type HeaderAuth struct {
+	// name is the HTTP header to send. It must be an HTTP token and must not
+	// be a header the transport owns (Host, Content-Length, Content-Type,
+	// Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, ...).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[!#$%&\\'*+.^_`|~0-9A-Za-z-]+$')",message="spec.auth.header.name must be an HTTP header name (letters, digits and !#$%&'*+.^_`|~-)"
+	// +kubebuilder:validation:XValidation:rule="!(self.lowerAscii() in ['host', 'content-length', 'content-type', 'content-encoding', 'transfer-encoding', 'te', 'trailer', 'connection', 'keep-alive', 'upgrade', 'expect', 'accept', 'accept-encoding', 'authorization', 'proxy-authorization', 'cookie', 'mcp-session-id', 'mcp-protocol-version', 'mcp-method', 'mcp-name', 'last-event-id'])",message="spec.auth.header.name names a header the transport sets itself; choose another header (use spec.auth.bearer for Authorization)"
+	Name string `json:"name"`
+
+	// secretRef names the Secret key that holds the header's value.
+	// +required
+	SecretRef SecretKeySelector `json:"secretRef"`
+}
+
+// DelegatedAuth authenticates each tool call with a token exchanged for the
+// calling actor, and imports and probes with a discovery credential.
+type DelegatedAuth struct {
+	// profileRef names the McpDelegationProfile in this namespace.
+	// +required
+	ProfileRef LocalObjectReference `json:"profileRef"`
+
+	// audience is the audience requested in the token exchange. It must be
+	// one the profile (and the actor) allows.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Audience string `json:"audience"`
+
+	// scopes are requested in the token exchange. Each must be allowed by
+	// the profile and the actor.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:items:Pattern=`^[\x21\x23-\x5B\x5D-\x7E]+$`
+	Scopes []string `json:"scopes,omitempty"`
+
+	// discoverySecretRef names the Secret key holding the bearer token used
+	// for imports and health probes, which act for no actor.
+	// +optional
+	DiscoverySecretRef *SecretKeySelector `json:"discoverySecretRef,omitempty"`
+}
+
+// ImportSettings tunes catalog imports.
+type ImportSettings struct {
+	// interval re-imports the catalog periodically. Unset means imports run
+	// only on create, on relevant spec changes and on request.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="spec.import.interval must be at least 1m"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// maxPages is the most tools/list pages one import follows.
+	// +optional
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxPages int32 `json:"maxPages,omitempty"`
+
+	// maxTools is the most tools one import accepts from the server.
+	// +optional
+	// +kubebuilder:default=2000
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20000
+	MaxTools int32 `json:"maxTools,omitempty"`
+}
+
+// HealthCheckSettings tunes the health probe.
+type HealthCheckSettings struct {
+	// interval between health probes; a jitter of up to a tenth is added.
+	// At least 5s.
+	// +optional
+	// +kubebuilder:default="60s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5s')",message="spec.healthCheck.interval must be at least 5s"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+}
+
+// McpServerStatus is what the controllers observed of the server.
+type McpServerStatus struct {
+	// observedGeneration is the generation last reconciled; -1 before the
+	// first reconcile.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready, Reachable, CatalogSynced, CredentialsResolved,
+	// Reconciling and Stalled.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// serverInfo is what the server said about itself at the last contact.
+	// It is informational and never used to authorise anything.
+	// +optional
+	ServerInfo *ServerInfo `json:"serverInfo,omitempty"`
+
+	// lastContactTime is when an operation with the server last completed.
+	// +optional
+	LastContactTime *metav1.Time `json:"lastContactTime,omitempty"`
+
+	// lastContactLatency is how long that operation took.
+	// +optional
+	LastContactLatency *metav1.Duration `json:"lastContactLatency,omitempty"`
+
+	// lastImportTime is when the catalog was last imported successfully.
+	// +optional
+	LastImportTime *metav1.Time `json:"lastImportTime,omitempty"`
+
+	// tools counts the catalog as last imported.
+	// +optional
+	Tools *ToolCounts `json:"tools,omitempty"`
+
+	// skippedTools lists tools the last import refused, with a reason each.
+	// The list is bounded; tools.skipped has the full count.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	SkippedTools []SkippedTool `json:"skippedTools,omitempty"`
+
+	// lastHandledImportAt echoes the value of the
+	// mcp.catalog.dev/requested-import-at annotation last acted on.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	LastHandledImportAt string `json:"lastHandledImportAt,omitempty"`
+}
+
+// ServerInfo is the server's self-description from the handshake.
+type ServerInfo struct {
+	// name the server reported.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Name string `json:"name,omitempty"`
+
+	// title the server reported.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Title string `json:"title,omitempty"`
+
+	// version the server reported.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Version string `json:"version,omitempty"`
+
+	// protocolVersion is the MCP revision spoken with the server.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+
+	// capabilities the server declared (names only).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=64
+	Capabilities []string `json:"capabilities,omitempty"`
+}
+
+// ToolCounts counts a server's catalog.
+type ToolCounts struct {
+	// offered is how many tools the server listed at the last import.
+	Offered int32 `json:"offered"`
+	// imported is how many of them were accepted as McpTools.
+	Imported int32 `json:"imported"`
+	// skipped is how many were refused (see skippedTools).
+	Skipped int32 `json:"skipped"`
+	// enabled is how many McpTools of this server are enabled.
+	Enabled int32 `json:"enabled"`
+	// removed is how many enabled McpTools the server no longer offers.
+	Removed int32 `json:"removed"`
+}
+
+// SkippedTool is a tool an import refused.
+type SkippedTool struct {
+	// name as the server sent it, made printable and truncated.
+	// +required
+	// +kubebuilder:validation:MaxLength=160
+	Name string `json:"name"`
+
+	// reason is a fixed CamelCase word saying why it was refused.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mcps,categories=mcp
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 45 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name of an McpServer must be a DNS label of at most 45 characters (lowercase letters, digits and '-'), because it prefixes the names of its McpTools"
+// +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.dataClass`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reachable",type=string,JSONPath=`.status.conditions[?(@.type=="Reachable")].status`
+// +kubebuilder:printcolumn:name="Tools",type=integer,JSONPath=`.status.tools.imported`
+// +kubebuilder:printcolumn:name="Last Contact",type=date,JSONPath=`.status.lastContactTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// McpServer declares a remote MCP server whose catalog is imported into
+// McpTools.
+type McpServer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the declaration.
+	// +required
+	Spec McpServerSpec `json:"spec"`
+
+	// status is what the controllers observed.
+	// +optional
+	// +kubebuilder:default={"observedGeneration":-1}
+	Status McpServerStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// McpServerList is a list of McpServers.
+type McpServerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []McpServer `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&McpServer{}, &McpServerList{})
+}

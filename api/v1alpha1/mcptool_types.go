@@ -1,0 +1,200 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Effect values of an McpTool. Every imported tool is treated as a
+// non-idempotent write, whatever its annotations claim.
+const EffectNonIdempotentWrite = "NonIdempotentWrite"
+
+// McpToolSpec is the human and GitOps side of a tool: which remote tool it
+// is, whether it is enabled, and optional tightening of the server's
+// declaration. Nothing here can loosen what the McpServer declares.
+type McpToolSpec struct {
+	// serverRef names the McpServer in this namespace that offers the tool.
+	// Immutable.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.serverRef is immutable"
+	ServerRef LocalObjectReference `json:"serverRef"`
+
+	// remoteName is the tool's name on the server (case-sensitive,
+	// [A-Za-z0-9_.-], 1 to 128 characters). Immutable.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]{1,128}$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.remoteName is immutable"
+	RemoteName string `json:"remoteName"`
+
+	// enabled makes the tool servable through the gateway. Imports never
+	// change it.
+	// +optional
+	// +kubebuilder:default=false
+	Enabled bool `json:"enabled,omitempty"`
+
+	// dataClass may raise the tool's class above the server's; the effective
+	// class is the higher of the two.
+	// +optional
+	DataClass DataClass `json:"dataClass,omitempty"`
+
+	// approvalRequired may only be true: it requires approval even where the
+	// server does not.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == true",message="spec.approvalRequired on an McpTool can only tighten the server's declaration: set true or leave it unset"
+	ApprovalRequired *bool `json:"approvalRequired,omitempty"`
+
+	// approvedDefinitionHash accepts one definition of the tool. When set,
+	// the tool is servable only while status.definitionHash equals it; when
+	// unset, the definition seen when the tool was first enabled is the
+	// approved one. Set it to the new status.definitionHash to re-approve a
+	// tool whose definition changed.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	ApprovedDefinitionHash string `json:"approvedDefinitionHash,omitempty"`
+}
+
+// ToolHints are the server's annotations about its tool. They are shown as
+// untrusted hints and never used to authorise anything.
+type ToolHints struct {
+	// title hint.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Title string `json:"title,omitempty"`
+	// readOnlyHint as the server sent it.
+	// +optional
+	ReadOnlyHint *bool `json:"readOnlyHint,omitempty"`
+	// destructiveHint as the server sent it.
+	// +optional
+	DestructiveHint *bool `json:"destructiveHint,omitempty"`
+	// idempotentHint as the server sent it.
+	// +optional
+	IdempotentHint *bool `json:"idempotentHint,omitempty"`
+	// openWorldHint as the server sent it.
+	// +optional
+	OpenWorldHint *bool `json:"openWorldHint,omitempty"`
+}
+
+// McpToolStatus is the controller side of a tool.
+type McpToolStatus struct {
+	// observedGeneration is the generation last reconciled; -1 before the
+	// first reconcile.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready (servable) and Imported.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// localName is the name agents see: mcp_<server>_<remoteName>.
+	// +optional
+	// +kubebuilder:validation:MaxLength=192
+	LocalName string `json:"localName,omitempty"`
+
+	// group is mcp_<server>.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Group string `json:"group,omitempty"`
+
+	// title the server gave the tool.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Title string `json:"title,omitempty"`
+
+	// description the server gave the tool.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	Description string `json:"description,omitempty"`
+
+	// inputSchema is the normalised JSON Schema of the tool's arguments.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	InputSchema *apiextensionsv1.JSON `json:"inputSchema,omitempty"`
+
+	// hints are the server's annotations, untrusted.
+	// +optional
+	Hints *ToolHints `json:"hints,omitempty"`
+
+	// effectiveDataClass is the higher of the server's and the tool's class.
+	// +optional
+	EffectiveDataClass DataClass `json:"effectiveDataClass,omitempty"`
+
+	// effectiveApprovalRequired is the server's or the tool's requirement.
+	// +optional
+	EffectiveApprovalRequired *bool `json:"effectiveApprovalRequired,omitempty"`
+
+	// effect is always NonIdempotentWrite.
+	// +optional
+	// +kubebuilder:validation:Enum=NonIdempotentWrite
+	Effect string `json:"effect,omitempty"`
+
+	// requiresAdmin is always true: nobody may call a tool unless RBAC
+	// grants it explicitly.
+	// +optional
+	RequiresAdmin bool `json:"requiresAdmin,omitempty"`
+
+	// definitionHash is the hash of the normalised definition (name, title,
+	// description, input schema and hints), "sha256:<hex>".
+	// +optional
+	// +kubebuilder:validation:MaxLength=71
+	DefinitionHash string `json:"definitionHash,omitempty"`
+
+	// enabledDefinitionHash is the definition seen when the tool was
+	// enabled; it is the approved definition while
+	// spec.approvedDefinitionHash is unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=71
+	EnabledDefinitionHash string `json:"enabledDefinitionHash,omitempty"`
+
+	// lastImportTime is when an import last saw the tool.
+	// +optional
+	LastImportTime *metav1.Time `json:"lastImportTime,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mcpt,categories=mcp
+// +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.spec.serverRef.name`
+// +kubebuilder:printcolumn:name="Remote Name",type=string,JSONPath=`.spec.remoteName`
+// +kubebuilder:printcolumn:name="Enabled",type=boolean,JSONPath=`.spec.enabled`
+// +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.status.effectiveDataClass`
+// +kubebuilder:printcolumn:name="Approval",type=boolean,JSONPath=`.status.effectiveApprovalRequired`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`,priority=1
+
+// McpTool is one tool of an McpServer's catalog. Imports create it disabled;
+// a human or GitOps enables it.
+type McpTool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the human and GitOps side.
+	// +required
+	Spec McpToolSpec `json:"spec"`
+
+	// status is the controller side.
+	// +optional
+	// +kubebuilder:default={"observedGeneration":-1}
+	Status McpToolStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// McpToolList is a list of McpTools.
+type McpToolList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []McpTool `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&McpTool{}, &McpToolList{})
+}

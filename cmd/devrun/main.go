@@ -1,0 +1,142 @@
+// Command devrun is what `make run` starts: the operator's manager against
+// the cluster in KUBECONFIG when one answers, otherwise against a local
+// control plane (kube-apiserver and etcd from KUBEBUILDER_ASSETS) that it
+// starts and stops itself. Either way it installs the CRDs first.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/mcp-catalog/operator/internal/manager"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "devrun:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		local      bool
+		crdDir     string
+		kubeconfig string
+		probeAddr  string
+	)
+	flag.BoolVar(&local, "local", false, "Always start a local control plane, even when KUBECONFIG reaches a cluster.")
+	flag.StringVar(&crdDir, "crd-dir", filepath.Join("config", "crd", "bases"), "Directory of the CRD manifests to install.")
+	flag.StringVar(&kubeconfig, "write-kubeconfig", filepath.Join(".local", "kubeconfig"), "Where to write the local control plane's kubeconfig.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the manager's /healthz and /readyz endpoints.")
+	zopts := zap.Options{Development: true}
+	zopts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cfg, reachable := clusterInKubeconfig()
+	if local || !reachable {
+		say("no reachable cluster in KUBECONFIG: starting a local control plane")
+		env := &envtest.Environment{
+			CRDDirectoryPaths:     []string{crdDir},
+			ErrorIfCRDPathMissing: true,
+		}
+		var err error
+		if cfg, err = env.Start(); err != nil {
+			return fmt.Errorf("starting the local control plane (is KUBEBUILDER_ASSETS set? `make run` sets it): %w", err)
+		}
+		defer func() {
+			say("stopping the local control plane")
+			if err := env.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "devrun: stopping the local control plane:", err)
+			}
+		}()
+		path, err := writeKubeconfig(env, kubeconfig)
+		if err != nil {
+			return err
+		}
+		say("local control plane up; its kubeconfig is %s", path)
+		say("try:  kubectl --kubeconfig %s apply -f config/samples/", path)
+		say("      kubectl --kubeconfig %s get mcpservers,mcptools", path)
+	} else {
+		say("installing the CRDs into the cluster at %s", cfg.Host)
+		if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{crdDir}, ErrorIfPathMissing: true}); err != nil {
+			return fmt.Errorf("installing CRDs: %w", err)
+		}
+	}
+
+	opts := manager.DefaultOptions()
+	// A development run has no certificates and serves no one else.
+	opts.MetricsAddr = "0"
+	opts.ProbeAddr = probeAddr
+	opts.AllowPrivateNetworks = true
+	say("starting the manager; Ctrl-C stops everything")
+	err := manager.Run(ctx, cfg, opts)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// clusterInKubeconfig loads the usual client configuration and reports
+// whether its API server answers within a few seconds.
+func clusterInKubeconfig() (*rest.Config, bool) {
+	cfg, err := config.GetConfig()
+	if err != nil {
+		return nil, false
+	}
+	probe := rest.CopyConfig(cfg)
+	probe.Timeout = 3 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(probe)
+	if err != nil {
+		return nil, false
+	}
+	if _, err := dc.ServerVersion(); err != nil {
+		return nil, false
+	}
+	return cfg, true
+}
+
+// writeKubeconfig writes an admin kubeconfig for the local control plane.
+func writeKubeconfig(env *envtest.Environment, path string) (string, error) {
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "dev-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("creating a local admin user: %w", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("rendering the kubeconfig: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path, nil
+	}
+	return abs, nil
+}
+
+func say(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, ">> "+format+"\n", args...)
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Fails when regenerating deepcopy code, CRDs or RBAC would change the working
+# tree. The tree is left as it was either way.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+paths=(api config/crd/bases config/rbac/role.yaml)
+before=$(mktemp -d)
+trap 'rm -rf "${before}"' EXIT
+for p in "${paths[@]}"; do
+	[ -e "$p" ] && mkdir -p "${before}/$(dirname "$p")" && cp -r "$p" "${before}/$p"
+done
+
+make -s generate manifests >/dev/null
+
+stale=0
+for p in "${paths[@]}"; do
+	if ! diff -r "${before}/$p" "$p" >/dev/null 2>&1; then
+		echo "stale: $p" >&2
+		stale=1
+	fi
+done
+if [ "${stale}" -ne 0 ]; then
+	# Put the tree back; verification must not edit it.
+	for p in "${paths[@]}"; do
+		rm -rf "$p"
+		[ -e "${before}/$p" ] && cp -r "${before}/$p" "$p"
+	done
+	echo "generated files are stale: run 'make generate manifests'" >&2
+	exit 1
+fi

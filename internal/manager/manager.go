@@ -1,0 +1,146 @@
+// Package manager assembles the operator's controller-runtime manager: the
+// scheme, metrics and health serving, leader election and the controllers.
+// cmd/manager runs it in a cluster; cmd/devrun runs it next to a local
+// control plane.
+package manager
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+)
+
+// LeaderElectionID names the lease the replicas of the manager compete for.
+const LeaderElectionID = "mcp-catalog-operator.mcp.catalog.dev"
+
+// Options configures the manager. The zero value is not useful; start from
+// DefaultOptions.
+type Options struct {
+	// MetricsAddr is where metrics are served; "0" disables them.
+	MetricsAddr string
+	// SecureMetrics serves metrics over HTTPS behind authentication and
+	// authorisation (TokenReview and SubjectAccessReview).
+	SecureMetrics bool
+	// MetricsCertDir holds tls.crt and tls.key for the metrics server; empty
+	// means a self-signed certificate generated at start.
+	MetricsCertDir string
+	// ProbeAddr serves /healthz and /readyz.
+	ProbeAddr string
+	// LeaderElect makes only one replica active at a time.
+	LeaderElect bool
+	// LeaderElectionNamespace is where the lease lives; empty means the
+	// namespace the manager runs in.
+	LeaderElectionNamespace string
+	// WatchNamespaces restricts the manager to these namespaces; empty means
+	// all namespaces.
+	WatchNamespaces []string
+	// EnableHTTP2 allows HTTP/2 on the metrics server. It is off by default
+	// because of the HTTP/2 rapid-reset and stream-cancellation CVEs.
+	EnableHTTP2 bool
+	// GracefulShutdownTimeout bounds how long running reconciles may take to
+	// finish once the manager is asked to stop.
+	GracefulShutdownTimeout time.Duration
+	// AllowPrivateNetworks lets the MCP client dial loopback and private
+	// addresses for every server. Meant for development and tests.
+	AllowPrivateNetworks bool
+}
+
+// DefaultOptions returns the options the manager binary starts from.
+func DefaultOptions() Options {
+	return Options{
+		MetricsAddr:             ":8443",
+		SecureMetrics:           true,
+		ProbeAddr:               ":8081",
+		GracefulShutdownTimeout: 30 * time.Second,
+	}
+}
+
+// NewScheme returns a scheme with the built-in kinds and this operator's
+// kinds registered.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(mcpv1alpha1.AddToScheme(s))
+	return s
+}
+
+// New builds the manager and registers the controllers and health checks.
+func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	if cfg == nil {
+		return nil, errors.New("manager: no REST config")
+	}
+	var tlsOpts []func(*tls.Config)
+	if !opts.EnableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{
+		BindAddress:   opts.MetricsAddr,
+		SecureServing: opts.SecureMetrics,
+		CertDir:       opts.MetricsCertDir,
+		TLSOpts:       tlsOpts,
+	}
+	if opts.SecureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+
+	var cacheOpts cache.Options
+	if len(opts.WatchNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = make(map[string]cache.Config, len(opts.WatchNamespaces))
+		for _, ns := range opts.WatchNamespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+
+	shutdown := opts.GracefulShutdownTimeout
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        NewScheme(),
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        opts.ProbeAddr,
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &shutdown,
+		Cache:                         cacheOpts,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding readiness check: %w", err)
+	}
+	if err := setupControllers(mgr, opts); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// Run builds the manager and runs it until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	mgr, err := New(cfg, opts)
+	if err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("starting manager", "leaderElection", opts.LeaderElect, "watchNamespaces", opts.WatchNamespaces)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+// Package toolname derives the names of an imported tool: the name of its
+// McpTool object and the name agents see. Both are pure functions of the
+// McpServer's name and the remote tool's name, so a GitOps repository can
+// declare an McpTool before the import creates it.
+//
+// The object name is "<server>.<encoded remote name>":
+//
+//   - A remote name in lowercase snake or kebab case — lowercase letters and
+//     digits in runs joined by single "_" or "-" — is encoded readably:
+//     "_" becomes "-" and "-" becomes "--". search_docs on server docs is the
+//     object docs.search-docs; resolve-library-id is
+//     docs.resolve--library--id.
+//   - Any other legal remote name (upper case, dots, leading, trailing or
+//     doubled separators) is encoded as "x." followed by the unpadded,
+//     lowercase base32 of its bytes: createIssue on server docs is
+//     docs.x.mnzgkylumvexg43vmu.
+//
+// The encoding is injective: server names are DNS labels and contain no
+// dot, so the first dot separates the server; readable encodings contain no
+// dot while base32 ones always do, and each is reversible on its own. Two
+// different (server, remote name) pairs therefore never share an object
+// name. Server names are limited to 45 characters so that the longest
+// base32 form still fits the 253 characters of an object name.
+package toolname
+
+import (
+	"encoding/base32"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// MaxServerNameLength is the longest McpServer name for which every legal
+// remote name yields a valid object name.
+const MaxServerNameLength = 45
+
+// MaxRemoteNameLength is the longest remote tool name accepted.
+const MaxRemoteNameLength = 128
+
+var (
+	remoteNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+	readableRE   = regexp.MustCompile(`^[a-z0-9]+([_-][a-z0-9]+)*$`)
+	serverNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	b32          = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+)
+
+// ValidRemoteName reports whether name is a legal remote tool name:
+// [A-Za-z0-9_.-], 1 to 128 characters, case-sensitive.
+func ValidRemoteName(name string) bool { return remoteNameRE.MatchString(name) }
+
+// ValidServerName reports whether name can be an McpServer's name.
+func ValidServerName(name string) bool {
+	return len(name) <= MaxServerNameLength && serverNameRE.MatchString(name)
+}
+
+// ObjectName returns the McpTool object name for a remote tool of a server.
+func ObjectName(server, remote string) (string, error) {
+	if !ValidServerName(server) {
+		return "", fmt.Errorf("server name %q is not a DNS label of at most %d characters", server, MaxServerNameLength)
+	}
+	if !ValidRemoteName(remote) {
+		return "", fmt.Errorf("remote tool name is not [A-Za-z0-9_.-]{1,%d}", MaxRemoteNameLength)
+	}
+	return server + "." + encode(remote), nil
+}
+
+func encode(remote string) string {
+	if readableRE.MatchString(remote) {
+		var b strings.Builder
+		b.Grow(len(remote) + 8)
+		for i := 0; i < len(remote); i++ {
+			switch c := remote[i]; c {
+			case '_':
+				b.WriteByte('-')
+			case '-':
+				b.WriteString("--")
+			default:
+				b.WriteByte(c)
+			}
+		}
+		return b.String()
+	}
+	return "x." + b32.EncodeToString([]byte(remote))
+}
+
+// Decode returns the server and remote name an object name was derived
+// from, or an error when name is not an object name this package produces.
+func Decode(name string) (server, remote string, err error) {
+	server, rest, ok := strings.Cut(name, ".")
+	if !ok || !ValidServerName(server) || rest == "" {
+		return "", "", fmt.Errorf("%q is not an McpTool name of the form <server>.<tool>", name)
+	}
+	if enc, ok := strings.CutPrefix(rest, "x."); ok {
+		raw, err := b32.DecodeString(enc)
+		if err != nil || !ValidRemoteName(string(raw)) || readableRE.Match(raw) {
+			return "", "", fmt.Errorf("%q has no valid encoded tool name", name)
+		}
+		return server, string(raw), nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(rest); i++ {
+		switch {
+		case strings.HasPrefix(rest[i:], "--"):
+			b.WriteByte('-')
+			i++
+		case rest[i] == '-':
+			b.WriteByte('_')
+		default:
+			b.WriteByte(rest[i])
+		}
+	}
+	remote = b.String()
+	if !readableRE.MatchString(remote) || encode(remote) != rest {
+		return "", "", fmt.Errorf("%q has no valid tool name", name)
+	}
+	return server, remote, nil
+}
+
+// LocalName is the tool name agents see: mcp_<server>_<remote>. Server
+// names contain no "_", so the first "_" after the prefix ends the server.
+func LocalName(server, remote string) string { return "mcp_" + server + "_" + remote }
+
+// Group is the group of a server's tools: mcp_<server>.
+func Group(server string) string { return "mcp_" + server }

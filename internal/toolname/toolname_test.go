@@ -1,0 +1,105 @@
+package toolname
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+func TestObjectNameExamples(t *testing.T) {
+	cases := []struct{ server, remote, want string }{
+		{"docs", "search_docs", "docs.search-docs"},
+		{"docs", "search", "docs.search"},
+		{"docs", "resolve-library-id", "docs.resolve--library--id"},
+		{"docs", "a_b-c", "docs.a-b--c"},
+		{"docs", "createIssue", "docs.x.mnzgkylumvexg43vmu"},
+		{"docs", "a.b", "docs.x.mexge"},
+		{"docs", "_private", "docs.x.l5yhe2lwmf2gk"},
+		{"docs", "a__b", "docs.x.mfpv6yq"},
+	}
+	for _, c := range cases {
+		got, err := ObjectName(c.server, c.remote)
+		if err != nil {
+			t.Fatalf("ObjectName(%q, %q): %v", c.server, c.remote, err)
+		}
+		if got != c.want {
+			t.Errorf("ObjectName(%q, %q) = %q, want %q", c.server, c.remote, got, c.want)
+		}
+	}
+}
+
+func TestObjectNameRejectsIllegalInput(t *testing.T) {
+	for _, c := range []struct{ server, remote string }{
+		{"docs", ""},
+		{"docs", "has space"},
+		{"docs", "slash/name"},
+		{"docs", strings.Repeat("a", 129)},
+		{"Docs", "ok"},
+		{"with.dot", "ok"},
+		{strings.Repeat("s", 46), "ok"},
+	} {
+		if _, err := ObjectName(c.server, c.remote); err == nil {
+			t.Errorf("ObjectName(%q, %q) accepted an illegal name", c.server, c.remote)
+		}
+	}
+}
+
+// The rule must yield a valid object name and round-trip for every legal
+// remote name, including the longest under the longest server name.
+func TestObjectNameValidAndReversible(t *testing.T) {
+	alphabet := "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
+	r := rand.New(rand.NewPCG(1, 2))
+	server := strings.Repeat("s", MaxServerNameLength)
+	seen := map[string]string{}
+	names := []string{strings.Repeat(".", 128), strings.Repeat("Z", 128), strings.Repeat("a_", 64)[:127]}
+	for i := 0; i < 20000; i++ {
+		n := 1 + r.IntN(128)
+		var b strings.Builder
+		for j := 0; j < n; j++ {
+			b.WriteByte(alphabet[r.IntN(len(alphabet))])
+		}
+		names = append(names, b.String())
+		// Short lowercase names exercise the readable form's edges.
+		b.Reset()
+		for j := 0; j < 1+r.IntN(6); j++ {
+			b.WriteByte("ab_-"[r.IntN(4)])
+		}
+		names = append(names, b.String())
+	}
+	for _, remote := range names {
+		obj, err := ObjectName(server, remote)
+		if err != nil {
+			t.Fatalf("ObjectName(%q): %v", remote, err)
+		}
+		if errs := validation.IsDNS1123Subdomain(obj); len(errs) > 0 {
+			t.Fatalf("ObjectName(%q) = %q is not a valid object name: %v", remote, obj, errs)
+		}
+		if prev, dup := seen[obj]; dup && prev != remote {
+			t.Fatalf("%q and %q share the object name %q", prev, remote, obj)
+		}
+		seen[obj] = remote
+		s, rn, err := Decode(obj)
+		if err != nil || s != server || rn != remote {
+			t.Fatalf("Decode(%q) = %q, %q, %v; want %q, %q", obj, s, rn, err, server, remote)
+		}
+	}
+}
+
+func TestDecodeRejectsForeignNames(t *testing.T) {
+	for _, name := range []string{"plain", "docs.", "docs.x.!!", "docs.a--", "docs.-a", "docs.a---b", "docs.x.mfra"} {
+		if s, r, err := Decode(name); err == nil {
+			t.Errorf("Decode(%q) = %q, %q; want an error", name, s, r)
+		}
+	}
+}
+
+func TestLocalNameAndGroup(t *testing.T) {
+	if got := LocalName("docs", "search_docs"); got != "mcp_docs_search_docs" {
+		t.Errorf("LocalName = %q", got)
+	}
+	if got := Group("docs"); got != "mcp_docs" {
+		t.Errorf("Group = %q", got)
+	}
+}

@@ -1,0 +1,138 @@
+package validation
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// reviewedStrings lists every string field of every spec, with why it cannot
+// hold a credential. A new string field fails the walk below until it is
+// either a Secret reference or added here after the same review.
+var reviewedStrings = map[string]string{
+	"McpServer.spec.url":                                    "an endpoint; user information is rejected by CEL",
+	"McpServer.spec.dataClass":                              "an enum",
+	"McpServer.spec.operationTimeout":                       "a duration",
+	"McpServer.spec.import.interval":                        "a duration",
+	"McpServer.spec.healthCheck.interval":                   "a duration",
+	"McpServer.spec.auth.header.name":                       "a header name; the value comes from secretRef",
+	"McpServer.spec.auth.delegated.audience":                "an OAuth audience identifier",
+	"McpServer.spec.auth.delegated.scopes[]":                "OAuth scope names",
+	"McpTool.spec.remoteName":                               "a tool name, [A-Za-z0-9_.-]",
+	"McpTool.spec.dataClass":                                "an enum",
+	"McpTool.spec.approvedDefinitionHash":                   "a sha256 digest of a public definition",
+	"McpDelegationProfile.spec.tokenEndpoint":               "an https endpoint; user information is rejected by CEL",
+	"McpDelegationProfile.spec.clientID":                    "a public OAuth client identifier; the secret comes from clientSecretRef",
+	"McpDelegationProfile.spec.allowedAudiences[]":          "OAuth audience identifiers",
+	"McpDelegationProfile.spec.allowedScopes[]":             "OAuth scope names",
+	"McpDelegationProfile.spec.subjectTokenType":            "an enum of RFC 8693 token type URNs",
+	"McpDelegationProfile.spec.actors[].identity":           "a Kubernetes user name",
+	"McpDelegationProfile.spec.actors[].allowedAudiences[]": "OAuth audience identifiers",
+	"McpDelegationProfile.spec.actors[].allowedScopes[]":    "OAuth scope names",
+}
+
+// isReference reports whether an object schema is a reference to another
+// object: only name (and, for Secrets, key and the forbidden namespace).
+func isReference(s apiextensionsv1.JSONSchemaProps) bool {
+	if s.Type != "object" || len(s.Properties) == 0 {
+		return false
+	}
+	for name := range s.Properties {
+		switch name {
+		case "name", "key", "namespace":
+		default:
+			return false
+		}
+	}
+	_, hasName := s.Properties["name"]
+	return hasName
+}
+
+// walk visits every leaf of a schema and reports string leaves and places
+// where arbitrary data could be stored.
+func walk(path string, s apiextensionsv1.JSONSchemaProps, visit func(path string, s apiextensionsv1.JSONSchemaProps)) {
+	visit(path, s)
+	if isReference(s) {
+		return
+	}
+	for name, p := range s.Properties {
+		walk(path+"."+name, p, visit)
+	}
+	if s.Items != nil && s.Items.Schema != nil {
+		walk(path+"[]", *s.Items.Schema, visit)
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+		walk(path+"{}", *s.AdditionalProperties.Schema, visit)
+	}
+}
+
+func TestNoSpecFieldCanHoldACredential(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "config", "crd", "bases", "*.yaml"))
+	if err != nil || len(files) != 3 {
+		t.Fatalf("want the three generated CRDs, found %v (%v)", files, err)
+	}
+	seen := map[string]bool{}
+	refs := map[string]bool{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, v := range crd.Spec.Versions {
+			spec, ok := v.Schema.OpenAPIV3Schema.Properties["spec"]
+			if !ok {
+				t.Fatalf("%s %s has no spec", crd.Spec.Names.Kind, v.Name)
+			}
+			walk(crd.Spec.Names.Kind+".spec", spec, func(path string, s apiextensionsv1.JSONSchemaProps) {
+				if isReference(s) {
+					refs[path] = true
+					return
+				}
+				if s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields {
+					t.Errorf("%s preserves unknown fields: anything, a token included, could be stored there", path)
+				}
+				if s.AdditionalProperties != nil && (s.AdditionalProperties.Allows || s.AdditionalProperties.Schema != nil) {
+					t.Errorf("%s is a free-form map: a token could be stored there", path)
+				}
+				if s.Type != "string" {
+					return
+				}
+				seen[path] = true
+				if _, ok := reviewedStrings[path]; !ok {
+					t.Errorf("%s is a string that is neither a Secret reference nor reviewed as unable to hold a credential", path)
+				}
+			})
+		}
+	}
+	var stale []string
+	for path := range reviewedStrings {
+		if !seen[path] {
+			stale = append(stale, path)
+		}
+	}
+	sort.Strings(stale)
+	if len(stale) > 0 {
+		t.Errorf("reviewed fields no longer in the CRDs (remove them): %s", strings.Join(stale, ", "))
+	}
+	// The walk must have met the references it skips, or it proved nothing.
+	for _, ref := range []string{
+		"McpServer.spec.auth.bearer.secretRef",
+		"McpServer.spec.auth.header.secretRef",
+		"McpServer.spec.auth.delegated.discoverySecretRef",
+		"McpDelegationProfile.spec.clientSecretRef",
+		"McpDelegationProfile.spec.actors[].subjectTokenSecretRef",
+	} {
+		if !refs[ref] {
+			t.Errorf("the walk did not meet the Secret reference %s", ref)
+		}
+	}
+}

@@ -1,0 +1,252 @@
+package validation
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+)
+
+const validServer = `
+apiVersion: mcp.catalog.dev/v1alpha1
+kind: McpServer
+metadata:
+  name: srv
+spec:
+  url: https://mcp.example.com/mcp
+  dataClass: Internal
+`
+
+const validTool = `
+apiVersion: mcp.catalog.dev/v1alpha1
+kind: McpTool
+metadata:
+  name: srv.search
+spec:
+  serverRef: {name: srv}
+  remoteName: search
+`
+
+const validProfile = `
+apiVersion: mcp.catalog.dev/v1alpha1
+kind: McpDelegationProfile
+metadata:
+  name: idp
+spec:
+  tokenEndpoint: https://idp.example.com/token
+  clientID: operator
+  clientSecretRef: {name: idp, key: secret}
+  allowedAudiences: [api]
+  allowedScopes: [read, write]
+`
+
+// newNamespace gives each spec its own namespace so that names never clash.
+func newNamespace() string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "validation-"}}
+	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+// object decodes a manifest and applies edits, given as "path=yaml value"
+// with a dotted path; a value of "<delete>" removes the field.
+func object(manifest string, edits ...string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	Expect(yaml.Unmarshal([]byte(manifest), &u.Object)).To(Succeed())
+	for _, e := range edits {
+		path, raw, ok := strings.Cut(e, "=")
+		Expect(ok).To(BeTrue(), "edit %q has no '='", e)
+		fields := strings.Split(path, ".")
+		if raw == "<delete>" {
+			unstructured.RemoveNestedField(u.Object, fields...)
+			continue
+		}
+		var v any
+		Expect(yaml.Unmarshal([]byte(raw), &v)).To(Succeed(), "value of edit %q", e)
+		Expect(unstructured.SetNestedField(u.Object, v, fields...)).To(Succeed())
+	}
+	return u
+}
+
+// create submits obj as kubectl does, rejecting unknown fields.
+func create(ns string, obj *unstructured.Unstructured) error {
+	obj.SetNamespace(ns)
+	return k8sClient.Create(ctx, obj, client.FieldValidation("Strict"))
+}
+
+var _ = Describe("the API server rejects bad manifests", func() {
+	DescribeTable("with a message naming the field and what is allowed",
+		func(manifest string, edits []string, wantField, wantMessage string) {
+			err := create(newNamespace(), object(manifest, edits...))
+			Expect(err).To(HaveOccurred(), "manifest was accepted")
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid error, got: %v", err)
+			Expect(err.Error()).To(ContainSubstring(wantField))
+			Expect(err.Error()).To(ContainSubstring(wantMessage))
+		},
+		Entry("McpServer without url", validServer, []string{"spec.url=<delete>"}, "spec.url", "Required value"),
+		Entry("McpServer with an ftp url", validServer, []string{"spec.url=ftp://mcp.example.com/"}, "spec.url", "must use the https or http scheme"),
+		Entry("McpServer with a url that is not absolute", validServer, []string{"spec.url=https://"}, "spec.url", "absolute URL with a host"),
+		Entry("McpServer with user information in the url", validServer, []string{"spec.url=https://user:pw@mcp.example.com/mcp"}, "spec.url", "must not contain user information"),
+		Entry("McpServer with a user name in the url", validServer, []string{"spec.url=http://token@mcp.example.com/mcp"}, "spec.url", "must not contain user information"),
+		Entry("McpServer with a fragment in the url", validServer, []string{"spec.url=https://mcp.example.com/mcp#frag"}, "spec.url", "must not contain a fragment"),
+		Entry("McpServer without dataClass", validServer, []string{"spec.dataClass=<delete>"}, "spec.dataClass", "Required value"),
+		Entry("McpServer with an unknown dataClass", validServer, []string{"spec.dataClass=Secret"}, "spec.dataClass", `supported values: "Public", "Internal", "Confidential", "Restricted"`),
+		Entry("McpServer with two auth modes", validServer, []string{
+			"spec.auth={bearer: {secretRef: {name: s, key: k}}, header: {name: X-Key, secretRef: {name: s, key: k}}}",
+		}, "spec.auth", "at most one of bearer, header or delegated"),
+		Entry("McpServer with bearer auth but no Secret reference", validServer, []string{"spec.auth={bearer: {}}"}, "spec.auth.bearer.secretRef", "Required value"),
+		Entry("McpServer with header auth but no Secret reference", validServer, []string{"spec.auth={header: {name: X-Key}}"}, "spec.auth.header.secretRef", "Required value"),
+		Entry("McpServer with a Secret reference without a key", validServer, []string{"spec.auth={bearer: {secretRef: {name: s}}}"}, "spec.auth.bearer.secretRef.key", "Required value"),
+		Entry("McpServer with a header name that is not an HTTP token", validServer, []string{"spec.auth={header: {name: 'X Key', secretRef: {name: s, key: k}}}"}, "spec.auth.header.name", "must be an HTTP header name"),
+		Entry("McpServer sending its credential in Authorization through header mode", validServer, []string{"spec.auth={header: {name: Authorization, secretRef: {name: s, key: k}}}"}, "spec.auth.header.name", "names a header the transport sets itself"),
+		Entry("McpServer sending its credential in Host", validServer, []string{"spec.auth={header: {name: host, secretRef: {name: s, key: k}}}"}, "spec.auth.header.name", "names a header the transport sets itself"),
+		Entry("McpServer sending its credential in Content-Length", validServer, []string{"spec.auth={header: {name: Content-Length, secretRef: {name: s, key: k}}}"}, "spec.auth.header.name", "names a header the transport sets itself"),
+		Entry("McpServer sending its credential in Content-Type", validServer, []string{"spec.auth={header: {name: Content-Type, secretRef: {name: s, key: k}}}"}, "spec.auth.header.name", "names a header the transport sets itself"),
+		Entry("McpServer sending its credential in Accept", validServer, []string{"spec.auth={header: {name: Accept, secretRef: {name: s, key: k}}}"}, "spec.auth.header.name", "names a header the transport sets itself"),
+		Entry("McpServer sending its credential in Mcp-Session-Id", validServer, []string{"spec.auth={header: {name: Mcp-Session-Id, secretRef: {name: s, key: k}}}"}, "spec.auth.header.name", "names a header the transport sets itself"),
+		Entry("McpServer sending its credential in MCP-Protocol-Version", validServer, []string{"spec.auth={header: {name: MCP-Protocol-Version, secretRef: {name: s, key: k}}}"}, "spec.auth.header.name", "names a header the transport sets itself"),
+		Entry("McpServer sending its credential in Mcp-Method", validServer, []string{"spec.auth={header: {name: mcp-method, secretRef: {name: s, key: k}}}"}, "spec.auth.header.name", "names a header the transport sets itself"),
+		Entry("McpServer reading a bearer Secret from another namespace", validServer, []string{"spec.auth={bearer: {secretRef: {name: s, key: k, namespace: other}}}"}, "spec.auth.bearer.secretRef", "cannot name a namespace"),
+		Entry("McpServer reading a header Secret from another namespace", validServer, []string{"spec.auth={header: {name: X-Key, secretRef: {name: s, key: k, namespace: other}}}"}, "spec.auth.header.secretRef", "cannot name a namespace"),
+		Entry("McpServer reading a discovery Secret from another namespace", validServer, []string{"spec.auth={delegated: {profileRef: {name: p}, audience: api, discoverySecretRef: {name: s, key: k, namespace: other}}}"}, "spec.auth.delegated.discoverySecretRef", "cannot name a namespace"),
+		Entry("McpServer with a zero operationTimeout", validServer, []string{"spec.operationTimeout=0s"}, "spec.operationTimeout", "more than 0s and at most 5m"),
+		Entry("McpServer with a negative operationTimeout", validServer, []string{"spec.operationTimeout=-5s"}, "spec.operationTimeout", "more than 0s and at most 5m"),
+		Entry("McpServer with an operationTimeout above 5 minutes", validServer, []string{"spec.operationTimeout=5m1s"}, "spec.operationTimeout", "more than 0s and at most 5m"),
+		Entry("McpServer with a health-check interval below the minimum", validServer, []string{"spec.healthCheck={interval: 1s}"}, "spec.healthCheck.interval", "at least 5s"),
+		Entry("McpServer with an import interval below the minimum", validServer, []string{"spec.import={interval: 10s}"}, "spec.import.interval", "at least 1m"),
+		Entry("McpServer with a page ceiling of zero", validServer, []string{"spec.import={maxPages: 0}"}, "spec.import.maxPages", "should be greater than or equal to 1"),
+		Entry("McpServer sending a bearer token over plain http", validServer, []string{
+			"spec.url=http://mcp.example.com/mcp", "spec.auth={bearer: {secretRef: {name: s, key: k}}}",
+		}, "spec", "allowCredentialOverHTTP"),
+		Entry("McpServer sending a header credential over plain HTTP (upper-case scheme)", validServer, []string{
+			"spec.url=HTTP://mcp.example.com/mcp", "spec.auth={header: {name: X-Key, secretRef: {name: s, key: k}}}",
+		}, "spec", "allowCredentialOverHTTP"),
+		Entry("McpServer whose name is too long to prefix its tools", validServer, []string{"metadata.name=" + strings.Repeat("a", 46)}, "metadata.name", "DNS label of at most 45 characters"),
+		Entry("McpServer whose name contains a dot", validServer, []string{"metadata.name=a.b"}, "metadata.name", "DNS label of at most 45 characters"),
+
+		Entry("McpTool with a remoteName containing a space", validTool, []string{"spec.remoteName=has space"}, "spec.remoteName", "should match"),
+		Entry("McpTool with a remoteName containing a slash", validTool, []string{"spec.remoteName=a/b"}, "spec.remoteName", "should match"),
+		Entry("McpTool with a remoteName of 129 characters", validTool, []string{"spec.remoteName=" + strings.Repeat("a", 129)}, "spec.remoteName", "may not be more than 128"),
+		Entry("McpTool without serverRef", validTool, []string{"spec.serverRef=<delete>"}, "spec.serverRef", "Required value"),
+		Entry("McpTool loosening approval", validTool, []string{"spec.approvalRequired=false"}, "spec.approvalRequired", "can only tighten"),
+		Entry("McpTool with an unknown dataClass", validTool, []string{"spec.dataClass=TopSecret"}, "spec.dataClass", "supported values"),
+		Entry("McpTool with a malformed approved hash", validTool, []string{"spec.approvedDefinitionHash=abc"}, "spec.approvedDefinitionHash", "should match"),
+
+		Entry("McpDelegationProfile with an http token endpoint", validProfile, []string{"spec.tokenEndpoint=http://idp.example.com/token"}, "spec.tokenEndpoint", "must be an https URL"),
+		Entry("McpDelegationProfile without a client secret reference", validProfile, []string{"spec.clientSecretRef=<delete>"}, "spec.clientSecretRef", "Required value"),
+		Entry("McpDelegationProfile reading its client secret from another namespace", validProfile, []string{"spec.clientSecretRef={name: s, key: k, namespace: other}"}, "spec.clientSecretRef", "cannot name a namespace"),
+		Entry("McpDelegationProfile without audiences", validProfile, []string{"spec.allowedAudiences=[]"}, "spec.allowedAudiences", "should have at least 1 items"),
+		Entry("McpDelegationProfile actor with an audience outside the profile's", validProfile, []string{
+			"spec.actors=[{identity: 'system:serviceaccount:a:b', enabled: true, subjectTokenSecretRef: {name: s, key: k}, allowedAudiences: [api, other]}]",
+		}, "spec", "allowedAudiences must be a subset of spec.allowedAudiences"),
+		Entry("McpDelegationProfile actor with a scope outside the profile's", validProfile, []string{
+			"spec.actors=[{identity: 'system:serviceaccount:a:b', enabled: true, subjectTokenSecretRef: {name: s, key: k}, allowedScopes: [admin]}]",
+		}, "spec", "allowedScopes must be a subset of spec.allowedScopes"),
+		Entry("McpDelegationProfile actor without an explicit enabled flag", validProfile, []string{
+			"spec.actors=[{identity: 'system:serviceaccount:a:b', subjectTokenSecretRef: {name: s, key: k}}]",
+		}, "spec.actors[0].enabled", "Required value"),
+		Entry("McpDelegationProfile with an unknown subject token type", validProfile, []string{"spec.subjectTokenType=urn:example:other"}, "spec.subjectTokenType", "supported values"),
+	)
+
+	DescribeTable("immutable McpTool fields",
+		func(field, value, wantField string) {
+			ns := newNamespace()
+			obj := object(validTool)
+			Expect(create(ns, obj)).To(Succeed())
+			Expect(unstructured.SetNestedField(obj.Object, value, strings.Split(field, ".")...)).To(Succeed())
+			err := k8sClient.Update(ctx, obj)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			Expect(err.Error()).To(ContainSubstring(wantField + " is immutable"))
+		},
+		Entry("serverRef", "spec.serverRef.name", "other", "spec.serverRef"),
+		Entry("remoteName", "spec.remoteName", "other", "spec.remoteName"),
+	)
+})
+
+var _ = It("refuses a field that could carry a token instead of silently dropping it", func() {
+	err := create(newNamespace(), object(validServer, "spec.auth={bearer: {token: abc, secretRef: {name: s, key: k}}}"))
+	Expect(err).To(HaveOccurred(), "manifest was accepted")
+	Expect(err.Error()).To(ContainSubstring(`unknown field "spec.auth.bearer.token"`))
+})
+
+var _ = Describe("the API server accepts and defaults good manifests", func() {
+	It("reads an omitted approvalRequired back as true and defaults the budgets", func() {
+		ns := newNamespace()
+		Expect(create(ns, object(validServer))).To(Succeed())
+		var s mcpv1alpha1.McpServer
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "srv"}, &s)).To(Succeed())
+		Expect(s.Spec.ApprovalRequired).NotTo(BeNil())
+		Expect(*s.Spec.ApprovalRequired).To(BeTrue())
+		Expect(s.Spec.OperationTimeout.Duration.String()).To(Equal("20s"))
+		Expect(s.Spec.HealthCheck.Interval.Duration.String()).To(Equal("1m0s"))
+		Expect(s.Spec.Import.MaxPages).To(BeNumerically(">", 0))
+		Expect(s.Spec.Import.MaxTools).To(BeNumerically(">", 0))
+		// kstatus reads observedGeneration -1 as "not reconciled yet".
+		Expect(s.Status.ObservedGeneration).To(Equal(int64(-1)))
+	})
+
+	It("keeps an explicit approvalRequired: false", func() {
+		ns := newNamespace()
+		Expect(create(ns, object(validServer, "spec.approvalRequired=false"))).To(Succeed())
+		var s mcpv1alpha1.McpServer
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "srv"}, &s)).To(Succeed())
+		Expect(*s.Spec.ApprovalRequired).To(BeFalse())
+	})
+
+	DescribeTable("edge cases that are allowed",
+		func(manifest string, edits ...string) {
+			Expect(create(newNamespace(), object(manifest, edits...))).To(Succeed())
+		},
+		Entry("plain http without a credential", validServer, "spec.url=http://mcp.example.com/mcp"),
+		Entry("plain http with a credential and the explicit opt-in", validServer,
+			"spec.url=http://mcp.example.com/mcp", "spec.auth={bearer: {secretRef: {name: s, key: k}}}", "spec.allowCredentialOverHTTP=true"),
+		Entry("an https URL with an @ in its path", validServer, "spec.url=https://mcp.example.com/@team/mcp"),
+		Entry("an operationTimeout of exactly 5 minutes", validServer, "spec.operationTimeout=5m"),
+		Entry("an empty auth block (no authentication)", validServer, "spec.auth={}"),
+		Entry("a custom header credential", validServer, "spec.auth={header: {name: X-Api-Key, secretRef: {name: s, key: k}}}"),
+		Entry("a tool name with every allowed character", validTool, "spec.remoteName=Aa0_.-", "metadata.name=srv.x.ifqtaxzofu"),
+		Entry("a tool tightening approval and class", validTool, "spec.approvalRequired=true", "spec.dataClass=Restricted"),
+		Entry("an actor within the profile's sets", validProfile,
+			"spec.actors=[{identity: 'system:serviceaccount:a:b', enabled: false, subjectTokenSecretRef: {name: s, key: k}, allowedAudiences: [api], allowedScopes: [read]}]"),
+	)
+
+	It("accepts every sample in config/samples", func() {
+		ns := newNamespace()
+		files, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		applied := 0
+		for _, f := range files {
+			if filepath.Base(f) == "kustomization.yaml" {
+				continue
+			}
+			data, err := os.ReadFile(f)
+			Expect(err).NotTo(HaveOccurred())
+			dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(string(data)), 4096)
+			for {
+				obj := &unstructured.Unstructured{}
+				if err := dec.Decode(&obj.Object); err != nil {
+					Expect(err.Error()).To(Equal("EOF"), "decoding %s", f)
+					break
+				}
+				if len(obj.Object) == 0 {
+					continue
+				}
+				Expect(create(ns, obj)).To(Succeed(), fmt.Sprintf("sample %s (%s %s)", f, obj.GetKind(), obj.GetName()))
+				applied++
+			}
+		}
+		Expect(applied).To(BeNumerically(">=", 6))
+	})
+})
