@@ -26,7 +26,7 @@ help: ## Show this help.
 
 .PHONY: generate
 generate: ## Regenerate deepcopy code.
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt applyconfiguration:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
 manifests: ## Regenerate CRDs and RBAC from markers.

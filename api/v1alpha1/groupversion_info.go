@@ -5,6 +5,8 @@
 // internal/.
 //
 // +kubebuilder:object:generate=true
+// +kubebuilder:ac:generate=true
+// +kubebuilder:ac:output:package=../applyconfiguration
 // +groupName=mcp.catalog.dev
 package v1alpha1
 
@@ -23,3 +25,6 @@ var (
 	// AddToScheme adds the kinds of this package to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// SchemeGroupVersion is GroupVersion under the name generated code expects.
+var SchemeGroupVersion = GroupVersion

@@ -233,6 +233,12 @@ type McpServerStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	LastHandledImportAt string `json:"lastHandledImportAt,omitempty"`
+
+	// lastHandledProbeAt echoes the value of the
+	// mcp.catalog.dev/requested-probe-at annotation last acted on.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	LastHandledProbeAt string `json:"lastHandledProbeAt,omitempty"`
 }
 
 // ServerInfo is the server's self-description from the handshake.

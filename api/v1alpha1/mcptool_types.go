@@ -153,10 +153,6 @@ type McpToolStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=71
 	EnabledDefinitionHash string `json:"enabledDefinitionHash,omitempty"`
-
-	// lastImportTime is when an import last saw the tool.
-	// +optional
-	LastImportTime *metav1.Time `json:"lastImportTime,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -1,0 +1,482 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Flavor names the MCP library a server is written with.
+type Flavor string
+
+const (
+	// GoSDK is the official SDK, github.com/modelcontextprotocol/go-sdk.
+	GoSDK Flavor = "go-sdk"
+	// MCPGo is github.com/mark3labs/mcp-go.
+	MCPGo Flavor = "mcp-go"
+)
+
+// Path is the URL path the MCP endpoint is served on. Other paths answer 404,
+// so a client that strips or rewrites the path is noticed.
+const Path = "/mcp"
+
+// Header is an HTTP header name and value.
+type Header struct {
+	Name  string
+	Value string
+}
+
+// Options configures a server. The zero value (apart from Flavor, which
+// defaults to GoSDK) is a stateful server with the built-in tools only, no
+// catalog and no credential.
+type Options struct {
+	// Flavor picks the library. Empty means GoSDK.
+	Flavor Flavor
+
+	// Stateless makes the server issue no session id.
+	Stateless bool
+
+	// JSONResponse makes go-sdk answer calls with application/json instead
+	// of text/event-stream. mcp-go always answers these tools with
+	// application/json; the field is ignored there.
+	JSONResponse bool
+
+	// LegacyOnly restricts the server to the initialize-era revisions
+	// (2025-11-25 and earlier), so a dual-era client has to fall back.
+	LegacyOnly bool
+
+	// Tools is the size of the generated catalog (tool_0001 …).
+	Tools int
+
+	// PageSize limits how many tools one tools/list page carries. Zero keeps
+	// the library's default: 1000 for go-sdk, unlimited for mcp-go.
+	PageSize int
+
+	// RequireBearer, if set, is the token every request must present as
+	// "Authorization: Bearer <token>".
+	RequireBearer string
+
+	// RequireHeader, if Name and Value are set, is a header every request
+	// must carry with exactly that value. It is an alternative to
+	// RequireBearer; setting both is an error.
+	RequireHeader Header
+
+	// Name, Title and Version are the server's self-description. Defaults:
+	// "mcpserver-<flavor>", "", "1.0.0".
+	Name, Title, Version string
+}
+
+// Stats is a snapshot of what a server has observed. Counts are cumulative
+// from the start of the server.
+type Stats struct {
+	// Requests counts HTTP requests to the endpoint, of any method, before
+	// the credential check.
+	Requests int
+	// Rejected counts requests answered 401 by the credential check. They
+	// never reached the MCP library.
+	Rejected int
+	// Aborted counts requests whose client went away before the response was
+	// complete: the request context ended while the library was still
+	// serving it. Closing the server counts too. It is updated
+	// asynchronously; read it with Await.
+	Aborted int
+	// Deletes counts HTTP DELETE requests that passed the credential check.
+	Deletes int
+	// SessionCarried counts requests that carried an Mcp-Session-Id header.
+	SessionCarried int
+	// Methods counts JSON-RPC requests and notifications by method, for
+	// requests that passed the credential check.
+	Methods map[string]int
+	// Calls counts tool handler invocations by tool name: a call counted here
+	// reached the tool's code.
+	Calls map[string]int
+	// CredentialPresented counts requests that carried the credential header
+	// (Authorization, or RequireHeader.Name when that is set), whatever its
+	// value.
+	CredentialPresented int
+	// LastCredential is the value of the credential header on the most
+	// recent request that carried it ("Bearer …" for Authorization). Test
+	// servers only: it is a secret in any real deployment.
+	LastCredential string
+	// LastProtocolVersion is the MCP-Protocol-Version header of the most
+	// recent request that carried one.
+	LastProtocolVersion string
+	// SlowStarted, SlowCancelled and SlowCompleted count the slow tool's
+	// invocations, those that ended because their context ended, and those
+	// whose duration elapsed.
+	SlowStarted, SlowCancelled, SlowCompleted int
+}
+
+// Server is a running (or ready to run) MCP server.
+type Server struct {
+	// URL is the endpoint (http://127.0.0.1:<port>/mcp) once Start or Listen
+	// returned; empty for a server from New that the caller serves itself.
+	URL string
+
+	opts    Options
+	flavor  backend
+	handler http.Handler
+	stop    chan struct{} // closed by Close: releases blocked slow calls
+	http    *httptest.Server
+
+	mu        sync.Mutex
+	stats     Stats
+	credValue string // the accepted credential value; swapped by SetCredential
+	tools     map[string]toolSpec
+	closeOnce sync.Once
+}
+
+// backend is the library-specific half of a server.
+type backend interface {
+	handler() http.Handler
+	// put adds the tools or replaces those with the same names.
+	put(specs ...toolSpec)
+	remove(names ...string)
+	close()
+}
+
+// New builds a server without listening anywhere. Serve Handler yourself
+// and call Close when done. It does not import package testing, so a demo
+// binary can use it.
+func New(opts Options) (*Server, error) {
+	if opts.Flavor == "" {
+		opts.Flavor = GoSDK
+	}
+	if opts.RequireBearer != "" && (opts.RequireHeader.Name != "" || opts.RequireHeader.Value != "") {
+		return nil, errors.New("mcpserver: RequireBearer and RequireHeader are exclusive")
+	}
+	if (opts.RequireHeader.Name == "") != (opts.RequireHeader.Value == "") {
+		return nil, errors.New("mcpserver: RequireHeader needs both a name and a value")
+	}
+	if opts.Tools < 0 || opts.PageSize < 0 {
+		return nil, errors.New("mcpserver: Tools and PageSize must not be negative")
+	}
+	if opts.Name == "" {
+		opts.Name = "mcpserver-" + string(opts.Flavor)
+	}
+	if opts.Version == "" {
+		opts.Version = "1.0.0"
+	}
+	s := &Server{
+		opts:      opts,
+		stop:      make(chan struct{}),
+		credValue: opts.RequireBearer + opts.RequireHeader.Value,
+		tools:     map[string]toolSpec{},
+	}
+	s.stats.Methods = map[string]int{}
+	s.stats.Calls = map[string]int{}
+
+	switch opts.Flavor {
+	case GoSDK:
+		s.flavor = newGoSDK(opts)
+	case MCPGo:
+		s.flavor = newMCPGo(opts)
+	default:
+		return nil, fmt.Errorf("mcpserver: unknown flavor %q", opts.Flavor)
+	}
+
+	specs := s.builtinTools()
+	for i := 1; i <= opts.Tools; i++ {
+		specs = append(specs, s.catalogTool(CatalogToolName(i), catalogDescription(i)))
+	}
+	for _, sp := range specs {
+		s.tools[sp.name] = sp
+	}
+	s.flavor.put(specs...)
+
+	mux := http.NewServeMux()
+	mux.Handle(Path, s.observe(s.flavor.handler()))
+	s.handler = mux
+	return s, nil
+}
+
+// Handler is the server's HTTP handler; the MCP endpoint is at [Path].
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Listen serves the server on a fresh port of 127.0.0.1 and sets URL.
+func (s *Server) Listen() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	s.http = &httptest.Server{Listener: ln, Config: &http.Server{Handler: s.handler}}
+	s.http.Start()
+	s.URL = s.http.URL + Path
+	return nil
+}
+
+// Close releases blocked slow calls, closes the library's sessions and stops
+// the listener, if any. It is safe to call more than once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.flavor.close()
+		if s.http != nil {
+			s.http.Close()
+		}
+	})
+}
+
+// TB is the part of testing.TB that Start uses; *testing.T, *testing.B and
+// *testing.F satisfy it.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Fatalf(format string, args ...any)
+}
+
+// Start builds and serves a server on 127.0.0.1 for the duration of a test.
+func Start(t TB, opts Options) *Server {
+	t.Helper()
+	s, err := New(opts)
+	if err != nil {
+		t.Fatalf("mcpserver: %v", err)
+	}
+	if err := s.Listen(); err != nil {
+		s.Close()
+		t.Fatalf("mcpserver: listen: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Options returns the options the server was built with, defaults applied.
+func (s *Server) Options() Options { return s.opts }
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.Methods = maps.Clone(s.stats.Methods)
+	st.Calls = maps.Clone(s.stats.Calls)
+	return st
+}
+
+// Requests is Stats().Requests: zero proves the server received nothing.
+func (s *Server) Requests() int { return s.Stats().Requests }
+
+// Calls is Stats().Calls[tool].
+func (s *Server) Calls(tool string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats.Calls[tool]
+}
+
+// Await polls the counters until cond holds or timeout passes, and returns
+// the last snapshot and whether cond held. Some effects (a handler noticing
+// its cancelled context) happen after the client has already returned.
+func (s *Server) Await(timeout time.Duration, cond func(Stats) bool) (Stats, bool) {
+	deadline := time.Now().Add(timeout)
+	for {
+		st := s.Stats()
+		if cond(st) {
+			return st, true
+		}
+		if time.Now().After(deadline) {
+			return st, false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// SetCredential replaces the credential value the server accepts (the
+// bearer token, or RequireHeader's value), as a rotated Secret would. It
+// has no effect on a server that requires no credential.
+func (s *Server) SetCredential(value string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.credValue != "" {
+		s.credValue = value
+	}
+}
+
+// ToolNames returns the names of the tools the server currently offers,
+// sorted.
+func (s *Server) ToolNames() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.tools))
+}
+
+// SetToolDescription changes a tool's description, keeping its name, schema
+// and behaviour: the definition drift a re-import should notice.
+func (s *Server) SetToolDescription(name, description string) error {
+	s.mu.Lock()
+	sp, ok := s.tools[name]
+	if ok {
+		sp.description = description
+		s.tools[name] = sp
+	}
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("mcpserver: no tool %q", name)
+	}
+	s.flavor.put(sp)
+	return nil
+}
+
+// RemoveTools stops offering the named tools. Unknown names are ignored.
+func (s *Server) RemoveTools(names ...string) {
+	s.mu.Lock()
+	for _, n := range names {
+		delete(s.tools, n)
+	}
+	s.mu.Unlock()
+	s.flavor.remove(names...)
+}
+
+// AddTools offers catalog-style tools with the given names (a "q" string
+// argument, a text result), replacing any tool of the same name.
+func (s *Server) AddTools(names ...string) {
+	specs := make([]toolSpec, 0, len(names))
+	for _, n := range names {
+		specs = append(specs, s.catalogTool(n, "Catalog tool "+n+"."))
+	}
+	s.mu.Lock()
+	for _, sp := range specs {
+		s.tools[sp.name] = sp
+	}
+	s.mu.Unlock()
+	s.flavor.put(specs...)
+}
+
+// credentialHeader is the header the credential travels in.
+func (s *Server) credentialHeader() string {
+	if s.opts.RequireHeader.Name != "" {
+		return s.opts.RequireHeader.Name
+	}
+	return "Authorization"
+}
+
+// maxObservedBody bounds how much of a request body the counting layer
+// reads; the libraries apply their own, larger limits.
+const maxObservedBody = 8 << 20
+
+// observe wraps the library's handler: count, check the credential, count
+// JSON-RPC methods, and notice abandoned requests.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hdr := s.credentialHeader()
+		presented, carried := r.Header[http.CanonicalHeaderKey(hdr)]
+
+		s.mu.Lock()
+		s.stats.Requests++
+		if carried {
+			s.stats.CredentialPresented++
+			s.stats.LastCredential = presented[0]
+		}
+		if r.Header.Get("Mcp-Session-Id") != "" {
+			s.stats.SessionCarried++
+		}
+		if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
+			s.stats.LastProtocolVersion = v
+		}
+		want := s.credValue
+		s.mu.Unlock()
+
+		if want != "" {
+			expected := want
+			if s.opts.RequireBearer != "" {
+				expected = "Bearer " + want
+			}
+			// One value, compared in constant time: a test server should not
+			// teach timing-unsafe habits.
+			ok := carried && len(presented) == 1 && subtle.ConstantTimeCompare([]byte(presented[0]), []byte(expected)) == 1
+			if !ok {
+				s.mu.Lock()
+				s.stats.Rejected++
+				s.mu.Unlock()
+				if s.opts.RequireBearer != "" {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="mcpserver", error="invalid_token"`)
+				} else {
+					w.Header().Set("WWW-Authenticate", fmt.Sprintf(`ApiKey realm="mcpserver", header=%q`, hdr))
+				}
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+		}
+
+		if r.Method == http.MethodPost && r.Body != nil {
+			body, err := io.ReadAll(io.LimitReader(r.Body, maxObservedBody))
+			r.Body.Close()
+			if err != nil {
+				http.Error(w, "reading body", http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			methods := jsonrpcMethods(body)
+			s.mu.Lock()
+			for _, m := range methods {
+				s.stats.Methods[m]++
+			}
+			s.mu.Unlock()
+		}
+		if r.Method == http.MethodDelete {
+			s.mu.Lock()
+			s.stats.Deletes++
+			s.mu.Unlock()
+		}
+
+		// The request context ends while the library still serves the
+		// request only when the client closed the connection (or the server
+		// is closing). Both checks are needed: some library paths keep
+		// ServeHTTP blocked until the tool handler returns, long after the
+		// client left, and others return at once when it leaves.
+		var abort sync.Once
+		countAbort := func() {
+			abort.Do(func() {
+				s.mu.Lock()
+				s.stats.Aborted++
+				s.mu.Unlock()
+			})
+		}
+		stopWatch := context.AfterFunc(r.Context(), countAbort)
+		next.ServeHTTP(w, r)
+		stopWatch()
+		if r.Context().Err() != nil {
+			countAbort()
+		}
+	})
+}
+
+// jsonrpcMethods returns the methods of the requests and notifications in a
+// JSON-RPC body (one message or a batch); a body it cannot read yields none.
+func jsonrpcMethods(body []byte) []string {
+	type msg struct {
+		Method string `json:"method"`
+	}
+	var batch []msg
+	if err := json.Unmarshal(body, &batch); err != nil {
+		var one msg
+		if json.Unmarshal(body, &one) != nil {
+			return nil
+		}
+		batch = []msg{one}
+	}
+	var out []string
+	for _, m := range batch {
+		if m.Method != "" {
+			out = append(out, m.Method)
+		}
+	}
+	return out
+}
+
+// countCall records a tool invocation.
+func (s *Server) countCall(name string) {
+	s.mu.Lock()
+	s.stats.Calls[name]++
+	s.mu.Unlock()
+}
