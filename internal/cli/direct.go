@@ -1,0 +1,315 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcp-catalog/operator/internal/mcp"
+)
+
+// directFlags are the flags of the commands that talk to a server directly.
+// A credential is read from a file or an environment variable, never from a
+// flag value, so it does not land in shell history or process listings.
+type directFlags struct {
+	bearerFile, bearerEnv string
+	header                string
+	headerFile, headerEnv string
+	allowHTTPCredential   bool
+	allowPrivateNetwork   bool
+	timeout               time.Duration
+	output                string
+}
+
+func (f *directFlags) bind(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.bearerFile, "bearer-file", "", "Read a bearer token from this file.")
+	fl.StringVar(&f.bearerEnv, "bearer-env", "", "Read a bearer token from this environment variable.")
+	fl.StringVar(&f.header, "header", "", "Send the credential in this header instead of Authorization.")
+	fl.StringVar(&f.headerFile, "header-value-file", "", "Read the --header value from this file.")
+	fl.StringVar(&f.headerEnv, "header-value-env", "", "Read the --header value from this environment variable.")
+	fl.BoolVar(&f.allowHTTPCredential, "allow-credential-over-http", false, "Allow sending the credential over plain http.")
+	fl.BoolVar(&f.allowPrivateNetwork, "allow-private-network", false, "Allow loopback and private addresses.")
+	fl.DurationVar(&f.timeout, "timeout", mcp.DefaultTimeout, "Budget of the whole operation.")
+	fl.StringVarP(&f.output, "output", "o", "table", "Output format: table or json.")
+}
+
+func (f *directFlags) endpoint(s Streams, url string) (mcp.Endpoint, error) {
+	ep := mcp.Endpoint{
+		Name:                    "command line server",
+		URL:                     url,
+		AllowInsecureCredential: f.allowHTTPCredential,
+		AllowPrivateNetwork:     f.allowPrivateNetwork,
+		Timeout:                 f.timeout,
+	}
+	if f.output != "table" && f.output != "json" {
+		return ep, usageErr("--output must be table or json")
+	}
+	sources := 0
+	for _, v := range []string{f.bearerFile, f.bearerEnv, f.headerFile, f.headerEnv} {
+		if v != "" {
+			sources++
+		}
+	}
+	if sources > 1 {
+		return ep, usageErr("give at most one of --bearer-file, --bearer-env, --header-value-file, --header-value-env")
+	}
+	headerMode := f.headerFile != "" || f.headerEnv != ""
+	if headerMode != (f.header != "") {
+		return ep, usageErr("--header needs --header-value-file or --header-value-env, and they need --header")
+	}
+	var value string
+	switch {
+	case f.bearerFile != "" || f.headerFile != "":
+		path := f.bearerFile + f.headerFile
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return ep, usageErr("reading the credential file: %v", err)
+		}
+		value = strings.TrimRight(string(b), "\r\n")
+	case f.bearerEnv != "" || f.headerEnv != "":
+		name := f.bearerEnv + f.headerEnv
+		value = s.getenv(name)
+		if value == "" {
+			return ep, usageErr("environment variable %s is empty or unset", name)
+		}
+	default:
+		return ep, nil
+	}
+	if value == "" {
+		return ep, usageErr("the credential is empty")
+	}
+	ep.Credential = &mcp.Credential{Header: f.header, Value: mcp.NewSecret(value)}
+	return ep, nil
+}
+
+// signalContext ends on Ctrl-C, so an interrupted call is cancelled, not
+// abandoned.
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(parent, os.Interrupt)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newProbeCommand(s Streams) *cobra.Command {
+	var f directFlags
+	cmd := &cobra.Command{
+		Use:   "probe URL",
+		Short: "Handshake with an MCP server and show what it says about itself",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ep, err := f.endpoint(s, args[0])
+			if err != nil {
+				return err
+			}
+			ctx, cancel := signalContext(cmd.Context())
+			defer cancel()
+			res, err := s.client(f.allowPrivateNetwork).Probe(ctx, ep)
+			if err != nil {
+				return err
+			}
+			if f.output == "json" {
+				return writeJSON(s.Out, probeJSON(res))
+			}
+			tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "SERVER\t%s\n", res.Server.Name)
+			if res.Server.Title != "" {
+				fmt.Fprintf(tw, "TITLE\t%s\n", res.Server.Title)
+			}
+			fmt.Fprintf(tw, "VERSION\t%s\n", res.Server.Version)
+			fmt.Fprintf(tw, "PROTOCOL\t%s\n", res.ProtocolVersion)
+			fmt.Fprintf(tw, "CAPABILITIES\t%s\n", strings.Join(res.Capabilities, ", "))
+			fmt.Fprintf(tw, "SESSION\t%t\n", res.SessionIssued)
+			fmt.Fprintf(tw, "LATENCY\t%s\n", res.Latency.Round(time.Millisecond))
+			return tw.Flush()
+		},
+	}
+	f.bind(cmd)
+	return cmd
+}
+
+type probeOut struct {
+	Name            string   `json:"name"`
+	Title           string   `json:"title,omitempty"`
+	Version         string   `json:"version"`
+	ProtocolVersion string   `json:"protocolVersion"`
+	Capabilities    []string `json:"capabilities"`
+	SessionIssued   bool     `json:"sessionIssued"`
+	LatencyMillis   int64    `json:"latencyMillis"`
+}
+
+func probeJSON(res *mcp.ProbeResult) probeOut {
+	caps := res.Capabilities
+	if caps == nil {
+		caps = []string{}
+	}
+	return probeOut{
+		Name: res.Server.Name, Title: res.Server.Title, Version: res.Server.Version,
+		ProtocolVersion: res.ProtocolVersion, Capabilities: caps, SessionIssued: res.SessionIssued,
+		LatencyMillis: res.Latency.Milliseconds(),
+	}
+}
+
+func newToolsCommand(s Streams) *cobra.Command {
+	var f directFlags
+	var maxPages, maxTools int
+	cmd := &cobra.Command{
+		Use:   "tools URL",
+		Short: "List an MCP server's tools as the operator would import them",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ep, err := f.endpoint(s, args[0])
+			if err != nil {
+				return err
+			}
+			ep.MaxPages, ep.MaxTools = maxPages, maxTools
+			ctx, cancel := signalContext(cmd.Context())
+			defer cancel()
+			cat, err := s.client(f.allowPrivateNetwork).ListTools(ctx, ep)
+			if err != nil {
+				return err
+			}
+			if f.output == "json" {
+				return writeJSON(s.Out, toolsJSON(cat))
+			}
+			tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tTITLE\tDESCRIPTION")
+			for _, t := range cat.Tools {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, oneLine(t.Title, 30), oneLine(t.Description, 60))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(s.Out, "\n%d tools in %d pages (protocol %s)", len(cat.Tools), cat.Pages, cat.Probe.ProtocolVersion)
+			if len(cat.Skipped) > 0 {
+				fmt.Fprintf(s.Out, "; %d skipped:\n", len(cat.Skipped))
+				sk := append([]mcp.SkippedTool(nil), cat.Skipped...)
+				sort.Slice(sk, func(i, j int) bool { return sk[i].Name < sk[j].Name })
+				for _, t := range sk {
+					fmt.Fprintf(s.Out, "  %s\t%s\n", oneLine(t.Name, 60), t.Reason)
+				}
+				return nil
+			}
+			fmt.Fprintln(s.Out)
+			return nil
+		},
+	}
+	f.bind(cmd)
+	cmd.Flags().IntVar(&maxPages, "max-pages", mcp.DefaultMaxPages, "Most tools/list pages to follow.")
+	cmd.Flags().IntVar(&maxTools, "max-tools", mcp.DefaultMaxTools, "Most tools to accept.")
+	return cmd
+}
+
+type toolOut struct {
+	Name        string               `json:"name"`
+	Title       string               `json:"title,omitempty"`
+	Description string               `json:"description,omitempty"`
+	InputSchema json.RawMessage      `json:"inputSchema,omitempty"`
+	Annotations *mcp.ToolAnnotations `json:"annotations,omitempty"`
+}
+
+type toolsOut struct {
+	Protocol string            `json:"protocolVersion"`
+	Pages    int               `json:"pages"`
+	Tools    []toolOut         `json:"tools"`
+	Skipped  []mcp.SkippedTool `json:"skipped"`
+}
+
+func toolsJSON(cat *mcp.Catalog) toolsOut {
+	out := toolsOut{Protocol: cat.Probe.ProtocolVersion, Pages: cat.Pages, Tools: []toolOut{}, Skipped: cat.Skipped}
+	if out.Skipped == nil {
+		out.Skipped = []mcp.SkippedTool{}
+	}
+	for _, t := range cat.Tools {
+		out.Tools = append(out.Tools, toolOut{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations})
+	}
+	return out
+}
+
+func newCallCommand(s Streams) *cobra.Command {
+	var f directFlags
+	var argsJSON string
+	cmd := &cobra.Command{
+		Use:   "call URL TOOL",
+		Short: "Call one tool of an MCP server",
+		Long: "Call one tool of an MCP server and print its text. The exit code is 1 when the\n" +
+			"call fails or the tool reports an error (isError).",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ep, err := f.endpoint(s, args[0])
+			if err != nil {
+				return err
+			}
+			callArgs, err := parseArgs(s, argsJSON)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := signalContext(cmd.Context())
+			defer cancel()
+			out, err := s.client(f.allowPrivateNetwork).CallTool(ctx, ep, args[1], callArgs)
+			if err != nil {
+				return err
+			}
+			if f.output == "json" {
+				dropped := out.Dropped
+				if dropped == nil {
+					dropped = map[string]int{}
+				}
+				if err := writeJSON(s.Out, map[string]any{"isError": out.IsError, "text": out.Text, "dropped": dropped}); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintln(s.Out, out.Text)
+			}
+			if out.IsError {
+				return &exitError{code: ExitFailed, err: fmt.Errorf("the tool reported an error (isError)")}
+			}
+			return nil
+		},
+	}
+	f.bind(cmd)
+	cmd.Flags().StringVar(&argsJSON, "args", "{}", "Arguments as a JSON object; @FILE reads them from a file, @- from standard input.")
+	return cmd
+}
+
+func parseArgs(s Streams, v string) (map[string]any, error) {
+	raw := []byte(v)
+	if name, ok := strings.CutPrefix(v, "@"); ok {
+		var err error
+		if name == "-" {
+			raw, err = io.ReadAll(io.LimitReader(s.In, 4<<20))
+		} else {
+			raw, err = os.ReadFile(name)
+		}
+		if err != nil {
+			return nil, usageErr("reading --args: %v", err)
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, usageErr("--args must be a JSON object")
+	}
+	return m, nil
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

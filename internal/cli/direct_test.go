@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcp-catalog/operator/test/mcpserver"
+)
+
+const token = "cli-test-token-7f3a9c"
+
+func run(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Run(Streams{In: strings.NewReader(""), Out: &out, Err: &errb, Getenv: func(k string) string { return env[k] }}, args)
+	return code, out.String(), errb.String()
+}
+
+func TestProbeToolsAndCallAgainstAGoSDKServer(t *testing.T) {
+	srv := mcpserver.Start(t, mcpserver.Options{Flavor: mcpserver.GoSDK, Tools: 30, PageSize: 10, RequireBearer: token, Name: "cli-peer", Version: "4.5.6"})
+	env := map[string]string{"MCP_TOKEN": token}
+	auth := []string{"--bearer-env", "MCP_TOKEN", "--allow-credential-over-http", "--allow-private-network"}
+
+	code, out, errOut := run(t, env, append([]string{"probe", srv.URL}, auth...)...)
+	if code != ExitOK {
+		t.Fatalf("probe exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"cli-peer", "4.5.6", "PROTOCOL", "tools"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("probe output lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, errOut = run(t, env, append([]string{"tools", srv.URL, "-o", "json"}, auth...)...)
+	if code != ExitOK {
+		t.Fatalf("tools exit %d: %s", code, errOut)
+	}
+	var tools toolsOut
+	if err := json.Unmarshal([]byte(out), &tools); err != nil {
+		t.Fatalf("tools -o json is not JSON: %v\n%s", err, out)
+	}
+	if want := 30 + len(mcpserver.BuiltinTools()); len(tools.Tools) != want || tools.Pages < 3 {
+		t.Errorf("tools: got %d tools in %d pages, want %d tools over at least 3 pages", len(tools.Tools), tools.Pages, want)
+	}
+
+	code, out, errOut = run(t, env, append([]string{"call", srv.URL, "echo", "--args", `{"text":"hello from the cli"}`}, auth...)...)
+	if code != ExitOK || !strings.Contains(out, "hello from the cli") {
+		t.Errorf("call echo: exit %d, out %q, err %q", code, out, errOut)
+	}
+
+	code, out, _ = run(t, env, append([]string{"call", srv.URL, "fail", "-o", "json"}, auth...)...)
+	if code != ExitFailed {
+		t.Errorf("call fail: exit %d, want %d", code, ExitFailed)
+	}
+	var res struct{ IsError bool }
+	if err := json.Unmarshal([]byte(out), &res); err != nil || !res.IsError {
+		t.Errorf("call fail -o json: isError not reported: %v %s", err, out)
+	}
+	if srv.Stats().LastCredential != "Bearer "+token {
+		t.Errorf("the server did not see the bearer token from the environment")
+	}
+}
+
+func TestCredentialFromAFileAndNeverEchoed(t *testing.T) {
+	srv := mcpserver.Start(t, mcpserver.Options{RequireHeader: mcpserver.Header{Name: "X-Api-Key", Value: token}})
+	file := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, nil, "probe", srv.URL, "--header", "X-Api-Key", "--header-value-file", file, "--allow-credential-over-http", "--allow-private-network")
+	if code != ExitOK {
+		t.Fatalf("probe with a header credential: exit %d: %s", code, errOut)
+	}
+	// A wrong credential fails with the typed error, and neither it nor the
+	// right one is printed.
+	if err := os.WriteFile(file, []byte("wrong-"+token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out2, errOut := run(t, nil, "probe", srv.URL, "--header", "X-Api-Key", "--header-value-file", file, "--allow-credential-over-http", "--allow-private-network")
+	if code != ExitFailed {
+		t.Fatalf("probe with a wrong credential: exit %d, want %d", code, ExitFailed)
+	}
+	if !strings.Contains(strings.ToLower(errOut), "unauthorized") {
+		t.Errorf("the error does not say unauthorized: %s", errOut)
+	}
+	for _, s := range []string{out, out2, errOut} {
+		if strings.Contains(s, token) {
+			t.Errorf("the credential appears in the output: %s", s)
+		}
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	srv := mcpserver.Start(t, mcpserver.Options{})
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		want string
+	}{
+		{"credential over http without the opt-in", map[string]string{"T": token}, []string{"probe", srv.URL, "--bearer-env", "T", "--allow-private-network"}, ExitFailed, "http"},
+		{"loopback without the opt-in", nil, []string{"probe", srv.URL}, ExitFailed, "address"},
+		{"no URL", nil, []string{"probe"}, ExitUsage, "arg"},
+		{"two credential sources", map[string]string{"T": token}, []string{"probe", srv.URL, "--bearer-env", "T", "--bearer-file", "x"}, ExitUsage, "at most one"},
+		{"header without a value source", nil, []string{"probe", srv.URL, "--header", "X-Key"}, ExitUsage, "--header"},
+		{"unset environment variable", nil, []string{"probe", srv.URL, "--bearer-env", "NOPE"}, ExitUsage, "NOPE"},
+		{"arguments that are not an object", nil, []string{"call", srv.URL, "echo", "--args", "[1]", "--allow-private-network"}, ExitUsage, "JSON object"},
+		{"unknown output", nil, []string{"probe", srv.URL, "-o", "yaml"}, ExitUsage, "table or json"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := srv.Requests()
+			code, _, errOut := run(t, c.env, c.args...)
+			if code != c.code || !strings.Contains(errOut, c.want) {
+				t.Errorf("exit %d (want %d), stderr %q (want it to mention %q)", code, c.code, errOut, c.want)
+			}
+			if srv.Requests() != before {
+				t.Errorf("a refused command still sent %d requests", srv.Requests()-before)
+			}
+		})
+	}
+}
