@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"net"
+	"net/http"
+
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/mcp-catalog/operator/internal/manager"
+	"github.com/mcp-catalog/operator/test/mcpserver"
 )
 
 func main() {
@@ -38,11 +42,13 @@ func run() error {
 		crdDir     string
 		kubeconfig string
 		probeAddr  string
+		demoAddr   string
 	)
 	flag.BoolVar(&local, "local", false, "Always start a local control plane, even when KUBECONFIG reaches a cluster.")
 	flag.StringVar(&crdDir, "crd-dir", filepath.Join("config", "crd", "bases"), "Directory of the CRD manifests to install.")
 	flag.StringVar(&kubeconfig, "write-kubeconfig", filepath.Join(".local", "kubeconfig"), "Where to write the local control plane's kubeconfig.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the manager's /healthz and /readyz endpoints.")
+	flag.StringVar(&demoAddr, "demo-server-addr", "127.0.0.1:18080", `Where to serve the demo MCP server that config/samples/mcp_v1alpha1_mcpserver_demo.yaml points at; "" serves none.`)
 	zopts := zap.Options{Development: true}
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -73,12 +79,18 @@ func run() error {
 			return err
 		}
 		say("local control plane up; its kubeconfig is %s", path)
-		say("try:  kubectl --kubeconfig %s apply -f config/samples/", path)
+		say("try:  kubectl --kubeconfig %s apply -k config/samples/", path)
 		say("      kubectl --kubeconfig %s get mcpservers,mcptools", path)
 	} else {
 		say("installing the CRDs into the cluster at %s", cfg.Host)
 		if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{crdDir}, ErrorIfPathMissing: true}); err != nil {
 			return fmt.Errorf("installing CRDs: %w", err)
+		}
+	}
+
+	if demoAddr != "" {
+		if err := startDemoServer(ctx, demoAddr); err != nil {
+			return err
 		}
 	}
 
@@ -135,6 +147,28 @@ func writeKubeconfig(env *envtest.Environment, path string) (string, error) {
 		return path, nil
 	}
 	return abs, nil
+}
+
+// startDemoServer serves the demo MCP server in the background until ctx
+// ends.
+func startDemoServer(ctx context.Context, addr string) error {
+	srv, err := mcpserver.New(mcpserver.Options{Flavor: mcpserver.GoSDK, Tools: 5, Name: "mcp-demo-server", Title: "mcp-catalog-operator demo"})
+	if err != nil {
+		return fmt.Errorf("building the demo MCP server: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening for the demo MCP server on %s (choose another with --demo-server-addr): %w", addr, err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+		_ = hs.Close()
+	}()
+	say("demo MCP server at http://%s%s", addr, mcpserver.Path)
+	return nil
 }
 
 func say(format string, args ...any) {
