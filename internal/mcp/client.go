@@ -1,0 +1,509 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Defaults for the Endpoint ceilings.
+const (
+	DefaultMaxPages = 100
+	DefaultMaxTools = 10000
+)
+
+// Endpoint is one configured server, as the caller resolved it for one
+// operation (the credential already read from wherever it lives).
+type Endpoint struct {
+	// Name identifies the server in errors (for example "namespace/name").
+	// It must not contain anything secret; the URL never appears in errors.
+	Name string
+	// URL is the MCP endpoint, http or https, without userinfo.
+	URL string
+	// Credential is attached to every leg; nil sends none.
+	Credential *Credential
+	// AllowInsecureCredential permits sending the credential over plain
+	// http. Without it such an operation is refused before any byte is sent.
+	AllowInsecureCredential bool
+	// AllowPrivateNetwork lets the dialer reach loopback and private ranges
+	// for this server. Link-local and metadata addresses stay refused.
+	AllowPrivateNetwork bool
+	// Timeout is the budget of one whole operation; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// MaxPages is the tools/list page ceiling; 0 means DefaultMaxPages.
+	MaxPages int
+	// MaxTools is the tools/list tool ceiling; 0 means DefaultMaxTools.
+	MaxTools int
+}
+
+// Options configure a Client.
+type Options struct {
+	// HTTPClient replaces the HTTP client, for tests that fake the server.
+	// Its redirect policy is overridden: redirects are never followed. nil
+	// builds a client whose dialer enforces the address policy.
+	HTTPClient *http.Client
+	// AllowPrivateNetworks lets every server reach loopback and private
+	// ranges (development and tests); link-local and metadata stay refused.
+	AllowPrivateNetworks bool
+	// ClientName and ClientVersion identify this client to servers
+	// (clientInfo, User-Agent). Defaults: "mcp-catalog-operator", "dev".
+	ClientName, ClientVersion string
+	// EraCacheTTL is how long a server's protocol era is remembered per
+	// origin; 0 means DefaultEraCacheTTL, negative disables the cache.
+	EraCacheTTL time.Duration
+	// Now replaces the clock used for budgets, credential expiry, latency
+	// and the era cache.
+	Now func() time.Time
+}
+
+// Client talks to MCP servers. It is safe for concurrent use; operations
+// share only the connection pools, the id namespace and the era cache.
+type Client struct {
+	hc            *http.Client
+	clientName    string
+	clientVersion string
+	userAgent     string
+	now           func() time.Time
+	allowPrivate  bool
+	eras          *eraCache
+	ids           *idSource
+}
+
+// New builds a Client.
+func New(opts Options) *Client {
+	c := &Client{
+		clientName:    opts.ClientName,
+		clientVersion: opts.ClientVersion,
+		now:           opts.Now,
+		allowPrivate:  opts.AllowPrivateNetworks,
+		ids:           processIDs,
+	}
+	if c.clientName == "" {
+		c.clientName = "mcp-catalog-operator"
+	}
+	if c.clientVersion == "" {
+		c.clientVersion = "dev"
+	}
+	c.userAgent = c.clientName + "/" + c.clientVersion
+	if c.now == nil {
+		c.now = time.Now
+	}
+	ttl := opts.EraCacheTTL
+	if ttl == 0 {
+		ttl = DefaultEraCacheTTL
+	}
+	c.eras = newEraCache(ttl)
+	var hc http.Client
+	if opts.HTTPClient != nil {
+		hc = *opts.HTTPClient
+	} else {
+		hc.Transport = newPolicyTransport(newSafeDialer())
+	}
+	// Never follow a redirect: the 3xx itself is the answer, so neither the
+	// body nor the credential can be steered to another host.
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	// No cookie jar: MCP uses no cookies, and a jar would carry state
+	// between operations and servers.
+	hc.Jar = nil
+	c.hc = &hc
+	return c
+}
+
+// ServerInfo is what a server says about itself; untrusted, for display.
+type ServerInfo struct {
+	Name, Title, Version string
+}
+
+// ProbeResult is the outcome of a handshake.
+type ProbeResult struct {
+	Server ServerInfo
+	// ProtocolVersion is the revision the operation used.
+	ProtocolVersion string
+	// Capabilities are the sorted names of the capabilities the server
+	// declared (names outside [A-Za-z0-9_.-/]{1,64} are left out).
+	Capabilities []string
+	// Instructions is the server's optional guidance text, bounded.
+	Instructions string
+	// SessionIssued is true when a legacy server assigned a session id.
+	SessionIssued bool
+	// Latency is the time from the start of the operation to the end of the
+	// handshake.
+	Latency time.Duration
+}
+
+// Tool is one validated tool definition.
+type Tool struct {
+	Name        string
+	Title       string
+	Description string
+	// InputSchema is the output of NormalizeSchema.
+	InputSchema json.RawMessage
+	// Annotations are the server's hints as sent: untrusted, never a basis
+	// for authorisation.
+	Annotations *ToolAnnotations
+}
+
+// ToolAnnotations are the behaviour hints a server may attach to a tool.
+type ToolAnnotations struct {
+	Title                                                        string
+	ReadOnlyHint, DestructiveHint, IdempotentHint, OpenWorldHint *bool
+}
+
+// The reasons a tool is skipped during import.
+const (
+	// SkipInvalidName: the name fails ValidToolName (or is not a string).
+	SkipInvalidName = "InvalidName"
+	// SkipDuplicateName: more than one definition carries the name; none of
+	// them is imported, since which one the server would run is unknowable.
+	SkipDuplicateName = "DuplicateName"
+	// SkipInvalidSchema: NormalizeSchema rejected the input schema.
+	SkipInvalidSchema = "InvalidSchema"
+	// SkipMissingSchema: the definition has no input schema.
+	SkipMissingSchema = "MissingSchema"
+	// SkipInvalidDefinition: the definition is not an object or a field has
+	// the wrong type.
+	SkipInvalidDefinition = "InvalidDefinition"
+)
+
+// SkippedTool is a tool that was offered but not imported.
+type SkippedTool struct {
+	// Name as sent; for an invalid name a bounded, printable rendering.
+	Name string
+	// Reason is one of the Skip* constants.
+	Reason string
+}
+
+// Catalog is the outcome of ListTools.
+type Catalog struct {
+	Probe   ProbeResult
+	Tools   []Tool
+	Skipped []SkippedTool
+	// Pages is the number of tools/list pages read.
+	Pages int
+}
+
+// CallOutcome is the outcome of CallTool.
+type CallOutcome struct {
+	// IsError is the server's isError: the tool ran and reported failure.
+	IsError bool
+	// Text is the text content, led by a note when blocks were dropped.
+	Text string
+	// Dropped counts dropped non-text blocks by Dropped* name.
+	Dropped map[string]int
+	// Latency is the time from the start of the operation to the answer.
+	Latency time.Duration
+}
+
+// CallOption adjusts one CallTool.
+type CallOption func(*callOptions)
+
+type callOptions struct {
+	schema json.RawMessage
+}
+
+// WithInputSchema gives CallTool the tool's input schema (as stored from
+// ListTools) so that arguments annotated with x-mcp-header are mirrored into
+// Mcp-Param-* headers, which 2026-07-28 servers require.
+func WithInputSchema(schema json.RawMessage) CallOption {
+	return func(o *callOptions) { o.schema = schema }
+}
+
+// operation is the state of one Probe, ListTools or CallTool.
+type operation struct {
+	c            *Client
+	ep           Endpoint
+	url          *url.URL
+	origin       string
+	budget       *budget
+	allowPrivate bool
+
+	era          era
+	version      string
+	session      string
+	eraFromCache bool
+	probe        ProbeResult
+}
+
+// begin validates the endpoint and starts the budget. Nothing is sent.
+func (c *Client) begin(ep Endpoint) (*operation, error) {
+	o := &operation{c: c, ep: ep, allowPrivate: c.allowPrivate || ep.AllowPrivateNetwork}
+	u, err := url.Parse(ep.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return nil, o.failDetail(KindInvalidEndpoint, "", "URL must be an absolute http or https URL")
+	}
+	if u.User != nil {
+		// Go would turn userinfo into a Basic credential behind our back.
+		return nil, o.failDetail(KindInvalidEndpoint, "", "URL must not carry userinfo")
+	}
+	u.Fragment, u.RawFragment = "", ""
+	o.url = u
+	o.origin = originOf(u)
+	if cr := ep.Credential; cr != nil {
+		if cr.Value.IsZero() || !validHeaderValue(cr.Value.Reveal()) {
+			return nil, o.failDetail(KindInvalidEndpoint, "", "credential value is empty or not a valid header value")
+		}
+		if cr.Header != "" && (!isToken(cr.Header) || reservedHeader(cr.Header)) {
+			return nil, o.failDetail(KindInvalidEndpoint, "", "credential header name is invalid or reserved")
+		}
+		if u.Scheme != "https" && !ep.AllowInsecureCredential {
+			return nil, o.failDetail(KindInsecureCredential, "", "plain http without AllowInsecureCredential")
+		}
+	}
+	if o.ep.MaxPages <= 0 {
+		o.ep.MaxPages = DefaultMaxPages
+	}
+	if o.ep.MaxTools <= 0 {
+		o.ep.MaxTools = DefaultMaxTools
+	}
+	o.budget = newBudget(ep.Timeout, c.now)
+	return o, nil
+}
+
+// end tears down a legacy session. It is bounded by the operation's budget,
+// skipped once the caller has cancelled (the caller asked us to stop; the
+// server expires the session on its own), and its outcome is ignored: the
+// operation's result is already decided.
+func (o *operation) end(ctx context.Context) {
+	if o.session == "" || ctx.Err() != nil || o.budget.exhausted() {
+		return
+	}
+	_, _ = o.exchange(ctx, leg{method: methodDelete, version: o.version})
+}
+
+// Probe performs the handshake only.
+func (c *Client) Probe(ctx context.Context, ep Endpoint) (*ProbeResult, error) {
+	o, err := c.begin(ep)
+	if err != nil {
+		return nil, err
+	}
+	defer o.end(ctx)
+	if err := o.connect(ctx, true); err != nil {
+		return nil, err
+	}
+	p := o.probe
+	return &p, nil
+}
+
+// ListTools performs the handshake and the paged tools/list, and returns the
+// validated, normalised catalog. Any failure fails the whole operation: a
+// partial catalog is never returned.
+func (c *Client) ListTools(ctx context.Context, ep Endpoint) (*Catalog, error) {
+	o, err := c.begin(ep)
+	if err != nil {
+		return nil, err
+	}
+	defer o.end(ctx)
+	if err := o.connect(ctx, true); err != nil {
+		return nil, err
+	}
+	raw, pages, err := o.listTools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tools, skipped := buildCatalog(raw)
+	return &Catalog{Probe: o.probe, Tools: tools, Skipped: skipped, Pages: pages}, nil
+}
+
+// CallTool performs the handshake and one tools/call of remoteName. The call
+// is never retried, with one exception: when the era remembered for the
+// origin turns out wrong (the server rejected the request with a 4xx that is
+// not a modern protocol error, so it did not run it, and detecting the era
+// again finds another era or version), the call is sent once more in the
+// right era.
+func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, args map[string]any, opts ...CallOption) (*CallOutcome, error) {
+	o, err := c.begin(ep)
+	if err != nil {
+		return nil, err
+	}
+	if !ValidToolName(remoteName) {
+		return nil, o.failDetail(KindInvalidArgument, "tools/call", "tool name is invalid")
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	if _, err := json.Marshal(args); err != nil {
+		return nil, &Error{Kind: KindInvalidArgument, Server: ep.Name, Method: "tools/call", Detail: "arguments do not encode as JSON", Err: err}
+	}
+	var co callOptions
+	for _, opt := range opts {
+		opt(&co)
+	}
+	var params http.Header
+	if co.schema != nil {
+		params, err = paramHeaders(co.schema, args)
+		if err != nil {
+			return nil, &Error{Kind: KindInvalidArgument, Server: ep.Name, Method: "tools/call", Detail: "input schema is invalid", Err: err}
+		}
+	}
+	defer o.end(ctx)
+	if err := o.connect(ctx, false); err != nil {
+		return nil, err
+	}
+	res, err := o.callTool(ctx, remoteName, args, params)
+	if err != nil && o.eraFromCache && o.era == eraModern && staleModern(err) {
+		// The remembered era may be wrong. Detect it again; only if the
+		// server now speaks another era or version is the (rejected, so
+		// never run) call sent again.
+		was := o.version
+		o.c.eras.forget(o.origin)
+		o.eraFromCache = false
+		if derr := o.detect(ctx, false); derr != nil {
+			return nil, derr
+		}
+		if o.era == eraModern && o.version == was {
+			return nil, err
+		}
+		res, err = o.callTool(ctx, remoteName, args, params)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &CallOutcome{IsError: res.IsError, Text: res.Text, Dropped: res.Dropped, Latency: o.budget.elapsed()}, nil
+}
+
+func (o *operation) callTool(ctx context.Context, name string, args map[string]any, params http.Header) (*callResult, error) {
+	p := map[string]any{"name": name, "arguments": args}
+	l := o.workLeg("tools/call", p)
+	l.name = name
+	if o.era == eraModern {
+		l.extra = params
+	}
+	result, err := o.request(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	res, err := flattenCallResult(result)
+	if err != nil {
+		return nil, o.protoFail("tools/call", err)
+	}
+	return res, nil
+}
+
+// workLeg builds a request leg in the operation's negotiated era.
+func (o *operation) workLeg(method string, params map[string]any) leg {
+	if o.era == eraModern {
+		return leg{method: method, params: o.withMeta(params), version: o.version, modern: true}
+	}
+	return leg{method: method, params: params, version: o.version}
+}
+
+// withMeta adds the 2026-07-28 per-request metadata: protocol version, client
+// identity, and an empty capability set (this client declares none).
+func (o *operation) withMeta(params map[string]any) map[string]any {
+	if params == nil {
+		params = map[string]any{}
+	}
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    o.version,
+		"io.modelcontextprotocol/clientInfo":         map[string]string{"name": o.c.clientName, "version": o.c.clientVersion},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+	}
+	return params
+}
+
+// request performs a leg whose answer must be a JSON-RPC result object.
+func (o *operation) request(ctx context.Context, l leg) (json.RawMessage, error) {
+	r, err := o.exchange(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.statusErr(l.method, r); err != nil {
+		return nil, err
+	}
+	if r.msg.err != nil {
+		return nil, o.rpcErr(l.method, r.status, r.msg.err)
+	}
+	if l.modern {
+		if err := o.checkResultType(l.method, r.msg.result); err != nil {
+			return nil, err
+		}
+	}
+	return r.msg.result, nil
+}
+
+// checkResultType applies the 2026-07-28 resultType rules: absent means
+// "complete"; "input_required" asks for client input this client does not
+// provide; any other value is invalid.
+func (o *operation) checkResultType(method string, result json.RawMessage) error {
+	m, err := decodeObject(result)
+	if err != nil {
+		return o.failDetail(KindInvalidResponse, method, "result is malformed")
+	}
+	raw, ok := m["resultType"]
+	if !ok {
+		return nil
+	}
+	var rt string
+	if json.Unmarshal(raw, &rt) != nil {
+		return o.failDetail(KindInvalidResponse, method, "resultType is not a string")
+	}
+	switch rt {
+	case "complete":
+		return nil
+	case "input_required":
+		return o.failDetail(KindInputRequired, method, "")
+	default:
+		return o.failDetail(KindInvalidResponse, method, "unknown resultType")
+	}
+}
+
+// staleModern reports whether a failed modern request says the remembered
+// era is wrong: a 4xx without a recognised modern error, or the server no
+// longer supporting the remembered version.
+func staleModern(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	if e.RPCCode == codeUnsupportedProtocolVersion {
+		return true
+	}
+	return legacySignal(e)
+}
+
+// legacySignal reports whether a failed modern attempt points to a legacy
+// server: a 4xx other than the authentication and rate-limit statuses whose
+// body is not a recognised modern error, or a 2xx JSON-RPC error that is not
+// one (a legacy server that answered "method not found").
+func legacySignal(e *Error) bool {
+	if isModernErrorCode(e.RPCCode) {
+		return false
+	}
+	switch s := e.StatusCode; {
+	case s == http.StatusUnauthorized, s == http.StatusForbidden,
+		s == http.StatusProxyAuthRequired, s == http.StatusTooManyRequests:
+		return false
+	case s >= 400 && s <= 499:
+		return true
+	case s >= 200 && s <= 299:
+		return e.Kind == KindRPCError
+	}
+	return false
+}
+
+// validHeaderValue refuses control characters, which would let a value end
+// the header line.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// reservedHeader names headers a credential may not be put in, because the
+// transport or the protocol owns them.
+func reservedHeader(name string) bool {
+	switch strings.ToLower(name) {
+	case "host", "content-type", "content-length", "transfer-encoding", "connection",
+		"accept", "user-agent", "te", "trailer", "upgrade", "cookie", "proxy-authorization",
+		"mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id":
+		return true
+	}
+	return strings.HasPrefix(strings.ToLower(name), "mcp-param-")
+}

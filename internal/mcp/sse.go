@@ -1,0 +1,165 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// sseEvent is one dispatched Server-Sent Event.
+type sseEvent struct {
+	// Type is the event type; "message" when the stream named none.
+	Type string
+	// Data is the event's data with the final line feed removed.
+	Data []byte
+}
+
+// sseDecoder parses a text/event-stream body incrementally, following the
+// WHATWG event-stream interpretation rules: lines end in CRLF, LF or a lone
+// CR; a leading BOM is dropped; lines starting with ':' are comments; "data"
+// lines accumulate; a blank line dispatches; an event without data is not
+// dispatched; an event cut off by the end of the stream is discarded. "id"
+// and "retry" are read and ignored: this client never reconnects or resumes.
+//
+// The decoder does not bound what it reads; the reader it is given does.
+type sseDecoder struct {
+	r         *bufio.Reader
+	line      []byte
+	data      bytes.Buffer
+	hasData   bool
+	eventType string
+	skipLF    bool // the previous line ended in CR; a following LF belongs to it
+	started   bool
+}
+
+func newSSEDecoder(r io.Reader) *sseDecoder {
+	return &sseDecoder{r: bufio.NewReaderSize(r, 16<<10)}
+}
+
+// Next returns the next dispatched event. At the end of the stream it returns
+// io.EOF; any other error is the reader's.
+func (d *sseDecoder) Next() (sseEvent, error) {
+	for {
+		line, err := d.readLine()
+		if err != nil {
+			return sseEvent{}, err
+		}
+		if len(line) == 0 {
+			if ev, ok := d.dispatch(); ok {
+				return ev, nil
+			}
+			continue
+		}
+		d.field(line)
+	}
+}
+
+// readLine returns one line without its terminator. A final line without a
+// terminator is part of an incomplete event and is dropped, so the end of
+// the stream is reported as io.EOF.
+func (d *sseDecoder) readLine() ([]byte, error) {
+	d.line = d.line[:0]
+	for {
+		b, err := d.r.ReadByte()
+		if err != nil {
+			return nil, err
+		}
+		if !d.started {
+			d.started = true
+			// A UTF-8 byte order mark at the very start is not content.
+			if b == 0xEF {
+				if next, perr := d.r.Peek(2); perr == nil && next[0] == 0xBB && next[1] == 0xBF {
+					_, _ = d.r.Discard(2)
+					continue
+				}
+			}
+		}
+		if d.skipLF {
+			d.skipLF = false
+			if b == '\n' {
+				continue
+			}
+		}
+		switch b {
+		case '\n':
+			return d.line, nil
+		case '\r':
+			d.skipLF = true
+			return d.line, nil
+		}
+		d.line = append(d.line, b)
+	}
+}
+
+// field applies one non-blank line to the event being assembled.
+func (d *sseDecoder) field(line []byte) {
+	if line[0] == ':' {
+		return // comment, e.g. a keep-alive
+	}
+	name, value := line, []byte(nil)
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		name, value = line[:i], line[i+1:]
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+	}
+	switch string(name) {
+	case "data":
+		d.data.Write(value)
+		d.data.WriteByte('\n')
+		d.hasData = true
+	case "event":
+		d.eventType = string(value)
+	}
+}
+
+// dispatch completes the current event; ok is false when it carried no data.
+func (d *sseDecoder) dispatch() (sseEvent, bool) {
+	defer func() {
+		d.data.Reset()
+		d.hasData = false
+		d.eventType = ""
+	}()
+	if !d.hasData {
+		return sseEvent{}, false
+	}
+	data := d.data.Bytes()
+	data = data[:len(data)-1] // the last data line's line feed
+	typ := d.eventType
+	if typ == "" {
+		typ = "message"
+	}
+	return sseEvent{Type: typ, Data: append([]byte(nil), data...)}, true
+}
+
+// errOversized is returned by cappedReader once more than the cap was read.
+var errOversized = errors.New("body exceeds the read cap")
+
+// cappedReader passes through at most limit bytes and fails with
+// errOversized on the first byte beyond it, so a body of exactly the cap is
+// accepted and one byte more is refused.
+type cappedReader struct {
+	r     io.Reader
+	limit int64
+	n     int64
+	over  bool
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.over {
+		return 0, errOversized
+	}
+	// Ask for at most one byte beyond the cap, so that overflow is seen
+	// without reading further, and never hand that byte on.
+	if room := c.limit + 1 - c.n; int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.n > c.limit {
+		c.over = true
+		return n - int(c.n-c.limit), errOversized
+	}
+	return n, err
+}

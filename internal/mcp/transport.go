@@ -1,0 +1,410 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// MaxBodyBytes caps every response body the client reads. A body of
+// MaxBodyBytes is accepted; one byte more is KindOversized.
+const MaxBodyBytes = 2 << 20
+
+// responseLinger is how long an event stream is still read after our
+// response arrived. Servers should close the stream after the response; one
+// that does not is cut off after this grace instead of holding the leg open.
+// A second or foreign response seen within it is still rejected.
+const responseLinger = 200 * time.Millisecond
+
+// Header names used on the wire.
+const (
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "MCP-Protocol-Version"
+	headerMethod          = "Mcp-Method"
+	headerName            = "Mcp-Name"
+	headerParamPrefix     = "Mcp-Param-"
+	acceptBoth            = "application/json, text/event-stream"
+)
+
+// methodDelete names the session teardown leg in errors.
+const methodDelete = "DELETE"
+
+// leg describes one HTTP exchange of an operation.
+type leg struct {
+	// method is the JSON-RPC method, or methodDelete for the teardown.
+	method string
+	// params are the request params (nil for none).
+	params any
+	// notify makes the message a notification (no id, no response body).
+	notify bool
+	// version is the MCP-Protocol-Version header value; "" sends none.
+	version string
+	// modern adds the 2026-07-28 request metadata headers.
+	modern bool
+	// name is the Mcp-Name header source (params.name of tools/call).
+	name string
+	// extra holds further headers (Mcp-Param-*).
+	extra http.Header
+}
+
+// legResult is the outcome of an exchange that produced an HTTP status.
+type legResult struct {
+	status int
+	header http.Header
+	// msg is the validated response for a request answered with 2xx.
+	msg *message
+	// errBody is a JSON-RPC error found in a non-2xx body, if any.
+	errBody *rpcError
+	// sentSession records whether the request carried a session id, which
+	// is what turns a 404 into an expired session.
+	sentSession bool
+}
+
+// exchange performs one leg under the operation's budget and returns the
+// HTTP outcome. It fails only where there is no status to look at: refusals
+// before sending, transport failures, and bodies that cannot be read or
+// break the strictness rules.
+func (o *operation) exchange(ctx context.Context, l leg) (*legResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, o.fail(KindCancelled, l.method, err)
+	}
+	if o.budget.exhausted() {
+		return nil, o.budgetErr(l.method, nil)
+	}
+	if c := o.ep.Credential; c != nil && !c.Expires.IsZero() && !o.c.now().Before(c.Expires) {
+		return nil, o.fail(KindCredentialExpired, l.method, nil)
+	}
+
+	var (
+		id   string
+		body io.Reader
+	)
+	httpMethod := http.MethodPost
+	if l.method == methodDelete {
+		httpMethod = http.MethodDelete
+	} else {
+		req := rpcRequest{JSONRPC: "2.0", Method: l.method, Params: l.params}
+		if !l.notify {
+			id = o.c.ids.next()
+			req.ID = id
+		}
+		b, err := json.Marshal(req)
+		if err != nil {
+			return nil, o.fail(KindInvalidArgument, l.method, err)
+		}
+		body = bytes.NewReader(b)
+	}
+
+	// The leg's context carries the address policy to the dialer and the
+	// leg's share of the budget; cancelling it also ends a lingering stream.
+	legCtx, cancel := context.WithTimeout(withAllowPrivate(ctx, o.allowPrivate), o.budget.legTimeout())
+	defer cancel()
+	req, err := http.NewRequestWithContext(legCtx, httpMethod, o.url.String(), body)
+	if err != nil {
+		return nil, o.fail(KindInvalidEndpoint, l.method, nil)
+	}
+	o.setHeaders(req, l)
+	if err := o.attachCredential(req, l.method); err != nil {
+		return nil, err
+	}
+	res := &legResult{sentSession: req.Header.Get(headerSessionID) != ""}
+
+	resp, err := o.c.hc.Do(req)
+	if err != nil {
+		return nil, o.transportErr(ctx, legCtx, l.method, err)
+	}
+	defer resp.Body.Close()
+	res.status = resp.StatusCode
+	res.header = resp.Header
+
+	switch {
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		if resp.StatusCode >= 400 && resp.StatusCode <= 499 {
+			// The body of a 4xx is inspected for a JSON-RPC error: era
+			// detection depends on it, and callers get code and data.
+			if b, rerr := io.ReadAll(&cappedReader{r: resp.Body, limit: MaxBodyBytes}); rerr == nil {
+				res.errBody = parseErrorBody(b, id)
+			}
+		}
+		return res, nil
+	case l.notify || httpMethod == http.MethodDelete:
+		// Nothing to read; a small drain lets the connection be reused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return res, nil
+	}
+
+	msg, err := o.readResponse(ctx, legCtx, cancel, l.method, id, resp)
+	if err != nil {
+		return nil, err
+	}
+	res.msg = msg
+	return res, nil
+}
+
+// readResponse reads a 2xx body as a single JSON object or an event stream.
+func (o *operation) readResponse(ctx, legCtx context.Context, cancel context.CancelFunc, method, id string, resp *http.Response) (*message, error) {
+	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mediaType == "text/html" {
+		return nil, o.fail(KindNotMCP, method, nil)
+	}
+	body := &cappedReader{r: resp.Body, limit: MaxBodyBytes}
+	if mediaType == "text/event-stream" {
+		return o.readStream(ctx, legCtx, cancel, method, id, body)
+	}
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return nil, o.readErr(ctx, legCtx, method, err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, o.fail(KindEmptyBody, method, nil)
+	}
+	msg, err := parseMessage(b, id)
+	if err != nil {
+		return nil, o.protoFail(method, err)
+	}
+	if msg.kind != kindResponse {
+		return nil, o.failDetail(KindNoResponse, method, "body holds a notification or request, not a response")
+	}
+	return msg, nil
+}
+
+// readStream reads an event stream to its end, skipping notifications and
+// never answering server-to-client requests. Once our response is seen the
+// stream is read only for responseLinger more, so that a server that keeps
+// the stream open cannot hold the leg; a second or foreign response inside
+// what is read is rejected.
+func (o *operation) readStream(ctx, legCtx context.Context, cancel context.CancelFunc, method, id string, body io.Reader) (*message, error) {
+	dec := newSSEDecoder(body)
+	var (
+		found  *message
+		linger *time.Timer
+	)
+	defer func() {
+		if linger != nil {
+			linger.Stop()
+		}
+	}()
+	for {
+		ev, err := dec.Next()
+		if err != nil {
+			switch {
+			case found != nil && !errors.Is(err, errOversized) && ctx.Err() == nil:
+				// End of stream, or the linger cut it: either way done.
+				return found, nil
+			case errors.Is(err, io.EOF):
+				return nil, o.failDetail(KindNoResponse, method, "event stream ended without a response")
+			default:
+				return nil, o.readErr(ctx, legCtx, method, err)
+			}
+		}
+		if ev.Type != "message" || len(bytes.TrimSpace(ev.Data)) == 0 {
+			// Other event types are not MCP messages; an empty data field
+			// is a priming event (2025-11-25 servers send one for resumption).
+			continue
+		}
+		msg, perr := parseMessage(ev.Data, id)
+		if perr != nil {
+			return nil, o.protoFail(method, perr)
+		}
+		switch msg.kind {
+		case kindNotification, kindServerRequest:
+			continue
+		}
+		if found != nil {
+			return nil, o.failDetail(KindInvalidResponse, method, "event stream carries a second response")
+		}
+		found = msg
+		linger = time.AfterFunc(responseLinger, cancel)
+	}
+}
+
+// setHeaders puts the transport headers on a request.
+func (o *operation) setHeaders(req *http.Request, l leg) {
+	h := req.Header
+	if req.Method == http.MethodPost {
+		h.Set("Content-Type", "application/json")
+		h.Set("Accept", acceptBoth)
+	}
+	h.Set("User-Agent", o.c.userAgent)
+	if l.version != "" {
+		h.Set(headerProtocolVersion, l.version)
+	}
+	if o.session != "" {
+		h.Set(headerSessionID, o.session)
+	}
+	if l.modern && req.Method == http.MethodPost {
+		h.Set(headerMethod, l.method)
+		if l.name != "" {
+			h.Set(headerName, encodeHeaderValue(l.name))
+		}
+	}
+	for k, vs := range l.extra {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+}
+
+// attachCredential adds the credential, after checking that the request goes
+// to the endpoint's own origin and over https unless plain http was opted
+// into. Both were checked when the operation began; checking again here keeps
+// the rule next to the only code that reveals the secret.
+func (o *operation) attachCredential(req *http.Request, method string) error {
+	c := o.ep.Credential
+	if c == nil {
+		return nil
+	}
+	if originOf(req.URL) != o.origin {
+		return o.failDetail(KindInsecureCredential, method, "request host is not the endpoint host")
+	}
+	if req.URL.Scheme != "https" && !o.ep.AllowInsecureCredential {
+		return o.failDetail(KindInsecureCredential, method, "plain http without AllowInsecureCredential")
+	}
+	if c.Header == "" {
+		req.Header.Set("Authorization", "Bearer "+c.Value.Reveal())
+	} else {
+		req.Header.Set(c.Header, c.Value.Reveal())
+	}
+	return nil
+}
+
+// statusErr turns a status other than 2xx into the error for it. The class
+// comes from the status code alone.
+func (o *operation) statusErr(method string, r *legResult) error {
+	var k Kind
+	switch s := r.status; {
+	case s >= 200 && s <= 299:
+		return nil
+	case s >= 300 && s <= 399:
+		k = KindRedirect
+	case s == http.StatusUnauthorized:
+		k = KindUnauthorized
+	case s == http.StatusForbidden:
+		k = KindForbidden
+	case s == http.StatusNotFound && r.sentSession:
+		k = KindSessionExpired
+	case s >= 500 && s <= 599:
+		k = KindServerError
+	default:
+		k = KindHTTPStatus
+	}
+	e := &Error{Kind: k, Server: o.ep.Name, Method: method, StatusCode: r.status}
+	if r.errBody != nil {
+		e.RPCCode, e.RPCMessage, e.RPCData = r.errBody.Code, r.errBody.Message, r.errBody.Data
+	}
+	return e
+}
+
+// rpcErr is the error for a JSON-RPC error object in a 2xx response.
+func (o *operation) rpcErr(method string, status int, e *rpcError) error {
+	return &Error{
+		Kind: KindRPCError, Server: o.ep.Name, Method: method, StatusCode: status,
+		RPCCode: e.Code, RPCMessage: e.Message, RPCData: e.Data,
+	}
+}
+
+func (o *operation) fail(k Kind, method string, cause error) error {
+	return &Error{Kind: k, Server: o.ep.Name, Method: method, Err: cause}
+}
+
+func (o *operation) failDetail(k Kind, method, detail string) error {
+	return &Error{Kind: k, Server: o.ep.Name, Method: method, Detail: detail}
+}
+
+func (o *operation) budgetErr(method string, cause error) error {
+	return &Error{Kind: KindBudgetExhausted, Server: o.ep.Name, Method: method, Budget: o.budget.total, Err: cause}
+}
+
+func (o *operation) protoFail(method string, err error) error {
+	var pe *protocolError
+	if errors.As(err, &pe) {
+		return o.failDetail(pe.kind, method, pe.detail)
+	}
+	return o.failDetail(KindInvalidResponse, method, "")
+}
+
+// transportErr classifies a failed round trip: the caller's cancellation
+// first, then the leg's deadline (the budget), then the dialer's refusal,
+// then everything else as unreachable with a fixed phrase for the cause.
+func (o *operation) transportErr(ctx, legCtx context.Context, method string, err error) error {
+	if ctx.Err() != nil {
+		return o.fail(KindCancelled, method, err)
+	}
+	if errors.Is(legCtx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		return o.budgetErr(method, err)
+	}
+	var blocked *BlockedAddressError
+	if errors.As(err, &blocked) {
+		e := o.fail(KindBlockedAddress, method, err).(*Error)
+		if blocked.Private {
+			e.Detail = "private or loopback address; the server has no private-network opt-in"
+		} else {
+			e.Detail = "link-local, metadata or reserved address"
+		}
+		return e
+	}
+	e := o.fail(KindUnreachable, method, err).(*Error)
+	e.Detail = unreachableDetail(err)
+	return e
+}
+
+// readErr classifies a failure while reading a body.
+func (o *operation) readErr(ctx, legCtx context.Context, method string, err error) error {
+	if errors.Is(err, errOversized) {
+		return &Error{Kind: KindOversized, Server: o.ep.Name, Method: method, Limit: MaxBodyBytes}
+	}
+	return o.transportErr(ctx, legCtx, method, err)
+}
+
+// unreachableDetail names the class of a transport failure in fixed words.
+func unreachableDetail(err error) string {
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostnameErr x509.HostnameError
+	var recordErr tls.RecordHeaderError
+	var alertErr tls.AlertError
+	switch {
+	case errors.As(err, &dnsErr):
+		return "name resolution failed"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "connection reset"
+	case errors.As(err, &certErr), errors.As(err, &unknownAuthority), errors.As(err, &hostnameErr),
+		errors.As(err, &recordErr), errors.As(err, &alertErr):
+		return "TLS handshake failed"
+	default:
+		return "connection failed"
+	}
+}
+
+// encodeHeaderValue applies the 2026-07-28 value encoding for Mcp-Name and
+// Mcp-Param-* headers: plain when the value is visible ASCII (plus inner
+// spaces and tabs) and does not look like the sentinel, otherwise
+// "=?base64?<base64 of the UTF-8 bytes>?=".
+func encodeHeaderValue(v string) string {
+	plain := v != "" && v == strings.TrimSpace(v) &&
+		!(strings.HasPrefix(v, "=?base64?") && strings.HasSuffix(v, "?="))
+	for i := 0; plain && i < len(v); i++ {
+		c := v[i]
+		if (c < 0x20 || c > 0x7e) && c != '\t' {
+			plain = false
+		}
+	}
+	if plain {
+		return v
+	}
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+}
