@@ -226,6 +226,10 @@ type operation struct {
 	session      string
 	eraFromCache bool
 	probe        ProbeResult
+
+	// inflight is the id of the request whose answer has not been read yet;
+	// a cancelled operation tells a session-keeping server to stop it.
+	inflight string
 }
 
 // begin validates the endpoint and starts the budget. Nothing is sent.
@@ -268,8 +272,37 @@ func (c *Client) begin(ep Endpoint) (*operation, error) {
 // server expires the session on its own), and its outcome is ignored: the
 // operation's result is already decided.
 func (o *operation) end(ctx context.Context) {
-	if o.session == "" || ctx.Err() != nil || o.budget.exhausted() {
+	if o.session == "" {
 		return
+	}
+	if ctx.Err() == nil && !o.budget.exhausted() {
+		_, _ = o.exchange(ctx, leg{method: methodDelete, version: o.version})
+		return
+	}
+	// The caller gave up, or the budget is spent. The caller is not kept
+	// waiting, but a session-keeping server would otherwise go on running
+	// the abandoned request and keep the session: tell it, in the
+	// background and within a small budget of its own, to cancel the
+	// request (as the legacy revisions ask clients to) and end the session.
+	cleanup := *o
+	cleanup.budget = newBudget(cleanupBudget, o.c.now)
+	go cleanup.abandon(context.WithoutCancel(ctx))
+}
+
+// cleanupBudget bounds the notifications sent after an operation was
+// abandoned.
+const cleanupBudget = 2 * time.Second
+
+func (o *operation) abandon(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, cleanupBudget)
+	defer cancel()
+	if o.inflight != "" && o.era == eraLegacy {
+		_, _ = o.exchange(ctx, leg{
+			method:  "notifications/cancelled",
+			params:  map[string]any{"requestId": o.inflight, "reason": "the client cancelled the request"},
+			notify:  true,
+			version: o.version,
+		})
 	}
 	_, _ = o.exchange(ctx, leg{method: methodDelete, version: o.version})
 }

@@ -29,10 +29,12 @@ type peer struct {
 	version string
 	// session is whether the peer issues a session id to this client.
 	session bool
-	// handlerCancelled is whether the peer's library cancels a tool handler
-	// when the client drops the HTTP request of the call (see the
-	// test/mcpserver package doc). Where it does not, only the dropped
-	// request itself can be asserted.
+	// handlerCancelled is whether the peer's tool handler ends when the
+	// client abandons a call: libraries that tie the handler to the HTTP
+	// request do so when the request is dropped; go-sdk's sessions do so on
+	// the notifications/cancelled the client sends in the session (see the
+	// test/mcpserver package doc). Where neither applies (a legacy server
+	// without sessions), only the dropped request itself can be asserted.
 	handlerCancelled bool
 }
 
@@ -52,12 +54,12 @@ var peers = []peer{
 		// fall back to initialize.
 		name:    "go-sdk/stateful/sse",
 		opts:    mcpserver.Options{Flavor: mcpserver.GoSDK, PageSize: 100},
-		version: "2025-11-25", session: true, handlerCancelled: false,
+		version: "2025-11-25", session: true, handlerCancelled: true,
 	},
 	{
 		name:    "go-sdk/stateful/json",
 		opts:    mcpserver.Options{Flavor: mcpserver.GoSDK, JSONResponse: true, PageSize: 700},
-		version: "2025-11-25", session: true, handlerCancelled: false,
+		version: "2025-11-25", session: true, handlerCancelled: true,
 	},
 	{
 		// The legacy profile that issues no session.
@@ -490,6 +492,12 @@ func TestPeerCancelSlowCall(t *testing.T) {
 		if p.handlerCancelled {
 			if st, ok := srv.Await(5*time.Second, func(s mcpserver.Stats) bool { return s.SlowCancelled == 1 }); !ok {
 				t.Errorf("upstream handler was not cancelled: %+v", st)
+			}
+		}
+		// An abandoned session is ended, not left for the server to expire.
+		if p.session {
+			if st, ok := srv.Await(5*time.Second, func(s mcpserver.Stats) bool { return s.Deletes == 1 }); !ok {
+				t.Errorf("the session of the abandoned call was not deleted: %+v", st)
 			}
 		}
 	})

@@ -98,6 +98,7 @@ func (o *operation) exchange(ctx context.Context, l leg) (*legResult, error) {
 		if !l.notify {
 			id = o.c.ids.next()
 			req.ID = id
+			o.inflight = id
 		}
 		b, err := json.Marshal(req)
 		if err != nil {
@@ -149,6 +150,7 @@ func (o *operation) exchange(ctx context.Context, l leg) (*legResult, error) {
 		return nil, err
 	}
 	res.msg = msg
+	o.inflight = ""
 	return res, nil
 }
 
