@@ -106,6 +106,10 @@ type Error struct {
 	// Limit is the ceiling that was hit, set for KindPageLimit, KindToolLimit
 	// and KindOversized (bytes).
 	Limit int
+	// Challenged is set on KindUnauthorized when the 401 carried a
+	// WWW-Authenticate challenge: the server is up and asks for a
+	// credential, as an OAuth-protected MCP server does.
+	Challenged bool
 	// Detail is a short, fixed, client-authored phrase refining the kind (for
 	// example which strictness rule a response broke). Never server bytes.
 	Detail string

@@ -388,6 +388,12 @@ func TestPeerCredential(t *testing.T) {
 			if k := mcp.KindOf(err); k != mcp.KindUnauthorized {
 				t.Fatalf("kind = %q (%v), want %q", k, err, mcp.KindUnauthorized)
 			}
+			// The peer challenges (WWW-Authenticate): it is up and wants a
+			// credential, which a probe reports differently from "down".
+			var me *mcp.Error
+			if !errors.As(err, &me) || !me.Challenged {
+				t.Errorf("the 401 carried a WWW-Authenticate challenge, but Challenged is false: %v", err)
+			}
 			if st := srv.Stats(); st.Rejected == 0 || len(st.Methods) != 0 {
 				t.Errorf("the library must not have been reached: %+v", st)
 			}

@@ -302,6 +302,9 @@ func (o *operation) statusErr(method string, r *legResult) error {
 		k = KindHTTPStatus
 	}
 	e := &Error{Kind: k, Server: o.ep.Name, Method: method, StatusCode: r.status}
+	if k == KindUnauthorized && r.header.Get("WWW-Authenticate") != "" {
+		e.Challenged = true
+	}
 	if r.errBody != nil {
 		e.RPCCode, e.RPCMessage, e.RPCData = r.errBody.Code, r.errBody.Message, r.errBody.Data
 	}
