@@ -1,0 +1,190 @@
+package controller_test
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/controller"
+	"github.com/mcp-catalog/operator/test/mcpserver"
+)
+
+// gitOpsManager is the field manager a GitOps tool would apply with.
+const gitOpsManager = "argocd-controller"
+
+// applyFromGit declares an McpTool the way a GitOps tool does: server-side
+// apply of the spec only, with its own field manager.
+func applyFromGit(ns, server, remote string, enabled bool) {
+	obj := mcpac.McpTool(toolObjectName(server, remote), ns).
+		WithSpec(mcpac.McpToolSpec().
+			WithServerRef(mcpac.LocalObjectReference().WithName(server)).
+			WithRemoteName(remote).
+			WithEnabled(enabled))
+	ExpectWithOffset(1, k8sClient.Apply(context.Background(), obj, client.FieldOwner(gitOpsManager), client.ForceOwnership)).To(Succeed())
+}
+
+// setEnabled changes spec.enabled the way kubectl patch does.
+func setEnabled(ns, name string, enabled bool) {
+	t := getTool(ns, name)
+	patch := client.MergeFrom(t.DeepCopy())
+	t.Spec.Enabled = enabled
+	ExpectWithOffset(1, k8sClient.Patch(context.Background(), t, patch, client.FieldOwner("kubectl-patch"))).To(Succeed())
+}
+
+// managerOwns reports whether a field manager's managed fields mention the
+// given field path fragment (as in "f:enabled").
+func managerOwns(t *mcpv1alpha1.McpTool, mgr, field string) bool {
+	for _, mf := range t.ManagedFields {
+		if mf.Manager == mgr && mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), field) {
+			return true
+		}
+	}
+	return false
+}
+
+var _ = Describe("GitOps and imports", func() {
+	It("fills the status of a tool declared enabled in Git before the import and never flips enabled", func() {
+		ns := newNamespace()
+		up := startMCP(mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true})
+		echo := toolObjectName("gh", mcpserver.ToolEcho)
+		applyFromGit(ns, "gh", mcpserver.ToolEcho, true)
+
+		// Before the server exists, the tool is not servable.
+		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotFound))
+
+		createServer(ns, "gh", up.URL)
+		waitReady(ns, "gh", 30*time.Second)
+		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+
+		t := getTool(ns, echo)
+		Expect(t.Spec.Enabled).To(BeTrue())
+		Expect(t.Status.Description).To(Equal("Returns its text argument."))
+		Expect(t.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+		Expect(t.Status.EnabledDefinitionHash).To(Equal(t.Status.DefinitionHash), "enabled before the first import: the first imported definition is the approved one")
+		Expect(managerOwns(t, gitOpsManager, `"f:enabled"`)).To(BeTrue(), "Git still owns spec.enabled")
+		Expect(managerOwns(t, controller.FieldManagerImporter, `"f:enabled"`)).To(BeFalse(), "the importer never claims spec.enabled")
+		Expect(managerOwns(t, controller.FieldManagerImporter, `"f:ownerReferences"`)).To(BeTrue(), "the importer adopted the tool")
+
+		// A second import does not flip it either.
+		v := requestImport(ns, "gh")
+		waitImportHandled(ns, "gh", v)
+		Expect(getTool(ns, echo).Spec.Enabled).To(BeTrue())
+
+		// Git can still disable it: the importer holds no claim that
+		// conflicts with that.
+		applyFromGit(ns, "gh", mcpserver.ToolEcho, false)
+		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonDisabled))
+	})
+
+	It("keeps an enabled tool the server stopped offering with Imported=False and deletes a disabled one", func() {
+		ns := newNamespace()
+		up := startMCP(mcpserver.Options{Flavor: mcpserver.MCPGo, Stateless: true})
+		// Declared in Git, disabled, and never offered: the import did not
+		// create it, so it does not delete it.
+		applyFromGit(ns, "gone", "never_offered", false)
+		createServer(ns, "gone", up.URL)
+		waitReady(ns, "gone", 30*time.Second)
+		never := getTool(ns, toolObjectName("gone", "never_offered"))
+		c := meta.FindStatusCondition(never.Status.Conditions, mcpv1alpha1.ConditionImported)
+		Expect(c).NotTo(BeNil())
+		Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		Expect(c.Reason).To(Equal(mcpv1alpha1.ReasonRemovedFromServer))
+		Expect(c.Message).NotTo(ContainSubstring("enabled"), "the message does not claim a reason that is not true")
+
+		echo := toolObjectName("gone", mcpserver.ToolEcho)
+		fail := toolObjectName("gone", mcpserver.ToolFail)
+		setEnabled(ns, echo, true)
+		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+
+		up.RemoveTools(mcpserver.ToolEcho, mcpserver.ToolFail)
+		v := requestImport(ns, "gone")
+		srv := waitImportHandled(ns, "gone", v)
+
+		Eventually(func() map[string]mcpv1alpha1.McpTool { return listTools(ns) }).ShouldNot(HaveKey(fail), "a disabled tool no longer offered is deleted")
+		t := getTool(ns, echo)
+		Expect(t.Spec.Enabled).To(BeTrue())
+		Expect(t.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionImported, metav1.ConditionFalse, mcpv1alpha1.ReasonRemovedFromServer))
+		Expect(t.Status.Description).To(Equal("Returns its text argument."), "the last definition stays visible")
+		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonRemovedFromServer))
+		Expect(srv.Status.Tools).To(Equal(&mcpv1alpha1.ToolCounts{Offered: 3, Imported: 3, Enabled: 1, Removed: 1}))
+		Expect(listTools(ns)).To(HaveLen(5), "three offered, the removed enabled one and the one from Git")
+
+		// Offered again: imported again, and servable again.
+		up.AddTools(mcpserver.ToolEcho)
+		v = requestImport(ns, "gone")
+		waitImportHandled(ns, "gone", v)
+		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+	})
+})
+
+var _ = Describe("Definition drift", func() {
+	It("stops serving a tool whose definition changed upstream until the new definition is approved", func() {
+		ns := newNamespace()
+		up := startMCP(mcpserver.Options{Flavor: mcpserver.GoSDK})
+		createServer(ns, "drift", up.URL)
+		waitReady(ns, "drift", 30*time.Second)
+		echo := toolObjectName("drift", mcpserver.ToolEcho)
+		setEnabled(ns, echo, true)
+		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+		approved := getTool(ns, echo).Status.DefinitionHash
+		Expect(getTool(ns, echo).Status.EnabledDefinitionHash).To(Equal(approved))
+
+		Expect(up.SetToolDescription(mcpserver.ToolEcho, "Returns its text argument, and now also mails it to someone.")).To(Succeed())
+		v := requestImport(ns, "drift")
+		waitImportHandled(ns, "drift", v)
+
+		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionChanged))
+		t := getTool(ns, echo)
+		Expect(t.Status.Description).To(ContainSubstring("mails it"))
+		Expect(t.Status.DefinitionHash).NotTo(Equal(approved))
+		Expect(t.Status.EnabledDefinitionHash).To(Equal(approved), "the approval stays with the old definition")
+		Expect(t.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+
+		patch := client.MergeFrom(t.DeepCopy())
+		t.Spec.ApprovedDefinitionHash = t.Status.DefinitionHash
+		Expect(k8sClient.Patch(context.Background(), t, patch)).To(Succeed())
+		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+	})
+})
+
+var _ = Describe("Server declaration", func() {
+	It("passes a changed data class and approval on to every tool, never below what a tool tightened", func() {
+		ns := newNamespace()
+		up := startMCP(mcpserver.Options{Flavor: mcpserver.MCPGo, Stateless: true})
+		createServer(ns, "decl", up.URL)
+		waitReady(ns, "decl", 30*time.Second)
+		echo := toolObjectName("decl", mcpserver.ToolEcho)
+		fail := toolObjectName("decl", mcpserver.ToolFail)
+		t := getTool(ns, fail)
+		patch := client.MergeFrom(t.DeepCopy())
+		t.Spec.ApprovalRequired = boolPtr(true)
+		t.Spec.DataClass = mcpv1alpha1.DataClassRestricted
+		Expect(k8sClient.Patch(context.Background(), t, patch)).To(Succeed())
+		Eventually(func() mcpv1alpha1.DataClass { return getTool(ns, fail).Status.EffectiveDataClass }).Should(Equal(mcpv1alpha1.DataClassRestricted))
+
+		srv := getServer(ns, "decl")
+		patch = client.MergeFrom(srv.DeepCopy())
+		srv.Spec.DataClass = mcpv1alpha1.DataClassConfidential
+		srv.Spec.ApprovalRequired = boolPtr(false)
+		Expect(k8sClient.Patch(context.Background(), srv, patch)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			e := &mcpv1alpha1.McpTool{}
+			g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: echo}, e)).To(Succeed())
+			g.Expect(e.Status.EffectiveDataClass).To(Equal(mcpv1alpha1.DataClassConfidential))
+			g.Expect(e.Status.EffectiveApprovalRequired).To(Equal(boolPtr(false)))
+		}).Should(Succeed())
+		f := getTool(ns, fail)
+		Expect(f.Status.EffectiveDataClass).To(Equal(mcpv1alpha1.DataClassRestricted))
+		Expect(f.Status.EffectiveApprovalRequired).To(Equal(boolPtr(true)))
+	})
+})

@@ -1,0 +1,365 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/mcp"
+)
+
+// FieldManagerImporter owns what imports write: an McpTool's identity, owner
+// and label, and the definition fields and Imported condition of its status.
+const FieldManagerImporter = "mcp-catalog-importer"
+
+// McpServerReconciler imports each McpServer's catalog into McpTools and
+// probes its health.
+type McpServerReconciler struct {
+	client.Client
+	// APIReader reads Secrets directly from the API server; they are never
+	// cached.
+	APIReader client.Reader
+	MCP       *mcp.Client
+	Recorder  events.EventRecorder
+	// MaxConcurrent bounds how many servers are imported or probed at once;
+	// a hung server holds one slot for at most its own budget.
+	MaxConcurrent int
+	// ApplyConcurrency bounds the parallel McpTool writes of one import.
+	ApplyConcurrency int
+	// CredentialRetryInterval is how soon a server whose Secret (or Secret
+	// key) is missing is reconciled again; 0 means
+	// DefaultCredentialRetryInterval.
+	CredentialRetryInterval time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	sched *schedule
+}
+
+// serverScope carries what earlier steps of one reconcile learnt to later
+// ones.
+type serverScope struct {
+	server     *mcpv1alpha1.McpServer
+	key        types.NamespacedName
+	now        time.Time
+	credential *mcp.Credential
+	// requeueAt is the earliest time a step wants to run again.
+	requeueAt time.Time
+}
+
+func (s *serverScope) requeueNoLaterThan(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	if s.requeueAt.IsZero() || t.Before(s.requeueAt) {
+		s.requeueAt = t
+	}
+}
+
+// +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcptools,verbs=create;update;patch;delete
+
+// Reconcile runs credentials, import and probe in order, stopping at the
+// first step that cannot go on, and patches status once, only if it changed.
+func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	srv := &mcpv1alpha1.McpServer{}
+	// The server is read live, not from the cache. Whether an import or a
+	// probe is due is decided from status this controller wrote a moment
+	// ago; the tools an import creates enqueue the server again at once, and
+	// a cache that has not yet seen the last status write would import
+	// again and patch the newer status back to the older one.
+	if err := r.APIReader.Get(ctx, req.NamespacedName, srv); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.sched.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !srv.DeletionTimestamp.IsZero() {
+		// The McpTools are owned by the server; garbage collection removes them.
+		r.sched.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+
+	before := srv.DeepCopy()
+	sc := &serverScope{server: srv, key: req.NamespacedName, now: r.now()}
+	defer func() {
+		summarize(srv, retErr)
+		if retErr == nil {
+			srv.Status.ObservedGeneration = srv.Generation
+		}
+		if err := r.patchStatus(ctx, before, srv); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+		result, retErr = sc.result(retErr, r.now())
+	}()
+
+	if srv.Spec.Suspend {
+		return ctrl.Result{}, nil
+	}
+	for _, step := range []func(context.Context, *serverScope) error{
+		r.reconcileCredentials,
+		r.reconcileImport,
+		r.reconcileProbe,
+	} {
+		if err := step(ctx, sc); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// result turns the scope and the reconcile error into what controller-runtime
+// acts on: waiting and stalling are not errors to it.
+func (s *serverScope) result(err error, now time.Time) (ctrl.Result, error) {
+	if w, ok := asWaiting(err); ok {
+		s.requeueNoLaterThan(now.Add(w.after))
+		err = nil
+	}
+	if _, ok := asStalling(err); ok {
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if s.requeueAt.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: max(s.requeueAt.Sub(now), time.Second)}, nil
+}
+
+// reconcileCredentials resolves the Secret the server's imports and probes
+// present, at every reconcile, so a rotated Secret is used at once. It sets
+// CredentialsResolved.
+func (r *McpServerReconciler) reconcileCredentials(ctx context.Context, sc *serverScope) error {
+	cred, err := r.discoveryCredential(ctx, sc.server)
+	if err != nil {
+		if w, ok := asWaiting(err); ok {
+			setCondition(sc.server, mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionFalse, w.reason, w.err.Error())
+		}
+		return err
+	}
+	sc.credential = cred
+	if cred == nil {
+		setCondition(sc.server, mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue, mcpv1alpha1.ReasonNoCredentials, "no credential is needed")
+	} else {
+		setCondition(sc.server, mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "every referenced Secret key was read")
+	}
+	return nil
+}
+
+// reconcileProbe runs the health probe when it is due (or requested) and
+// sets Reachable. A successful probe records the contact; a failed one
+// records only the condition.
+func (r *McpServerReconciler) reconcileProbe(ctx context.Context, sc *serverScope) error {
+	srv := sc.server
+	requested := pendingRequest(srv.Annotations[mcpv1alpha1.AnnotationRequestedProbeAt], srv.Status.LastHandledProbeAt)
+	forced := requested != ""
+	if !forced && !r.sched.probeDue(sc.key, sc.now) {
+		sc.requeueNoLaterThan(r.sched.nextProbe(sc.key))
+		return nil
+	}
+	res, err := r.MCP.Probe(ctx, r.endpoint(sc))
+	if forced {
+		srv.Status.LastHandledProbeAt = requested
+	}
+	r.recordProbe(sc, res, err, r.now())
+	return nil
+}
+
+// recordProbe records the outcome of a handshake, from a probe or from an
+// import: Reachable (with an event when it changes), the contact on success,
+// and the next probe one interval later.
+func (r *McpServerReconciler) recordProbe(sc *serverScope, res *mcp.ProbeResult, err error, now time.Time) {
+	srv := sc.server
+	before := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReachable)
+	hadCondition := before != nil
+	wasReachable := hadCondition && before.Status == metav1.ConditionTrue
+	setReachable(srv, res, err, now)
+	isReachable := meta.IsStatusConditionTrue(srv.Status.Conditions, mcpv1alpha1.ConditionReachable)
+	if isReachable != wasReachable || !hadCondition {
+		c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReachable)
+		kind := "Normal"
+		if !isReachable {
+			kind = "Warning"
+		}
+		r.Recorder.Eventf(srv, nil, kind, c.Reason, "Probe", "%s", c.Message)
+	}
+	sc.requeueNoLaterThan(r.sched.probed(sc.key, now, healthInterval(srv)))
+}
+
+func (r *McpServerReconciler) endpoint(sc *serverScope) mcp.Endpoint {
+	srv := sc.server
+	ep := mcp.Endpoint{
+		Name:                    srv.Namespace + "/" + srv.Name,
+		URL:                     srv.Spec.URL,
+		Credential:              sc.credential,
+		AllowInsecureCredential: srv.Spec.AllowCredentialOverHTTP,
+		AllowPrivateNetwork:     srv.Spec.AllowPrivateNetwork,
+		MaxPages:                int(srv.Spec.Import.MaxPages),
+		MaxTools:                int(srv.Spec.Import.MaxTools),
+	}
+	if srv.Spec.OperationTimeout != nil {
+		ep.Timeout = srv.Spec.OperationTimeout.Duration
+	}
+	return ep
+}
+
+func healthInterval(srv *mcpv1alpha1.McpServer) time.Duration {
+	if hc := srv.Spec.HealthCheck.Interval; hc != nil && hc.Duration > 0 {
+		return hc.Duration
+	}
+	return 60 * time.Second
+}
+
+func (r *McpServerReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// patchStatus writes status only when it changed, so an idle reconcile and
+// an unchanged probe make no write.
+func (r *McpServerReconciler) patchStatus(ctx context.Context, before, after *mcpv1alpha1.McpServer) error {
+	if equality.Semantic.DeepEqual(before.Status, after.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
+}
+
+// Index names.
+const (
+	indexToolServer     = "spec.serverRef.name"
+	indexServerProfile  = "spec.auth.delegated.profileRef.name"
+	defaultMaxConcurent = 16
+)
+
+// SetupWithManager registers the controller and the field indexes it uses.
+func (r *McpServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.sched = newSchedule()
+	if r.MaxConcurrent <= 0 {
+		r.MaxConcurrent = defaultMaxConcurent
+	}
+	if r.ApplyConcurrency <= 0 {
+		r.ApplyConcurrency = 8
+	}
+	if r.CredentialRetryInterval <= 0 {
+		r.CredentialRetryInterval = DefaultCredentialRetryInterval
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &mcpv1alpha1.McpTool{}, indexToolServer,
+		func(o client.Object) []string { return []string{o.(*mcpv1alpha1.McpTool).Spec.ServerRef.Name} }); err != nil {
+		return fmt.Errorf("indexing McpTools by server: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &mcpv1alpha1.McpServer{}, indexServerProfile,
+		func(o client.Object) []string {
+			if a := o.(*mcpv1alpha1.McpServer).Spec.Auth; a != nil && a.Delegated != nil {
+				return []string{a.Delegated.ProfileRef.Name}
+			}
+			return nil
+		}); err != nil {
+		return fmt.Errorf("indexing McpServers by delegation profile: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("mcpserver").
+		For(&mcpv1alpha1.McpServer{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			annotationChanged(mcpv1alpha1.AnnotationRequestedImportAt, mcpv1alpha1.AnnotationRequestedProbeAt),
+		))).
+		// A tool enabled or disabled changes its server's counts.
+		Watches(&mcpv1alpha1.McpTool{}, handler.EnqueueRequestsFromMapFunc(toolToServer), builder.WithPredicates(enabledChanged{})).
+		// A delegated server's credentials depend on its profile's readiness.
+		Watches(&mcpv1alpha1.McpDelegationProfile{}, handler.EnqueueRequestsFromMapFunc(r.profileToServers), builder.WithPredicates(readyChanged{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrent}).
+		Complete(r)
+}
+
+func (r *McpServerReconciler) profileToServers(ctx context.Context, o client.Object) []reconcile.Request {
+	var servers mcpv1alpha1.McpServerList
+	if err := r.List(ctx, &servers, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexServerProfile: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the servers of a delegation profile")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(servers.Items))
+	for _, s := range servers.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
+	}
+	return reqs
+}
+
+// readyChanged passes creations, deletions and changes of the Ready
+// condition's status.
+type readyChanged struct{ predicate.Funcs }
+
+func (readyChanged) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*mcpv1alpha1.McpDelegationProfile)
+	n, ok2 := e.ObjectNew.(*mcpv1alpha1.McpDelegationProfile)
+	return ok1 && ok2 && meta.IsStatusConditionTrue(o.Status.Conditions, mcpv1alpha1.ConditionReady) !=
+		meta.IsStatusConditionTrue(n.Status.Conditions, mcpv1alpha1.ConditionReady)
+}
+func (readyChanged) Create(event.CreateEvent) bool   { return true }
+func (readyChanged) Delete(event.DeleteEvent) bool   { return true }
+func (readyChanged) Generic(event.GenericEvent) bool { return false }
+
+func toolToServer(_ context.Context, o client.Object) []reconcile.Request {
+	t, ok := o.(*mcpv1alpha1.McpTool)
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ServerRef.Name}}}
+}
+
+// annotationChanged passes updates that change any of the given annotations.
+func annotationChanged(keys ...string) predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if e.ObjectOld == nil || e.ObjectNew == nil {
+				return false
+			}
+			for _, k := range keys {
+				if e.ObjectOld.GetAnnotations()[k] != e.ObjectNew.GetAnnotations()[k] {
+					return true
+				}
+			}
+			return false
+		},
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// enabledChanged passes McpTool creations, deletions and changes of
+// spec.enabled.
+type enabledChanged struct{ predicate.Funcs }
+
+func (enabledChanged) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*mcpv1alpha1.McpTool)
+	n, ok2 := e.ObjectNew.(*mcpv1alpha1.McpTool)
+	return ok1 && ok2 && o.Spec.Enabled != n.Spec.Enabled
+}
+func (enabledChanged) Create(event.CreateEvent) bool   { return true }
+func (enabledChanged) Delete(event.DeleteEvent) bool   { return true }
+func (enabledChanged) Generic(event.GenericEvent) bool { return false }

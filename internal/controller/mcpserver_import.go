@@ -1,0 +1,428 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/toolname"
+)
+
+// Skip reasons the importer adds to those of the client.
+const (
+	skipNameTooLong  = "NameTooLong"
+	skipNameConflict = "NameConflict"
+	maxSkippedListed = 50
+	maxLocalName     = 128
+)
+
+// importDue says whether the catalog should be imported now, and otherwise
+// when it next should be (zero: not until something changes).
+func (r *McpServerReconciler) importDue(sc *serverScope) (bool, time.Time) {
+	srv := sc.server
+	c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionCatalogSynced)
+	switch {
+	case c == nil, c.ObservedGeneration != srv.Generation:
+		return true, time.Time{}
+	case requestedImport(srv) != "":
+		return true, time.Time{}
+	case c.Status != metav1.ConditionTrue:
+		if r.sched.importRetryDue(sc.key, sc.now) {
+			return true, time.Time{}
+		}
+		return false, time.Time{}
+	}
+	if iv := srv.Spec.Import.Interval; iv != nil && iv.Duration > 0 && srv.Status.LastImportTime != nil {
+		next := srv.Status.LastImportTime.Add(iv.Duration)
+		if !sc.now.Before(next) {
+			return true, time.Time{}
+		}
+		return false, next
+	}
+	return false, time.Time{}
+}
+
+// requestedImport returns what status.lastHandledImportAt records for the
+// import request annotation when that request has not been handled yet.
+func requestedImport(srv *mcpv1alpha1.McpServer) string {
+	return pendingRequest(srv.Annotations[mcpv1alpha1.AnnotationRequestedImportAt], srv.Status.LastHandledImportAt)
+}
+
+// pendingRequest returns the value status records for a request annotation's
+// value, or "" when there is no request or it was handled.
+func pendingRequest(annotation, handled string) string {
+	if annotation == "" {
+		return ""
+	}
+	if v := requestToken(annotation); v != handled {
+		return v
+	}
+	return ""
+}
+
+// maxHandledLength is the longest value status.lastHandled*At holds.
+const maxHandledLength = 256
+
+// requestToken is what status records for a request annotation's value: the
+// value itself, or a digest of a value too long for status. Clipping would
+// make two long values with a common beginning the same request, and make
+// the recorded value never equal the annotation, so the request would be
+// handled at every reconcile.
+func requestToken(v string) string {
+	if len(v) <= maxHandledLength {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// reconcileImport imports the catalog when due and sets CatalogSynced. A
+// failed or refused import changes no McpTool and records no contact: the
+// last good catalog stays.
+func (r *McpServerReconciler) reconcileImport(ctx context.Context, sc *serverScope) error {
+	srv := sc.server
+	due, next := r.importDue(sc)
+	if !due {
+		if !next.IsZero() {
+			sc.requeueNoLaterThan(next)
+		}
+		if c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionCatalogSynced); c != nil && c.Status != metav1.ConditionTrue {
+			sc.requeueNoLaterThan(r.sched.nextImportRetry(sc.key))
+		}
+		return r.recount(ctx, srv)
+	}
+	if v := requestedImport(srv); v != "" {
+		// A request is handled once, whatever its outcome.
+		srv.Status.LastHandledImportAt = v
+	}
+
+	cat, err := r.MCP.ListTools(ctx, r.endpoint(sc))
+	now := r.now()
+	if err != nil {
+		reason, msg := failureReason(err)
+		setCondition(srv, mcpv1alpha1.ConditionCatalogSynced, metav1.ConditionFalse, reason, "import failed: "+msg)
+		r.Recorder.Eventf(srv, nil, "Warning", "ImportFailed", "Import", "import failed (%s): %s", reason, msg)
+		sc.requeueNoLaterThan(r.sched.importFailed(sc.key, now, healthInterval(srv)))
+		if handshakeFailed(err) {
+			// A probe now would repeat the same handshake: a hung server
+			// would hold a worker for two budgets instead of one.
+			r.recordProbe(sc, nil, err, now)
+		}
+		return nil
+	}
+
+	// The operation completed: that is a contact, and counts as a probe.
+	r.recordProbe(sc, &cat.Probe, nil, now)
+
+	counts, skipped, err := r.applyCatalog(ctx, srv, cat)
+	if err != nil {
+		setCondition(srv, mcpv1alpha1.ConditionCatalogSynced, metav1.ConditionFalse, mcpv1alpha1.ReasonImportFailed, "writing McpTools failed; retrying")
+		return err
+	}
+	r.sched.importSucceeded(sc.key)
+	t := metav1.NewTime(now.Truncate(time.Second))
+	srv.Status.LastImportTime = &t
+	srv.Status.Tools = counts
+	srv.Status.SkippedTools = skipped
+	msg := fmt.Sprintf("imported %d tools (%d skipped, %d enabled)", counts.Imported, counts.Skipped, counts.Enabled)
+	setCondition(srv, mcpv1alpha1.ConditionCatalogSynced, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, msg)
+	r.Recorder.Eventf(srv, nil, "Normal", "ImportSucceeded", "Import", "%s", msg)
+	if iv := srv.Spec.Import.Interval; iv != nil && iv.Duration > 0 {
+		sc.requeueNoLaterThan(now.Add(iv.Duration))
+	}
+	return nil
+}
+
+// handshakeFailed reports whether a failed import ended before its
+// handshake completed, so that the failure answers a probe as well.
+func handshakeFailed(err error) bool {
+	var me *mcp.Error
+	return !errors.As(err, &me) || me.Method != "tools/list"
+}
+
+// recount refreshes the enabled and removed counts after tools were enabled
+// or disabled between imports.
+func (r *McpServerReconciler) recount(ctx context.Context, srv *mcpv1alpha1.McpServer) error {
+	if srv.Status.Tools == nil {
+		return nil
+	}
+	var tools mcpv1alpha1.McpToolList
+	if err := r.List(ctx, &tools, client.InNamespace(srv.Namespace), client.MatchingFields{indexToolServer: srv.Name}); err != nil {
+		return fmt.Errorf("listing McpTools: %w", err)
+	}
+	enabled, removed := int32(0), int32(0)
+	for i := range tools.Items {
+		t := &tools.Items[i]
+		if !t.Spec.Enabled {
+			continue
+		}
+		enabled++
+		if c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionImported); c != nil &&
+			c.Status == metav1.ConditionFalse && c.Reason == mcpv1alpha1.ReasonRemovedFromServer {
+			removed++
+		}
+	}
+	srv.Status.Tools.Enabled, srv.Status.Tools.Removed = enabled, removed
+	return nil
+}
+
+// applyCatalog makes the McpTools match an imported catalog: new and changed
+// tools are applied, disabled tools the server no longer offers are deleted,
+// and enabled ones are kept with Imported=False. Unchanged tools are not
+// written at all.
+func (r *McpServerReconciler) applyCatalog(ctx context.Context, srv *mcpv1alpha1.McpServer, cat *mcp.Catalog) (*mcpv1alpha1.ToolCounts, []mcpv1alpha1.SkippedTool, error) {
+	var existing mcpv1alpha1.McpToolList
+	if err := r.List(ctx, &existing, client.InNamespace(srv.Namespace), client.MatchingFields{indexToolServer: srv.Name}); err != nil {
+		return nil, nil, fmt.Errorf("listing McpTools: %w", err)
+	}
+	byName := make(map[string]*mcpv1alpha1.McpTool, len(existing.Items))
+	for i := range existing.Items {
+		byName[existing.Items[i].Name] = &existing.Items[i]
+	}
+
+	var skipped []mcpv1alpha1.SkippedTool
+	skip := func(name, reason string) {
+		skipped = append(skipped, mcpv1alpha1.SkippedTool{Name: printable(name, 160), Reason: reason})
+	}
+	// offeredButSkipped maps object names of skipped tools whose remote name
+	// is legal, so an enabled tool that turned invalid says why.
+	offeredButSkipped := map[string]string{}
+	for _, s := range cat.Skipped {
+		skip(s.Name, s.Reason)
+		if n, err := toolname.ObjectName(srv.Name, s.Name); err == nil {
+			offeredButSkipped[n] = s.Reason
+		}
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.ApplyConcurrency)
+	accepted := make(map[string]bool, len(cat.Tools))
+	for _, t := range cat.Tools {
+		name, err := toolname.ObjectName(srv.Name, t.Name)
+		if err != nil {
+			skip(t.Name, mcp.SkipInvalidName)
+			continue
+		}
+		if len(toolname.LocalName(srv.Name, t.Name)) > maxLocalName {
+			skip(t.Name, skipNameTooLong)
+			continue
+		}
+		ex := byName[name]
+		if ex != nil && ex.Spec.RemoteName != t.Name {
+			skip(t.Name, skipNameConflict)
+			continue
+		}
+		accepted[name] = true
+		hash := definitionHash(t)
+		if ex != nil && importedUpToDate(ex, srv, hash) {
+			continue
+		}
+		g.Go(func() error { return r.applyTool(gctx, srv, t, name, hash, ex) })
+	}
+
+	removed := int32(0)
+	for _, ex := range existing.Items {
+		if accepted[ex.Name] {
+			continue
+		}
+		if !ex.Spec.Enabled && metav1.IsControlledBy(&ex, srv) {
+			g.Go(func() error { return r.deleteDisabled(gctx, &ex) })
+			continue
+		}
+		reason := mcpv1alpha1.ReasonRemovedFromServer
+		if why, ok := offeredButSkipped[ex.Name]; ok {
+			reason = why
+		}
+		if ex.Spec.Enabled && reason == mcpv1alpha1.ReasonRemovedFromServer {
+			removed++
+		}
+		if c := meta.FindStatusCondition(ex.Status.Conditions, mcpv1alpha1.ConditionImported); c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason {
+			continue
+		}
+		g.Go(func() error { return r.markNotOffered(gctx, &ex, reason) })
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+
+	enabled := int32(0)
+	for _, ex := range existing.Items {
+		if ex.Spec.Enabled {
+			enabled++
+		}
+	}
+	counts := &mcpv1alpha1.ToolCounts{
+		Offered:  int32(len(cat.Tools) + len(cat.Skipped)),
+		Imported: int32(len(accepted)),
+		Skipped:  int32(len(skipped)),
+		Enabled:  enabled,
+		Removed:  removed,
+	}
+	if len(skipped) > maxSkippedListed {
+		skipped = skipped[:maxSkippedListed]
+	}
+	return counts, skipped, nil
+}
+
+// importedUpToDate reports whether an existing McpTool already carries
+// everything an import would write.
+func importedUpToDate(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, hash string) bool {
+	if t.Labels[mcpv1alpha1.LabelServer] != srv.Name || t.Status.DefinitionHash != hash {
+		return false
+	}
+	if ref := metav1.GetControllerOf(t); ref == nil || ref.UID != srv.UID {
+		return false
+	}
+	return meta.IsStatusConditionTrue(t.Status.Conditions, mcpv1alpha1.ConditionImported)
+}
+
+func (r *McpServerReconciler) applyTool(ctx context.Context, srv *mcpv1alpha1.McpServer, t mcp.Tool, name, hash string, ex *mcpv1alpha1.McpTool) error {
+	obj := mcpac.McpTool(name, srv.Namespace).
+		WithLabels(map[string]string{mcpv1alpha1.LabelServer: srv.Name}).
+		WithOwnerReferences(metav1ac.OwnerReference().
+			WithAPIVersion(mcpv1alpha1.GroupVersion.String()).
+			WithKind("McpServer").
+			WithName(srv.Name).
+			WithUID(srv.UID).
+			WithController(true).
+			WithBlockOwnerDeletion(true)).
+		WithSpec(mcpac.McpToolSpec().
+			WithServerRef(mcpac.LocalObjectReference().WithName(srv.Name)).
+			WithRemoteName(t.Name))
+	// Never forced: the importer must not take a field from Git. A conflict
+	// means another manager declared different values, which is an error.
+	if err := r.Apply(ctx, obj, client.FieldOwner(FieldManagerImporter)); err != nil {
+		return fmt.Errorf("applying McpTool %s: %w", name, err)
+	}
+
+	status := mcpac.McpToolStatus().WithDefinitionHash(hash)
+	if t.Title != "" {
+		status.WithTitle(clip(t.Title, 256))
+	}
+	if t.Description != "" {
+		status.WithDescription(clip(t.Description, 8192))
+	}
+	if len(t.InputSchema) > 0 {
+		status.WithInputSchema(apiextensionsv1.JSON{Raw: t.InputSchema})
+	}
+	if h := hintsOf(t.Annotations); h != nil {
+		status.WithHints(hintsApply(h))
+	}
+	status.WithConditions(importedCondition(ex, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "offered by the server at the last import", r.now()))
+	if err := r.Status().Apply(ctx, mcpac.McpTool(name, srv.Namespace).WithStatus(status), client.FieldOwner(FieldManagerImporter), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying the status of McpTool %s: %w", name, err)
+	}
+	return nil
+}
+
+// markNotOffered keeps an enabled tool the server stopped offering, with
+// Imported=False. Its last definition stays, so people can see what it was.
+func (r *McpServerReconciler) markNotOffered(ctx context.Context, t *mcpv1alpha1.McpTool, reason string) error {
+	status := mcpac.McpToolStatus()
+	if t.Status.DefinitionHash != "" {
+		status.WithDefinitionHash(t.Status.DefinitionHash)
+	}
+	if t.Status.Title != "" {
+		status.WithTitle(t.Status.Title)
+	}
+	if t.Status.Description != "" {
+		status.WithDescription(t.Status.Description)
+	}
+	if t.Status.InputSchema != nil {
+		status.WithInputSchema(*t.Status.InputSchema)
+	}
+	if t.Status.Hints != nil {
+		status.WithHints(hintsApply(t.Status.Hints))
+	}
+	msg := "the server no longer offers this tool; it is kept because it is enabled, and is not served"
+	if !t.Spec.Enabled {
+		// Only a tool the import created is deleted when it goes away.
+		msg = "the server does not offer this tool; it is kept because it was declared outside the import, and is not served"
+	}
+	if reason != mcpv1alpha1.ReasonRemovedFromServer {
+		msg = "the server offers this tool, but the last import refused it (" + reason + "); it is not served"
+	}
+	status.WithConditions(importedCondition(t, metav1.ConditionFalse, reason, msg, r.now()))
+	if err := r.Status().Apply(ctx, mcpac.McpTool(t.Name, t.Namespace).WithStatus(status), client.FieldOwner(FieldManagerImporter), client.ForceOwnership); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("marking McpTool %s as not offered: %w", t.Name, err)
+	}
+	return nil
+}
+
+// deleteDisabled deletes a disabled tool the server no longer offers. The
+// preconditions make the delete fail, harmlessly, if someone enabled the
+// tool since the cache saw it.
+func (r *McpServerReconciler) deleteDisabled(ctx context.Context, t *mcpv1alpha1.McpTool) error {
+	uid, rv := t.UID, t.ResourceVersion
+	err := r.Delete(ctx, t, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return fmt.Errorf("deleting McpTool %s: %w", t.Name, err)
+}
+
+func importedCondition(ex *mcpv1alpha1.McpTool, status metav1.ConditionStatus, reason, msg string, now time.Time) *metav1ac.ConditionApplyConfiguration {
+	ltt := metav1.NewTime(now.Truncate(time.Second))
+	if ex != nil {
+		if c := meta.FindStatusCondition(ex.Status.Conditions, mcpv1alpha1.ConditionImported); c != nil && c.Status == status {
+			ltt = c.LastTransitionTime
+		}
+	}
+	return metav1ac.Condition().
+		WithType(mcpv1alpha1.ConditionImported).
+		WithStatus(status).
+		WithReason(reason).
+		WithMessage(msg).
+		WithLastTransitionTime(ltt)
+}
+
+func hintsApply(h *mcpv1alpha1.ToolHints) *mcpac.ToolHintsApplyConfiguration {
+	a := mcpac.ToolHints()
+	if h.Title != "" {
+		a.WithTitle(h.Title)
+	}
+	if h.ReadOnlyHint != nil {
+		a.WithReadOnlyHint(*h.ReadOnlyHint)
+	}
+	if h.DestructiveHint != nil {
+		a.WithDestructiveHint(*h.DestructiveHint)
+	}
+	if h.IdempotentHint != nil {
+		a.WithIdempotentHint(*h.IdempotentHint)
+	}
+	if h.OpenWorldHint != nil {
+		a.WithOpenWorldHint(*h.OpenWorldHint)
+	}
+	return a
+}
+
+// printable keeps a server-sent name safe to show: printable ASCII only,
+// truncated.
+func printable(s string, n int) string {
+	b := make([]byte, 0, min(len(s), n))
+	for i := 0; i < len(s) && len(b) < n; i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e {
+			c = '?'
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}

@@ -1,0 +1,206 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/mcp"
+)
+
+// The functions in this file compute McpServer conditions from what the
+// sub-reconcilers observed. They are pure: no client, no clock but the one
+// passed in, and every one is table-tested.
+
+func setCondition(srv *mcpv1alpha1.McpServer, typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&srv.Status.Conditions, metav1.Condition{
+		Type:               typ,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: srv.Generation,
+	})
+}
+
+// failureReason maps a client error to a condition reason and a message
+// built only from fixed text: nothing the server sent and nothing from the
+// URL reaches the condition.
+func failureReason(err error) (reason, message string) {
+	var me *mcp.Error
+	if !errors.As(err, &me) {
+		return mcpv1alpha1.ReasonUnreachable, "the operation failed before reaching the server"
+	}
+	switch me.Kind {
+	case mcp.KindUnauthorized:
+		return mcpv1alpha1.ReasonUnauthorized, "the server answered 401 Unauthorized: check the credential"
+	case mcp.KindForbidden:
+		return mcpv1alpha1.ReasonForbidden, "the server answered 403 Forbidden: the credential lacks permission"
+	case mcp.KindBudgetExhausted:
+		return mcpv1alpha1.ReasonTimeout, "the operation did not complete within spec.operationTimeout"
+	case mcp.KindCancelled:
+		return mcpv1alpha1.ReasonTimeout, "the operation was cancelled"
+	case mcp.KindUnreachable:
+		return mcpv1alpha1.ReasonUnreachable, "the server could not be connected to"
+	case mcp.KindBlockedAddress:
+		return mcpv1alpha1.ReasonBlockedAddress, "the URL resolves to an address the operator may not dial (link-local, metadata, or private without spec.allowPrivateNetwork)"
+	case mcp.KindServerError:
+		return mcpv1alpha1.ReasonServerError, fmt.Sprintf("the server answered HTTP %d", me.StatusCode)
+	case mcp.KindRedirect:
+		return mcpv1alpha1.ReasonRedirected, fmt.Sprintf("the server answered with a redirect (HTTP %d), which is never followed: point spec.url at the final endpoint", me.StatusCode)
+	case mcp.KindOversized:
+		return mcpv1alpha1.ReasonResponseTooLarge, "the server's answer exceeded the 2 MiB read limit"
+	case mcp.KindUnsupportedVersion:
+		return mcpv1alpha1.ReasonUnsupportedProtocol, "the server speaks no MCP revision this operator supports"
+	case mcp.KindPageLimit, mcp.KindToolLimit:
+		return mcpv1alpha1.ReasonCatalogTooLarge, "the catalog exceeds spec.import.maxPages or spec.import.maxTools"
+	case mcp.KindInvalidEndpoint:
+		// Nothing was sent. The URL passed the API server's checks, so it is
+		// usually the credential: a Secret value with a line break, say.
+		return mcpv1alpha1.ReasonInvalidSpec, "the URL or the credential read from the Secret cannot be used (a credential value must be a valid HTTP header value, without line breaks); nothing was sent"
+	case mcp.KindInsecureCredential:
+		return mcpv1alpha1.ReasonInsecureCredential, "a credential would be sent over plain http: use https or set spec.allowCredentialOverHTTP"
+	case mcp.KindHTTPStatus:
+		return mcpv1alpha1.ReasonProtocolError, fmt.Sprintf("the server answered HTTP %d", me.StatusCode)
+	case mcp.KindRPCError:
+		return mcpv1alpha1.ReasonProtocolError, fmt.Sprintf("the server returned JSON-RPC error %d", me.RPCCode)
+	default:
+		return mcpv1alpha1.ReasonProtocolError, fmt.Sprintf("the server's answer broke the protocol (%s)", me.Kind)
+	}
+}
+
+// setReachable records a probe outcome. Success records the contact; failure
+// records only the condition, so the last good contact stays visible.
+func setReachable(srv *mcpv1alpha1.McpServer, res *mcp.ProbeResult, err error, now time.Time) {
+	if unauthenticatedButUp(srv, err) {
+		// A delegated server without a discovery credential that answers
+		// with a challenge is up; it is the operator's side that has no
+		// credential to offer. Nothing completed, so no contact.
+		setCondition(srv, mcpv1alpha1.ConditionReachable, metav1.ConditionTrue, mcpv1alpha1.ReasonUnauthenticated,
+			"the server answered 401 with a WWW-Authenticate challenge: it is up and asks for a credential; set spec.auth.delegated.discoverySecretRef so that it can be imported")
+		return
+	}
+	if err != nil {
+		reason, msg := failureReason(err)
+		setCondition(srv, mcpv1alpha1.ConditionReachable, metav1.ConditionFalse, reason, msg)
+		return
+	}
+	recordContact(srv, res, now)
+	setCondition(srv, mcpv1alpha1.ConditionReachable, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded,
+		fmt.Sprintf("handshake completed (protocol %s)", res.ProtocolVersion))
+}
+
+// unauthenticatedButUp reports a challenged 401 from a delegated server
+// that has no discovery credential to present.
+func unauthenticatedButUp(srv *mcpv1alpha1.McpServer, err error) bool {
+	a := srv.Spec.Auth
+	if a == nil || a.Delegated == nil || a.Delegated.DiscoverySecretRef != nil {
+		return false
+	}
+	var me *mcp.Error
+	return errors.As(err, &me) && me.Kind == mcp.KindUnauthorized && me.Challenged
+}
+
+// recordContact stores what a completed operation learnt about the server.
+func recordContact(srv *mcpv1alpha1.McpServer, res *mcp.ProbeResult, now time.Time) {
+	t := metav1.NewTime(now.Truncate(time.Second))
+	srv.Status.LastContactTime = &t
+	srv.Status.LastContactLatency = &metav1.Duration{Duration: res.Latency.Round(time.Millisecond)}
+	srv.Status.ServerInfo = &mcpv1alpha1.ServerInfo{
+		Name:            clip(res.Server.Name, 256),
+		Title:           clip(res.Server.Title, 256),
+		Version:         clip(res.Server.Version, 128),
+		ProtocolVersion: clip(res.ProtocolVersion, 32),
+		Capabilities:    clipAll(res.Capabilities, 32, 64),
+	}
+}
+
+// stallReasons are failures that retrying cannot cure: only a change to the
+// spec can. They make the server Stalled, which kstatus reports as Failed.
+var stallReasons = map[string]bool{
+	mcpv1alpha1.ReasonBlockedAddress:     true,
+	mcpv1alpha1.ReasonInsecureCredential: true,
+	mcpv1alpha1.ReasonRedirected:         true,
+	mcpv1alpha1.ReasonCatalogTooLarge:    true,
+	mcpv1alpha1.ReasonInvalidSpec:        true,
+}
+
+// summarize sets Ready, Reconciling and Stalled from the other conditions
+// and the reconcile's error.
+func summarize(srv *mcpv1alpha1.McpServer, reconcileErr error) {
+	if srv.Spec.Suspend {
+		setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonSuspended, "imports and probes are suspended")
+		meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
+		meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionStalled)
+		return
+	}
+	if s, ok := asStalling(reconcileErr); ok {
+		setCondition(srv, mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, s.reason, s.err.Error())
+		setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, s.reason, s.err.Error())
+		meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
+		return
+	}
+	meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionStalled)
+
+	// Ready needs every part healthy; the first part that is not says why.
+	for _, typ := range []string{mcpv1alpha1.ConditionCredentialsResolved, mcpv1alpha1.ConditionCatalogSynced, mcpv1alpha1.ConditionReachable} {
+		c := meta.FindStatusCondition(srv.Status.Conditions, typ)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			reason, msg := mcpv1alpha1.ReasonProgressing, typ+" has not been determined yet"
+			if c != nil {
+				reason, msg = c.Reason, c.Message
+			}
+			setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+			setReconciling(srv, reconcileErr, c)
+			if c != nil && c.Status == metav1.ConditionFalse && stallReasons[c.Reason] {
+				setCondition(srv, mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, c.Reason, c.Message)
+			}
+			return
+		}
+	}
+	setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "credentials resolved, catalog synced and server reachable")
+	if reconcileErr != nil {
+		setCondition(srv, mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing, "retrying after an error")
+		return
+	}
+	meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
+}
+
+// setReconciling marks work in progress while a part has not been decided
+// yet or the reconcile is retrying; a part that failed for a known reason is
+// a settled (failed) state, not progress.
+func setReconciling(srv *mcpv1alpha1.McpServer, reconcileErr error, blocking *metav1.Condition) {
+	if reconcileErr != nil || blocking == nil || blocking.Status == metav1.ConditionUnknown {
+		setCondition(srv, mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing, "work is in progress")
+		return
+	}
+	meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}
+
+func clipAll(in []string, maxItems, maxLen int) []string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]string, 0, min(len(in), maxItems))
+	seen := map[string]bool{}
+	for _, s := range in {
+		s = clip(s, maxLen)
+		if seen[s] || len(out) == maxItems {
+			continue
+		}
+		seen[s] = true
+		out = append(out, s)
+	}
+	return out
+}

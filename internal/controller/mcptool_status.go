@@ -1,0 +1,104 @@
+package controller
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/toolname"
+)
+
+// toolView is what the tool controller owns of an McpTool's status.
+type toolView struct {
+	LocalName                 string
+	Group                     string
+	EffectiveDataClass        mcpv1alpha1.DataClass
+	EffectiveApprovalRequired bool
+	EnabledDefinitionHash     string
+	Ready                     metav1.ConditionStatus
+	Reason                    string
+	Message                   string
+}
+
+// approvedHash is the definition a tool may be served with: the one named in
+// spec, else the one seen when it was enabled.
+func approvedHash(t *mcpv1alpha1.McpTool, enabledHash string) string {
+	if t.Spec.ApprovedDefinitionHash != "" {
+		return t.Spec.ApprovedDefinitionHash
+	}
+	return enabledHash
+}
+
+// computeToolView derives the tool controller's part of an McpTool's status
+// from the tool and its server (nil when the server does not exist). It is
+// pure and table-tested.
+func computeToolView(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer) toolView {
+	v := toolView{
+		LocalName: toolname.LocalName(t.Spec.ServerRef.Name, t.Spec.RemoteName),
+		Group:     toolname.Group(t.Spec.ServerRef.Name),
+	}
+
+	// The effective class and approval tighten the server's declaration and
+	// never loosen it. Without a server, the strictest values apply.
+	v.EffectiveDataClass = mcpv1alpha1.DataClassRestricted
+	v.EffectiveApprovalRequired = true
+	if srv != nil {
+		v.EffectiveDataClass = srv.Spec.DataClass
+		if t.Spec.DataClass != "" {
+			v.EffectiveDataClass = mcpv1alpha1.MaxDataClass(srv.Spec.DataClass, t.Spec.DataClass)
+		}
+		serverApproval := srv.Spec.ApprovalRequired == nil || *srv.Spec.ApprovalRequired
+		toolApproval := t.Spec.ApprovalRequired != nil && *t.Spec.ApprovalRequired
+		v.EffectiveApprovalRequired = serverApproval || toolApproval
+	}
+
+	// The definition in force when the tool was enabled is remembered until
+	// it is disabled again; disabling forgets it, so re-enabling approves
+	// the definition current at that time.
+	if t.Spec.Enabled {
+		v.EnabledDefinitionHash = t.Status.EnabledDefinitionHash
+		if v.EnabledDefinitionHash == "" {
+			v.EnabledDefinitionHash = t.Status.DefinitionHash
+		}
+	}
+
+	imported := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionImported)
+	wantName, nameErr := toolname.ObjectName(t.Spec.ServerRef.Name, t.Spec.RemoteName)
+	switch {
+	case nameErr != nil || wantName != t.Name:
+		v.Ready, v.Reason = metav1.ConditionFalse, mcpv1alpha1.ReasonNameMismatch
+		v.Message = "the object's name must be " + wantName + " (see docs/naming.md); this object is never served"
+		if nameErr != nil {
+			v.Message = "the server or remote name cannot form an McpTool name (see docs/naming.md); this object is never served"
+		}
+	case !t.Spec.Enabled:
+		v.Ready, v.Reason, v.Message = metav1.ConditionFalse, mcpv1alpha1.ReasonDisabled, "the tool is not enabled (spec.enabled)"
+	case srv == nil:
+		v.Ready, v.Reason, v.Message = metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotFound, "McpServer "+t.Spec.ServerRef.Name+" does not exist"
+	case imported == nil:
+		v.Ready, v.Reason, v.Message = metav1.ConditionFalse, mcpv1alpha1.ReasonNotImported, "no import has seen this tool yet"
+	case imported.Status != metav1.ConditionTrue:
+		v.Ready, v.Reason, v.Message = metav1.ConditionFalse, imported.Reason, imported.Message
+	case approvedHash(t, v.EnabledDefinitionHash) != t.Status.DefinitionHash:
+		v.Ready, v.Reason = metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionChanged
+		v.Message = "the tool's definition changed since it was approved; review it and set spec.approvedDefinitionHash to " + t.Status.DefinitionHash + " to serve it again"
+	case !meta.IsStatusConditionTrue(srv.Status.Conditions, mcpv1alpha1.ConditionReady):
+		v.Ready, v.Reason, v.Message = metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotReady, "McpServer "+srv.Name+" is not Ready"
+	default:
+		v.Ready, v.Reason, v.Message = metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "enabled, imported, approved and its server is Ready"
+	}
+	return v
+}
+
+// toolViewCurrent reports whether the tool's status already shows v.
+func toolViewCurrent(t *mcpv1alpha1.McpTool, v toolView) bool {
+	s := t.Status
+	if s.ObservedGeneration != t.Generation || s.LocalName != v.LocalName || s.Group != v.Group ||
+		s.EffectiveDataClass != v.EffectiveDataClass || s.EffectiveApprovalRequired == nil ||
+		*s.EffectiveApprovalRequired != v.EffectiveApprovalRequired || s.EnabledDefinitionHash != v.EnabledDefinitionHash ||
+		s.Effect != mcpv1alpha1.EffectNonIdempotentWrite || !s.RequiresAdmin {
+		return false
+	}
+	c := meta.FindStatusCondition(s.Conditions, mcpv1alpha1.ConditionReady)
+	return c != nil && c.Status == v.Ready && c.Reason == v.Reason && c.Message == v.Message && c.ObservedGeneration == t.Generation
+}

@@ -1,0 +1,99 @@
+package controller
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// schedule remembers, per server, when its next probe and its next import
+// retry are due. It lives in memory: after a restart every server is probed
+// at once and a failed import is retried at once, which is what a restart
+// should do anyway.
+type schedule struct {
+	mu      sync.Mutex
+	entries map[types.NamespacedName]*scheduleEntry
+}
+
+type scheduleEntry struct {
+	nextProbe       time.Time
+	nextImportRetry time.Time
+}
+
+func newSchedule() *schedule {
+	return &schedule{entries: map[types.NamespacedName]*scheduleEntry{}}
+}
+
+func (s *schedule) entry(key types.NamespacedName) *scheduleEntry {
+	e, ok := s.entries[key]
+	if !ok {
+		e = &scheduleEntry{}
+		s.entries[key] = e
+	}
+	return e
+}
+
+// probeDue reports whether a probe of key is due at now.
+func (s *schedule) probeDue(key types.NamespacedName, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !now.Before(s.entry(key).nextProbe)
+}
+
+// probed schedules the next probe one interval from now plus a jitter of up
+// to a tenth of the interval, so that servers created together spread out.
+func (s *schedule) probed(key types.NamespacedName, now time.Time, interval time.Duration) time.Time {
+	next := now.Add(interval + jitter(interval))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entry(key).nextProbe = next
+	return next
+}
+
+func (s *schedule) nextProbe(key types.NamespacedName) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.entry(key).nextProbe
+}
+
+// importRetryDue reports whether a failed import of key may be retried.
+func (s *schedule) importRetryDue(key types.NamespacedName, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !now.Before(s.entry(key).nextImportRetry)
+}
+
+func (s *schedule) importFailed(key types.NamespacedName, now time.Time, retry time.Duration) time.Time {
+	next := now.Add(retry)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entry(key).nextImportRetry = next
+	return next
+}
+
+func (s *schedule) importSucceeded(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entry(key).nextImportRetry = time.Time{}
+}
+
+func (s *schedule) forget(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.entries, key)
+}
+
+func jitter(interval time.Duration) time.Duration {
+	if interval <= 0 {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(interval)/10 + 1))
+}
+
+func (s *schedule) nextImportRetry(key types.NamespacedName) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.entry(key).nextImportRetry
+}

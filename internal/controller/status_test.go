@@ -1,0 +1,501 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/toolname"
+)
+
+// wantCondition is a condition a table row expects.
+type wantCondition struct {
+	typ    string
+	status metav1.ConditionStatus
+	reason string
+}
+
+func want(typ string, status metav1.ConditionStatus, reason string) wantCondition {
+	return wantCondition{typ, status, reason}
+}
+
+// assertConditions fails unless got holds exactly the wanted conditions
+// (type, status, reason), each observing generation.
+func assertConditions(t *testing.T, got []metav1.Condition, generation int64, wanted ...wantCondition) {
+	t.Helper()
+	if len(got) != len(wanted) {
+		t.Errorf("got %d conditions %v, want %d", len(got), condSummary(got), len(wanted))
+	}
+	for _, w := range wanted {
+		c := meta.FindStatusCondition(got, w.typ)
+		if c == nil {
+			t.Errorf("condition %s missing; have %v", w.typ, condSummary(got))
+			continue
+		}
+		if c.Status != w.status || c.Reason != w.reason {
+			t.Errorf("condition %s = %s/%s, want %s/%s (message %q)", w.typ, c.Status, c.Reason, w.status, w.reason, c.Message)
+		}
+		if c.ObservedGeneration != generation {
+			t.Errorf("condition %s observedGeneration = %d, want %d", w.typ, c.ObservedGeneration, generation)
+		}
+		if c.Message == "" {
+			t.Errorf("condition %s has no message", w.typ)
+		}
+	}
+}
+
+func condSummary(cs []metav1.Condition) []string {
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.Type+"="+string(c.Status)+"/"+c.Reason)
+	}
+	return out
+}
+
+// serverBytes stands for anything a remote server or a URL could put into
+// an error: none of it may reach a condition message.
+const serverBytes = "SERVER-SAID-THIS"
+
+func TestFailureReason(t *testing.T) {
+	urlErr := &url.Error{Op: "Post", URL: "https://user:" + serverBytes + "@mcp.example.com/mcp?token=" + serverBytes, Err: errors.New("connection refused")}
+	cases := []struct {
+		kind     mcp.Kind
+		status   int
+		rpcCode  int
+		reason   string
+		contains string
+	}{
+		{mcp.KindInvalidEndpoint, 0, 0, mcpv1alpha1.ReasonInvalidSpec, "nothing was sent"},
+		{mcp.KindUnreachable, 0, 0, mcpv1alpha1.ReasonUnreachable, "could not be connected"},
+		{mcp.KindBlockedAddress, 0, 0, mcpv1alpha1.ReasonBlockedAddress, "may not dial"},
+		{mcp.KindBudgetExhausted, 0, 0, mcpv1alpha1.ReasonTimeout, "spec.operationTimeout"},
+		{mcp.KindCancelled, 0, 0, mcpv1alpha1.ReasonTimeout, "cancelled"},
+		{mcp.KindUnauthorized, 401, 0, mcpv1alpha1.ReasonUnauthorized, "401"},
+		{mcp.KindForbidden, 403, 0, mcpv1alpha1.ReasonForbidden, "403"},
+		{mcp.KindServerError, 503, 0, mcpv1alpha1.ReasonServerError, "HTTP 503"},
+		{mcp.KindRedirect, 302, 0, mcpv1alpha1.ReasonRedirected, "HTTP 302"},
+		{mcp.KindOversized, 200, 0, mcpv1alpha1.ReasonResponseTooLarge, "2 MiB"},
+		{mcp.KindUnsupportedVersion, 200, 0, mcpv1alpha1.ReasonUnsupportedProtocol, "revision"},
+		{mcp.KindPageLimit, 200, 0, mcpv1alpha1.ReasonCatalogTooLarge, "maxPages"},
+		{mcp.KindToolLimit, 200, 0, mcpv1alpha1.ReasonCatalogTooLarge, "maxTools"},
+		{mcp.KindInsecureCredential, 0, 0, mcpv1alpha1.ReasonInsecureCredential, "plain http"},
+		{mcp.KindHTTPStatus, 418, 0, mcpv1alpha1.ReasonProtocolError, "HTTP 418"},
+		{mcp.KindRPCError, 200, -32603, mcpv1alpha1.ReasonProtocolError, "-32603"},
+		{mcp.KindNotMCP, 200, 0, mcpv1alpha1.ReasonProtocolError, "NotMCP"},
+		{mcp.KindNoResponse, 200, 0, mcpv1alpha1.ReasonProtocolError, "NoResponse"},
+		{mcp.KindInvalidResponse, 200, 0, mcpv1alpha1.ReasonProtocolError, "InvalidResponse"},
+		{mcp.KindEmptyBody, 200, 0, mcpv1alpha1.ReasonProtocolError, "EmptyBody"},
+		{mcp.KindRepeatedCursor, 200, 0, mcpv1alpha1.ReasonProtocolError, "RepeatedCursor"},
+		{mcp.KindSessionExpired, 404, 0, mcpv1alpha1.ReasonProtocolError, "SessionExpired"},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			err := fmt.Errorf("listing tools: %w", &mcp.Error{
+				Kind: tc.kind, Server: "ns/srv", StatusCode: tc.status, RPCCode: tc.rpcCode,
+				RPCMessage: serverBytes, RPCData: []byte(`"` + serverBytes + `"`), Err: urlErr,
+			})
+			reason, msg := failureReason(err)
+			if reason != tc.reason {
+				t.Errorf("reason = %q, want %q", reason, tc.reason)
+			}
+			if !strings.Contains(msg, tc.contains) {
+				t.Errorf("message %q does not say %q", msg, tc.contains)
+			}
+			if strings.Contains(msg, serverBytes) || strings.Contains(msg, "mcp.example.com") {
+				t.Errorf("message %q carries server bytes or the URL", msg)
+			}
+		})
+	}
+
+	t.Run("not an MCP error", func(t *testing.T) {
+		reason, msg := failureReason(fmt.Errorf("dial: %w", urlErr))
+		if reason != mcpv1alpha1.ReasonUnreachable {
+			t.Errorf("reason = %q, want %q", reason, mcpv1alpha1.ReasonUnreachable)
+		}
+		if strings.Contains(msg, serverBytes) || strings.Contains(msg, "mcp.example.com") {
+			t.Errorf("message %q carries the error's text", msg)
+		}
+	})
+}
+
+func TestSetReachable(t *testing.T) {
+	now := time.Date(2026, 3, 4, 5, 6, 7, 890_000_000, time.UTC)
+	earlier := metav1.NewTime(now.Add(-time.Hour).Truncate(time.Second))
+	earlierInfo := &mcpv1alpha1.ServerInfo{Name: "old", ProtocolVersion: "2025-06-18"}
+	withContact := func() *mcpv1alpha1.McpServer {
+		srv := &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+		srv.Status.LastContactTime = &earlier
+		srv.Status.LastContactLatency = &metav1.Duration{Duration: 42 * time.Millisecond}
+		srv.Status.ServerInfo = earlierInfo.DeepCopy()
+		setCondition(srv, mcpv1alpha1.ConditionReachable, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "ok")
+		return srv
+	}
+
+	t.Run("success records the contact", func(t *testing.T) {
+		srv := withContact()
+		setCondition(srv, mcpv1alpha1.ConditionReachable, metav1.ConditionFalse, mcpv1alpha1.ReasonTimeout, "was down")
+		res := &mcp.ProbeResult{
+			Server:          mcp.ServerInfo{Name: strings.Repeat("n", 300), Version: "2.0"},
+			ProtocolVersion: "2026-07-28",
+			Capabilities:    []string{"tools", "tools", "logging"},
+			Latency:         1234567 * time.Microsecond,
+		}
+		setReachable(srv, res, nil, now)
+		assertConditions(t, srv.Status.Conditions, 3, want(mcpv1alpha1.ConditionReachable, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+		if got := srv.Status.LastContactTime; got == nil || !got.Time.Equal(now.Truncate(time.Second)) {
+			t.Errorf("lastContactTime = %v, want %v", got, now.Truncate(time.Second))
+		}
+		if got := srv.Status.LastContactLatency; got == nil || got.Duration != 1235*time.Millisecond {
+			t.Errorf("lastContactLatency = %v, want 1.235s", got)
+		}
+		si := srv.Status.ServerInfo
+		if si == nil || len(si.Name) != 256 || si.Version != "2.0" || si.ProtocolVersion != "2026-07-28" {
+			t.Errorf("serverInfo = %+v, want the name clipped to 256 and the rest as sent", si)
+		}
+		if si != nil && strings.Join(si.Capabilities, ",") != "tools,logging" {
+			t.Errorf("capabilities = %v, want duplicates dropped", si.Capabilities)
+		}
+	})
+
+	t.Run("failure records only the condition", func(t *testing.T) {
+		srv := withContact()
+		setReachable(srv, nil, &mcp.Error{Kind: mcp.KindUnauthorized, StatusCode: 401}, now)
+		assertConditions(t, srv.Status.Conditions, 3, want(mcpv1alpha1.ConditionReachable, metav1.ConditionFalse, mcpv1alpha1.ReasonUnauthorized))
+		if !srv.Status.LastContactTime.Equal(&earlier) {
+			t.Errorf("lastContactTime changed to %v", srv.Status.LastContactTime)
+		}
+		if srv.Status.LastContactLatency.Duration != 42*time.Millisecond {
+			t.Errorf("lastContactLatency changed to %v", srv.Status.LastContactLatency)
+		}
+		if !reflect.DeepEqual(srv.Status.ServerInfo, earlierInfo) {
+			t.Errorf("serverInfo changed to %+v", srv.Status.ServerInfo)
+		}
+	})
+}
+
+func TestSummarize(t *testing.T) {
+	const gen = 7
+	healthy := []wantCondition{
+		want(mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded),
+		want(mcpv1alpha1.ConditionCatalogSynced, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded),
+		want(mcpv1alpha1.ConditionReachable, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded),
+	}
+	// with returns the healthy parts with one replaced.
+	with := func(c wantCondition) []wantCondition {
+		out := []wantCondition{}
+		for _, h := range healthy {
+			if h.typ == c.typ {
+				h = c
+			}
+			out = append(out, h)
+		}
+		return out
+	}
+	without := func(typ string) []wantCondition {
+		out := []wantCondition{}
+		for _, h := range healthy {
+			if h.typ != typ {
+				out = append(out, h)
+			}
+		}
+		return out
+	}
+	waiting := &waitingError{after: time.Second, reason: mcpv1alpha1.ReasonSecretNotFound, err: errors.New("no Secret")}
+	stalling := &stallingError{reason: mcpv1alpha1.ReasonInvalidSpec, err: errors.New("dataClass is missing")}
+
+	cases := []struct {
+		name    string
+		suspend bool
+		// parts are the conditions the sub-reconcilers left; extra is
+		// whatever summary conditions a previous reconcile left.
+		parts []wantCondition
+		extra []wantCondition
+		err   error
+		want  []wantCondition // besides parts
+	}{
+		{
+			name:  "every part healthy",
+			parts: healthy,
+			extra: []wantCondition{want(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing)},
+			want:  []wantCondition{want(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded)},
+		},
+		{
+			name:  "healthy but the reconcile failed (a status write, say)",
+			parts: healthy,
+			err:   errors.New("conflict"),
+			want: []wantCondition{
+				want(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded),
+				want(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing),
+			},
+		},
+		{
+			name:  "first visit: nothing decided yet",
+			parts: nil,
+			want: []wantCondition{
+				want(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonProgressing),
+				want(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing),
+			},
+		},
+		{
+			name:  "catalog not imported yet",
+			parts: without(mcpv1alpha1.ConditionCatalogSynced),
+			want: []wantCondition{
+				want(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonProgressing),
+				want(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing),
+			},
+		},
+		{
+			name:  "waiting for a Secret",
+			parts: []wantCondition{want(mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionFalse, mcpv1alpha1.ReasonSecretNotFound)},
+			err:   waiting,
+			want: []wantCondition{
+				want(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonSecretNotFound),
+				want(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing),
+			},
+		},
+		{
+			name:  "a settled failure is neither progress nor a stall",
+			parts: with(want(mcpv1alpha1.ConditionCatalogSynced, metav1.ConditionFalse, mcpv1alpha1.ReasonUnauthorized)),
+			extra: []wantCondition{want(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing)},
+			want:  []wantCondition{want(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonUnauthorized)},
+		},
+		{
+			name:  "the first unhealthy part in order gives the reason",
+			parts: with(want(mcpv1alpha1.ConditionReachable, metav1.ConditionFalse, mcpv1alpha1.ReasonTimeout)),
+			want:  []wantCondition{want(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonTimeout)},
+		},
+		{
+			name:  "a redirect stalls",
+			parts: with(want(mcpv1alpha1.ConditionCatalogSynced, metav1.ConditionFalse, mcpv1alpha1.ReasonRedirected)),
+			want: []wantCondition{
+				want(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonRedirected),
+				want(mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, mcpv1alpha1.ReasonRedirected),
+			},
+		},
+		{
+			name:  "a blocked address stalls",
+			parts: with(want(mcpv1alpha1.ConditionReachable, metav1.ConditionFalse, mcpv1alpha1.ReasonBlockedAddress)),
+			want: []wantCondition{
+				want(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonBlockedAddress),
+				want(mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, mcpv1alpha1.ReasonBlockedAddress),
+			},
+		},
+		{
+			name:  "a stall clears once healthy",
+			parts: healthy,
+			extra: []wantCondition{want(mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, mcpv1alpha1.ReasonRedirected)},
+			want:  []wantCondition{want(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded)},
+		},
+		{
+			name:  "a stalling error",
+			parts: healthy,
+			extra: []wantCondition{want(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing)},
+			err:   fmt.Errorf("checking the spec: %w", stalling),
+			want: []wantCondition{
+				want(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonInvalidSpec),
+				want(mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, mcpv1alpha1.ReasonInvalidSpec),
+			},
+		},
+		{
+			name:    "suspended",
+			suspend: true,
+			parts:   with(want(mcpv1alpha1.ConditionReachable, metav1.ConditionFalse, mcpv1alpha1.ReasonRedirected)),
+			extra: []wantCondition{
+				want(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing),
+				want(mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, mcpv1alpha1.ReasonRedirected),
+			},
+			want: []wantCondition{want(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonSuspended)},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Generation: gen}}
+			srv.Spec.Suspend = tc.suspend
+			for _, c := range append(append([]wantCondition{}, tc.parts...), tc.extra...) {
+				setCondition(srv, c.typ, c.status, c.reason, "set by the table")
+			}
+			summarize(srv, tc.err)
+			assertConditions(t, srv.Status.Conditions, gen, append(append([]wantCondition{}, tc.parts...), tc.want...)...)
+		})
+	}
+}
+
+func TestComputeToolView(t *testing.T) {
+	const (
+		hashA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		hashB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	)
+	server := func(class mcpv1alpha1.DataClass, approval *bool, ready bool) *mcpv1alpha1.McpServer {
+		srv := &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Name: "docs", Generation: 1}}
+		srv.Spec.DataClass, srv.Spec.ApprovalRequired = class, approval
+		status := metav1.ConditionFalse
+		if ready {
+			status = metav1.ConditionTrue
+		}
+		setCondition(srv, mcpv1alpha1.ConditionReady, status, mcpv1alpha1.ReasonSucceeded, "x")
+		return srv
+	}
+	yes, no := true, false
+	readyServer := server(mcpv1alpha1.DataClassInternal, &yes, true)
+
+	// tool is an imported, enabled tool with definition hashA, approved
+	// when it was enabled; options change that.
+	type opt func(*mcpv1alpha1.McpTool)
+	tool := func(opts ...opt) *mcpv1alpha1.McpTool {
+		name, err := toolname.ObjectName("docs", "search_docs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 2}}
+		tl.Spec.ServerRef.Name, tl.Spec.RemoteName, tl.Spec.Enabled = "docs", "search_docs", true
+		tl.Status.DefinitionHash, tl.Status.EnabledDefinitionHash = hashA, hashA
+		meta.SetStatusCondition(&tl.Status.Conditions, metav1.Condition{Type: mcpv1alpha1.ConditionImported, Status: metav1.ConditionTrue, Reason: mcpv1alpha1.ReasonSucceeded})
+		for _, o := range opts {
+			o(tl)
+		}
+		return tl
+	}
+	disabled := func(tl *mcpv1alpha1.McpTool) { tl.Spec.Enabled = false }
+	definition := func(h string) opt { return func(tl *mcpv1alpha1.McpTool) { tl.Status.DefinitionHash = h } }
+	imported := func(status metav1.ConditionStatus, reason string) opt {
+		return func(tl *mcpv1alpha1.McpTool) {
+			meta.SetStatusCondition(&tl.Status.Conditions, metav1.Condition{Type: mcpv1alpha1.ConditionImported, Status: status, Reason: reason, Message: "m"})
+		}
+	}
+
+	cases := []struct {
+		name   string
+		tool   *mcpv1alpha1.McpTool
+		server *mcpv1alpha1.McpServer
+		ready  metav1.ConditionStatus
+		reason string
+		class  mcpv1alpha1.DataClass
+		// approval is the effective approval; enabledHash the remembered
+		// approved definition.
+		approval    bool
+		enabledHash string
+	}{
+		{"servable", tool(), readyServer, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassInternal, true, hashA},
+		{"disabled, and the approval is forgotten", tool(disabled), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonDisabled, mcpv1alpha1.DataClassInternal, true, ""},
+		{"server missing: strictest class and approval", tool(), nil, metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotFound, mcpv1alpha1.DataClassRestricted, true, hashA},
+		{"never imported", tool(func(tl *mcpv1alpha1.McpTool) { tl.Status = mcpv1alpha1.McpToolStatus{} }), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonNotImported, mcpv1alpha1.DataClassInternal, true, ""},
+		{"removed from the server", tool(imported(metav1.ConditionFalse, mcpv1alpha1.ReasonRemovedFromServer)), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonRemovedFromServer, mcpv1alpha1.DataClassInternal, true, hashA},
+		{"refused by the last import", tool(imported(metav1.ConditionFalse, mcp.SkipInvalidSchema)), readyServer, metav1.ConditionFalse, mcp.SkipInvalidSchema, mcpv1alpha1.DataClassInternal, true, hashA},
+		{"definition changed since enabled", tool(definition(hashB)), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionChanged, mcpv1alpha1.DataClassInternal, true, hashA},
+		{"changed definition re-approved", tool(definition(hashB), func(tl *mcpv1alpha1.McpTool) { tl.Spec.ApprovedDefinitionHash = hashB }), readyServer, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassInternal, true, hashA},
+		{"an explicit approval of another definition wins over the enabled one", tool(func(tl *mcpv1alpha1.McpTool) { tl.Spec.ApprovedDefinitionHash = hashB }), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionChanged, mcpv1alpha1.DataClassInternal, true, hashA},
+		{"enabled before the first import approves the first definition", tool(func(tl *mcpv1alpha1.McpTool) { tl.Status.EnabledDefinitionHash = "" }), readyServer, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassInternal, true, hashA},
+		{"server not ready", tool(), server(mcpv1alpha1.DataClassInternal, nil, false), metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotReady, mcpv1alpha1.DataClassInternal, true, hashA},
+		{"wrong object name is never served", tool(func(tl *mcpv1alpha1.McpTool) { tl.Name = "docs.something-else" }), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonNameMismatch, mcpv1alpha1.DataClassInternal, true, hashA},
+		{"the tool raises the class", tool(func(tl *mcpv1alpha1.McpTool) { tl.Spec.DataClass = mcpv1alpha1.DataClassConfidential }), readyServer, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassConfidential, true, hashA},
+		{"the tool cannot lower the class", tool(func(tl *mcpv1alpha1.McpTool) { tl.Spec.DataClass = mcpv1alpha1.DataClassPublic }), server(mcpv1alpha1.DataClassRestricted, &yes, true), metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassRestricted, true, hashA},
+		{"server approval unset means required", tool(), server(mcpv1alpha1.DataClassPublic, nil, true), metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassPublic, true, hashA},
+		{"server approval off", tool(), server(mcpv1alpha1.DataClassPublic, &no, true), metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassPublic, false, hashA},
+		{"the tool requires approval where the server does not", tool(func(tl *mcpv1alpha1.McpTool) { tl.Spec.ApprovalRequired = &yes }), server(mcpv1alpha1.DataClassPublic, &no, true), metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassPublic, true, hashA},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := computeToolView(tc.tool, tc.server)
+			if v.Ready != tc.ready || v.Reason != tc.reason {
+				t.Errorf("Ready = %s/%s, want %s/%s (message %q)", v.Ready, v.Reason, tc.ready, tc.reason, v.Message)
+			}
+			if v.Message == "" {
+				t.Error("no message")
+			}
+			if v.EffectiveDataClass != tc.class {
+				t.Errorf("effective class = %s, want %s", v.EffectiveDataClass, tc.class)
+			}
+			if v.EffectiveApprovalRequired != tc.approval {
+				t.Errorf("effective approval = %v, want %v", v.EffectiveApprovalRequired, tc.approval)
+			}
+			if v.EnabledDefinitionHash != tc.enabledHash {
+				t.Errorf("enabled definition = %q, want %q", v.EnabledDefinitionHash, tc.enabledHash)
+			}
+			if v.LocalName != "mcp_docs_search_docs" || v.Group != "mcp_docs" {
+				t.Errorf("names = %q, %q", v.LocalName, v.Group)
+			}
+		})
+	}
+}
+
+func TestHandshakeFailed(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&mcp.Error{Kind: mcp.KindBudgetExhausted, Method: "server/discover"}, true},
+		{&mcp.Error{Kind: mcp.KindUnauthorized, Method: "initialize"}, true},
+		{&mcp.Error{Kind: mcp.KindInvalidEndpoint}, true},
+		{fmt.Errorf("import: %w", &mcp.Error{Kind: mcp.KindOversized, Method: "tools/list"}), false},
+		{&mcp.Error{Kind: mcp.KindPageLimit, Method: "tools/list"}, false},
+		{errors.New("not from the client"), true},
+	} {
+		if got := handshakeFailed(tc.err); got != tc.want {
+			t.Errorf("handshakeFailed(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestPendingRequest(t *testing.T) {
+	long := strings.Repeat("x", 300)
+	for _, tc := range []struct {
+		name, annotation, handled, want string
+	}{
+		{"no request", "", "", ""},
+		{"new request", "2026-01-01T00:00:00Z", "", "2026-01-01T00:00:00Z"},
+		{"handled", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z", ""},
+		{"another request", "2026-01-02T00:00:00Z", "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"},
+		{"a long value is recorded as its digest", long, "", requestToken(long)},
+		{"a long value handled", long, requestToken(long), ""},
+		{"a long value with the same beginning is another request", long + "y", requestToken(long), requestToken(long + "y")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := pendingRequest(tc.annotation, tc.handled); got != tc.want {
+				t.Errorf("pendingRequest = %q, want %q", got, tc.want)
+			}
+			if len(tc.want) > maxHandledLength {
+				t.Errorf("%q does not fit status", tc.want)
+			}
+		})
+	}
+	if got := requestToken(long); !strings.HasPrefix(got, "sha256:") || len(got) != 71 {
+		t.Errorf("requestToken(long) = %q, want sha256:<64 hex>", got)
+	}
+}
+
+// The reconcile's result must turn a waiting error into a timed requeue and
+// a stall into no requeue, never into error backoff.
+func TestScopeResult(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sc := &serverScope{}
+	res, err := sc.result(&waitingError{after: 3 * time.Second, reason: "R", err: errors.New("x")}, now)
+	if err != nil || res.RequeueAfter != 3*time.Second {
+		t.Errorf("waiting: %+v, %v; want a requeue after 3s and no error", res, err)
+	}
+	sc = &serverScope{}
+	sc.requeueNoLaterThan(now.Add(time.Minute))
+	res, err = sc.result(&stallingError{reason: "R", err: errors.New("x")}, now)
+	if err != nil || res.RequeueAfter != 0 {
+		t.Errorf("stalling: %+v, %v; want neither a requeue nor an error", res, err)
+	}
+	sc = &serverScope{}
+	sc.requeueNoLaterThan(now.Add(time.Minute))
+	sc.requeueNoLaterThan(now.Add(10 * time.Second))
+	res, err = sc.result(nil, now)
+	if err != nil || res.RequeueAfter != 10*time.Second {
+		t.Errorf("success: %+v, %v; want the earliest requested requeue", res, err)
+	}
+	boom := errors.New("boom")
+	if _, err = (&serverScope{}).result(boom, now); !errors.Is(err, boom) {
+		t.Errorf("generic error = %v, want it returned", err)
+	}
+}

@@ -1,0 +1,118 @@
+// Package credentials resolves the credential an MCP operation presents,
+// from Secrets in the McpServer's own namespace, at the start of every
+// operation so that a rotated Secret takes effect at once. Secrets are read
+// with a direct GET: the operator may get Secrets but not list or watch
+// them (docs/adr/003-secret-access.md).
+package credentials
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/mcp"
+)
+
+// MissingError says a referenced Secret or key does not exist (yet). Reason
+// is the condition reason to report.
+type MissingError struct {
+	Reason string
+	Err    error
+}
+
+func (e *MissingError) Error() string { return e.Err.Error() }
+func (e *MissingError) Unwrap() error { return e.Err }
+
+// ErrDelegationUnavailable is returned for a tool call on a delegated
+// server when no token exchanger is configured.
+var ErrDelegationUnavailable = errors.New("delegated authentication is not configured in this operator")
+
+// Actor is who a tool call is made for.
+type Actor struct {
+	// Username is the Kubernetes user name, for a ServiceAccount
+	// "system:serviceaccount:<namespace>:<name>".
+	Username string
+	// Groups are the caller's groups. They never create a delegation
+	// mapping; they are carried for audit only.
+	Groups []string
+}
+
+// Exchanger obtains a token for an actor on a delegated server.
+type Exchanger interface {
+	Exchange(ctx context.Context, srv *mcpv1alpha1.McpServer, actor Actor) (*mcp.Credential, error)
+}
+
+// Resolver reads credentials.
+type Resolver struct {
+	// Reader must read from the API server, not a cache.
+	Reader client.Reader
+	// Exchanger serves delegated servers' tool calls; nil refuses them.
+	Exchanger Exchanger
+}
+
+// SecretValue reads one key of a Secret in ns.
+func SecretValue(ctx context.Context, r client.Reader, ns string, ref mcpv1alpha1.SecretKeySelector) (mcp.Secret, error) {
+	var s corev1.Secret
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return mcp.Secret{}, &MissingError{Reason: mcpv1alpha1.ReasonSecretNotFound,
+				Err: fmt.Errorf("Secret %q not found in namespace %q", ref.Name, ns)}
+		}
+		return mcp.Secret{}, fmt.Errorf("reading Secret %q: %w", ref.Name, err)
+	}
+	v, ok := s.Data[ref.Key]
+	if !ok || len(v) == 0 {
+		return mcp.Secret{}, &MissingError{Reason: mcpv1alpha1.ReasonSecretKeyNotFound,
+			Err: fmt.Errorf("Secret %q has no non-empty key %q", ref.Name, ref.Key)}
+	}
+	return mcp.NewSecret(string(v)), nil
+}
+
+// Discovery returns the credential imports and probes present: the bearer
+// or header Secret, or a delegated server's discovery Secret; nil when none
+// is needed.
+func (r *Resolver) Discovery(ctx context.Context, srv *mcpv1alpha1.McpServer) (*mcp.Credential, error) {
+	a := srv.Spec.Auth
+	switch {
+	case a == nil:
+		return nil, nil
+	case a.Bearer != nil:
+		v, err := SecretValue(ctx, r.Reader, srv.Namespace, a.Bearer.SecretRef)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.Credential{Value: v}, nil
+	case a.Header != nil:
+		v, err := SecretValue(ctx, r.Reader, srv.Namespace, a.Header.SecretRef)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.Credential{Header: a.Header.Name, Value: v}, nil
+	case a.Delegated != nil && a.Delegated.DiscoverySecretRef != nil:
+		v, err := SecretValue(ctx, r.Reader, srv.Namespace, *a.Delegated.DiscoverySecretRef)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.Credential{Value: v}, nil
+	}
+	return nil, nil
+}
+
+// ForCall returns the credential a tool call made for actor presents: the
+// server's own credential, or for a delegated server a token exchanged for
+// the actor. A delegated call never falls back to the discovery credential.
+func (r *Resolver) ForCall(ctx context.Context, srv *mcpv1alpha1.McpServer, actor Actor) (*mcp.Credential, error) {
+	if a := srv.Spec.Auth; a != nil && a.Delegated != nil {
+		if r.Exchanger == nil {
+			return nil, ErrDelegationUnavailable
+		}
+		return r.Exchanger.Exchange(ctx, srv, actor)
+	}
+	return r.Discovery(ctx, srv)
+}

@@ -1,0 +1,280 @@
+package credentials_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/credentials"
+	"github.com/mcp-catalog/operator/internal/manager"
+	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/tokenexchange"
+	"github.com/mcp-catalog/operator/test/mcpserver"
+	"github.com/mcp-catalog/operator/test/oauthserver"
+)
+
+const (
+	clientID     = "catalog-operator"
+	clientSecret = "client-secret-4b1d8e"
+	subjectToken = "subject-token-a9c2f7"
+	actor        = "system:serviceaccount:agents:triage"
+	audience     = "records-api"
+)
+
+var kube client.Client
+
+func TestMain(m *testing.M) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run the tests through `make test`, which builds the control plane")
+		os.Exit(1)
+	}
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting envtest:", err)
+		os.Exit(1)
+	}
+	kube, err = client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+// fixture is a namespace with a delegation profile, its Secrets, a
+// delegated McpServer in front of a real go-sdk MCP server that accepts only
+// the exchanged token, and a token endpoint.
+type fixture struct {
+	ns       string
+	as       *oauthserver.Server
+	upstream *mcpserver.Server
+	server   *mcpv1alpha1.McpServer
+	resolver *credentials.Resolver
+	secrets  []string
+}
+
+func setup(t *testing.T, scopes []string, actorScopes []string, enabled bool) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &fixture{as: oauthserver.Start(t, clientID, clientSecret)}
+	f.as.AddSubject(subjectToken, actor)
+	f.upstream = mcpserver.Start(t, mcpserver.Options{Flavor: mcpserver.GoSDK, RequireBearer: oauthserver.TokenFor(actor, audience, scopes)})
+	f.secrets = []string{clientSecret, subjectToken, oauthserver.TokenFor(actor, audience, scopes)}
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "delegation-"}}
+	must(t, kube.Create(ctx, ns))
+	f.ns = ns.Name
+	must(t, kube.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "idp"}, StringData: map[string]string{"secret": clientSecret}}))
+	must(t, kube.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "triage-subject"}, StringData: map[string]string{"token": subjectToken}}))
+	must(t, kube.Create(ctx, &mcpv1alpha1.McpDelegationProfile{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "idp"},
+		Spec: mcpv1alpha1.McpDelegationProfileSpec{
+			TokenEndpoint: f.as.URL, ClientID: clientID,
+			ClientSecretRef:  mcpv1alpha1.SecretKeySelector{Name: "idp", Key: "secret"},
+			AllowedAudiences: []string{audience}, AllowedScopes: []string{"records.read", "records.write"},
+			Actors: []mcpv1alpha1.DelegationActor{
+				{Identity: actor, Enabled: &enabled, SubjectTokenSecretRef: mcpv1alpha1.SecretKeySelector{Name: "triage-subject", Key: "token"}, AllowedScopes: actorScopes},
+				{Identity: "system:serviceaccount:agents:retired", Enabled: ptr(false), SubjectTokenSecretRef: mcpv1alpha1.SecretKeySelector{Name: "triage-subject", Key: "token"}},
+			},
+		},
+	}))
+	f.server = &mcpv1alpha1.McpServer{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "records"},
+		Spec: mcpv1alpha1.McpServerSpec{
+			URL: f.upstream.URL, DataClass: mcpv1alpha1.DataClassRestricted,
+			AllowCredentialOverHTTP: true, AllowPrivateNetwork: true,
+			Auth: &mcpv1alpha1.McpServerAuth{Delegated: &mcpv1alpha1.DelegatedAuth{
+				ProfileRef: mcpv1alpha1.LocalObjectReference{Name: "idp"}, Audience: audience, Scopes: scopes,
+			}},
+		},
+	}
+	must(t, kube.Create(ctx, f.server))
+	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: f.as.Roots})
+	must(t, err)
+	f.resolver = &credentials.Resolver{Reader: kube, Exchanger: &credentials.Delegation{Profiles: kube, Secrets: kube, Exchanger: te}}
+	return f
+}
+
+func (f *fixture) call(t *testing.T, cred *mcp.Credential) (*mcp.CallOutcome, error) {
+	t.Helper()
+	return mcp.New(mcp.Options{}).CallTool(context.Background(), mcp.Endpoint{
+		Name: f.ns + "/records", URL: f.upstream.URL, Credential: cred, AllowInsecureCredential: true, AllowPrivateNetwork: true,
+	}, "echo", map[string]any{"text": "hello"})
+}
+
+// noSecrets fails when any of the fixture's secrets appears in err.
+func (f *fixture) noSecrets(t *testing.T, err error) {
+	t.Helper()
+	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
+		text := fmt.Sprintf(format, err)
+		for _, s := range f.secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("a secret appears in the error (%s): %s", format, text)
+			}
+		}
+	}
+}
+
+func TestDelegatedCallPresentsTheExchangedTokenOnly(t *testing.T) {
+	scopes := []string{"records.read"}
+	f := setup(t, scopes, nil, true)
+	cred, err := f.resolver.ForCall(context.Background(), f.server, credentials.Actor{Username: actor})
+	if err != nil {
+		t.Fatalf("ForCall: %v", err)
+	}
+	form := f.as.LastForm()
+	for key, want := range map[string]string{
+		"grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "subject_token": subjectToken,
+		"subject_token_type": "urn:ietf:params:oauth:token-type:access_token", "audience": audience,
+		"scope": "records.read", "resource": f.upstream.URL, "requested_token_type": "urn:ietf:params:oauth:token-type:access_token",
+	} {
+		if got := form.Get(key); got != want {
+			t.Errorf("token exchange %s = %q, want %q", key, got, want)
+		}
+	}
+	if cred.Expires.IsZero() || time.Until(cred.Expires) > 5*time.Minute+time.Second {
+		t.Errorf("credential expiry %v does not follow expires_in", cred.Expires)
+	}
+	out, err := f.call(t, cred)
+	if err != nil || out.IsError || out.Text != "hello" {
+		t.Fatalf("delegated call: %+v, %v", out, err)
+	}
+	if got := f.upstream.Stats().LastCredential; got != "Bearer "+oauthserver.TokenFor(actor, audience, scopes) {
+		t.Errorf("the MCP server saw another credential")
+	}
+
+	// The MCP server accepts only the exchanged token: the actor's own
+	// subject token is refused, so delegation is what makes the call work.
+	_, err = f.call(t, &mcp.Credential{Value: mcp.NewSecret(subjectToken)})
+	if mcp.KindOf(err) != mcp.KindUnauthorized {
+		t.Errorf("the subject token was not refused by the MCP server: %v", err)
+	}
+}
+
+func TestRefusedBeforeAnyTokenRequest(t *testing.T) {
+	cases := []struct {
+		name        string
+		scopes      []string
+		actorScopes []string
+		enabled     bool
+		actor       credentials.Actor
+		reason      string
+		kind        tokenexchange.Kind
+	}{
+		{name: "unmapped actor", scopes: []string{"records.read"}, enabled: true, actor: credentials.Actor{Username: "system:serviceaccount:agents:other"}, reason: credentials.ReasonActorNotMapped},
+		{name: "cluster-admin without a mapping", scopes: []string{"records.read"}, enabled: true, actor: credentials.Actor{Username: "kubernetes-admin", Groups: []string{"system:masters"}}, reason: credentials.ReasonActorNotMapped},
+		{name: "disabled actor", scopes: []string{"records.read"}, enabled: false, actor: credentials.Actor{Username: actor}, reason: credentials.ReasonActorDisabled},
+		{name: "another disabled actor", scopes: []string{"records.read"}, enabled: true, actor: credentials.Actor{Username: "system:serviceaccount:agents:retired"}, reason: credentials.ReasonActorDisabled},
+		{name: "scope outside the actor's set", scopes: []string{"records.write"}, actorScopes: []string{"records.read"}, enabled: true, actor: credentials.Actor{Username: actor}, reason: credentials.ReasonExchangeFailed, kind: tokenexchange.KindScopeNotAllowed},
+		{name: "scope outside the profile's set", scopes: []string{"records.admin"}, enabled: true, actor: credentials.Actor{Username: actor}, reason: credentials.ReasonExchangeFailed, kind: tokenexchange.KindScopeNotAllowed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := setup(t, c.scopes, c.actorScopes, c.enabled)
+			_, err := f.resolver.ForCall(context.Background(), f.server, c.actor)
+			var de *credentials.DelegationError
+			if !errors.As(err, &de) || de.Reason != c.reason {
+				t.Fatalf("err = %v, want reason %s", err, c.reason)
+			}
+			if c.kind != "" && tokenexchange.KindOf(err) != c.kind {
+				t.Errorf("kind = %q, want %q", tokenexchange.KindOf(err), c.kind)
+			}
+			if n := f.as.Requests(); n != 0 {
+				t.Errorf("the token endpoint received %d requests", n)
+			}
+			f.noSecrets(t, err)
+		})
+	}
+}
+
+func TestAudienceOutsideTheProfileIsRefusedBeforeSending(t *testing.T) {
+	f := setup(t, []string{"records.read"}, nil, true)
+	srv := f.server.DeepCopy()
+	srv.Spec.Auth.Delegated.Audience = "billing-api"
+	_, err := f.resolver.ForCall(context.Background(), srv, credentials.Actor{Username: actor})
+	if tokenexchange.KindOf(err) != tokenexchange.KindAudienceNotAllowed || f.as.Requests() != 0 {
+		t.Fatalf("err = %v after %d requests, want %s before any", err, f.as.Requests(), tokenexchange.KindAudienceNotAllowed)
+	}
+}
+
+func TestOAuthErrorsAreTyped(t *testing.T) {
+	f := setup(t, []string{"records.read"}, nil, true)
+	for code, kind := range map[string]tokenexchange.Kind{
+		"invalid_request": tokenexchange.KindInvalidRequest, "invalid_grant": tokenexchange.KindInvalidGrant,
+		"invalid_target": tokenexchange.KindInvalidTarget, "invalid_scope": tokenexchange.KindInvalidScope,
+		"unauthorized_client": tokenexchange.KindUnauthorizedClient, "unsupported_grant_type": tokenexchange.KindUnsupportedGrantType,
+	} {
+		f.as.FailWith(code)
+		_, err := f.resolver.ForCall(context.Background(), f.server, credentials.Actor{Username: actor})
+		if tokenexchange.KindOf(err) != kind {
+			t.Errorf("%s: err = %v, want %s", code, err, kind)
+		}
+		f.noSecrets(t, err)
+	}
+	f.as.FailWith("")
+	// A wrong client secret is the endpoint's invalid_client.
+	must(t, kube.Update(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "idp"}, StringData: map[string]string{"secret": "not-the-secret"}}))
+	_, err := f.resolver.ForCall(context.Background(), f.server, credentials.Actor{Username: actor})
+	if tokenexchange.KindOf(err) != tokenexchange.KindInvalidClient {
+		t.Errorf("wrong client secret: err = %v, want %s", err, tokenexchange.KindInvalidClient)
+	}
+}
+
+func TestATokenExpiredBeforeALegEndsTheOperation(t *testing.T) {
+	f := setup(t, []string{"records.read"}, nil, true)
+	f.as.SetExpiresIn(1)
+	cred, err := f.resolver.ForCall(context.Background(), f.server, credentials.Actor{Username: actor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(cred.Expires) + 50*time.Millisecond)
+	before := f.upstream.Requests()
+	_, err = f.call(t, cred)
+	if mcp.KindOf(err) != mcp.KindCredentialExpired {
+		t.Fatalf("err = %v, want %s", err, mcp.KindCredentialExpired)
+	}
+	if f.upstream.Requests() != before {
+		t.Errorf("an expired token was sent")
+	}
+}
+
+func TestDiscoveryNeverUsesAnActorToken(t *testing.T) {
+	f := setup(t, []string{"records.read"}, nil, true)
+	cred, err := f.resolver.Discovery(context.Background(), f.server)
+	if err != nil || cred != nil {
+		t.Fatalf("discovery without a discovery Secret = %v, %v; want no credential", cred, err)
+	}
+	must(t, kube.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "discovery"}, StringData: map[string]string{"token": "discovery-token"}}))
+	srv := f.server.DeepCopy()
+	srv.Spec.Auth.Delegated.DiscoverySecretRef = &mcpv1alpha1.SecretKeySelector{Name: "discovery", Key: "token"}
+	cred, err = f.resolver.Discovery(context.Background(), srv)
+	if err != nil || cred == nil || cred.Value.Reveal() != "discovery-token" {
+		t.Fatalf("discovery credential = %v, %v", cred, err)
+	}
+	if f.as.Requests() != 0 {
+		t.Errorf("discovery requested a token exchange")
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
