@@ -46,6 +46,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ImportSettingsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LocalObjectReference"):
 		return &apiv1alpha1.LocalObjectReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpAccessPolicy"):
+		return &apiv1alpha1.McpAccessPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpAccessPolicySpec"):
+		return &apiv1alpha1.McpAccessPolicySpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpAccessPolicyStatus"):
+		return &apiv1alpha1.McpAccessPolicyStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpDelegationProfile"):
 		return &apiv1alpha1.McpDelegationProfileApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpDelegationProfileSpec"):

@@ -229,13 +229,15 @@ type McpServerStatus struct {
 	SkippedTools []SkippedTool `json:"skippedTools,omitempty"`
 
 	// lastHandledImportAt echoes the value of the
-	// mcp.catalog.dev/requested-import-at annotation last acted on.
+	// mcp.catalog.dev/requested-import-at annotation last acted on; a value
+	// longer than 256 characters is recorded as "sha256:<hex>" of it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	LastHandledImportAt string `json:"lastHandledImportAt,omitempty"`
 
 	// lastHandledProbeAt echoes the value of the
-	// mcp.catalog.dev/requested-probe-at annotation last acted on.
+	// mcp.catalog.dev/requested-probe-at annotation last acted on; a value
+	// longer than 256 characters is recorded as "sha256:<hex>" of it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	LastHandledProbeAt string `json:"lastHandledProbeAt,omitempty"`

@@ -43,12 +43,14 @@ func run() error {
 		kubeconfig string
 		probeAddr  string
 		demoAddr   string
+		gwAddr     string
 	)
 	flag.BoolVar(&local, "local", false, "Always start a local control plane, even when KUBECONFIG reaches a cluster.")
 	flag.StringVar(&crdDir, "crd-dir", filepath.Join("config", "crd", "bases"), "Directory of the CRD manifests to install.")
 	flag.StringVar(&kubeconfig, "write-kubeconfig", filepath.Join(".local", "kubeconfig"), "Where to write the local control plane's kubeconfig.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the manager's /healthz and /readyz endpoints.")
 	flag.StringVar(&demoAddr, "demo-server-addr", "127.0.0.1:18080", `Where to serve the demo MCP server that config/samples/mcp_v1alpha1_mcpserver_demo.yaml points at; "" serves none.`)
+	flag.StringVar(&gwAddr, "gateway-addr", "127.0.0.1:18444", `Where the gateway serves agents, over plain HTTP since this is a development run; "" serves none.`)
 	zopts := zap.Options{Development: true}
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -99,6 +101,10 @@ func run() error {
 	opts.MetricsAddr = "0"
 	opts.ProbeAddr = probeAddr
 	opts.AllowPrivateNetworks = true
+	if gwAddr != "" {
+		opts.GatewayAddr, opts.GatewayInsecure = gwAddr, true
+		say("gateway for agents at http://%s/mcp (plain HTTP: development only)", gwAddr)
+	}
 	say("starting the manager; Ctrl-C stops everything")
 	err := manager.Run(ctx, cfg, opts)
 	if errors.Is(err, context.Canceled) {

@@ -2,6 +2,7 @@
 package main
 
 import (
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"os"
@@ -29,6 +30,17 @@ func main() {
 	fs.DurationVar(&opts.GracefulShutdownTimeout, "graceful-shutdown-timeout", opts.GracefulShutdownTimeout, "How long running work may take to finish on shutdown.")
 	fs.BoolVar(&opts.AllowPrivateNetworks, "allow-private-networks", opts.AllowPrivateNetworks, "Let every McpServer reach loopback and private addresses (development and tests only).")
 
+	fs.IntVar(&opts.MaxConcurrentServers, "max-concurrent-servers", opts.MaxConcurrentServers, "How many McpServers are imported or probed at once.")
+
+	fs.StringVar(&opts.GatewayAddr, "gateway-bind-address", opts.GatewayAddr, `Address of the MCP gateway for agents; empty disables it.`)
+	fs.StringVar(&opts.GatewayCertDir, "gateway-cert-dir", opts.GatewayCertDir, "Directory with the gateway's tls.crt and tls.key (reloaded on change).")
+	fs.BoolVar(&opts.GatewayInsecure, "gateway-insecure", opts.GatewayInsecure, "Serve the gateway over plain HTTP (development and tests only).")
+	fs.StringVar(&opts.GatewayAudience, "gateway-audience", opts.GatewayAudience, "Audience agents' ServiceAccount tokens must be bound to.")
+	var tokenCAFile string
+	fs.StringVar(&tokenCAFile, "token-endpoint-ca-file", "", "PEM file of CAs to trust for delegation profiles' token endpoints instead of the system roots.")
+	var auditPath string
+	fs.StringVar(&auditPath, "gateway-audit-log", "-", `File the gateway appends audit records to; "-" is standard output.`)
+
 	zopts := zap.Options{Development: false}
 	zopts.BindFlags(fs)
 	flag.Parse()
@@ -39,6 +51,29 @@ func main() {
 	for _, ns := range strings.Split(watchNamespaces, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
 			opts.WatchNamespaces = append(opts.WatchNamespaces, ns)
+		}
+	}
+
+	if auditPath != "-" {
+		f, err := os.OpenFile(auditPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			log.Error(err, "opening the gateway audit log")
+			os.Exit(1)
+		}
+		defer f.Close()
+		opts.GatewayAudit = f
+	}
+
+	if tokenCAFile != "" {
+		pem, err := os.ReadFile(tokenCAFile)
+		if err != nil {
+			log.Error(err, "reading --token-endpoint-ca-file")
+			os.Exit(1)
+		}
+		opts.TokenEndpointRootCAs = x509.NewCertPool()
+		if !opts.TokenEndpointRootCAs.AppendCertsFromPEM(pem) {
+			log.Error(nil, "--token-endpoint-ca-file holds no PEM certificate")
+			os.Exit(1)
 		}
 	}
 

@@ -1,12 +1,91 @@
 package manager
 
 import (
+	"context"
+	"fmt"
+	"os"
+
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+
+	"github.com/mcp-catalog/operator/internal/controller"
+	"github.com/mcp-catalog/operator/internal/credentials"
+	"github.com/mcp-catalog/operator/internal/gateway"
+	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/tokenexchange"
 )
 
-// setupControllers registers the reconcilers with the manager.
+// EventSource is the reporting controller named on the operator's Events.
+const EventSource = "mcp-catalog-operator"
+
+// Version is the operator's version, set at build time.
+var Version = "dev"
+
+// +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpaccesspolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// setupControllers registers the reconcilers and the gateway with the
+// manager.
 func setupControllers(mgr ctrl.Manager, opts Options) error {
-	_ = mgr
-	_ = opts
+	mcpClient := mcp.New(mcp.Options{AllowPrivateNetworks: opts.AllowPrivateNetworks, ClientVersion: Version})
+	servers := &controller.McpServerReconciler{
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		MCP:           mcpClient,
+		Recorder:      mgr.GetEventRecorder(EventSource),
+		MaxConcurrent: opts.MaxConcurrentServers,
+
+		CredentialRetryInterval: opts.CredentialRetryInterval,
+	}
+	if err := servers.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the McpServer controller: %w", err)
+	}
+	profiles := &controller.McpDelegationProfileReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CredentialRetryInterval: opts.CredentialRetryInterval}
+	if err := profiles.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the McpDelegationProfile controller: %w", err)
+	}
+	tools := &controller.McpToolReconciler{Client: mgr.GetClient()}
+	if err := tools.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the McpTool controller: %w", err)
+	}
+	if opts.GatewayAddr == "" {
+		return nil
+	}
+	// The gateway reads these kinds from the cache. Registering their
+	// informers now makes a missing permission show in the log at start,
+	// not as a stalled agent later.
+	for _, obj := range []client.Object{&mcpv1alpha1.McpAccessPolicy{}, &mcpv1alpha1.McpTool{}, &mcpv1alpha1.McpServer{}} {
+		if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {
+			return fmt.Errorf("registering the gateway's informers: %w", err)
+		}
+	}
+	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: opts.TokenEndpointRootCAs})
+	if err != nil {
+		return fmt.Errorf("setting up token exchange: %w", err)
+	}
+	resolver := &credentials.Resolver{
+		Reader:    mgr.GetAPIReader(),
+		Exchanger: &credentials.Delegation{Profiles: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Exchanger: te},
+	}
+	audit := opts.GatewayAudit
+	if audit == nil {
+		audit = os.Stdout
+	}
+	gw := &gateway.Gateway{
+		Reader:      mgr.GetClient(),
+		Authn:       &gateway.TokenReviewAuthenticator{Client: mgr.GetClient(), Audience: opts.GatewayAudience},
+		Authz:       &gateway.SubjectAccessReviewAuthorizer{Client: mgr.GetClient()},
+		Credentials: resolver,
+		MCP:         mcpClient,
+		Audit:       gateway.NewJSONLines(audit),
+		Recorder:    mgr.GetEventRecorder(EventSource),
+		Version:     Version,
+	}
+	if err := mgr.Add(&gateway.Listener{Addr: opts.GatewayAddr, Handler: gw.Handler(), CertDir: opts.GatewayCertDir, Insecure: opts.GatewayInsecure, Ready: opts.GatewayReady}); err != nil {
+		return fmt.Errorf("adding the gateway: %w", err)
+	}
 	return nil
 }

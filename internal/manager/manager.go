@@ -7,8 +7,10 @@ package manager
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,12 +19,17 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 )
+
+// DefaultGatewayAudience is the audience agents request for their tokens
+// (a projected ServiceAccount token with this audience).
+const DefaultGatewayAudience = "mcp-catalog-gateway"
 
 // LeaderElectionID names the lease the replicas of the manager compete for.
 const LeaderElectionID = "mcp-catalog-operator.mcp.catalog.dev"
@@ -57,6 +64,36 @@ type Options struct {
 	// AllowPrivateNetworks lets the MCP client dial loopback and private
 	// addresses for every server. Meant for development and tests.
 	AllowPrivateNetworks bool
+	// MaxConcurrentServers bounds how many servers are imported or probed at
+	// once; a hung server holds one slot for at most its own budget.
+	MaxConcurrentServers int
+	// CredentialRetryInterval is how soon a server whose Secret is missing
+	// is looked at again; 0 means the controller's default (15s). Secrets
+	// are not watched (docs/adr/003-secret-access.md).
+	CredentialRetryInterval time.Duration
+	// SkipControllerNameValidation lets several managers run in one process,
+	// one after the other, as tests that restart the manager need.
+	SkipControllerNameValidation bool
+
+	// GatewayAddr is where the gateway serves MCP to agents; empty disables
+	// it.
+	GatewayAddr string
+	// GatewayCertDir holds the gateway's tls.crt and tls.key.
+	GatewayCertDir string
+	// GatewayInsecure allows the gateway to serve plain HTTP. Development
+	// and tests only.
+	GatewayInsecure bool
+	// GatewayAudience is the audience agents' ServiceAccount tokens must be
+	// bound to.
+	GatewayAudience string
+	// GatewayAudit receives the gateway's audit records; nil means standard
+	// output.
+	GatewayAudit io.Writer
+	// GatewayReady, if set, receives the gateway's bound address.
+	GatewayReady chan<- string
+	// TokenEndpointRootCAs, if set, replaces the system roots when
+	// verifying delegation profiles' token endpoints.
+	TokenEndpointRootCAs *x509.CertPool
 }
 
 // DefaultOptions returns the options the manager binary starts from.
@@ -66,6 +103,8 @@ func DefaultOptions() Options {
 		SecureMetrics:           true,
 		ProbeAddr:               ":8081",
 		GracefulShutdownTimeout: 30 * time.Second,
+		MaxConcurrentServers:    16,
+		GatewayAudience:         DefaultGatewayAudience,
 	}
 }
 
@@ -116,6 +155,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdown,
 		Cache:                         cacheOpts,
+		Controller:                    config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

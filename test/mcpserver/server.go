@@ -67,6 +67,11 @@ type Options struct {
 	// "Authorization: Bearer <token>".
 	RequireBearer string
 
+	// AlsoAcceptBearer are further bearer tokens accepted besides
+	// RequireBearer, for a server reached with two credentials (a delegated
+	// server: a discovery token for imports, exchanged tokens for calls).
+	AlsoAcceptBearer []string
+
 	// RequireHeader, if Name and Value are set, is a header every request
 	// must carry with exactly that value. It is an alternative to
 	// RequireBearer; setting both is an error.
@@ -116,6 +121,10 @@ type Stats struct {
 	// invocations, those that ended because their context ended, and those
 	// whose duration elapsed.
 	SlowStarted, SlowCancelled, SlowCompleted int
+	// MethodsByCredential counts JSON-RPC methods by the credential header
+	// value that carried them ("" for none): which credential was used for
+	// what. Test servers only.
+	MethodsByCredential map[string]map[string]int
 }
 
 // Server is a running (or ready to run) MCP server.
@@ -261,6 +270,10 @@ func (s *Server) Stats() Stats {
 	st := s.stats
 	st.Methods = maps.Clone(s.stats.Methods)
 	st.Calls = maps.Clone(s.stats.Calls)
+	st.MethodsByCredential = make(map[string]map[string]int, len(s.stats.MethodsByCredential))
+	for k, v := range s.stats.MethodsByCredential {
+		st.MethodsByCredential[k] = maps.Clone(v)
+	}
 	return st
 }
 
@@ -394,6 +407,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			// One value, compared in constant time: a test server should not
 			// teach timing-unsafe habits.
 			ok := carried && len(presented) == 1 && subtle.ConstantTimeCompare([]byte(presented[0]), []byte(expected)) == 1
+			for _, extra := range s.opts.AlsoAcceptBearer {
+				ok = ok || (carried && len(presented) == 1 && subtle.ConstantTimeCompare([]byte(presented[0]), []byte("Bearer "+extra)) == 1)
+			}
 			if !ok {
 				s.mu.Lock()
 				s.stats.Rejected++
@@ -418,8 +434,19 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			methods := jsonrpcMethods(body)
 			s.mu.Lock()
+			cred := ""
+			if carried {
+				cred = presented[0]
+			}
+			if s.stats.MethodsByCredential == nil {
+				s.stats.MethodsByCredential = map[string]map[string]int{}
+			}
+			if s.stats.MethodsByCredential[cred] == nil {
+				s.stats.MethodsByCredential[cred] = map[string]int{}
+			}
 			for _, m := range methods {
 				s.stats.Methods[m]++
+				s.stats.MethodsByCredential[cred][m]++
 			}
 			s.mu.Unlock()
 		}

@@ -34,6 +34,8 @@ var reviewedStrings = map[string]string{
 	"McpDelegationProfile.spec.actors[].identity":           "a Kubernetes user name",
 	"McpDelegationProfile.spec.actors[].allowedAudiences[]": "OAuth audience identifiers",
 	"McpDelegationProfile.spec.actors[].allowedScopes[]":    "OAuth scope names",
+	"McpAccessPolicy.spec.serviceAccounts[]":                "ServiceAccount names",
+	"McpAccessPolicy.spec.maxDataClass":                     "an enum",
 }
 
 // isReference reports whether an object schema is a reference to another
@@ -73,8 +75,8 @@ func walk(path string, s apiextensionsv1.JSONSchemaProps, visit func(path string
 
 func TestNoSpecFieldCanHoldACredential(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "config", "crd", "bases", "*.yaml"))
-	if err != nil || len(files) != 3 {
-		t.Fatalf("want the three generated CRDs, found %v (%v)", files, err)
+	if err != nil || len(files) != 4 {
+		t.Fatalf("want the four generated CRDs, found %v (%v)", files, err)
 	}
 	seen := map[string]bool{}
 	refs := map[string]bool{}

@@ -125,6 +125,42 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: name
       type:
         scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.McpAccessPolicy
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+    - name: spec
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.McpAccessPolicySpec
+    - name: status
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.McpAccessPolicyStatus
+- name: com.github.mcp-catalog.operator.api.v1alpha1.McpAccessPolicySpec
+  map:
+    fields:
+    - name: maxDataClass
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.DataClass
+    - name: serviceAccounts
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+- name: com.github.mcp-catalog.operator.api.v1alpha1.McpAccessPolicyStatus
+  map:
+    fields:
+    - name: observedGeneration
+      type:
+        scalar: numeric
 - name: com.github.mcp-catalog.operator.api.v1alpha1.McpDelegationProfile
   map:
     fields:

@@ -49,10 +49,12 @@ type McpServerStatusApplyConfiguration struct {
 	// The list is bounded; tools.skipped has the full count.
 	SkippedTools []SkippedToolApplyConfiguration `json:"skippedTools,omitempty"`
 	// lastHandledImportAt echoes the value of the
-	// mcp.catalog.dev/requested-import-at annotation last acted on.
+	// mcp.catalog.dev/requested-import-at annotation last acted on; a value
+	// longer than 256 characters is recorded as "sha256:<hex>" of it.
 	LastHandledImportAt *string `json:"lastHandledImportAt,omitempty"`
 	// lastHandledProbeAt echoes the value of the
-	// mcp.catalog.dev/requested-probe-at annotation last acted on.
+	// mcp.catalog.dev/requested-probe-at annotation last acted on; a value
+	// longer than 256 characters is recorded as "sha256:<hex>" of it.
 	LastHandledProbeAt *string `json:"lastHandledProbeAt,omitempty"`
 }
 

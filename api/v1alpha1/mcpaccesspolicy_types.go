@@ -1,0 +1,68 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// McpAccessPolicySpec sets the data-class ceiling of callers of the gateway:
+// the ServiceAccounts it names, in its own namespace, may use tools whose
+// effective data class is at most maxDataClass. A caller no policy names
+// gets the Public ceiling. Who may write these objects is the platform's
+// decision, made with RBAC; see docs/adr/005-gateway-policy.md.
+type McpAccessPolicySpec struct {
+	// serviceAccounts are the names of ServiceAccounts in this namespace the
+	// ceiling applies to; "*" names every ServiceAccount of the namespace.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$`
+	ServiceAccounts []string `json:"serviceAccounts"`
+
+	// maxDataClass is the highest effective data class these callers may
+	// list and call.
+	// +required
+	MaxDataClass DataClass `json:"maxDataClass"`
+}
+
+// McpAccessPolicyStatus is what the controller observed.
+type McpAccessPolicyStatus struct {
+	// observedGeneration is the generation last observed.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mcpap,categories=mcp
+// +kubebuilder:printcolumn:name="Max Class",type=string,JSONPath=`.spec.maxDataClass`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// McpAccessPolicy is the platform's declaration of how sensitive the tools
+// a namespace's agents may use through the gateway can be.
+type McpAccessPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the declaration.
+	// +required
+	Spec McpAccessPolicySpec `json:"spec"`
+
+	// status is what the controller observed.
+	// +optional
+	Status McpAccessPolicyStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// McpAccessPolicyList is a list of McpAccessPolicies.
+type McpAccessPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []McpAccessPolicy `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&McpAccessPolicy{}, &McpAccessPolicyList{})
+}

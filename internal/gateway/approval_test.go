@@ -1,0 +1,195 @@
+package gateway
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var stateNow = time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+
+func sampleState() approvalState {
+	return approvalState{
+		Caller:     "uid-1/system:serviceaccount:team:bot",
+		Tool:       "team/docs.echo",
+		Definition: "sha256:" + strings.Repeat("a", 64),
+		Arguments:  "sha256:" + strings.Repeat("b", 64),
+		Expires:    stateNow.Add(approvalWindow).Unix(),
+		Nonce:      newNonce(),
+	}
+}
+
+func TestApproverVerifiesTheStateItSigned(t *testing.T) {
+	a := approver{key: []byte("k1")}
+	s := sampleState()
+	if err := a.verify(a.sign(s), s, stateNow); err != nil {
+		t.Fatalf("verify of a fresh state: %v", err)
+	}
+	// The expiry and nonce are part of the signed state, not of what the
+	// call must match: a retry computes its own state without them.
+	want := s
+	want.Expires, want.Nonce = 0, ""
+	if err := a.verify(a.sign(s), want, stateNow); err != nil {
+		t.Fatalf("verify against the call's state: %v", err)
+	}
+}
+
+func TestApproverRejectsATamperedOrForeignState(t *testing.T) {
+	a := approver{key: []byte("k1")}
+	s := sampleState()
+	token := a.sign(s)
+	body, sig, _ := strings.Cut(token, ".")
+
+	// Another caller's state, carrying this state's signature.
+	other := s
+	other.Caller = "uid-2/system:serviceaccount:team:evil"
+	otherBody, _, _ := strings.Cut(a.sign(other), ".")
+
+	rawSig, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawSig[0] ^= 1
+
+	for name, tok := range map[string]string{
+		"empty":                         "",
+		"no signature":                  body,
+		"body of another state":         otherBody + "." + sig,
+		"a flipped signature bit":       body + "." + base64.RawURLEncoding.EncodeToString(rawSig),
+		"signed with another key":       approver{key: []byte("k2")}.sign(s),
+		"not base64":                    "!!!." + sig,
+		"signature not base64":          body + ".!!!",
+		"a signed body that is no JSON": signRaw(a, []byte("not json")),
+	} {
+		if err := a.verify(tok, s, stateNow); err == nil {
+			t.Errorf("%s: verify accepted it", name)
+		}
+	}
+}
+
+// signRaw signs arbitrary bytes with the approver's key, as sign does
+// for the JSON of a state.
+func signRaw(a approver, b []byte) string {
+	mac := hmac.New(sha256.New, a.key)
+	mac.Write(b)
+	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+func TestApproverRejectsAnExpiredState(t *testing.T) {
+	a := approver{key: []byte("k1")}
+	s := sampleState()
+	tok := a.sign(s)
+	if err := a.verify(tok, s, time.Unix(s.Expires, 0)); err != nil {
+		t.Errorf("at the expiry second: %v", err)
+	}
+	if err := a.verify(tok, s, time.Unix(s.Expires+1, 0)); err == nil {
+		t.Error("a second after expiry: accepted")
+	}
+}
+
+func TestApproverRejectsTheStateOfAnotherCall(t *testing.T) {
+	a := approver{key: []byte("k1")}
+	s := sampleState()
+	tok := a.sign(s)
+	for name, change := range map[string]func(*approvalState){
+		"another caller":     func(x *approvalState) { x.Caller = "uid-9/system:serviceaccount:team:bot" },
+		"another tool":       func(x *approvalState) { x.Tool = "team/docs.fail" },
+		"another definition": func(x *approvalState) { x.Definition = "sha256:" + strings.Repeat("c", 64) },
+		"other arguments":    func(x *approvalState) { x.Arguments = "sha256:" + strings.Repeat("d", 64) },
+	} {
+		want := s
+		change(&want)
+		if err := a.verify(tok, want, stateNow); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestApprovedOnlyByAnAcceptedFormWithApproveTrue(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		resp mcp.InputResponse
+		want bool
+	}{
+		{"accept, approve true", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, true},
+		{"accept, approve false", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": false}}, false},
+		{"accept, approve a string", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": "true"}}, false},
+		{"accept, nothing", &mcp.ElicitResult{Action: "accept"}, false},
+		{"decline", &mcp.ElicitResult{Action: "decline", Content: map[string]any{"approve": true}}, false},
+		{"cancel", &mcp.ElicitResult{Action: "cancel"}, false},
+		{"another kind of answer", &mcp.ListRootsResult{}, false},
+		{"none", nil, false},
+	} {
+		if got := approved(tc.resp); got != tc.want {
+			t.Errorf("%s: approved = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestApproverRejectsAStateWithoutNonce(t *testing.T) {
+	a := approver{key: []byte("k1")}
+	s := sampleState()
+	s.Nonce = ""
+	if err := a.verify(a.sign(s), s, stateNow); err == nil {
+		t.Error("a state without a nonce was accepted")
+	}
+}
+
+func TestApproverSpendsEachApprovalOnce(t *testing.T) {
+	a := approver{key: []byte("k1"), used: newNonceSet()}
+	s := sampleState()
+	tok := a.sign(s)
+	if err := a.spend(tok, s, stateNow); err != nil {
+		t.Fatalf("first spend: %v", err)
+	}
+	if err := a.spend(tok, s, stateNow); err == nil {
+		t.Fatal("the same approval was spent twice")
+	}
+	// Another approval of an identical call is its own approval.
+	s2 := s
+	s2.Nonce = newNonce()
+	if err := a.spend(a.sign(s2), s2, stateNow); err != nil {
+		t.Fatalf("a second approval of the same call: %v", err)
+	}
+	// A forged token is refused before anything is spent.
+	if err := a.spend("forged", s, stateNow); err == nil {
+		t.Fatal("a forged token was spent")
+	}
+	if err := (approver{key: []byte("k1")}).spend(a.sign(s2), s2, stateNow); err == nil {
+		t.Fatal("an approver without a nonce set spent an approval")
+	}
+}
+
+func TestNonceSetForgetsExpiredApprovalsAndRefusesWhenFullOfLiveOnes(t *testing.T) {
+	n := newNonceSet()
+	now := time.Unix(1000, 0)
+	for i := range maxSpentApprovals {
+		exp := now.Unix() + 300
+		if i%2 == 0 {
+			exp = now.Unix() + 1
+		}
+		if err := n.spend(strconv.Itoa(i), exp, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := now.Add(2 * time.Second)
+	if err := n.spend("new", later.Unix()+300, later); err != nil {
+		t.Fatalf("with expired entries to drop: %v", err)
+	}
+	if err := n.spend("1", later.Unix()+300, later); err == nil {
+		t.Error("a live spent approval was forgotten")
+	}
+	for i := range maxSpentApprovals / 2 {
+		_ = n.spend("more"+strconv.Itoa(i), later.Unix()+300, later)
+	}
+	if err := n.spend("one-too-many", later.Unix()+300, later); !errors.Is(err, errApprovalsFull) {
+		t.Errorf("full of live approvals: %v, want errApprovalsFull", err)
+	}
+}

@@ -1,0 +1,12 @@
+// Package gateway serves enabled McpTools to in-cluster agents over MCP,
+// behind one policy gate and one audit trail. No agent talks to a remote MCP
+// server directly: it calls the gateway, which authenticates it (a
+// ServiceAccount token checked by TokenReview), decides (enabled and Ready;
+// Kubernetes RBAC; the data-class ceiling; human approval), writes an audit
+// record before anything is sent, and then calls the remote tool with the
+// server's credential or a token exchanged for the caller.
+//
+// The endpoint speaks the initialize-era revisions on sessions and the
+// stateless 2026-07-28 revision; docs/gateway.md describes it from the
+// agent's side and docs/adr/005-gateway-policy.md explains the policy.
+package gateway

@@ -1,0 +1,119 @@
+package integration_test
+
+import (
+	"context"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/test/mcpserver"
+	"github.com/mcp-catalog/operator/test/oauthserver"
+)
+
+const (
+	delegationClientID     = "catalog-operator"
+	delegationClientSecret = "dElEgAtIoN-client-secret-3f9a"
+	delegatedAudience      = "records-api"
+)
+
+// delegated declares, in ns, a delegation profile mapping the given actors
+// (identity -> subject token) and a delegated McpServer in front of a go-sdk
+// upstream that accepts the discovery token and the token exchanged for
+// mapped, the one actor expected to call.
+func delegated(ns, mapped string, actors map[string]string) (up *mcpserver.Server, discovery, exchanged string) {
+	GinkgoHelper()
+	ctx := context.Background()
+	discovery = newSecretValue()
+	exchanged = oauthserver.TokenFor(mapped, delegatedAudience, []string{"records.read"})
+	secretsUsed.Lock()
+	secretsUsed.all = append(secretsUsed.all, exchanged, delegationClientSecret)
+	secretsUsed.Unlock()
+	up = mcpserver.Start(GinkgoT(), mcpserver.Options{RequireBearer: discovery, AlsoAcceptBearer: []string{exchanged}})
+
+	Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idp"}, StringData: map[string]string{"secret": delegationClientSecret}})).To(Succeed())
+	Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "discovery"}, StringData: map[string]string{"token": discovery}})).To(Succeed())
+	var entries []mcpv1alpha1.DelegationActor
+	for identity, subject := range actors {
+		name := "subject-" + strings.ReplaceAll(identity[strings.LastIndex(identity, ":")+1:], ".", "-")
+		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: map[string]string{"token": subject}})).To(Succeed())
+		tokenEndpoint.AddSubject(subject, identity)
+		secretsUsed.Lock()
+		secretsUsed.all = append(secretsUsed.all, subject)
+		secretsUsed.Unlock()
+		entries = append(entries, mcpv1alpha1.DelegationActor{Identity: identity, Enabled: ptr.To(true), SubjectTokenSecretRef: mcpv1alpha1.SecretKeySelector{Name: name, Key: "token"}})
+	}
+	Expect(k8sClient.Create(ctx, &mcpv1alpha1.McpDelegationProfile{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idp"},
+		Spec: mcpv1alpha1.McpDelegationProfileSpec{
+			TokenEndpoint: tokenEndpoint.URL, ClientID: delegationClientID,
+			ClientSecretRef:  mcpv1alpha1.SecretKeySelector{Name: "idp", Key: "secret"},
+			AllowedAudiences: []string{delegatedAudience}, AllowedScopes: []string{"records.read"},
+			Actors: entries,
+		},
+	})).To(Succeed())
+	declare(ns, "records", up.URL, []string{"echo"}, func(s *mcpv1alpha1.McpServerSpec) {
+		s.AllowCredentialOverHTTP = true
+		s.Auth = &mcpv1alpha1.McpServerAuth{Delegated: &mcpv1alpha1.DelegatedAuth{
+			ProfileRef: mcpv1alpha1.LocalObjectReference{Name: "idp"}, Audience: delegatedAudience, Scopes: []string{"records.read"},
+			DiscoverySecretRef: &mcpv1alpha1.SecretKeySelector{Name: "discovery", Key: "token"},
+		}}
+	})
+	return up, discovery, exchanged
+}
+
+var _ = Describe("Delegated servers", func() {
+	It("import with the discovery credential and call with the token exchanged for the calling ServiceAccount", func() {
+		ns := newNamespace()
+		agent := newAgent(ns, "triage")
+		identity := "system:serviceaccount:" + ns + ":triage"
+		subject := "sUbJeCt-" + ns
+		up, discovery, exchanged := delegated(ns, identity, map[string]string{identity: subject})
+		agent.grant()
+		agent.ceiling(mcpv1alpha1.DataClassInternal)
+
+		cs := agent.connect(nil, "2025-11-25")
+		isError, out := call(cs, "mcp_records_echo", map[string]any{"text": "delegated hello"})
+		Expect(isError).To(BeFalse(), out)
+		Expect(out).To(Equal("delegated hello"))
+
+		st := up.Stats()
+		Expect(st.MethodsByCredential["Bearer "+exchanged]["tools/call"]).To(Equal(1), "the call carried the exchanged token")
+		Expect(st.MethodsByCredential["Bearer "+discovery]["tools/call"]).To(BeZero(), "the discovery credential is never used for a call")
+		Expect(st.MethodsByCredential["Bearer "+discovery]["tools/list"]).To(BeNumerically(">=", 1), "the import presented the discovery credential")
+		Expect(st.MethodsByCredential["Bearer "+exchanged]["tools/list"]).To(BeZero(), "an actor's token is never used for an import")
+		form := tokenEndpoint.LastForm()
+		Expect(form.Get("subject_token")).To(Equal(subject))
+		Expect(form.Get("audience")).To(Equal(delegatedAudience))
+		Expect(form.Get("resource")).To(Equal(up.URL))
+
+		// Nothing of the exchange is kept anywhere the gateway writes.
+		for _, s := range []string{exchanged, subject, delegationClientSecret} {
+			Expect(logs.String()).NotTo(ContainSubstring(s))
+			Expect(strings.Join(audit.all(), "\n")).NotTo(ContainSubstring(s))
+		}
+	})
+
+	It("refuses a ServiceAccount the profile does not map, before any token request", func() {
+		ns := newNamespace()
+		mappedIdentity := "system:serviceaccount:" + ns + ":someone-else"
+		up, _, _ := delegated(ns, mappedIdentity, map[string]string{mappedIdentity: "sUbJeCt-other-" + ns})
+		stranger := newAgent(ns, "stranger")
+		stranger.grant()
+		stranger.ceiling(mcpv1alpha1.DataClassInternal)
+		before := tokenEndpoint.Requests()
+		callsBefore := up.Stats().Methods["tools/call"]
+
+		cs := stranger.connect(nil, "2025-11-25")
+		isError, out := call(cs, "mcp_records_echo", map[string]any{"text": "x"})
+		Expect(isError).To(BeTrue())
+		Expect(out).To(ContainSubstring("ActorNotMapped"))
+		Expect(tokenEndpoint.Requests()).To(Equal(before), "no token was requested for an unmapped actor")
+		Expect(up.Stats().Methods["tools/call"]).To(Equal(callsBefore), "the upstream received nothing")
+	})
+})

@@ -1,0 +1,64 @@
+package gateway
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+)
+
+// Denial reasons, in the order the gate checks them. They appear in audit
+// records, Events, metrics and the message the agent gets.
+const (
+	DenyNotServable       = "NotServable"
+	DenyForbidden         = "Forbidden"
+	DenyAboveCeiling      = "AboveDataClassCeiling"
+	DenyApprovalDeclined  = "ApprovalDeclined"
+	DenyApprovalNoChannel = "ApprovalUnavailable"
+	DenyAuditFailed       = "AuditUnavailable"
+)
+
+// servable is the gate's first step: the tool is enabled and its controller
+// found it Ready (imported, approved definition, server Ready) for the
+// current generation.
+func servable(t *mcpv1alpha1.McpTool) bool {
+	if !t.Spec.Enabled {
+		return false
+	}
+	c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation
+}
+
+// ceilingFor is the highest data class the caller may use: the highest
+// maxDataClass among the policies of its namespace that name it, and Public
+// when none does.
+func ceilingFor(id *Identity, policies []mcpv1alpha1.McpAccessPolicy) mcpv1alpha1.DataClass {
+	ceiling := mcpv1alpha1.DataClassPublic
+	for _, p := range policies {
+		if p.Namespace != id.Namespace || !p.Spec.MaxDataClass.Valid() {
+			continue
+		}
+		for _, sa := range p.Spec.ServiceAccounts {
+			if sa == "*" || sa == id.ServiceAccount {
+				ceiling = mcpv1alpha1.MaxDataClass(ceiling, p.Spec.MaxDataClass)
+			}
+		}
+	}
+	return ceiling
+}
+
+// withinCeiling is the gate's third step. A tool without a computed class
+// is treated as Restricted.
+func withinCeiling(t *mcpv1alpha1.McpTool, ceiling mcpv1alpha1.DataClass) bool {
+	class := t.Status.EffectiveDataClass
+	if !class.Valid() {
+		class = mcpv1alpha1.DataClassRestricted
+	}
+	return class.Rank() <= ceiling.Rank()
+}
+
+// approvalRequired reads the tool's effective approval; unknown means
+// required.
+func approvalRequired(t *mcpv1alpha1.McpTool) bool {
+	return t.Status.EffectiveApprovalRequired == nil || *t.Status.EffectiveApprovalRequired
+}
