@@ -29,9 +29,14 @@ generate: ## Regenerate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt applyconfiguration:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: ## Regenerate CRDs and RBAC from markers.
-	$(CONTROLLER_GEN) crd rbac:roleName=manager-role paths=./api/... paths=./internal/controller/... \
+manifests: ## Regenerate CRDs and RBAC from markers, and the chart's copies of them.
+	$(CONTROLLER_GEN) crd rbac:roleName=manager-role paths=./api/... paths=./internal/controller/... paths=./internal/manager/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	@$(MAKE) -s chart-crds
+
+.PHONY: chart-crds
+chart-crds: ## Render config/crd/bases and config/rbac/role.yaml into the Helm chart.
+	@hack/chart-gen.sh
 
 .PHONY: fmt
 fmt: ## gofmt the tree.
@@ -57,10 +62,19 @@ envtest: ## Build (once) the test control plane and print its directory.
 	@hack/envtest.sh
 
 .PHONY: test
-test: ## Run every test (builds the test control plane on first use).
-	@assets=$$(hack/envtest.sh); \
-	echo ">> KUBEBUILDER_ASSETS=$$assets"; \
-	KUBEBUILDER_ASSETS=$$assets $(GO) test $(GOTEST_FLAGS) ./...
+test: ## Run every test (builds the test control plane and helm on first use).
+	@assets=$$(hack/envtest.sh); helm=$$(hack/helm.sh); \
+	echo ">> KUBEBUILDER_ASSETS=$$assets"; echo ">> HELM=$$helm"; \
+	KUBEBUILDER_ASSETS=$$assets HELM=$$helm $(GO) test $(GOTEST_FLAGS) ./...
+
+.PHONY: test-chart
+test-chart: ## Run the Helm chart tests only.
+	@assets=$$(hack/envtest.sh); helm=$$(hack/helm.sh); \
+	KUBEBUILDER_ASSETS=$$assets HELM=$$helm $(GO) test $(GOTEST_FLAGS) ./test/chart/...
+
+.PHONY: helm
+helm: ## Build (once) helm from the Go module proxy and print its path.
+	@hack/helm.sh
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane.

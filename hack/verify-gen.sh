@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
-# Fails when regenerating deepcopy code, CRDs or RBAC would change the working
-# tree. The tree is left as it was either way.
+# Fails when regenerating deepcopy code, CRDs or RBAC, or the chart's copies of
+# them, would change the working tree. The tree is left as it was either way.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-paths=(api config/crd/bases config/rbac/role.yaml)
+paths=(api config/crd/bases config/rbac/role.yaml
+	charts/mcp-catalog-operator/templates/crds
+	charts/mcp-catalog-operator/templates/_manager_rules.tpl)
 before=$(mktemp -d)
 trap 'rm -rf "${before}"' EXIT
 for p in "${paths[@]}"; do
 	[ -e "$p" ] && mkdir -p "${before}/$(dirname "$p")" && cp -r "$p" "${before}/$p"
 done
 
-make -s generate manifests >/dev/null
+# Put the tree back; verification must not edit it.
+restore() {
+	for p in "${paths[@]}"; do
+		rm -rf "$p"
+		if [ -e "${before}/$p" ]; then cp -r "${before}/$p" "$p"; fi
+	done
+}
+
+if ! make -s generate manifests >/dev/null; then
+	restore
+	echo "regenerating failed; the tree is unchanged" >&2
+	exit 1
+fi
 
 stale=0
 for p in "${paths[@]}"; do
@@ -21,11 +35,7 @@ for p in "${paths[@]}"; do
 	fi
 done
 if [ "${stale}" -ne 0 ]; then
-	# Put the tree back; verification must not edit it.
-	for p in "${paths[@]}"; do
-		rm -rf "$p"
-		[ -e "${before}/$p" ] && cp -r "${before}/$p" "$p"
-	done
+	restore
 	echo "generated files are stale: run 'make generate manifests'" >&2
 	exit 1
 fi

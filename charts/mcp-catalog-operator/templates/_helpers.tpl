@@ -1,0 +1,79 @@
+{{/*
+Name of the chart, or nameOverride.
+*/}}
+{{- define "mcp-catalog-operator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Full name: release-chart, or the release name alone when it already contains
+the chart name, or fullnameOverride. Cluster-scoped objects are prefixed with
+it, so two releases never share a ClusterRole.
+*/}}
+{{- define "mcp-catalog-operator.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "mcp-catalog-operator.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Labels on every object.
+*/}}
+{{- define "mcp-catalog-operator.labels" -}}
+helm.sh/chart: {{ include "mcp-catalog-operator.chart" . }}
+app.kubernetes.io/name: {{ include "mcp-catalog-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: mcp-catalog-operator
+{{- end }}
+
+{{/*
+Labels that select the manager pods. Never change them in an upgrade: a
+Deployment's selector is immutable.
+*/}}
+{{- define "mcp-catalog-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "mcp-catalog-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: manager
+{{- end }}
+
+{{- define "mcp-catalog-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "mcp-catalog-operator.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+The image reference: repository@digest when a digest is set, else
+repository:tag with the tag defaulting to the chart's appVersion.
+*/}}
+{{- define "mcp-catalog-operator.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/*
+The ServiceAccount subject of the manager's bindings.
+*/}}
+{{- define "mcp-catalog-operator.subject" -}}
+- kind: ServiceAccount
+  name: {{ include "mcp-catalog-operator.serviceAccountName" . }}
+  namespace: {{ .Release.Namespace }}
+{{- end }}

@@ -1,0 +1,631 @@
+package chart
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// fullname is the prefix of every object the chart renders for releaseName.
+const fullname = releaseName + "-mcp-catalog-operator"
+
+// namespacedKinds are the kinds the chart renders into a namespace.
+var namespacedKinds = map[string]bool{
+	"ServiceAccount": true, "Deployment": true, "Service": true, "Role": true, "RoleBinding": true,
+	"ServiceMonitor": true, "NetworkPolicy": true, "PodDisruptionBudget": true,
+}
+
+func TestLint(t *testing.T) {
+	for _, vs := range valueSets {
+		t.Run(vs.name, func(t *testing.T) {
+			args := []string{"lint", "--strict", chartDir, "--namespace", releaseNS, "--kube-version", floorKubeVersion}
+			out, stderr, err := helm(t, append(args, valuesFile(t, vs.values)...)...)
+			if err != nil {
+				t.Fatalf("helm lint failed: %v\n%s%s", err, out, stderr)
+			}
+		})
+	}
+}
+
+func TestTemplate(t *testing.T) {
+	for _, vs := range valueSets {
+		t.Run(vs.name, func(t *testing.T) {
+			objs := render(t, vs.values, floorKubeVersion)
+			checkInvariants(t, vs, objs)
+			vs.check(t, objs)
+		})
+	}
+}
+
+func TestKubeVersionFloor(t *testing.T) {
+	_, stderr, err := helm(t, templateArgs(t, "", "1.29.9")...)
+	if err == nil {
+		t.Fatal("helm template for Kubernetes 1.29 succeeded; Chart.yaml must require >= 1.30")
+	}
+	if !strings.Contains(stderr, "kubeVersion") {
+		t.Errorf("the error does not name kubeVersion:\n%s", stderr)
+	}
+}
+
+// convert turns a rendered object into its typed form.
+func convert[T any](t *testing.T, u *unstructured.Unstructured) *T {
+	t.Helper()
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, out, true); err != nil {
+		t.Fatalf("%s %s does not convert to its type: %v", u.GetKind(), u.GetName(), err)
+	}
+	return out
+}
+
+// one returns the single typed object of kind and name, failing when absent.
+func one[T any](t *testing.T, objs []*unstructured.Unstructured, kind, name string) *T {
+	t.Helper()
+	u := find(objs, kind, name)
+	if u == nil {
+		t.Fatalf("no %s %q rendered", kind, name)
+	}
+	return convert[T](t, u)
+}
+
+func manager(t *testing.T, objs []*unstructured.Unstructured) (*appsv1.Deployment, *corev1.Container) {
+	t.Helper()
+	if n := len(byKind(objs, "Deployment")); n != 1 {
+		t.Fatalf("rendered %d Deployments, want 1", n)
+	}
+	d := one[appsv1.Deployment](t, objs, "Deployment", fullname)
+	cs := d.Spec.Template.Spec.Containers
+	if len(cs) != 1 || cs[0].Name != "manager" {
+		t.Fatalf("want one container named manager, got %d", len(cs))
+	}
+	return d, &cs[0]
+}
+
+// flags parses --name=value arguments, failing on any other shape or a
+// repeated flag (the last one would silently win).
+func flags(t *testing.T, c *corev1.Container) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	for _, a := range c.Args {
+		name, value, ok := strings.Cut(a, "=")
+		if !ok || !strings.HasPrefix(name, "--") {
+			t.Errorf("argument %q is not --name=value", a)
+			continue
+		}
+		if _, dup := m[name]; dup {
+			t.Errorf("flag %s passed twice", name)
+		}
+		m[name] = value
+	}
+	return m
+}
+
+func containerPort(c *corev1.Container, name string) (int32, bool) {
+	for _, p := range c.Ports {
+		if p.Name == name {
+			return p.ContainerPort, true
+		}
+	}
+	return 0, false
+}
+
+func selects(selector, labels map[string]string) bool {
+	if len(selector) == 0 {
+		return false
+	}
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// checkInvariants asserts what every value set must render: a hardened
+// Deployment whose probes, ports and selectors fit together, objects in the
+// right namespaces, and bindings to roles and a ServiceAccount that exist.
+func checkInvariants(t *testing.T, vs valueSet, objs []*unstructured.Unstructured) {
+	allowedNS := append([]string{releaseNS}, vs.namespaces...)
+	seen := map[string]bool{}
+	for _, o := range objs {
+		key := o.GetKind() + "/" + o.GetNamespace() + "/" + o.GetName()
+		if seen[key] {
+			t.Errorf("%s rendered twice", key)
+		}
+		seen[key] = true
+		if namespacedKinds[o.GetKind()] {
+			if !slices.Contains(allowedNS, o.GetNamespace()) {
+				t.Errorf("%s %s is in namespace %q, want one of %v", o.GetKind(), o.GetName(), o.GetNamespace(), allowedNS)
+			}
+		} else if o.GetNamespace() != "" {
+			t.Errorf("cluster-scoped %s %s has namespace %q", o.GetKind(), o.GetName(), o.GetNamespace())
+		}
+		l := o.GetLabels()
+		if l["app.kubernetes.io/instance"] != releaseName || l["app.kubernetes.io/managed-by"] != "Helm" || l["app.kubernetes.io/name"] != "mcp-catalog-operator" {
+			t.Errorf("%s %s lacks the chart's labels: %v", o.GetKind(), o.GetName(), l)
+		}
+	}
+
+	d, c := manager(t, objs)
+	pod := d.Spec.Template.Spec
+	podLabels := d.Spec.Template.Labels
+	if d.Spec.Selector == nil || !selects(d.Spec.Selector.MatchLabels, podLabels) {
+		t.Errorf("Deployment selector %v does not select its pods %v", d.Spec.Selector, podLabels)
+	}
+
+	// Hardening.
+	psc := pod.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+		t.Error("pod securityContext.runAsNonRoot is not true")
+	}
+	if psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Error("pod seccompProfile is not RuntimeDefault")
+	}
+	sc := c.SecurityContext
+	switch {
+	case sc == nil:
+		t.Error("container has no securityContext")
+	default:
+		if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+			t.Error("allowPrivilegeEscalation is not false")
+		}
+		if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+			t.Error("readOnlyRootFilesystem is not true")
+		}
+		if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 {
+			t.Errorf("capabilities are not drop [ALL] with nothing added: %+v", sc.Capabilities)
+		}
+		if sc.Privileged != nil && *sc.Privileged {
+			t.Error("container is privileged")
+		}
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+		t.Errorf("resource requests lack cpu or memory: %v", c.Resources.Requests)
+	}
+	if c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("no memory limit: %v", c.Resources.Limits)
+	}
+	if pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken {
+		t.Error("the manager needs its ServiceAccount token mounted")
+	}
+
+	// Probes reach the port the manager serves them on.
+	f := flags(t, c)
+	healthPort, ok := containerPort(c, "health")
+	if !ok {
+		t.Fatal("no container port named health")
+	}
+	if got, want := f["--health-probe-bind-address"], fmt.Sprintf(":%d", healthPort); got != want {
+		t.Errorf("--health-probe-bind-address=%s, but the health port is %s", got, want)
+	}
+	for probe, path := range map[string]*corev1.Probe{"/healthz": c.LivenessProbe, "/readyz": c.ReadinessProbe} {
+		if path == nil || path.HTTPGet == nil {
+			t.Errorf("no HTTP probe for %s", probe)
+			continue
+		}
+		if path.HTTPGet.Path != probe || path.HTTPGet.Port != intstr.FromString("health") {
+			t.Errorf("probe for %s is %s on %s", probe, path.HTTPGet.Path, path.HTTPGet.Port.String())
+		}
+	}
+	if mp, ok := containerPort(c, "metrics"); ok {
+		if got, want := f["--metrics-bind-address"], fmt.Sprintf(":%d", mp); got != want {
+			t.Errorf("--metrics-bind-address=%s, but the metrics port is %s", got, want)
+		}
+	}
+
+	// Services, budgets and policies select the manager pods, on ports the
+	// container has.
+	for _, u := range byKind(objs, "Service") {
+		s := convert[corev1.Service](t, u)
+		if !selects(s.Spec.Selector, podLabels) {
+			t.Errorf("Service %s selector %v does not select the manager pods %v", s.Name, s.Spec.Selector, podLabels)
+		}
+		for _, p := range s.Spec.Ports {
+			if _, ok := containerPort(c, p.TargetPort.StrVal); p.TargetPort.Type != intstr.String || !ok {
+				t.Errorf("Service %s port %s targets %s, which is no named container port", s.Name, p.Name, p.TargetPort.String())
+			}
+		}
+	}
+	for _, u := range byKind(objs, "PodDisruptionBudget") {
+		p := convert[policyv1.PodDisruptionBudget](t, u)
+		if p.Spec.Selector == nil || !selects(p.Spec.Selector.MatchLabels, podLabels) {
+			t.Errorf("PodDisruptionBudget %s does not select the manager pods", p.Name)
+		}
+	}
+	for _, u := range byKind(objs, "NetworkPolicy") {
+		np := convert[networkingv1.NetworkPolicy](t, u)
+		if !selects(np.Spec.PodSelector.MatchLabels, podLabels) {
+			t.Errorf("NetworkPolicy %s does not select the manager pods", np.Name)
+		}
+		for _, r := range np.Spec.Ingress {
+			for _, p := range r.Ports {
+				if _, ok := containerPort(c, p.Port.StrVal); !ok {
+					t.Errorf("NetworkPolicy %s opens port %s, which is no named container port", np.Name, p.Port.String())
+				}
+			}
+		}
+	}
+
+	// Bindings name the manager's ServiceAccount and roles the chart renders.
+	sa := pod.ServiceAccountName
+	if find(objs, "ServiceAccount", sa) == nil {
+		t.Errorf("the pod's ServiceAccount %q is not rendered", sa)
+	}
+	for _, kind := range []string{"RoleBinding", "ClusterRoleBinding"} {
+		for _, u := range byKind(objs, kind) {
+			var ref rbacv1.RoleRef
+			var subjects []rbacv1.Subject
+			if kind == "RoleBinding" {
+				b := convert[rbacv1.RoleBinding](t, u)
+				ref, subjects = b.RoleRef, b.Subjects
+			} else {
+				b := convert[rbacv1.ClusterRoleBinding](t, u)
+				ref, subjects = b.RoleRef, b.Subjects
+			}
+			want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: releaseNS}}
+			if !slices.Equal(subjects, want) {
+				t.Errorf("%s %s/%s binds %v, want %v", kind, u.GetNamespace(), u.GetName(), subjects, want)
+			}
+			role := find(objs, ref.Kind, ref.Name)
+			if role == nil || (ref.Kind == "Role" && role.GetNamespace() != u.GetNamespace()) {
+				t.Errorf("%s %s/%s refers to %s %s, which is not rendered next to it", kind, u.GetNamespace(), u.GetName(), ref.Kind, ref.Name)
+			}
+		}
+	}
+}
+
+func wantArgs(t *testing.T, c *corev1.Container, want []string) {
+	t.Helper()
+	if !slices.Equal(c.Args, want) {
+		t.Errorf("manager args\n got: %q\nwant: %q", c.Args, want)
+	}
+}
+
+func wantAbsent(t *testing.T, objs []*unstructured.Unstructured, kinds ...string) {
+	t.Helper()
+	for _, k := range kinds {
+		for _, o := range byKind(objs, k) {
+			t.Errorf("unexpected %s %s", k, o.GetName())
+		}
+	}
+}
+
+func crdNames(objs []*unstructured.Unstructured) []string {
+	var names []string
+	for _, o := range byKind(objs, "CustomResourceDefinition") {
+		names = append(names, o.GetName())
+	}
+	slices.Sort(names)
+	return names
+}
+
+func checkDefaults(t *testing.T, objs []*unstructured.Unstructured) {
+	d, c := manager(t, objs)
+	wantArgs(t, c, []string{
+		"--leader-elect=true",
+		"--metrics-bind-address=:8443",
+		"--metrics-secure=true",
+		"--health-probe-bind-address=:8081",
+		"--allow-private-networks=false",
+		"--max-concurrent-servers=16",
+		"--zap-log-level=info",
+		"--zap-encoder=json",
+	})
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+		t.Errorf("replicas %v, want 1", d.Spec.Replicas)
+	}
+	if want := "ghcr.io/mcp-catalog/mcp-catalog-operator:" + chartMeta(t).AppVersion; c.Image != want {
+		t.Errorf("image %q, want %q", c.Image, want)
+	}
+	if c.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("pull policy %q", c.ImagePullPolicy)
+	}
+	if _, ok := containerPort(c, "gateway"); ok {
+		t.Error("the gateway port is exposed though gateway.enabled is false")
+	}
+
+	if got, want := crdNames(objs), baseCRDNames(t); !slices.Equal(got, want) {
+		t.Errorf("CRDs %v, want %v", got, want)
+	}
+	for _, o := range byKind(objs, "CustomResourceDefinition") {
+		if o.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("CRD %s lacks helm.sh/resource-policy: keep (crds.keep defaults to true)", o.GetName())
+		}
+	}
+
+	// Cluster-wide: one ClusterRoleBinding of the manager role, no RoleBindings of it.
+	crb := one[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", fullname+"-manager")
+	if crb.RoleRef.Name != fullname+"-manager" || crb.RoleRef.Kind != "ClusterRole" {
+		t.Errorf("manager ClusterRoleBinding refers to %+v", crb.RoleRef)
+	}
+	for _, u := range byKind(objs, "RoleBinding") {
+		if b := convert[rbacv1.RoleBinding](t, u); b.RoleRef.Name == fullname+"-manager" {
+			t.Errorf("RoleBinding %s/%s of the manager role without watchNamespaces", b.Namespace, b.Name)
+		}
+	}
+
+	le := one[rbacv1.Role](t, objs, "Role", fullname+"-leader-election")
+	if le.Namespace != releaseNS || !grants(le.Rules, "coordination.k8s.io", "leases", "create", "update", "get") {
+		t.Errorf("leader-election Role in %q does not grant leases: %+v", le.Namespace, le.Rules)
+	}
+	one[rbacv1.RoleBinding](t, objs, "RoleBinding", fullname+"-leader-election")
+
+	ma := one[rbacv1.ClusterRole](t, objs, "ClusterRole", fullname+"-metrics-auth")
+	if !slices.EqualFunc(ma.Rules, []rbacv1.PolicyRule{
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+	}, ruleEqual) {
+		t.Errorf("metrics-auth rules: %+v", ma.Rules)
+	}
+	one[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", fullname+"-metrics-auth")
+	mr := one[rbacv1.ClusterRole](t, objs, "ClusterRole", fullname+"-metrics-reader")
+	if !slices.EqualFunc(mr.Rules, []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}, ruleEqual) {
+		t.Errorf("metrics-reader rules: %+v", mr.Rules)
+	}
+
+	svc := one[corev1.Service](t, objs, "Service", fullname+"-metrics")
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8443 {
+		t.Errorf("metrics Service ports %+v, want 8443", svc.Spec.Ports)
+	}
+	if find(objs, "Service", fullname+"-gateway") != nil {
+		t.Error("gateway Service rendered though gateway.enabled is false")
+	}
+	wantAbsent(t, objs, "ServiceMonitor", "NetworkPolicy", "PodDisruptionBudget")
+	pod := d.Spec.Template.Spec
+	if len(pod.ImagePullSecrets) != 0 || pod.PriorityClassName != "" || len(pod.NodeSelector) != 0 || len(pod.Tolerations) != 0 || pod.Affinity != nil {
+		t.Errorf("scheduling or pull settings rendered without values: %+v", pod)
+	}
+}
+
+func checkWatchNamespaces(t *testing.T, objs []*unstructured.Unstructured) {
+	d, c := manager(t, objs)
+	f := flags(t, c)
+	if f["--watch-namespaces"] != "team-a,team-b" {
+		t.Errorf("--watch-namespaces=%q, want team-a,team-b", f["--watch-namespaces"])
+	}
+	if f["--zap-log-level"] != "2" || f["--zap-encoder"] != "console" {
+		t.Errorf("logging flags %q %q", f["--zap-log-level"], f["--zap-encoder"])
+	}
+	wantAbsent(t, objs, "CustomResourceDefinition")
+
+	if find(objs, "ClusterRoleBinding", fullname+"-manager") != nil {
+		t.Error("a ClusterRoleBinding grants the manager role everywhere although watchNamespaces is set")
+	}
+	var bound []string
+	for _, u := range byKind(objs, "RoleBinding") {
+		b := convert[rbacv1.RoleBinding](t, u)
+		if b.RoleRef.Kind == "ClusterRole" && b.RoleRef.Name == fullname+"-manager" {
+			bound = append(bound, b.Namespace)
+		}
+	}
+	slices.Sort(bound)
+	if !slices.Equal(bound, []string{"team-a", "team-b"}) {
+		t.Errorf("manager role bound in %v, want [team-a team-b]", bound)
+	}
+	one[rbacv1.ClusterRole](t, objs, "ClusterRole", fullname+"-manager")
+
+	if d.Spec.Template.Spec.ServiceAccountName != "catalog-manager" {
+		t.Errorf("serviceAccountName %q", d.Spec.Template.Spec.ServiceAccountName)
+	}
+	sa := one[corev1.ServiceAccount](t, objs, "ServiceAccount", "catalog-manager")
+	if sa.Annotations["example.com/owner"] != "platform" {
+		t.Errorf("ServiceAccount annotations %v", sa.Annotations)
+	}
+}
+
+func checkMonitored(t *testing.T, objs []*unstructured.Unstructured) {
+	d, _ := manager(t, objs)
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("replicas %v, want 2", d.Spec.Replicas)
+	}
+	pod := d.Spec.Template.Spec
+	if !slices.Equal(pod.ImagePullSecrets, []corev1.LocalObjectReference{{Name: "registry-credentials"}}) {
+		t.Errorf("imagePullSecrets %v", pod.ImagePullSecrets)
+	}
+	if pod.NodeSelector["kubernetes.io/os"] != "linux" || len(pod.Tolerations) != 1 || pod.Tolerations[0].Key != "dedicated" {
+		t.Errorf("nodeSelector %v tolerations %v", pod.NodeSelector, pod.Tolerations)
+	}
+	if pod.Affinity == nil || pod.Affinity.PodAntiAffinity == nil || len(pod.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 {
+		t.Errorf("affinity %+v", pod.Affinity)
+	}
+	if pod.PriorityClassName != "platform-critical" {
+		t.Errorf("priorityClassName %q", pod.PriorityClassName)
+	}
+	if d.Spec.Template.Annotations["example.com/scrape"] != "true" {
+		t.Errorf("pod annotations %v", d.Spec.Template.Annotations)
+	}
+
+	sm := find(objs, "ServiceMonitor", fullname)
+	if sm == nil {
+		t.Fatal("no ServiceMonitor")
+	}
+	svc := one[corev1.Service](t, objs, "Service", fullname+"-metrics")
+	sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	if !selects(sel, svc.Labels) {
+		t.Errorf("ServiceMonitor selector %v does not select the metrics Service %v", sel, svc.Labels)
+	}
+	if sm.GetLabels()["release"] != "prometheus" {
+		t.Errorf("ServiceMonitor labels %v lack release: prometheus", sm.GetLabels())
+	}
+	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(eps) != 1 {
+		t.Fatalf("ServiceMonitor endpoints %v", eps)
+	}
+	ep := eps[0].(map[string]any)
+	if ep["port"] != "metrics" || ep["scheme"] != "https" || ep["bearerTokenFile"] == nil {
+		t.Errorf("ServiceMonitor endpoint %v: want port metrics over https with a bearer token", ep)
+	}
+
+	np := one[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy", fullname)
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) {
+		t.Errorf("policyTypes %v", np.Spec.PolicyTypes)
+	}
+	if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].From) != 1 || np.Spec.Ingress[0].From[0].NamespaceSelector == nil {
+		t.Errorf("ingress %+v: want the metrics port from the monitoring namespace only", np.Spec.Ingress)
+	}
+	if len(np.Spec.Egress) != 2 {
+		t.Errorf("egress %+v", np.Spec.Egress)
+	}
+
+	pdb := one[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget", fullname)
+	if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 1 || pdb.Spec.MaxUnavailable != nil {
+		t.Errorf("PodDisruptionBudget minAvailable %v maxUnavailable %v", pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable)
+	}
+}
+
+func checkPinnedGateway(t *testing.T, objs []*unstructured.Unstructured) {
+	d, c := manager(t, objs)
+	if want := "registry.example.com/platform/mcp-catalog-operator@" + testDigest; c.Image != want {
+		t.Errorf("image %q, want %q (a digest wins over the tag)", c.Image, want)
+	}
+	if c.ImagePullPolicy != corev1.PullAlways {
+		t.Errorf("pull policy %q", c.ImagePullPolicy)
+	}
+	if got, want := crdNames(objs), baseCRDNames(t); !slices.Equal(got, want) {
+		t.Errorf("CRDs %v, want %v", got, want)
+	}
+	for _, o := range byKind(objs, "CustomResourceDefinition") {
+		if _, ok := o.GetAnnotations()["helm.sh/resource-policy"]; ok {
+			t.Errorf("CRD %s has helm.sh/resource-policy though crds.keep is false", o.GetName())
+		}
+	}
+
+	if p, ok := containerPort(c, "gateway"); !ok || p != 9444 {
+		t.Errorf("gateway container port %d (present %v), want 9444", p, ok)
+	}
+	svc := one[corev1.Service](t, objs, "Service", fullname+"-gateway")
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 9444 || svc.Spec.Ports[0].TargetPort.StrVal != "gateway" {
+		t.Errorf("gateway Service ports %+v", svc.Spec.Ports)
+	}
+
+	f := flags(t, c)
+	dir := f["--metrics-cert-dir"]
+	if dir == "" {
+		t.Fatal("no --metrics-cert-dir though metrics.certSecretName is set")
+	}
+	var mounted bool
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == dir && m.ReadOnly {
+			for _, v := range d.Spec.Template.Spec.Volumes {
+				mounted = mounted || (v.Name == m.Name && v.Secret != nil && v.Secret.SecretName == "metrics-serving-cert")
+			}
+		}
+	}
+	if !mounted {
+		t.Errorf("Secret metrics-serving-cert is not mounted read-only at %s", dir)
+	}
+	if f["--gateway-bind-address"] != ":9444" || f["--gateway-audience"] != "agents.example.com" {
+		t.Errorf("gateway flags: bind %q, audience %q", f["--gateway-bind-address"], f["--gateway-audience"])
+	}
+	gwDir := f["--gateway-cert-dir"]
+	var gwMounted bool
+	for _, m := range c.VolumeMounts {
+		if gwDir != "" && m.MountPath == gwDir && m.ReadOnly {
+			for _, v := range d.Spec.Template.Spec.Volumes {
+				gwMounted = gwMounted || (v.Name == m.Name && v.Secret != nil && v.Secret.SecretName == "gateway-serving-cert")
+			}
+		}
+	}
+	if !gwMounted {
+		t.Errorf("Secret gateway-serving-cert is not mounted read-only at the gateway's --gateway-cert-dir %q", gwDir)
+	}
+	if _, insecure := f["--gateway-insecure"]; insecure {
+		t.Error("the chart must never serve the gateway without TLS")
+	}
+	if last := c.Args[len(c.Args)-1]; last != "--graceful-shutdown-timeout=20s" {
+		t.Errorf("extraArgs not passed last: %q", last)
+	}
+}
+
+func checkMetricsOff(t *testing.T, objs []*unstructured.Unstructured) {
+	_, c := manager(t, objs)
+	f := flags(t, c)
+	if f["--metrics-bind-address"] != "0" {
+		t.Errorf("--metrics-bind-address=%q, want 0 (off)", f["--metrics-bind-address"])
+	}
+	if _, ok := f["--metrics-secure"]; ok {
+		t.Error("--metrics-secure passed with metrics off")
+	}
+	if f["--leader-elect"] != "false" {
+		t.Errorf("--leader-elect=%q, want false", f["--leader-elect"])
+	}
+	if _, ok := containerPort(c, "metrics"); ok {
+		t.Error("metrics container port with metrics off")
+	}
+	for _, name := range []string{fullname + "-metrics-auth", fullname + "-metrics-reader"} {
+		if find(objs, "ClusterRole", name) != nil {
+			t.Errorf("ClusterRole %s rendered with metrics off", name)
+		}
+	}
+	if find(objs, "Service", fullname+"-metrics") != nil {
+		t.Error("metrics Service rendered with metrics off")
+	}
+	if find(objs, "Role", fullname+"-leader-election") != nil {
+		t.Error("leader-election Role rendered with leader election off")
+	}
+	np := one[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy", fullname)
+	if len(np.Spec.Ingress) != 0 || !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+		t.Errorf("with no port to serve the NetworkPolicy must deny all ingress and leave egress: %+v", np.Spec)
+	}
+}
+
+// grants reports whether one rule grants all verbs on group/resource.
+func grants(rules []rbacv1.PolicyRule, group, resource string, verbs ...string) bool {
+	for _, r := range rules {
+		if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) {
+			ok := true
+			for _, v := range verbs {
+				ok = ok && slices.Contains(r.Verbs, v)
+			}
+			if ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func ruleEqual(a, b rbacv1.PolicyRule) bool {
+	return slices.Equal(a.APIGroups, b.APIGroups) && slices.Equal(a.Resources, b.Resources) &&
+		slices.Equal(a.Verbs, b.Verbs) && slices.Equal(a.ResourceNames, b.ResourceNames) &&
+		slices.Equal(a.NonResourceURLs, b.NonResourceURLs)
+}
+
+// chartMetadata is what the tests read from Chart.yaml.
+type chartMetadata struct {
+	Version    string
+	AppVersion string
+}
+
+func chartMeta(t *testing.T) chartMetadata {
+	t.Helper()
+	m := readYAMLFile(t, chartDir+"/Chart.yaml")
+	v, _ := m["version"].(string)
+	av, _ := m["appVersion"].(string)
+	if v == "" || av == "" {
+		t.Fatal("Chart.yaml lacks version or appVersion")
+	}
+	return chartMetadata{Version: v, AppVersion: av}
+}
+
+// chartLabels are the labels the chart adds to every object.
+func chartLabels(t *testing.T) map[string]string {
+	meta := chartMeta(t)
+	return map[string]string{
+		"helm.sh/chart":                "mcp-catalog-operator-" + meta.Version,
+		"app.kubernetes.io/name":       "mcp-catalog-operator",
+		"app.kubernetes.io/instance":   releaseName,
+		"app.kubernetes.io/version":    meta.AppVersion,
+		"app.kubernetes.io/managed-by": "Helm",
+		"app.kubernetes.io/part-of":    "mcp-catalog-operator",
+	}
+}
