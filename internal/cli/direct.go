@@ -52,7 +52,7 @@ func (f *directFlags) endpoint(s Streams, url string) (mcp.Endpoint, error) {
 		Timeout:                 f.timeout,
 	}
 	if f.output != "table" && f.output != "json" {
-		return ep, usageErr("--output must be table or json")
+		return ep, usageErr("--output must be table or json for a server's own answers")
 	}
 	sources := 0
 	for _, v := range []string{f.bearerFile, f.bearerEnv, f.headerFile, f.headerEnv} {
@@ -166,11 +166,23 @@ func probeJSON(res *mcp.ProbeResult) probeOut {
 func newToolsCommand(s Streams) *cobra.Command {
 	var f directFlags
 	var maxPages, maxTools int
+	cf := newClusterFlags()
+	var server string
 	cmd := &cobra.Command{
-		Use:   "tools URL",
-		Short: "List an MCP server's tools as the operator would import them",
-		Args:  cobra.ExactArgs(1),
+		Use:   "tools [URL]",
+		Short: "List the catalog's McpTools, or (given a URL) a server's tools as the operator would import them",
+		Long: "Without a URL, list the McpTools in the cluster: name, enabled, data class,\n" +
+			"approval, Ready and its reason. With an http(s) URL, talk to that MCP server\n" +
+			"directly and list its tools as an import would accept them.",
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				cf.output = f.output
+				return listTools(cmd, s, cf, server)
+			}
+			if !strings.HasPrefix(args[0], "http://") && !strings.HasPrefix(args[0], "https://") {
+				return usageErr("%q is not an http(s) URL; to list the catalog, give no argument", args[0])
+			}
 			ep, err := f.endpoint(s, args[0])
 			if err != nil {
 				return err
@@ -208,6 +220,9 @@ func newToolsCommand(s Streams) *cobra.Command {
 		},
 	}
 	f.bind(cmd)
+	cf.config.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVarP(&cf.allNamespaces, "all-namespaces", "A", false, "List McpTools in every namespace.")
+	cmd.Flags().StringVar(&server, "mcp-server", "", "List only the McpTools of this McpServer (--server is the API server, as in kubectl).")
 	cmd.Flags().IntVar(&maxPages, "max-pages", mcp.DefaultMaxPages, "Most tools/list pages to follow.")
 	cmd.Flags().IntVar(&maxTools, "max-tools", mcp.DefaultMaxTools, "Most tools to accept.")
 	return cmd

@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcp-catalog/operator/internal/mcp"
 )
@@ -45,6 +46,9 @@ type Streams struct {
 	Getenv func(string) string
 	// NewClient builds the MCP client; nil means mcp.New.
 	NewClient func(mcp.Options) *mcp.Client
+	// NewKubeClient, if set, replaces the kubeconfig: it returns the client
+	// and the default namespace. Tests use it.
+	NewKubeClient func() (client.Client, string)
 }
 
 func (s Streams) getenv(k string) string {
@@ -73,7 +77,10 @@ func NewRootCommand(s Streams) *cobra.Command {
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetIn(s.In)
-	root.AddCommand(newProbeCommand(s), newToolsCommand(s), newCallCommand(s))
+	root.AddCommand(newProbeCommand(s), newToolsCommand(s), newCallCommand(s),
+		newRequestCommand(s, importRequest, "import [NAME...]", "Import McpServers' catalogs now and wait for the result"),
+		newRequestCommand(s, testRequest, "test [NAME...]", "Probe McpServers now and print their latency"),
+		newEnableCommand(s, true), newEnableCommand(s, false), newApproveCommand(s))
 	return root
 }
 
