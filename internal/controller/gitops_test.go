@@ -126,6 +126,26 @@ var _ = Describe("GitOps and imports", func() {
 	})
 })
 
+var _ = Describe("GitOps: a disabled tool declared in Git", func() {
+	It("is kept, not deleted, when the server stops offering it, so the importer and Git do not fight", func() {
+		ns := newNamespace()
+		up := startMCP(mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true})
+		applyFromGit(ns, "gitkept", mcpserver.ToolFail, false)
+		createServer(ns, "gitkept", up.URL)
+		waitReady(ns, "gitkept", 30*time.Second)
+		fail := toolObjectName("gitkept", mcpserver.ToolFail)
+		Expect(getTool(ns, fail).Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+
+		up.RemoveTools(mcpserver.ToolFail)
+		v := requestImport(ns, "gitkept")
+		waitImportHandled(ns, "gitkept", v)
+		Consistently(func() map[string]mcpv1alpha1.McpTool { return listTools(ns) }, 2*time.Second).Should(HaveKey(fail), "a tool Git declares is not deleted")
+		t := getTool(ns, fail)
+		Expect(t.Spec.Enabled).To(BeFalse())
+		Expect(t.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionImported, metav1.ConditionFalse, mcpv1alpha1.ReasonRemovedFromServer))
+	})
+})
+
 var _ = Describe("Definition drift", func() {
 	It("stops serving a tool whose definition changed upstream until the new definition is approved", func() {
 		ns := newNamespace()

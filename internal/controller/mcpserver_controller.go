@@ -87,6 +87,7 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.APIReader.Get(ctx, req.NamespacedName, srv); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.sched.forget(req.NamespacedName)
+			forgetToolGauges(req.Namespace, req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -94,6 +95,7 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !srv.DeletionTimestamp.IsZero() {
 		// The McpTools are owned by the server; garbage collection removes them.
 		r.sched.forget(req.NamespacedName)
+		forgetToolGauges(req.Namespace, req.Name)
 		return ctrl.Result{}, nil
 	}
 
@@ -175,7 +177,9 @@ func (r *McpServerReconciler) reconcileProbe(ctx context.Context, sc *serverScop
 		sc.requeueNoLaterThan(r.sched.nextProbe(sc.key))
 		return nil
 	}
+	start := time.Now()
 	res, err := r.MCP.Probe(ctx, r.endpoint(sc))
+	observeProbe(srv, time.Since(start), err)
 	if forced {
 		srv.Status.LastHandledProbeAt = requested
 	}

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -110,26 +111,31 @@ func (r *McpServerReconciler) reconcileImport(ctx context.Context, sc *serverSco
 		srv.Status.LastHandledImportAt = v
 	}
 
+	start := time.Now()
 	cat, err := r.MCP.ListTools(ctx, r.endpoint(sc))
 	now := r.now()
 	if err != nil {
 		reason, msg := failureReason(err)
+		observeImport(time.Since(start), reason)
 		setCondition(srv, mcpv1alpha1.ConditionCatalogSynced, metav1.ConditionFalse, reason, "import failed: "+msg)
 		r.Recorder.Eventf(srv, nil, "Warning", "ImportFailed", "Import", "import failed (%s): %s", reason, msg)
 		sc.requeueNoLaterThan(r.sched.importFailed(sc.key, now, healthInterval(srv)))
 		if handshakeFailed(err) {
 			// A probe now would repeat the same handshake: a hung server
 			// would hold a worker for two budgets instead of one.
+			observeProbe(srv, time.Since(start), err)
 			r.recordProbe(sc, nil, err, now)
 		}
 		return nil
 	}
 
 	// The operation completed: that is a contact, and counts as a probe.
+	observeProbe(srv, cat.Probe.Latency, nil)
 	r.recordProbe(sc, &cat.Probe, nil, now)
 
 	counts, skipped, err := r.applyCatalog(ctx, srv, cat)
 	if err != nil {
+		observeImport(time.Since(start), mcpv1alpha1.ReasonImportFailed)
 		setCondition(srv, mcpv1alpha1.ConditionCatalogSynced, metav1.ConditionFalse, mcpv1alpha1.ReasonImportFailed, "writing McpTools failed; retrying")
 		return err
 	}
@@ -138,6 +144,8 @@ func (r *McpServerReconciler) reconcileImport(ctx context.Context, sc *serverSco
 	srv.Status.LastImportTime = &t
 	srv.Status.Tools = counts
 	srv.Status.SkippedTools = skipped
+	observeImport(time.Since(start), "")
+	setToolGauges(srv)
 	msg := fmt.Sprintf("imported %d tools (%d skipped, %d enabled)", counts.Imported, counts.Skipped, counts.Enabled)
 	setCondition(srv, mcpv1alpha1.ConditionCatalogSynced, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, msg)
 	r.Recorder.Eventf(srv, nil, "Normal", "ImportSucceeded", "Import", "%s", msg)
@@ -177,6 +185,7 @@ func (r *McpServerReconciler) recount(ctx context.Context, srv *mcpv1alpha1.McpS
 		}
 	}
 	srv.Status.Tools.Enabled, srv.Status.Tools.Removed = enabled, removed
+	setToolGauges(srv)
 	return nil
 }
 
@@ -239,7 +248,7 @@ func (r *McpServerReconciler) applyCatalog(ctx context.Context, srv *mcpv1alpha1
 		if accepted[ex.Name] {
 			continue
 		}
-		if !ex.Spec.Enabled && metav1.IsControlledBy(&ex, srv) {
+		if !ex.Spec.Enabled && metav1.IsControlledBy(&ex, srv) && !declaredElsewhere(&ex) {
 			g.Go(func() error { return r.deleteDisabled(gctx, &ex) })
 			continue
 		}
@@ -364,6 +373,22 @@ func (r *McpServerReconciler) markNotOffered(ctx context.Context, t *mcpv1alpha1
 		return fmt.Errorf("marking McpTool %s as not offered: %w", t.Name, err)
 	}
 	return nil
+}
+
+// declaredElsewhere reports whether a manager other than the operator's own
+// controllers holds spec fields of the tool: Git, kubectl or kubectl-mcp
+// declared it. Deleting such a tool would only make Argo CD or Flux create
+// it again, import after import; it is kept with Imported=False instead.
+func declaredElsewhere(t *mcpv1alpha1.McpTool) bool {
+	for _, mf := range t.ManagedFields {
+		if mf.Manager == FieldManagerImporter || mf.Manager == FieldManagerToolController || mf.Subresource != "" || mf.FieldsV1 == nil {
+			continue
+		}
+		if bytes.Contains(mf.FieldsV1.Raw, []byte(`"f:spec"`)) {
+			return true
+		}
+	}
+	return false
 }
 
 // deleteDisabled deletes a disabled tool the server no longer offers. The

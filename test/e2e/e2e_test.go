@@ -771,10 +771,13 @@ func (s *suite) scrapeMetrics(t *testing.T) {
 			missing = append(missing, name)
 		}
 	}
-	// Only the gateway records metrics today; the others are reported,
-	// not asserted, until the controllers record them.
+	// By now every kind of event behind them has happened: imports and
+	// probes that succeeded, a server that refused (broken), gateway calls.
 	if len(missing) > 0 {
-		t.Logf("operator metrics registered but not recorded yet: %s", strings.Join(missing, ", "))
+		t.Errorf("operator metrics not served: %s", strings.Join(missing, ", "))
+	}
+	if _, ok := samples[`mcp_catalog_import_failures_total{reason="Unreachable"}`]; !ok {
+		t.Errorf("the refused import of broken is not counted in mcp_catalog_import_failures_total")
 	}
 }
 
