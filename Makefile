@@ -33,6 +33,7 @@ manifests: ## Regenerate CRDs and RBAC from markers, and the chart's copies of t
 	$(CONTROLLER_GEN) crd rbac:roleName=manager-role paths=./api/... paths=./internal/controller/... paths=./internal/manager/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	@$(MAKE) -s chart-crds
+	@$(GO) run ./hack/apidocs config/crd/bases > docs/api.md
 
 .PHONY: chart-crds
 chart-crds: ## Render config/crd/bases and config/rbac/role.yaml into the Helm chart.

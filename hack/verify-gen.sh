@@ -6,7 +6,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 paths=(api config/crd/bases config/rbac/role.yaml
 	charts/mcp-catalog-operator/templates/crds
-	charts/mcp-catalog-operator/templates/_manager_rules.tpl)
+	charts/mcp-catalog-operator/templates/_manager_rules.tpl
+	docs/api.md)
 before=$(mktemp -d)
 trap 'rm -rf "${before}"' EXIT
 for p in "${paths[@]}"; do

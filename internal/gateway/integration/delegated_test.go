@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/test/mcpserver"
@@ -92,10 +94,20 @@ var _ = Describe("Delegated servers", func() {
 		Expect(form.Get("audience")).To(Equal(delegatedAudience))
 		Expect(form.Get("resource")).To(Equal(up.URL))
 
-		// Nothing of the exchange is kept anywhere the gateway writes.
-		for _, s := range []string{exchanged, subject, delegationClientSecret} {
-			Expect(logs.String()).NotTo(ContainSubstring(s))
-			Expect(strings.Join(audit.all(), "\n")).NotTo(ContainSubstring(s))
+		// Nothing of the exchange is kept anywhere the operator writes: logs,
+		// audit records, Events, metrics, or the status of its objects.
+		haystacks := map[string]string{
+			"manager logs":  logs.String(),
+			"audit records": strings.Join(audit.all(), "\n"),
+			"Events":        allEvents(),
+			"metrics":       metricsText(),
+			"status":        statusText(ns),
+		}
+		Expect(haystacks["metrics"]).To(ContainSubstring("mcp_catalog_gateway_calls_total"))
+		for where, text := range haystacks {
+			for _, s := range []string{exchanged, subject, delegationClientSecret} {
+				Expect(strings.Contains(text, s)).To(BeFalse(), "a token or secret of the exchange appears in the %s", where)
+			}
 		}
 	})
 
@@ -117,3 +129,27 @@ var _ = Describe("Delegated servers", func() {
 		Expect(up.Stats().Methods["tools/call"]).To(Equal(callsBefore), "the upstream received nothing")
 	})
 })
+
+// statusText renders the status of every McpServer, McpTool and
+// McpDelegationProfile of ns.
+func statusText(ns string) string {
+	GinkgoHelper()
+	ctx := context.Background()
+	var b strings.Builder
+	var servers mcpv1alpha1.McpServerList
+	Expect(k8sClient.List(ctx, &servers, client.InNamespace(ns))).To(Succeed())
+	for _, o := range servers.Items {
+		fmt.Fprintf(&b, "%+v\n", o.Status)
+	}
+	var tools mcpv1alpha1.McpToolList
+	Expect(k8sClient.List(ctx, &tools, client.InNamespace(ns))).To(Succeed())
+	for _, o := range tools.Items {
+		fmt.Fprintf(&b, "%+v\n", o.Status)
+	}
+	var profiles mcpv1alpha1.McpDelegationProfileList
+	Expect(k8sClient.List(ctx, &profiles, client.InNamespace(ns))).To(Succeed())
+	for _, o := range profiles.Items {
+		fmt.Fprintf(&b, "%+v\n", o.Status)
+	}
+	return b.String()
+}
