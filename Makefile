@@ -90,10 +90,24 @@ fuzz: ## Run every fuzz target for FUZZTIME each.
 		done; \
 	done
 
+# BENCH_COUNT repeats the micro-benchmarks (the report takes the median);
+# BENCH_SERVERS scales the probe and cache scenarios down on a machine where
+# 1,000 McpServers do not fit.
+BENCH_COUNT   ?= 5
+BENCH_TIMEOUT ?= 30m
 .PHONY: bench
-bench: ## Run the benchmarks.
-	@assets=$$(hack/envtest.sh); \
-	KUBEBUILDER_ASSETS=$$assets $(GO) test -run '^$$' -bench . -benchmem ./...
+bench: ## Run the benchmark harness (test/bench) and regenerate docs/benchmarks.md.
+	@assets=$$(hack/envtest.sh); out=$$(mktemp -d); start=$$(date +%s); \
+	trap 'rm -rf "$$out"' EXIT; \
+	echo ">> client and decode"; \
+	$(GO) test -run '^$$' -bench '^Benchmark(Client|Decode)$$' -benchmem -count $(BENCH_COUNT) ./test/bench/ | tee $$out/micro.txt; \
+	status=0; \
+	for s in Import Probe Cache; do \
+		echo ">> scale: $$s (one process each, so that each reports its own memory)"; \
+		KUBEBUILDER_ASSETS=$$assets $(GO) test -run '^$$' -bench "^BenchmarkScale$$s\$$" -benchtime 1x -timeout $(BENCH_TIMEOUT) ./test/bench/ | tee $$out/$$s.txt || status=1; \
+	done; \
+	$(GO) run ./test/bench/report -o docs/benchmarks.md -elapsed $$(( $$(date +%s) - start ))s $$out/*.txt; \
+	echo ">> wrote docs/benchmarks.md"; exit $$status
 
 ##@ Build and run
 

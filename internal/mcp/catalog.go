@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"strings"
+	"unicode/utf8"
 )
 
 // listTools walks tools/list from the first page, resuming each request from
@@ -34,8 +36,12 @@ func (o *operation) listTools(ctx context.Context) ([]json.RawMessage, int, erro
 		if err != nil {
 			return nil, 0, o.failDetail(KindInvalidResponse, method, "result is malformed")
 		}
-		var tools []json.RawMessage
-		if raw, ok := m["tools"]; !ok || isJSONNull(raw) || json.Unmarshal(raw, &tools) != nil {
+		raw, ok := m["tools"]
+		if !ok {
+			return nil, 0, o.failDetail(KindInvalidResponse, method, "tools is not a list")
+		}
+		tools, ok := decodeArray(raw)
+		if !ok {
 			return nil, 0, o.failDetail(KindInvalidResponse, method, "tools is not a list")
 		}
 		all = append(all, tools...)
@@ -66,8 +72,8 @@ func (o *operation) nextCursor(m map[string]json.RawMessage) (string, bool, erro
 	if !ok || isJSONNull(raw) {
 		return "", false, nil
 	}
-	var c string
-	if json.Unmarshal(raw, &c) != nil {
+	c, ok := decodeString(raw)
+	if !ok {
 		return "", false, o.failDetail(KindInvalidResponse, "tools/list", "nextCursor is not a string")
 	}
 	if c == "" && o.era != eraModern {
@@ -118,19 +124,25 @@ func validateTool(raw json.RawMessage) (Tool, string, string) {
 	if err != nil {
 		return Tool{}, "", SkipInvalidDefinition
 	}
-	var name string
-	if json.Unmarshal(m["name"], &name) != nil {
+	// A missing, null or non-string name is an invalid one.
+	name, ok := decodeString(m["name"])
+	if !ok {
 		return Tool{}, "", SkipInvalidName
 	}
 	if !ValidToolName(name) {
 		return Tool{}, name, SkipInvalidName
 	}
 	t := Tool{Name: name}
-	for key, dst := range map[string]*string{"title": &t.Title, "description": &t.Description} {
-		if v, ok := m[key]; ok && !isJSONNull(v) {
-			if json.Unmarshal(v, dst) != nil {
+	for _, f := range [...]struct {
+		key string
+		dst *string
+	}{{"title", &t.Title}, {"description", &t.Description}} {
+		if v, ok := m[f.key]; ok && !isJSONNull(v) {
+			s, ok := decodeString(v)
+			if !ok {
 				return Tool{}, name, SkipInvalidDefinition
 			}
+			*f.dst = s
 		}
 	}
 	if v, ok := m["annotations"]; ok && !isJSONNull(v) {
@@ -153,15 +165,19 @@ func validateTool(raw json.RawMessage) (Tool, string, string) {
 }
 
 func parseAnnotations(raw json.RawMessage) (*ToolAnnotations, error) {
+	m, err := decodeObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	if out, ok := parseAnnotationsFast(m); ok {
+		return out, nil
+	}
 	var a struct {
 		Title           *string `json:"title"`
 		ReadOnlyHint    *bool   `json:"readOnlyHint"`
 		DestructiveHint *bool   `json:"destructiveHint"`
 		IdempotentHint  *bool   `json:"idempotentHint"`
 		OpenWorldHint   *bool   `json:"openWorldHint"`
-	}
-	if _, err := decodeObject(raw); err != nil {
-		return nil, err
 	}
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return nil, err
@@ -174,4 +190,55 @@ func parseAnnotations(raw json.RawMessage) (*ToolAnnotations, error) {
 		out.Title = *a.Title
 	}
 	return out, nil
+}
+
+// annotationKeys are the member names parseAnnotations reads.
+var annotationKeys = [...]string{"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+
+// parseAnnotationsFast decodes annotations whose member names are exactly the
+// known ones (or unrelated), without reflection. ok is false when the slow
+// path must decide: encoding/json matches names case-insensitively, so a
+// member that differs from a known name only in case, a non-ASCII name, or a
+// value of the wrong type is left to it.
+func parseAnnotationsFast(m map[string]json.RawMessage) (*ToolAnnotations, bool) {
+	for k := range m {
+		for _, known := range annotationKeys {
+			if k != known && strings.EqualFold(k, known) {
+				return nil, false
+			}
+		}
+		for i := 0; i < len(k); i++ {
+			if k[i] >= utf8.RuneSelf {
+				return nil, false
+			}
+		}
+	}
+	out := &ToolAnnotations{}
+	if v, ok := m["title"]; ok && !isJSONNull(v) {
+		s, ok := decodeString(v)
+		if !ok {
+			return nil, false
+		}
+		out.Title = s
+	}
+	for _, f := range [...]struct {
+		key string
+		dst **bool
+	}{{"readOnlyHint", &out.ReadOnlyHint}, {"destructiveHint", &out.DestructiveHint}, {"idempotentHint", &out.IdempotentHint}, {"openWorldHint", &out.OpenWorldHint}} {
+		v, ok := m[f.key]
+		if !ok || isJSONNull(v) {
+			continue
+		}
+		switch string(v) {
+		case "true":
+			b := true
+			*f.dst = &b
+		case "false":
+			b := false
+			*f.dst = &b
+		default:
+			return nil, false
+		}
+	}
+	return out, true
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"strconv"
 	"sync/atomic"
 )
@@ -98,51 +97,6 @@ func (e *protocolError) Error() string { return string(e.kind) + ": " + e.detail
 
 func protoErr(k Kind, detail string) error { return &protocolError{kind: k, detail: detail} }
 
-// decodeObject decodes raw as exactly one JSON object, returning its members
-// verbatim. Duplicate member names are refused: encoding/json would silently
-// keep the last one, which lets a response smuggle a second "id" or "result"
-// past a reader that looks at the first.
-func decodeObject(raw []byte) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, errNotJSON
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		if ok && d == '[' {
-			return nil, errBatch
-		}
-		return nil, errNotObject
-	}
-	members := make(map[string]json.RawMessage)
-	for dec.More() {
-		kt, err := dec.Token()
-		if err != nil {
-			return nil, errNotJSON
-		}
-		key, ok := kt.(string)
-		if !ok {
-			return nil, errNotJSON
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, errNotJSON
-		}
-		if _, dup := members[key]; dup {
-			return nil, errDuplicateMember
-		}
-		members[key] = v
-	}
-	if _, err := dec.Token(); err != nil { // closing brace
-		return nil, errNotJSON
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errTrailing
-	}
-	return members, nil
-}
-
 var (
 	errNotJSON         = errors.New("not JSON")
 	errNotObject       = errors.New("not a JSON object")
@@ -182,13 +136,11 @@ func parseMessage(raw []byte, wantID string) (*message, error) {
 	default:
 		return nil, protoErr(KindNotMCP, "body is not a JSON-RPC message")
 	}
-	var version string
-	if v, ok := m["jsonrpc"]; !ok || json.Unmarshal(v, &version) != nil || version != "2.0" {
+	if version, ok := decodeString(m["jsonrpc"]); !ok || version != "2.0" {
 		return nil, protoErr(KindInvalidResponse, `"jsonrpc" is not "2.0"`)
 	}
 	if rawMethod, ok := m["method"]; ok {
-		var method string
-		if json.Unmarshal(rawMethod, &method) != nil {
+		if _, ok := decodeString(rawMethod); !ok && !isJSONNull(rawMethod) {
 			return nil, protoErr(KindInvalidResponse, "method is not a string")
 		}
 		if id, ok := m["id"]; ok && !isJSONNull(id) {
@@ -200,8 +152,7 @@ func parseMessage(raw []byte, wantID string) (*message, error) {
 	if !ok {
 		return nil, protoErr(KindInvalidResponse, "response has no id")
 	}
-	var id string
-	if json.Unmarshal(rawID, &id) != nil || id != wantID {
+	if id, ok := decodeString(rawID); !ok || id != wantID {
 		return nil, protoErr(KindInvalidResponse, "response id does not match the request")
 	}
 	rawResult, hasResult := m["result"]

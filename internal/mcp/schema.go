@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 )
 
@@ -106,13 +107,10 @@ func NormalizeSchema(raw json.RawMessage) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
+	b, err := appendSchemaJSON(nil, out)
+	if err != nil {
 		return nil, &SchemaError{Rule: ruleNotObject}
 	}
-	b := bytes.TrimRight(buf.Bytes(), "\n")
 	if len(b) > MaxNormalizedSchemaBytes {
 		return nil, &SchemaError{Rule: ruleSize}
 	}
@@ -188,8 +186,8 @@ func (n *normalizer) node(raw json.RawMessage, depth int, root, reachable bool) 
 		return nil, reject(ruleRootType)
 	}
 	if d, ok := m["description"]; ok {
-		var s string
-		if json.Unmarshal(d, &s) != nil {
+		s, ok := decodeString(d)
+		if !ok && !isJSONNull(d) {
 			return nil, reject(ruleDescription)
 		}
 		out["description"] = s
@@ -262,8 +260,7 @@ func (n *normalizer) properties(raw json.RawMessage, depth int, reachable bool) 
 // normalizeType accepts a type name or a non-empty list of distinct names;
 // single is the name when exactly one was given as a string.
 func normalizeType(raw json.RawMessage) (v any, single string, err error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if s, ok := decodeString(raw); ok || isJSONNull(raw) {
 		if !knownTypes[s] {
 			return nil, "", reject(ruleType)
 		}
@@ -284,12 +281,16 @@ func normalizeType(raw json.RawMessage) (v any, single string, err error) {
 }
 
 func normalizeRequired(raw json.RawMessage) ([]string, error) {
-	var list []string
-	if isJSONNull(raw) || json.Unmarshal(raw, &list) != nil {
+	elems, ok := decodeArray(raw)
+	if !ok {
 		return nil, reject(ruleRequired)
 	}
-	seen := make(map[string]bool, len(list))
-	for _, name := range list {
+	list := make([]string, 0, len(elems))
+	seen := make(map[string]bool, len(elems))
+	for _, e := range elems {
+		// A null element reads as "" in encoding/json: not a valid name.
+		name, _ := decodeString(e)
+		list = append(list, name)
 		if !ValidToolName(name) || seen[name] {
 			return nil, reject(ruleRequired)
 		}
@@ -394,4 +395,81 @@ func hasMember(v any, key string) bool {
 		}
 	}
 	return false
+}
+
+// appendSchemaJSON appends v, a value built by the normaliser, as
+// encoding/json would encode it with HTML escaping off: objects with their
+// members sorted by name, compact, no trailing newline. It exists because
+// encoding/json's reflection over nested map[string]any was a large share
+// of an import's CPU time; TestNormalizeSchemaCanonical checks that the
+// bytes are the same as encoding/json's.
+func appendSchemaJSON(dst []byte, v any) ([]byte, error) {
+	var err error
+	switch t := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, k)
+			dst = append(dst, ':')
+			if dst, err = appendSchemaJSON(dst, t[k]); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, '}'), nil
+	case string:
+		return appendJSONString(dst, t), nil
+	case []string:
+		dst = append(dst, '[')
+		for i, s := range t {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, s)
+		}
+		return append(dst, ']'), nil
+	case []json.RawMessage:
+		// Enum values were compacted by normalizeEnum; encoding/json would
+		// only compact them again.
+		dst = append(dst, '[')
+		for i, r := range t {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, r...)
+		}
+		return append(dst, ']'), nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return append(dst, bytes.TrimRight(buf.Bytes(), "\n")...), nil
+}
+
+// appendJSONString quotes s as encoding/json does with HTML escaping off.
+// Printable ASCII other than the quote and the backslash needs no escape;
+// anything else is left to encoding/json.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			_ = enc.Encode(s) // a string always encodes
+			return append(dst, bytes.TrimRight(buf.Bytes(), "\n")...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }

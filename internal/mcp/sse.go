@@ -58,37 +58,69 @@ func (d *sseDecoder) Next() (sseEvent, error) {
 // readLine returns one line without its terminator. A final line without a
 // terminator is part of an incomplete event and is dropped, so the end of
 // the stream is reported as io.EOF.
+//
+// The first byte of the stream (a possible BOM) and the byte after a CR (a
+// possible LF) are read one at a time; the rest of a line is copied from the
+// buffer in runs up to the next CR or LF, since a byte-at-a-time loop was
+// the main cost of reading a large tools/list page.
 func (d *sseDecoder) readLine() ([]byte, error) {
 	d.line = d.line[:0]
 	for {
-		b, err := d.r.ReadByte()
-		if err != nil {
-			return nil, err
-		}
-		if !d.started {
-			d.started = true
-			// A UTF-8 byte order mark at the very start is not content.
-			if b == 0xEF {
-				if next, perr := d.r.Peek(2); perr == nil && next[0] == 0xBB && next[1] == 0xBF {
-					_, _ = d.r.Discard(2)
+		if !d.started || d.skipLF {
+			b, err := d.r.ReadByte()
+			if err != nil {
+				return nil, err
+			}
+			if !d.started {
+				d.started = true
+				// A UTF-8 byte order mark at the very start is not content.
+				if b == 0xEF {
+					if next, perr := d.r.Peek(2); perr == nil && next[0] == 0xBB && next[1] == 0xBF {
+						_, _ = d.r.Discard(2)
+						continue
+					}
+				}
+			}
+			if d.skipLF {
+				d.skipLF = false
+				if b == '\n' {
 					continue
 				}
 			}
+			switch b {
+			case '\n':
+				return d.line, nil
+			case '\r':
+				d.skipLF = true
+				return d.line, nil
+			}
+			d.line = append(d.line, b)
+			continue
 		}
-		if d.skipLF {
-			d.skipLF = false
-			if b == '\n' {
-				continue
+		if d.r.Buffered() == 0 {
+			if _, err := d.r.Peek(1); err != nil {
+				return nil, err
 			}
 		}
-		switch b {
-		case '\n':
-			return d.line, nil
-		case '\r':
-			d.skipLF = true
-			return d.line, nil
+		buf, _ := d.r.Peek(d.r.Buffered())
+		i := bytes.IndexAny(buf, "\r\n")
+		if i < 0 {
+			// A line longer than the buffer (a large page is one data
+			// line): grow by doubling, since append's gentler growth for
+			// large slices copied a 2 MiB line about ten times over.
+			if need := len(d.line) + len(buf); need > cap(d.line) {
+				d.line = append(make([]byte, 0, max(2*cap(d.line), need)), d.line...)
+			}
+			d.line = append(d.line, buf...)
+			_, _ = d.r.Discard(len(buf))
+			continue
 		}
-		d.line = append(d.line, b)
+		d.line = append(d.line, buf[:i]...)
+		_, _ = d.r.Discard(i + 1)
+		if buf[i] == '\r' {
+			d.skipLF = true
+		}
+		return d.line, nil
 	}
 }
 
@@ -130,7 +162,14 @@ func (d *sseDecoder) dispatch() (sseEvent, bool) {
 	if typ == "" {
 		typ = "message"
 	}
-	return sseEvent{Type: typ, Data: append([]byte(nil), data...)}, true
+	// The event takes the buffer's bytes and the decoder starts a new
+	// buffer, instead of copying: a tools/list page is one event of up to
+	// MaxBodyBytes.
+	d.data = bytes.Buffer{}
+	if len(data) == 0 {
+		data = nil
+	}
+	return sseEvent{Type: typ, Data: data}, true
 }
 
 // errOversized is returned by cappedReader once more than the cap was read.

@@ -1,0 +1,389 @@
+package mcp
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// A single-pass JSON scanner for the shapes the client takes apart: an object
+// into its members, an array into its elements. It validates the whole input
+// with the grammar encoding/json accepts and returns the members as slices of
+// the input (no copies).
+//
+// It replaces json.Decoder.Token, which the client used to walk objects:
+// Token allocates per token and rescans every value it hands over, and each
+// level of a tools/list page (message, result, tools, tool, schema, nested
+// schemas) was walked that way again, which made decoding the dominant cost
+// of an import (see docs/benchmarks.md).
+
+// maxJSONDepth matches encoding/json's nesting limit, so a value refused
+// here is one encoding/json refuses too.
+const maxJSONDepth = 10000
+
+type jsonScanner struct {
+	b []byte
+	i int
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func (s *jsonScanner) skipSpace() {
+	for s.i < len(s.b) && isJSONSpace(s.b[s.i]) {
+		s.i++
+	}
+}
+
+// value skips one value and reports whether it was well formed.
+func (s *jsonScanner) value(depth int) bool {
+	s.skipSpace()
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch c := s.b[s.i]; {
+	case c == '{':
+		if depth >= maxJSONDepth {
+			return false
+		}
+		s.i++
+		s.skipSpace()
+		if s.i < len(s.b) && s.b[s.i] == '}' {
+			s.i++
+			return true
+		}
+		for {
+			s.skipSpace()
+			if _, ok := s.str(); !ok {
+				return false
+			}
+			s.skipSpace()
+			if s.i >= len(s.b) || s.b[s.i] != ':' {
+				return false
+			}
+			s.i++
+			if !s.value(depth + 1) {
+				return false
+			}
+			s.skipSpace()
+			if s.i >= len(s.b) {
+				return false
+			}
+			switch s.b[s.i] {
+			case ',':
+				s.i++
+			case '}':
+				s.i++
+				return true
+			default:
+				return false
+			}
+		}
+	case c == '[':
+		if depth >= maxJSONDepth {
+			return false
+		}
+		s.i++
+		s.skipSpace()
+		if s.i < len(s.b) && s.b[s.i] == ']' {
+			s.i++
+			return true
+		}
+		for {
+			if !s.value(depth + 1) {
+				return false
+			}
+			s.skipSpace()
+			if s.i >= len(s.b) {
+				return false
+			}
+			switch s.b[s.i] {
+			case ',':
+				s.i++
+			case ']':
+				s.i++
+				return true
+			default:
+				return false
+			}
+		}
+	case c == '"':
+		_, ok := s.str()
+		return ok
+	case c == '-' || (c >= '0' && c <= '9'):
+		return s.number()
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	}
+	return false
+}
+
+func (s *jsonScanner) literal(lit string) bool {
+	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
+		return false
+	}
+	s.i += len(lit)
+	return true
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// number skips -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *jsonScanner) number() bool {
+	b := s.b
+	if b[s.i] == '-' {
+		s.i++
+	}
+	switch {
+	case s.i < len(b) && b[s.i] == '0':
+		s.i++
+	case s.i < len(b) && b[s.i] >= '1' && b[s.i] <= '9':
+		for s.i < len(b) && isDigit(b[s.i]) {
+			s.i++
+		}
+	default:
+		return false
+	}
+	if s.i < len(b) && b[s.i] == '.' {
+		s.i++
+		if s.i >= len(b) || !isDigit(b[s.i]) {
+			return false
+		}
+		for s.i < len(b) && isDigit(b[s.i]) {
+			s.i++
+		}
+	}
+	if s.i < len(b) && (b[s.i] == 'e' || b[s.i] == 'E') {
+		s.i++
+		if s.i < len(b) && (b[s.i] == '+' || b[s.i] == '-') {
+			s.i++
+		}
+		if s.i >= len(b) || !isDigit(b[s.i]) {
+			return false
+		}
+		for s.i < len(b) && isDigit(b[s.i]) {
+			s.i++
+		}
+	}
+	return true
+}
+
+// str skips a string starting at the current position and returns its raw
+// bytes, quotes included.
+func (s *jsonScanner) str() ([]byte, bool) {
+	b := s.b
+	if s.i >= len(b) || b[s.i] != '"' {
+		return nil, false
+	}
+	start := s.i
+	s.i++
+	for s.i < len(b) {
+		// Most bytes of a string need no attention; skip them in a tight
+		// loop before looking at the one that does.
+		for s.i < len(b) && !strStop[b[s.i]] {
+			s.i++
+		}
+		if s.i >= len(b) {
+			break
+		}
+		c := b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			return b[start:s.i], true
+		case c == '\\':
+			s.i++
+			if s.i >= len(b) {
+				return nil, false
+			}
+			switch b[s.i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i++
+			case 'u':
+				if len(b)-s.i < 5 {
+					return nil, false
+				}
+				for _, h := range b[s.i+1 : s.i+5] {
+					if !isHex(h) {
+						return nil, false
+					}
+				}
+				s.i += 5
+			default:
+				return nil, false
+			}
+		case c < 0x20:
+			return nil, false
+		default:
+			s.i++
+		}
+	}
+	return nil, false
+}
+
+// strStop marks the bytes that end the plain run of a string: the quote,
+// the backslash and the control characters a string may not contain.
+var strStop = func() (t [256]bool) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// unquote returns the text of a raw JSON string that str accepted. Plain
+// ASCII without escapes is converted directly; anything else goes through
+// encoding/json, so escapes and invalid UTF-8 are handled exactly as there.
+func unquote(raw []byte) (string, bool) {
+	inner := raw[1 : len(raw)-1]
+	for _, c := range inner {
+		if c == '\\' || c >= utf8.RuneSelf {
+			var s string
+			if json.Unmarshal(raw, &s) != nil {
+				return "", false
+			}
+			return s, true
+		}
+	}
+	return string(inner), true
+}
+
+// decodeString decodes raw as a JSON string (surrounding whitespace
+// allowed), as json.Unmarshal into a string would, but without reflection
+// for the common plain case. null is not a string here.
+func decodeString(raw []byte) (string, bool) {
+	s := jsonScanner{b: raw}
+	s.skipSpace()
+	q, ok := s.str()
+	if !ok {
+		return "", false
+	}
+	s.skipSpace()
+	if s.i != len(raw) {
+		return "", false
+	}
+	return unquote(q)
+}
+
+// decodeObject decodes raw as exactly one JSON object, returning its members
+// as slices of raw. Duplicate member names are refused: encoding/json would
+// silently keep the last one, which lets a response smuggle a second "id" or
+// "result" past a reader that looks at the first. Member names are compared
+// after unescaping, so "\u0069d" repeats "id".
+func decodeObject(raw []byte) (map[string]json.RawMessage, error) {
+	s := jsonScanner{b: raw}
+	s.skipSpace()
+	if s.i >= len(raw) {
+		return nil, errNotJSON
+	}
+	switch raw[s.i] {
+	case '{':
+	case '[':
+		return nil, errBatch
+	default:
+		if s.value(0) {
+			return nil, errNotObject
+		}
+		return nil, errNotJSON
+	}
+	s.i++
+	// Most objects read here (a tool, a schema node) have a handful of
+	// members; the hint allocates the map's first group at once.
+	members := make(map[string]json.RawMessage, 8)
+	s.skipSpace()
+	if s.i < len(raw) && raw[s.i] == '}' {
+		s.i++
+		return members, s.end()
+	}
+	for {
+		s.skipSpace()
+		q, ok := s.str()
+		if !ok {
+			return nil, errNotJSON
+		}
+		key, ok := unquote(q)
+		if !ok {
+			return nil, errNotJSON
+		}
+		s.skipSpace()
+		if s.i >= len(raw) || raw[s.i] != ':' {
+			return nil, errNotJSON
+		}
+		s.i++
+		s.skipSpace()
+		start := s.i
+		if !s.value(1) {
+			return nil, errNotJSON
+		}
+		if _, dup := members[key]; dup {
+			return nil, errDuplicateMember
+		}
+		members[key] = raw[start:s.i:s.i]
+		s.skipSpace()
+		if s.i >= len(raw) {
+			return nil, errNotJSON
+		}
+		switch raw[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return members, s.end()
+		default:
+			return nil, errNotJSON
+		}
+	}
+}
+
+// end checks that only whitespace follows the value just read.
+func (s *jsonScanner) end() error {
+	s.skipSpace()
+	if s.i != len(s.b) {
+		return errTrailing
+	}
+	return nil
+}
+
+// decodeArray decodes raw as exactly one JSON array, returning its elements
+// as slices of raw; ok is false for anything else (null included).
+func decodeArray(raw []byte) ([]json.RawMessage, bool) {
+	s := jsonScanner{b: raw}
+	s.skipSpace()
+	if s.i >= len(raw) || raw[s.i] != '[' {
+		return nil, false
+	}
+	s.i++
+	var elems []json.RawMessage
+	s.skipSpace()
+	if s.i < len(raw) && raw[s.i] == ']' {
+		s.i++
+		return []json.RawMessage{}, s.end() == nil
+	}
+	for {
+		s.skipSpace()
+		start := s.i
+		if !s.value(1) {
+			return nil, false
+		}
+		elems = append(elems, raw[start:s.i:s.i])
+		s.skipSpace()
+		if s.i >= len(raw) {
+			return nil, false
+		}
+		switch raw[s.i] {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return elems, s.end() == nil
+		default:
+			return nil, false
+		}
+	}
+}

@@ -1,0 +1,21 @@
+// Package bench is the performance harness behind `make bench`.
+//
+// Every target of the harness is a ratio between two figures measured in the
+// same run, because absolute times on small, shared machines are noisy:
+//
+//   - BenchmarkClient: our MCP client against the official go-sdk client,
+//     the mcp-go client and a floor (plain net/http + encoding/json, no
+//     validation) making the same HTTP exchanges as ours, all against one
+//     in-process go-sdk server.
+//   - BenchmarkDecode: a 2 MiB event-stream tools/list page through our
+//     client against a plain json.Unmarshal of the same JSON into the same
+//     types.
+//   - BenchmarkScaleImport, BenchmarkScaleProbe, BenchmarkScaleCache: the
+//     real manager (internal/manager) in this process against envtest. They
+//     skip without KUBEBUILDER_ASSETS and run only under -bench, so `make
+//     test` never starts them.
+//
+// Figures that are not times are reported with b.ReportMetric; the report
+// program (./report) reads the benchmark output and writes
+// docs/benchmarks.md, so no figure in that file is typed by hand.
+package bench

@@ -1,0 +1,609 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/manager"
+	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/test/mcpserver"
+)
+
+// Scale of the envtest scenarios. BENCH_SERVERS overrides the number of
+// McpServers of the probe and cache scenarios, for a machine on which 1,000
+// does not fit; docs/benchmarks.md states the scale that ran.
+const (
+	importTools      = 10000
+	importPageSize   = 100
+	applyConcurrency = 8 // the importer's default (McpServerReconciler.ApplyConcurrency)
+	probeInterval    = 5 * time.Second
+)
+
+// scaleTools is the size of the imported catalog; BENCH_TOOLS overrides it
+// (a multiple of the page size) for a quick run.
+func scaleTools() int {
+	if v, err := strconv.Atoi(os.Getenv("BENCH_TOOLS")); err == nil && v > 0 {
+		return v
+	}
+	return importTools
+}
+
+func scaleServers() int {
+	if v, err := strconv.Atoi(os.Getenv("BENCH_SERVERS")); err == nil && v > 0 {
+		return v
+	}
+	return 1000
+}
+
+// writeCounter counts the API requests that change something, by resource
+// (the path segment after the namespace, with "/status" kept).
+type writeCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// countingTransport is one client's transport feeding the shared counts.
+type countingTransport struct {
+	w    *writeCounter
+	next http.RoundTripper
+}
+
+func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	w := t.w
+	switch req.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		key := writeKey(req.URL.Path)
+		fm := req.URL.Query().Get("fieldManager")
+		w.mu.Lock()
+		w.counts[key]++
+		// Server-side applies name their field manager: the importer's
+		// writes are told apart from the McpTool controller's.
+		if fm != "" {
+			w.counts[key+"@"+fm]++
+		}
+		w.mu.Unlock()
+	}
+	return t.next.RoundTrip(req)
+}
+
+// writeKey reduces /apis/g/v/namespaces/ns/mcptools/name/status to
+// "mcptools/status".
+func writeKey(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	for i, p := range parts {
+		if p == "namespaces" && i+2 < len(parts) {
+			rest := parts[i+2:]
+			if len(rest) >= 3 {
+				return rest[0] + "/" + rest[2]
+			}
+			return rest[0]
+		}
+	}
+	return "other"
+}
+
+// importerWrites counts the McpTool writes of the importer's field manager.
+func (r *envtestRun) importerWrites() int {
+	const fm = "@mcp-catalog-importer"
+	return r.writes.get("mcptools"+fm) + r.writes.get("mcptools/status"+fm)
+}
+
+// settle waits until no write to key happened for quiet.
+func (r *envtestRun) settle(b *testing.B, key string, quiet time.Duration) {
+	last, since := r.writes.get(key), time.Now()
+	await(b, 5*time.Minute, key+" writes settled", func() bool {
+		if n := r.writes.get(key); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) >= quiet
+	})
+}
+
+func (w *writeCounter) get(key string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.counts[key]
+}
+
+// envtestRun is one control plane with the manager's REST config wrapped
+// by a write counter.
+type envtestRun struct {
+	env    *envtest.Environment
+	cfg    *rest.Config // plain, for the benchmark's own client
+	mcfg   *rest.Config // counted, for the manager
+	writes *writeCounter
+	c      client.Client
+}
+
+func startEnvtest(b *testing.B) *envtestRun {
+	b.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		b.Skip("KUBEBUILDER_ASSETS is not set (run through `make bench`)")
+	}
+	// The manager's log at this scale is megabytes of reconcile lines that
+	// would cost CPU in the measured process.
+	logf.SetLogger(logr.Discard())
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		b.Fatalf("starting envtest: %v", err)
+	}
+	b.Cleanup(func() { _ = env.Stop() })
+	// The default client-side rate limit (QPS 5) would measure the limiter,
+	// not the operator; a real deployment sets its own.
+	cfg.QPS, cfg.Burst = 1000, 2000
+	r := &envtestRun{env: env, cfg: cfg, writes: &writeCounter{counts: map[string]int{}}}
+	r.mcfg = rest.CopyConfig(cfg)
+	r.mcfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{w: r.writes, next: rt} })
+	r.c, err = client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+// startManager runs the operator's manager in this process until the
+// benchmark ends.
+func (r *envtestRun) startManager(b *testing.B) {
+	b.Helper()
+	opts := manager.DefaultOptions()
+	opts.MetricsAddr, opts.ProbeAddr, opts.SecureMetrics = "0", "0", false
+	opts.AllowPrivateNetworks = true
+	opts.GracefulShutdownTimeout = 5 * time.Second
+	opts.SkipControllerNameValidation = true
+	mgr, err := manager.New(r.mcfg, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(ctx) }()
+	b.Cleanup(func() { cancel(); <-done })
+}
+
+func (r *envtestRun) namespace(b *testing.B, name string) {
+	b.Helper()
+	if err := r.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// await polls cond every 100ms until it holds or the timeout passes.
+func await(b *testing.B, timeout time.Duration, what string, cond func() bool, describe ...func() string) {
+	b.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			state := ""
+			for _, d := range describe {
+				state += d()
+			}
+			b.Fatalf("timed out after %s waiting for %s %s", timeout, what, state)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// bigCatalog raises the import ceilings to fit the scenario's catalog: the
+// API's default maxTools is 2,000.
+func bigCatalog(s *mcpv1alpha1.McpServer) {
+	s.Spec.Import.MaxTools = int32(scaleTools())
+	s.Spec.Import.MaxPages = int32(scaleTools() / importPageSize)
+}
+
+// describe renders an McpServer's status for a failure message.
+func (r *envtestRun) describe(ns, name string) func() string {
+	return func() string {
+		var s mcpv1alpha1.McpServer
+		if err := r.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &s); err != nil {
+			return err.Error()
+		}
+		out := fmt.Sprintf("tools %+v;", s.Status.Tools)
+		for _, c := range s.Status.Conditions {
+			out += fmt.Sprintf(" %s=%s (%s: %s);", c.Type, c.Status, c.Reason, c.Message)
+		}
+		return out
+	}
+}
+
+func mcpServer(ns, name, url string, interval time.Duration) *mcpv1alpha1.McpServer {
+	s := &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	s.Spec.URL = url
+	s.Spec.DataClass = mcpv1alpha1.DataClassInternal
+	if interval > 0 {
+		s.Spec.HealthCheck.Interval = &metav1.Duration{Duration: interval}
+	}
+	return s
+}
+
+// memory reports the process's live heap (after a GC) and resident set.
+func memory(b *testing.B) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MiB")
+	b.ReportMetric(float64(ms.HeapSys)/(1<<20), "heapsys-MiB")
+	b.ReportMetric(rssMiB(), "rss-MiB")
+	// The runtime returns freed heap to the OS gradually; this is the
+	// resident set once it has, i.e. what the process needs, not what its
+	// peak left mapped.
+	debug.FreeOSMemory()
+	b.ReportMetric(rssMiB(), "rss-released-MiB")
+}
+
+// rssMiB reads VmRSS of this process. envtest's kube-apiserver and etcd
+// are other processes and are not counted.
+func rssMiB() float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return float64(kb) / 1024
+		}
+	}
+	return -1
+}
+
+// BenchmarkScaleImport imports 10,000 tools over 100 pages into McpTools
+// and compares the time with a floor: a bare controller-runtime client
+// writing the same 10,000 objects (the importer's two server-side applies
+// per tool, same payloads) with the same concurrency, in the same run,
+// before the manager starts. Then it re-imports the unchanged catalog and
+// counts McpTool writes.
+func BenchmarkScaleImport(b *testing.B) {
+	r := startEnvtest(b)
+	srv := mcpserver.Start(b, mcpserver.Options{
+		Tools:    scaleTools() - len(mcpserver.BuiltinTools()),
+		PageSize: importPageSize,
+	})
+	ctx := context.Background()
+
+	// The same tools the import will write, read with our client.
+	// Timed: the part of the import that is reading the catalog.
+	listStart := time.Now()
+	cat, err := mcp.New(mcp.Options{AllowPrivateNetworks: true}).ListTools(ctx, mcp.Endpoint{Name: "floor", URL: srv.URL, Timeout: 2 * time.Minute})
+	listTime := time.Since(listStart)
+	if err != nil || len(cat.Tools) != scaleTools() || cat.Pages != scaleTools()/importPageSize {
+		b.Fatalf("catalog: %v (%d tools)", err, len(cat.Tools))
+	}
+
+	for b.Loop() {
+		// Floor.
+		r.namespace(b, "floor")
+		owner := mcpServer("floor", "tickets", srv.URL, 0)
+		if err := r.c.Create(ctx, owner); err != nil {
+			b.Fatal(err)
+		}
+		floorStart := time.Now()
+		if err := floorImport(ctx, r.c, owner, cat.Tools); err != nil {
+			b.Fatal(err)
+		}
+		floorTime := time.Since(floorStart)
+		// The floor's objects go before the manager starts, so that it
+		// neither imports the floor's McpServer nor spends the import
+		// reconciling the floor's McpTools.
+		if err := r.c.Delete(ctx, owner); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.c.DeleteAllOf(ctx, &mcpv1alpha1.McpTool{}, client.InNamespace("floor")); err != nil {
+			b.Fatal(err)
+		}
+		await(b, 5*time.Minute, "the floor's objects deleted", func() bool {
+			var l mcpv1alpha1.McpToolList
+			return r.c.List(ctx, &l, client.InNamespace("floor"), client.Limit(1)) == nil && len(l.Items) == 0
+		})
+
+		// The operator.
+		r.startManager(b)
+		r.namespace(b, "import")
+		before := r.writes.get("mcptools") + r.writes.get("mcptools/status")
+		beforeImporter := r.importerWrites()
+		pagesBefore := srv.Stats().Methods["tools/list"]
+		start := time.Now()
+		big := mcpServer("import", "tickets", srv.URL, 0)
+		// 100 pages and 10,000 definitions to validate on two busy cores:
+		// more than the default 20s budget of one operation.
+		big.Spec.OperationTimeout = &metav1.Duration{Duration: 2 * time.Minute}
+		bigCatalog(big)
+		if err := r.c.Create(ctx, big); err != nil {
+			b.Fatal(err)
+		}
+		synced := func(handled string) func() bool {
+			return func() bool {
+				var s mcpv1alpha1.McpServer
+				if r.c.Get(ctx, client.ObjectKey{Namespace: "import", Name: "tickets"}, &s) != nil {
+					return false
+				}
+				c := meta.FindStatusCondition(s.Status.Conditions, mcpv1alpha1.ConditionCatalogSynced)
+				if c != nil && c.Status == metav1.ConditionFalse {
+					b.Fatalf("import failed: %s", r.describe("import", "tickets")())
+				}
+				return c != nil && c.Status == metav1.ConditionTrue && s.Status.Tools != nil &&
+					s.Status.Tools.Imported == int32(scaleTools()) && s.Status.LastHandledImportAt == handled
+			}
+		}
+		await(b, 10*time.Minute, "the import", synced(""), r.describe("import", "tickets"))
+		importTime := time.Since(start)
+		importWrites := r.writes.get("mcptools") + r.writes.get("mcptools/status") - before
+		importerWrites := r.importerWrites() - beforeImporter
+		importPages := srv.Stats().Methods["tools/list"] - pagesBefore
+
+		// The McpTool controller finishes its status writes for the new
+		// tools; then the unchanged catalog is imported again.
+		r.settle(b, "mcptools/status", 5*time.Second)
+		before = r.writes.get("mcptools") + r.writes.get("mcptools/status")
+		beforeImporter = r.importerWrites()
+		var s mcpv1alpha1.McpServer
+		if err := r.c.Get(ctx, client.ObjectKey{Namespace: "import", Name: "tickets"}, &s); err != nil {
+			b.Fatal(err)
+		}
+		s.Annotations = map[string]string{mcpv1alpha1.AnnotationRequestedImportAt: "again"}
+		reStart := time.Now()
+		if err := r.c.Update(ctx, &s); err != nil {
+			b.Fatal(err)
+		}
+		await(b, 5*time.Minute, "the re-import", synced("again"), r.describe("import", "tickets"))
+		reimportTime := time.Since(reStart)
+		reimportWrites := r.writes.get("mcptools") + r.writes.get("mcptools/status") - before
+		reimportImporter := r.importerWrites() - beforeImporter
+
+		b.ReportMetric(float64(scaleTools()), "tools")
+		b.ReportMetric(floorTime.Seconds(), "floor-s")
+		b.ReportMetric(listTime.Seconds(), "list-s")
+		b.ReportMetric(importTime.Seconds(), "import-s")
+		b.ReportMetric(importTime.Seconds()/floorTime.Seconds(), "import/floor")
+		b.ReportMetric(float64(importWrites), "import-tool-writes")
+		b.ReportMetric(float64(importerWrites), "import-importer-writes")
+		b.ReportMetric(float64(importPages), "import-pages-served")
+		b.ReportMetric(float64(reimportImporter), "reimport-importer-writes")
+		b.ReportMetric(reimportTime.Seconds(), "reimport-s")
+		b.ReportMetric(float64(reimportWrites), "reimport-tool-writes")
+		memory(b)
+	}
+}
+
+// floorImport writes what the importer writes for each tool, with nothing
+// around it: no listing, no comparison, no status bookkeeping.
+func floorImport(ctx context.Context, c client.Client, owner *mcpv1alpha1.McpServer, tools []mcp.Tool) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(applyConcurrency)
+	for _, t := range tools {
+		g.Go(func() error {
+			name := "tickets-" + strings.ReplaceAll(t.Name, "_", "-")
+			obj := mcpac.McpTool(name, owner.Namespace).
+				WithLabels(map[string]string{mcpv1alpha1.LabelServer: owner.Name}).
+				WithOwnerReferences(metav1ac.OwnerReference().
+					WithAPIVersion(mcpv1alpha1.GroupVersion.String()).WithKind("McpServer").
+					WithName(owner.Name).WithUID(owner.UID).WithController(true).WithBlockOwnerDeletion(true)).
+				WithSpec(mcpac.McpToolSpec().
+					WithServerRef(mcpac.LocalObjectReference().WithName(owner.Name)).
+					WithRemoteName(t.Name))
+			if err := c.Apply(gctx, obj, client.FieldOwner("floor")); err != nil {
+				return err
+			}
+			sum := sha256.Sum256(t.InputSchema)
+			status := mcpac.McpToolStatus().
+				WithDefinitionHash("sha256:" + hex.EncodeToString(sum[:])).
+				WithDescription(t.Description).
+				WithInputSchema(apiextensionsv1.JSON{Raw: t.InputSchema}).
+				WithConditions(metav1ac.Condition().WithType(mcpv1alpha1.ConditionImported).
+					WithStatus(metav1.ConditionTrue).WithReason(mcpv1alpha1.ReasonSucceeded).
+					WithMessage("offered by the server at the last import").
+					WithLastTransitionTime(metav1.Now()))
+			return c.Status().Apply(gctx, mcpac.McpTool(name, owner.Namespace).WithStatus(status), client.FieldOwner("floor"), client.ForceOwnership)
+		})
+	}
+	return g.Wait()
+}
+
+// probeTarget serves many MCP endpoints from one stateless go-sdk server
+// with no tools: /s/<i>/mcp is server i. It records when each server was
+// contacted with server/discover, which is one probe (and the first leg
+// of an import) of a 2026-07-28 client.
+type probeTarget struct {
+	url   string
+	mu    sync.Mutex
+	times [][]time.Time
+	total atomic.Int64
+}
+
+func startProbeTarget(b *testing.B, n int) *probeTarget {
+	s := sdk.NewServer(&sdk.Implementation{Name: "probe-target", Version: "1"},
+		&sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}}})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{Stateless: true})
+	p := &probeTarget{times: make([][]time.Time, n)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/s/{i}/mcp", func(w http.ResponseWriter, req *http.Request) {
+		i, err := strconv.Atoi(req.PathValue("i"))
+		if err != nil || i < 0 || i >= n {
+			http.NotFound(w, req)
+			return
+		}
+		if req.Header.Get("Mcp-Method") == "server/discover" {
+			p.mu.Lock()
+			p.times[i] = append(p.times[i], time.Now())
+			p.mu.Unlock()
+			p.total.Add(1)
+		}
+		req.URL.Path = "/mcp"
+		h.ServeHTTP(w, req)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := &http.Server{Handler: mux}
+	go func() { _ = hs.Serve(ln) }()
+	b.Cleanup(func() { _ = hs.Close() })
+	p.url = "http://" + ln.Addr().String()
+	return p
+}
+
+func (p *probeTarget) serverURL(i int) string {
+	return p.url + "/s/" + strconv.Itoa(i) + "/mcp"
+}
+
+// createServers creates n McpServers, 16 at a time.
+func createServers(b *testing.B, r *envtestRun, ns string, p *probeTarget, n int, interval time.Duration) {
+	g := errgroup.Group{}
+	g.SetLimit(16)
+	for i := range n {
+		g.Go(func() error {
+			return r.c.Create(context.Background(), mcpServer(ns, fmt.Sprintf("s%04d", i), p.serverURL(i), interval))
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkScaleProbe runs BENCH_SERVERS (1,000) McpServers with the API's
+// minimum health interval (5s) and, after every server has been contacted
+// once, watches a window of 12 intervals: probes achieved against probes
+// scheduled, the worst lateness (time between two probes of a server beyond
+// one interval), McpServer status writes per probe, and memory.
+func BenchmarkScaleProbe(b *testing.B) {
+	n := scaleServers()
+	r := startEnvtest(b)
+	p := startProbeTarget(b, n)
+	for b.Loop() {
+		r.startManager(b)
+		r.namespace(b, "probe")
+		createServers(b, r, "probe", p, n, probeInterval)
+		await(b, 10*time.Minute, "every server contacted", func() bool {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			for _, t := range p.times {
+				if len(t) == 0 {
+					return false
+				}
+			}
+			return true
+		})
+		// Let the creation burst (imports, first status writes) pass.
+		time.Sleep(2 * probeInterval)
+
+		window := 12 * probeInterval
+		probesBefore := p.total.Load()
+		writesBefore := r.writes.get("mcpservers/status")
+		start := time.Now()
+		time.Sleep(window)
+		end := time.Now()
+		probes := p.total.Load() - probesBefore
+		writes := r.writes.get("mcpservers/status") - writesBefore
+
+		// Lateness: every gap between consecutive probes of a server inside
+		// the window, and the gap from a server's last probe to the window's
+		// end, beyond one interval. The scheduler adds up to a tenth of the
+		// interval as jitter, which is counted as lateness here.
+		var worst time.Duration
+		p.mu.Lock()
+		for _, ts := range p.times {
+			last := time.Time{}
+			for _, t := range ts {
+				if !last.IsZero() && t.After(start) {
+					worst = max(worst, t.Sub(last)-probeInterval)
+				}
+				last = t
+			}
+			worst = max(worst, end.Sub(last)-probeInterval)
+		}
+		p.mu.Unlock()
+		// A server is scheduled once per interval plus a mean jitter of a
+		// twentieth of it.
+		scheduled := float64(n) * window.Seconds() / (probeInterval.Seconds() * 1.05)
+
+		b.ReportMetric(float64(n), "servers")
+		b.ReportMetric(probeInterval.Seconds(), "interval-s")
+		b.ReportMetric(float64(probes), "probes")
+		b.ReportMetric(scheduled, "scheduled")
+		b.ReportMetric(float64(probes)/scheduled, "achieved/scheduled")
+		b.ReportMetric(worst.Seconds(), "worst-late-s")
+		b.ReportMetric(float64(writes)/float64(probes), "writes/probe")
+		memory(b)
+	}
+}
+
+// BenchmarkScaleCache fills the manager's cache with 10,000 McpTools (one
+// import of 100 pages) and BENCH_SERVERS (1,000) McpServers, waits for the
+// controllers to settle, and reports the process's memory.
+func BenchmarkScaleCache(b *testing.B) {
+	n := scaleServers()
+	r := startEnvtest(b)
+	big := mcpserver.Start(b, mcpserver.Options{Tools: scaleTools() - len(mcpserver.BuiltinTools()), PageSize: importPageSize})
+	p := startProbeTarget(b, n)
+	ctx := context.Background()
+	for b.Loop() {
+		r.startManager(b)
+		r.namespace(b, "cache")
+		tickets := mcpServer("cache", "tickets", big.URL, 0)
+		tickets.Spec.OperationTimeout = &metav1.Duration{Duration: 2 * time.Minute}
+		bigCatalog(tickets)
+		if err := r.c.Create(ctx, tickets); err != nil {
+			b.Fatal(err)
+		}
+		// The default interval (60s): this scenario measures what is held,
+		// not how fast it is probed.
+		createServers(b, r, "cache", p, n-1, 0)
+		await(b, 15*time.Minute, "the import and every server synced", func() bool {
+			var list mcpv1alpha1.McpServerList
+			if r.c.List(ctx, &list, client.InNamespace("cache")) != nil {
+				return false
+			}
+			synced := 0
+			for _, s := range list.Items {
+				if meta.IsStatusConditionTrue(s.Status.Conditions, mcpv1alpha1.ConditionCatalogSynced) &&
+					(s.Name != "tickets" || (s.Status.Tools != nil && s.Status.Tools.Imported == int32(scaleTools()))) {
+					synced++
+				}
+			}
+			return synced == n
+		})
+		var tools mcpv1alpha1.McpToolList
+		if err := r.c.List(ctx, &tools, client.InNamespace("cache"), client.Limit(1)); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(5 * time.Second) // the tool controller's last status writes
+		b.ReportMetric(float64(n), "servers")
+		b.ReportMetric(float64(scaleTools()), "tools")
+		memory(b)
+	}
+}
