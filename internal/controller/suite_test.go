@@ -1,9 +1,8 @@
 package controller_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/mcp-catalog/operator/internal/manager"
+	"github.com/mcp-catalog/operator/test/capture"
 )
 
 // The suite runs the operator's real manager (internal/manager) against a
@@ -38,7 +38,7 @@ var (
 	// requests records every request the manager sends to the API server.
 	requests = &requestLog{}
 	// logs holds everything the manager logged, for the leak checks.
-	logs = &syncBuffer{}
+	logs = &capture.Buffer{}
 
 	mgr *runningManager
 )
@@ -52,7 +52,7 @@ var _ = BeforeSuite(func() {
 	// The manager logs through the global logger. Everything down to V(2)
 	// goes to the buffer the leak specs search, and to the spec's output.
 	logf.SetLogger(zap.New(
-		zap.WriteTo(&teeWriter{logs, GinkgoWriter}),
+		zap.WriteTo(io.MultiWriter(logs, GinkgoWriter)),
 		zap.Level(zapcore.Level(-2)),
 	))
 
@@ -220,34 +220,4 @@ func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	t.log.add(rec)
 	return resp, err
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's and the specs'
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// teeWriter writes to both; GinkgoWriter never fails, the buffer neither.
-type teeWriter struct {
-	a, b interface{ Write([]byte) (int, error) }
-}
-
-func (t *teeWriter) Write(p []byte) (int, error) {
-	n, err := t.a.Write(p)
-	_, err2 := t.b.Write(p)
-	return n, errors.Join(err, err2)
 }

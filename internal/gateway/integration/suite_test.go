@@ -1,9 +1,9 @@
 package integration_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"io"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/mcp-catalog/operator/internal/manager"
+	"github.com/mcp-catalog/operator/test/capture"
 	"github.com/mcp-catalog/operator/test/oauthserver"
 )
 
@@ -48,7 +49,7 @@ var (
 	// gatewayURL is the gateway's MCP endpoint.
 	gatewayURL string
 	// logs holds everything the manager logged, for the leak check.
-	logs = &syncBuffer{}
+	logs = &capture.Buffer{}
 	// audit receives the gateway's audit records; a spec can make it fail.
 	audit = &auditWriter{}
 
@@ -64,7 +65,7 @@ func TestGateway(t *testing.T) {
 var _ = BeforeSuite(func() {
 	// Everything the manager logs, down to V(2), goes to the buffer the leak
 	// check searches, and to the spec's output.
-	logf.SetLogger(zap.New(zap.WriteTo(&teeWriter{logs, GinkgoWriter}), zap.Level(zapcore.Level(-2))))
+	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(logs, GinkgoWriter)), zap.Level(zapcore.Level(-2))))
 
 	// envtest's API server already signs ServiceAccount tokens (it passes
 	// --service-account-issuer and the signing key files), serves the
@@ -123,36 +124,6 @@ var _ = AfterSuite(func() {
 		Expect(testEnv.Stop()).To(Succeed())
 	}
 })
-
-// syncBuffer is a bytes.Buffer safe for the logger's and the specs'
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// teeWriter writes to both.
-type teeWriter struct {
-	a, b interface{ Write([]byte) (int, error) }
-}
-
-func (t *teeWriter) Write(p []byte) (int, error) {
-	n, err := t.a.Write(p)
-	_, err2 := t.b.Write(p)
-	return n, errors.Join(err, err2)
-}
 
 // auditWriter is the gateway's audit sink: it keeps every line, and fails
 // every write while failing is set, as a full disk or a closed pipe would.
