@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net/http"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -242,16 +241,16 @@ func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest)
 	}
 	name := req.Params.Name
 	rec := Record{CallID: newCallID(), Caller: id.Username, Namespace: id.Namespace}
-	if wellFormedLocalName(name) {
+	if toolname.ValidLocalName(name) {
 		// Only a well-formed name is recorded: it is the caller's input.
 		rec.LocalName = name
 	}
 	if _, h, err := arguments(req.Params.Arguments); err == nil {
 		rec.ArgumentsHash = h
 	}
-	object, ok := objectNameOf(name)
+	object, err := toolname.ObjectNameOfLocal(name)
 	t := &mcpv1alpha1.McpTool{}
-	if !ok || g.Reader.Get(ctx, types.NamespacedName{Namespace: id.Namespace, Name: object}, t) != nil || t.Status.LocalName != name {
+	if err != nil || g.Reader.Get(ctx, types.NamespacedName{Namespace: id.Namespace, Name: object}, t) != nil || t.Status.LocalName != name {
 		return g.deny(ctx, rec, nil, DenyNotServable, "", "there is no tool of this name for the caller's namespace")
 	}
 	rec.Tool, rec.Server, rec.DataClass = t.Name, t.Spec.ServerRef.Name, string(t.Status.EffectiveDataClass)
@@ -270,41 +269,6 @@ func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest)
 	}
 	return g.deny(ctx, rec, t, DenyNotServable, DetailNotInSession,
 		"this tool was not offered when the session began; start a new session to use it")
-}
-
-// maxLocalName bounds the local names recorded (mcp_, a server name of at
-// most 45 characters, _ and a remote name of at most 128).
-const maxLocalName = 4 + 45 + 1 + 128
-
-// wellFormedLocalName reports whether name could be a local name: at most
-// maxLocalName characters of [A-Za-z0-9_.-].
-func wellFormedLocalName(name string) bool {
-	if name == "" || len(name) > maxLocalName {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// objectNameOf maps a local name, mcp_<server>_<remote>, to the McpTool
-// name. Server names are DNS labels and hold no "_", so the first "_" after
-// the prefix ends the server name.
-func objectNameOf(local string) (string, bool) {
-	rest, ok := strings.CutPrefix(local, "mcp_")
-	if !ok {
-		return "", false
-	}
-	server, remote, ok := strings.Cut(rest, "_")
-	if !ok {
-		return "", false
-	}
-	n, err := toolname.ObjectName(server, remote)
-	return n, err == nil
 }
 
 // sdkTool presents an McpTool to agents: its local name and normalised

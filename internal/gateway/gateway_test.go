@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-
-	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
@@ -63,44 +61,5 @@ func TestArgumentsKeepNumbersAsWritten(t *testing.T) {
 	}
 	if got, want := string(out), `{"id":18446744073709551619,"ratio":0.10000000000000000555}`; got != want {
 		t.Fatalf("arguments sent upstream = %s, want %s", got, want)
-	}
-}
-
-func TestObjectNameOfInvertsTheLocalName(t *testing.T) {
-	for _, tc := range []struct{ server, remote string }{
-		{"docs", "echo"},
-		{"docs", "search_docs"},
-		{"my-docs", "search_docs"},
-		{"docs", "createIssue"},
-		{"docs", "resolve-library"},
-		{"docs", "_leading"},
-		{"docs", "with.dot_and_end"},
-		{"a1", "x"},
-	} {
-		want, err := toolname.ObjectName(tc.server, tc.remote)
-		if err != nil {
-			t.Fatal(err)
-		}
-		local := toolname.LocalName(tc.server, tc.remote)
-		got, ok := objectNameOf(local)
-		if !ok || got != want {
-			t.Errorf("objectNameOf(%q) = %q, %v; want %q", local, got, ok, want)
-		}
-	}
-	for _, local := range []string{"", "echo", "mcp_", "mcp_docs", "mcp__echo", "mcp_Docs_echo", "MCP_docs_echo", "mcp_docs_bad/name"} {
-		if got, ok := objectNameOf(local); ok {
-			t.Errorf("objectNameOf(%q) = %q, want no name", local, got)
-		}
-	}
-}
-
-func TestWellFormedLocalNameBoundsWhatAnAuditRecordQuotes(t *testing.T) {
-	if !wellFormedLocalName("mcp_docs_" + strings.Repeat("a", 128)) {
-		t.Error("the longest local name was rejected")
-	}
-	for _, name := range []string{"", strings.Repeat("a", maxLocalName+1), "mcp_docs_a b", "mcp_docs_\n", "mcp_docs_ä"} {
-		if wellFormedLocalName(name) {
-			t.Errorf("%q was accepted", name)
-		}
 	}
 }
