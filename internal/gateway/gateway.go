@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -25,8 +27,9 @@ type CredentialSource interface {
 	ForCall(ctx context.Context, srv *mcpv1alpha1.McpServer, actor credentials.Actor) (*mcp.Credential, error)
 }
 
-// Gateway is the MCP endpoint agents call.
-type Gateway struct {
+// Options are what a Gateway is built from. Reader, Authn, Authz,
+// Credentials, MCP and Audit are required.
+type Options struct {
 	// Reader reads McpTools, McpServers and McpAccessPolicies (the cache).
 	Reader      client.Reader
 	Authn       Authenticator
@@ -43,13 +46,23 @@ type Gateway struct {
 	// process (approvals then do not survive a restart, which is fine).
 	ApprovalKey []byte
 	Now         func() time.Time
+}
+
+// Gateway is the MCP endpoint agents call. New builds it complete; it is
+// not changed afterwards.
+type Gateway struct {
+	Options
 
 	approver approver
 	handler  http.Handler
 }
 
-// Handler returns the HTTP handler serving MCP at Path. Every request is
-// authenticated; a session is bound to the identity that opened it.
+// ErrMissingOption is returned by New when a required option is not set.
+var ErrMissingOption = errors.New("gateway: a required option is not set")
+
+// New builds a Gateway and the HTTP handler serving MCP at Path. Every
+// request is authenticated; a session is bound to the identity that opened
+// it.
 //
 // Two protocol eras are served on the one endpoint. The go-sdk serves the
 // stateless 2026-07-28 revision only from a stateless handler, and
@@ -60,15 +73,24 @@ type Gateway struct {
 // to the stateful one. Approval works in both: the initialize era asks the
 // client's human on the session, 2026-07-28 returns an input-required
 // result with signed request state.
-func (g *Gateway) Handler() http.Handler {
-	if g.handler != nil {
-		return g.handler
+func New(o Options) (*Gateway, error) {
+	for _, req := range []struct {
+		name    string
+		missing bool
+	}{
+		{"Reader", o.Reader == nil}, {"Authn", o.Authn == nil}, {"Authz", o.Authz == nil},
+		{"Credentials", o.Credentials == nil}, {"MCP", o.MCP == nil}, {"Audit", o.Audit == nil},
+	} {
+		if req.missing {
+			return nil, fmt.Errorf("%w: %s", ErrMissingOption, req.name)
+		}
 	}
+	g := &Gateway{Options: o}
 	// A read of a kind whose informer cannot sync (its RBAC missing, say)
 	// would otherwise block until the agent gives up; bounded, it fails
 	// the request with an error the log names.
-	g.Reader = boundedReader{Reader: g.Reader, timeout: readTimeout}
-	key := g.ApprovalKey
+	g.Reader = boundedReader{Reader: o.Reader, timeout: readTimeout}
+	key := o.ApprovalKey
 	if len(key) == 0 {
 		key = make([]byte, 32)
 		_, _ = rand.Read(key)
@@ -100,8 +122,11 @@ func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(Path, verified)
 	g.handler = mux
-	return mux
+	return g, nil
 }
+
+// Handler returns the HTTP handler serving MCP at Path.
+func (g *Gateway) Handler() http.Handler { return g.handler }
 
 // modernProtocol is the first revision without the initialize handshake.
 const modernProtocol = "2026-07-28"

@@ -1,0 +1,65 @@
+package gateway
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/mcp-catalog/operator/internal/credentials"
+	"github.com/mcp-catalog/operator/internal/mcp"
+)
+
+
+func completeOptions() Options {
+	c := fake.NewClientBuilder().Build()
+	return Options{
+		Reader:      c,
+		Authn:       &TokenReviewAuthenticator{Client: c},
+		Authz:       &SubjectAccessReviewAuthorizer{Client: c},
+		Credentials: &credentials.Resolver{Reader: c},
+		MCP:         mcp.New(mcp.Options{}),
+		Audit:       NewJSONLines(io.Discard),
+	}
+}
+
+func TestNewRefusesAnIncompleteGateway(t *testing.T) {
+	for name, clear := range map[string]func(*Options){
+		"Reader":      func(o *Options) { o.Reader = nil },
+		"Authn":       func(o *Options) { o.Authn = nil },
+		"Authz":       func(o *Options) { o.Authz = nil },
+		"Credentials": func(o *Options) { o.Credentials = nil },
+		"MCP":         func(o *Options) { o.MCP = nil },
+		"Audit":       func(o *Options) { o.Audit = nil },
+	} {
+		o := completeOptions()
+		clear(&o)
+		g, err := New(o)
+		if !errors.Is(err, ErrMissingOption) || !contains(err.Error(), name) {
+			t.Errorf("without %s: New() = %v, %v; want ErrMissingOption naming it", name, g, err)
+		}
+	}
+}
+
+// The gateway New returns serves MCP at Path, behind authentication, and
+// nothing else.
+func TestNewServesMCPAtPathOnly(t *testing.T) {
+	g, err := New(completeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Handler() == nil {
+		t.Fatal("New returned a gateway without a handler")
+	}
+	for path, want := range map[string]int{Path: http.StatusUnauthorized, "/other": http.StatusNotFound} {
+		rec := httptest.NewRecorder()
+		g.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(`{}`)))
+		if rec.Code != want {
+			t.Errorf("POST %s without a token: status %d, want %d", path, rec.Code, want)
+		}
+	}
+}
