@@ -32,25 +32,16 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 	}
 	rec.ArgumentsHash = argsHash
 
-	// The gate is decided again at call time: the tool may have been
-	// disabled, drifted or lost its server since the session listed it.
+	// The call is decided again, by the decision that made the list: the
+	// tool may have been disabled, drifted or lost its server since the
+	// session listed it.
 	t := &mcpv1alpha1.McpTool{}
 	if err := g.Reader.Get(ctx, key, t); err != nil {
 		return g.deny(ctx, rec, nil, DenyNotServable, "", "the tool no longer exists"), nil
 	}
 	rec.LocalName, rec.Server, rec.DataClass = t.Status.LocalName, t.Spec.ServerRef.Name, string(t.Status.EffectiveDataClass)
-	ceiling, err := g.ceiling(ctx, id)
-	if err != nil {
-		log.Error(err, "gateway: reading access policies failed")
-		return refusal("the gateway could not decide on this call; try again"), nil
-	}
-	reason, err := g.gate(ctx, id, t, ceiling)
-	if err != nil {
-		log.Error(err, "gateway: authorising a call failed")
-		return refusal("the gateway could not decide on this call; try again"), nil
-	}
-	if reason != "" {
-		return g.deny(ctx, rec, t, reason, detailOf(reason, t), denialMessage(reason, t)), nil
+	if refused := g.gateCall(ctx, rec, id, t); refused != nil {
+		return refused, nil
 	}
 
 	// Step 4: approval, through the client's human.
@@ -154,8 +145,28 @@ func (g *Gateway) send(ctx context.Context, srv *mcpv1alpha1.McpServer, t *mcpv1
 	return g.MCP.CallTool(ctx, ep, t.Spec.RemoteName, args, opts...)
 }
 
+// gateCall decides a call of t by the caller's ceiling and answers an
+// audited refusal when it is not allowed; nil lets the call go on.
+func (g *Gateway) gateCall(ctx context.Context, rec Record, id *Identity, t *mcpv1alpha1.McpTool) *sdk.CallToolResult {
+	ceiling, err := g.ceiling(ctx, id)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "gateway: deciding on a call failed")
+		return refusal("the gateway could not decide on this call; try again")
+	}
+	v, err := g.decide(ctx, id, t, ceiling)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "gateway: deciding on a call failed")
+		return refusal("the gateway could not decide on this call; try again")
+	}
+	if !v.allowed() {
+		return g.deny(ctx, rec, t, v.reason, v.detail, v.message())
+	}
+	return nil
+}
+
 // refuseUnoffered answers a call of a tool this server did not offer the
-// caller: the gate says why (no such tool, not servable, RBAC, ceiling),
+// caller: the decision says why (not servable, RBAC, ceiling), or that
+// there is no such tool,
 // and the refusal is audited like any other. A tool that became callable
 // after a session began is refused too: the session offers what was
 // decided when it began, and a new session sees the change.
@@ -179,18 +190,8 @@ func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest)
 		return g.deny(ctx, rec, nil, DenyNotServable, "", "there is no tool of this name for the caller's namespace")
 	}
 	rec.Tool, rec.Server, rec.DataClass = t.Name, t.Spec.ServerRef.Name, string(t.Status.EffectiveDataClass)
-	ceiling, err := g.ceiling(ctx, id)
-	if err != nil {
-		logf.FromContext(ctx).Error(err, "gateway: reading access policies failed")
-		return refusal("the gateway could not decide on this call; try again")
-	}
-	reason, err := g.gate(ctx, id, t, ceiling)
-	if err != nil {
-		logf.FromContext(ctx).Error(err, "gateway: authorising a call failed")
-		return refusal("the gateway could not decide on this call; try again")
-	}
-	if reason != "" {
-		return g.deny(ctx, rec, t, reason, detailOf(reason, t), denialMessage(reason, t))
+	if refused := g.gateCall(ctx, rec, id, t); refused != nil {
+		return refused
 	}
 	return g.deny(ctx, rec, t, DenyNotServable, DetailNotInSession,
 		"this tool was not offered when the session began; start a new session to use it")

@@ -14,7 +14,6 @@ import (
 	"github.com/mcp-catalog/operator/internal/mcp"
 )
 
-
 func completeOptions() Options {
 	c := fake.NewClientBuilder().Build()
 	return Options{

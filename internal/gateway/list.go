@@ -19,7 +19,7 @@ import (
 // serverFor builds the MCP server a session (or a stateless request) sees:
 // the tools the caller may use at this moment. Calls are decided again when
 // they are made, and a call of a tool the server does not offer is refused
-// by the gate too, so that it is audited with its reason.
+// by the same decision too, so that it is audited with its reason.
 func (g *Gateway) serverFor(r *http.Request) *sdk.Server {
 	id := identityOf(auth.TokenInfoFromContext(r.Context()))
 	if id == nil {
@@ -105,8 +105,9 @@ func sdkTool(t *mcpv1alpha1.McpTool) *sdk.Tool {
 	}
 }
 
-// visibleTools applies the gate's first three steps to every tool of the
-// caller's namespace.
+// visibleTools is what the caller may see: the tools of its namespace that
+// decide allows, that is, exactly those a call would be allowed (approval
+// aside).
 func (g *Gateway) visibleTools(ctx context.Context, id *Identity) ([]*mcpv1alpha1.McpTool, error) {
 	var list mcpv1alpha1.McpToolList
 	if err := g.Reader.List(ctx, &list, client.InNamespace(id.Namespace)); err != nil {
@@ -119,9 +120,11 @@ func (g *Gateway) visibleTools(ctx context.Context, id *Identity) ([]*mcpv1alpha
 	var out []*mcpv1alpha1.McpTool
 	for i := range list.Items {
 		t := &list.Items[i]
-		if reason, err := g.gate(ctx, id, t, ceiling); err != nil {
+		v, err := g.decide(ctx, id, t, ceiling)
+		if err != nil {
 			return nil, err
-		} else if reason == "" {
+		}
+		if v.allowed() {
 			out = append(out, t)
 		}
 	}

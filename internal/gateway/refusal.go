@@ -56,15 +56,16 @@ func detailOf(reason string, t *mcpv1alpha1.McpTool) string {
 	return ""
 }
 
-func denialMessage(reason string, t *mcpv1alpha1.McpTool) string {
-	switch reason {
+// message tells the agent why the call was refused.
+func (v verdict) message() string {
+	switch v.reason {
 	case DenyForbidden:
 		return "the caller is not allowed to call this tool (RBAC verb \"call\" on mcptools)"
 	case DenyAboveCeiling:
 		return "the tool's data class is above the caller's ceiling (McpAccessPolicy)"
 	}
 	msg := "the tool is not servable now"
-	switch detailOf(reason, t) {
+	switch v.detail {
 	case mcpv1alpha1.ReasonDisabled:
 		msg += ": it is disabled"
 	case mcpv1alpha1.ReasonDefinitionChanged:
@@ -75,7 +76,7 @@ func denialMessage(reason string, t *mcpv1alpha1.McpTool) string {
 		msg += ": its server no longer offers it"
 	case "":
 	default:
-		msg += " (" + detailOf(reason, t) + ")"
+		msg += " (" + v.detail + ")"
 	}
 	return msg
 }
