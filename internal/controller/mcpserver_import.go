@@ -28,7 +28,6 @@ const (
 	skipNameTooLong  = "NameTooLong"
 	skipNameConflict = "NameConflict"
 	maxSkippedListed = 50
-	maxLocalName     = 128
 )
 
 // importDue says whether the catalog should be imported now, and otherwise
@@ -226,7 +225,7 @@ func (r *McpServerReconciler) applyCatalog(ctx context.Context, srv *mcpv1alpha1
 			skip(t.Name, mcp.SkipInvalidName)
 			continue
 		}
-		if len(toolname.LocalName(srv.Name, t.Name)) > maxLocalName {
+		if !toolname.LocalNameFits(srv.Name, t.Name) {
 			skip(t.Name, skipNameTooLong)
 			continue
 		}

@@ -1,106 +1,64 @@
 package gateway
 
 import (
-	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/mcp-catalog/operator/internal/toolname"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/mcp-catalog/operator/internal/credentials"
+	"github.com/mcp-catalog/operator/internal/mcp"
 )
 
-func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
-func TestArgumentsHashIsCanonical(t *testing.T) {
-	hash := func(raw any) string {
-		t.Helper()
-		_, h, err := arguments(raw)
-		if err != nil {
-			t.Fatalf("arguments(%v): %v", raw, err)
-		}
-		return h
-	}
-	a := hash(json.RawMessage(`{"b":1,"a":{"y":[1,2],"x":"s"}}`))
-	if b := hash(json.RawMessage(` {"a":{"x":"s","y":[1,2]},  "b":1}`)); a != b {
-		t.Errorf("key order or spacing changed the hash: %s vs %s", a, b)
-	}
-	if b := hash(map[string]any{"b": 1, "a": map[string]any{"x": "s", "y": []int{1, 2}}}); a != b {
-		t.Errorf("a Go map hashes differently from its JSON: %s vs %s", a, b)
-	}
-	if b := hash(json.RawMessage(`{"b":2,"a":{"y":[1,2],"x":"s"}}`)); a == b {
-		t.Error("different values hash the same")
-	}
-	if b := hash(json.RawMessage(`{"b":1,"a":{"y":[2,1],"x":"s"}}`)); a == b {
-		t.Error("a reordered array hashes the same")
-	}
-	if !strings.HasPrefix(a, "sha256:") || len(a) != len("sha256:")+64 {
-		t.Errorf("hash %q is not sha256:<hex>", a)
-	}
-	empty := hash(json.RawMessage(`{}`))
-	for _, none := range []any{nil, json.RawMessage(nil), json.RawMessage(`null`)} {
-		if got := hash(none); got != empty {
-			t.Errorf("absent arguments (%v) hash %s, want that of {} %s", none, got, empty)
-		}
+func completeOptions() Options {
+	c := fake.NewClientBuilder().Build()
+	return Options{
+		Reader:      c,
+		Authn:       &TokenReviewAuthenticator{Client: c},
+		Authz:       &SubjectAccessReviewAuthorizer{Client: c},
+		Credentials: &credentials.Resolver{Reader: c},
+		MCP:         mcp.New(mcp.Options{}),
+		Audit:       NewJSONLines(io.Discard),
 	}
 }
 
-func TestArgumentsRejectsWhatIsNotOneObject(t *testing.T) {
-	for _, raw := range []string{`[1,2]`, `"text"`, `42`, `true`, `{"a":1}{"b":2}`, `{"a":1} x`, `{"a":`} {
-		if _, _, err := arguments(json.RawMessage(raw)); err == nil {
-			t.Errorf("arguments(%s) accepted", raw)
-		}
-	}
-}
-
-func TestArgumentsKeepNumbersAsWritten(t *testing.T) {
-	// 2^64+3 and a long decimal: a float64 would round both.
-	m, _, err := arguments(json.RawMessage(`{"id":18446744073709551619,"ratio":0.10000000000000000555}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := string(out), `{"id":18446744073709551619,"ratio":0.10000000000000000555}`; got != want {
-		t.Fatalf("arguments sent upstream = %s, want %s", got, want)
-	}
-}
-
-func TestObjectNameOfInvertsTheLocalName(t *testing.T) {
-	for _, tc := range []struct{ server, remote string }{
-		{"docs", "echo"},
-		{"docs", "search_docs"},
-		{"my-docs", "search_docs"},
-		{"docs", "createIssue"},
-		{"docs", "resolve-library"},
-		{"docs", "_leading"},
-		{"docs", "with.dot_and_end"},
-		{"a1", "x"},
+func TestNewRefusesAnIncompleteGateway(t *testing.T) {
+	for name, clear := range map[string]func(*Options){
+		"Reader":      func(o *Options) { o.Reader = nil },
+		"Authn":       func(o *Options) { o.Authn = nil },
+		"Authz":       func(o *Options) { o.Authz = nil },
+		"Credentials": func(o *Options) { o.Credentials = nil },
+		"MCP":         func(o *Options) { o.MCP = nil },
+		"Audit":       func(o *Options) { o.Audit = nil },
 	} {
-		want, err := toolname.ObjectName(tc.server, tc.remote)
-		if err != nil {
-			t.Fatal(err)
-		}
-		local := toolname.LocalName(tc.server, tc.remote)
-		got, ok := objectNameOf(local)
-		if !ok || got != want {
-			t.Errorf("objectNameOf(%q) = %q, %v; want %q", local, got, ok, want)
-		}
-	}
-	for _, local := range []string{"", "echo", "mcp_", "mcp_docs", "mcp__echo", "mcp_Docs_echo", "MCP_docs_echo", "mcp_docs_bad/name"} {
-		if got, ok := objectNameOf(local); ok {
-			t.Errorf("objectNameOf(%q) = %q, want no name", local, got)
+		o := completeOptions()
+		clear(&o)
+		g, err := New(o)
+		if !errors.Is(err, ErrMissingOption) || !contains(err.Error(), name) {
+			t.Errorf("without %s: New() = %v, %v; want ErrMissingOption naming it", name, g, err)
 		}
 	}
 }
 
-func TestWellFormedLocalNameBoundsWhatAnAuditRecordQuotes(t *testing.T) {
-	if !wellFormedLocalName("mcp_docs_" + strings.Repeat("a", 128)) {
-		t.Error("the longest local name was rejected")
+// The gateway New returns serves MCP at Path, behind authentication, and
+// nothing else.
+func TestNewServesMCPAtPathOnly(t *testing.T) {
+	g, err := New(completeOptions())
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, name := range []string{"", strings.Repeat("a", maxLocalName+1), "mcp_docs_a b", "mcp_docs_\n", "mcp_docs_ä"} {
-		if wellFormedLocalName(name) {
-			t.Errorf("%q was accepted", name)
+	if g.Handler() == nil {
+		t.Fatal("New returned a gateway without a handler")
+	}
+	for path, want := range map[string]int{Path: http.StatusUnauthorized, "/other": http.StatusNotFound} {
+		rec := httptest.NewRecorder()
+		g.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(`{}`)))
+		if rec.Code != want {
+			t.Errorf("POST %s without a token: status %d, want %d", path, rec.Code, want)
 		}
 	}
 }

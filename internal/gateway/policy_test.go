@@ -125,8 +125,8 @@ func TestDetailOfNamesWhyAToolIsNotServable(t *testing.T) {
 			if got := detailOf(tc.reason, tc.tool); got != tc.want {
 				t.Errorf("detailOf = %q, want %q", got, tc.want)
 			}
-			if got := denialMessage(tc.reason, tc.tool); !contains(got, tc.says) {
-				t.Errorf("denialMessage = %q, want it to say %q", got, tc.says)
+			if got := refused(tc.reason, tc.tool).message(); !contains(got, tc.says) {
+				t.Errorf("message = %q, want it to say %q", got, tc.says)
 			}
 		})
 	}

@@ -74,7 +74,7 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 	if audit == nil {
 		audit = os.Stdout
 	}
-	gw := &gateway.Gateway{
+	gw, err := gateway.New(gateway.Options{
 		Reader:      mgr.GetClient(),
 		Authn:       &gateway.TokenReviewAuthenticator{Client: mgr.GetClient(), Audience: opts.GatewayAudience},
 		Authz:       &gateway.SubjectAccessReviewAuthorizer{Client: mgr.GetClient()},
@@ -83,6 +83,9 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 		Audit:       gateway.NewJSONLines(audit),
 		Recorder:    mgr.GetEventRecorder(EventSource),
 		Version:     Version,
+	})
+	if err != nil {
+		return fmt.Errorf("building the gateway: %w", err)
 	}
 	if err := mgr.Add(&gateway.Listener{Addr: opts.GatewayAddr, Handler: gw.Handler(), CertDir: opts.GatewayCertDir, Insecure: opts.GatewayInsecure, Ready: opts.GatewayReady}); err != nil {
 		return fmt.Errorf("adding the gateway: %w", err)

@@ -21,6 +21,10 @@
 // different (server, remote name) pairs therefore never share an object
 // name. Server names are limited to 45 characters so that the longest
 // base32 form still fits the 253 characters of an object name.
+//
+// The local name, the one agents see, is "mcp_<server>_<remote name>" of at
+// most 128 characters; this package alone says what a local name is and
+// which object it belongs to.
 package toolname
 
 import (
@@ -116,9 +120,69 @@ func Decode(name string) (server, remote string, err error) {
 	return server, remote, nil
 }
 
+// MaxLocalNameLength is the longest local name. The MCP specification asks
+// tool names to be at most 128 characters, so a tool whose local name would
+// be longer is not imported and never served.
+const MaxLocalNameLength = 128
+
+const localPrefix = "mcp_"
+
 // LocalName is the tool name agents see: mcp_<server>_<remote>. Server
 // names contain no "_", so the first "_" after the prefix ends the server.
-func LocalName(server, remote string) string { return "mcp_" + server + "_" + remote }
+func LocalName(server, remote string) string { return localPrefix + server + "_" + remote }
+
+// LocalNameFits reports whether the local name of a server's remote tool is
+// at most MaxLocalNameLength characters: one that is not is never served.
+func LocalNameFits(server, remote string) bool {
+	return len(LocalName(server, remote)) <= MaxLocalNameLength
+}
+
+// ValidLocalName reports whether name has the characters and length of a
+// local name: 1 to MaxLocalNameLength characters of [A-Za-z0-9_.-]. It says
+// whether a name an agent sent may be quoted (in an audit record, say);
+// ParseLocalName also checks the structure.
+func ValidLocalName(name string) bool {
+	if name == "" || len(name) > MaxLocalNameLength {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// errNotLocalName does not quote the name: it is an agent's input.
+var errNotLocalName = fmt.Errorf("not a local tool name mcp_<server>_<tool> of at most %d characters", MaxLocalNameLength)
+
+// ParseLocalName returns the server and remote name a local name was formed
+// from, or an error when no served tool can have this local name.
+func ParseLocalName(local string) (server, remote string, err error) {
+	if !ValidLocalName(local) {
+		return "", "", errNotLocalName
+	}
+	rest, ok := strings.CutPrefix(local, localPrefix)
+	if !ok {
+		return "", "", errNotLocalName
+	}
+	server, remote, ok = strings.Cut(rest, "_")
+	if !ok || !ValidServerName(server) || !ValidRemoteName(remote) {
+		return "", "", errNotLocalName
+	}
+	return server, remote, nil
+}
+
+// ObjectNameOfLocal returns the name of the McpTool a local name belongs
+// to, or an error when no served tool can have this local name.
+func ObjectNameOfLocal(local string) (string, error) {
+	server, remote, err := ParseLocalName(local)
+	if err != nil {
+		return "", err
+	}
+	return ObjectName(server, remote)
+}
 
 // Group is the group of a server's tools: mcp_<server>.
 func Group(server string) string { return "mcp_" + server }

@@ -103,3 +103,64 @@ func TestLocalNameAndGroup(t *testing.T) {
 		t.Errorf("Group = %q", got)
 	}
 }
+
+func TestObjectNameOfLocalInvertsTheLocalName(t *testing.T) {
+	for _, tc := range []struct{ server, remote string }{
+		{"docs", "echo"},
+		{"docs", "search_docs"},
+		{"my-docs", "search_docs"},
+		{"docs", "createIssue"},
+		{"docs", "resolve-library"},
+		{"docs", "_leading"},
+		{"docs", "with.dot_and_end"},
+		{"a1", "x"},
+	} {
+		want, err := ObjectName(tc.server, tc.remote)
+		if err != nil {
+			t.Fatal(err)
+		}
+		local := LocalName(tc.server, tc.remote)
+		got, err := ObjectNameOfLocal(local)
+		if err != nil || got != want {
+			t.Errorf("ObjectNameOfLocal(%q) = %q, %v; want %q", local, got, err, want)
+		}
+		server, remote, err := ParseLocalName(local)
+		if err != nil || server != tc.server || remote != tc.remote {
+			t.Errorf("ParseLocalName(%q) = %q, %q, %v; want %q, %q", local, server, remote, err, tc.server, tc.remote)
+		}
+	}
+	for _, local := range []string{"", "echo", "mcp_", "mcp_docs", "mcp__echo", "mcp_Docs_echo", "MCP_docs_echo", "mcp_docs_bad/name"} {
+		if got, err := ObjectNameOfLocal(local); err == nil {
+			t.Errorf("ObjectNameOfLocal(%q) = %q, want no name", local, got)
+		}
+	}
+}
+
+// One length rule holds for the importer (LocalNameFits), the names the
+// gateway quotes (ValidLocalName) and the names it resolves
+// (ParseLocalName).
+func TestLocalNameLengthIsOneRule(t *testing.T) {
+	const server = "docs"
+	longest := strings.Repeat("a", MaxLocalNameLength-len(LocalName(server, "")))
+	tooLong := longest + "a"
+	if !LocalNameFits(server, longest) || !ValidLocalName(LocalName(server, longest)) {
+		t.Error("the longest local name was rejected")
+	}
+	if _, _, err := ParseLocalName(LocalName(server, longest)); err != nil {
+		t.Errorf("the longest local name does not parse: %v", err)
+	}
+	if LocalNameFits(server, tooLong) || ValidLocalName(LocalName(server, tooLong)) {
+		t.Error("a local name one character too long was accepted")
+	}
+	if _, _, err := ParseLocalName(LocalName(server, tooLong)); err == nil {
+		t.Error("a local name one character too long parses")
+	}
+}
+
+func TestValidLocalNameBoundsWhatMayBeQuoted(t *testing.T) {
+	for _, name := range []string{"", strings.Repeat("a", MaxLocalNameLength+1), "mcp_docs_a b", "mcp_docs_\n", "mcp_docs_ä"} {
+		if ValidLocalName(name) {
+			t.Errorf("%q was accepted", name)
+		}
+	}
+}

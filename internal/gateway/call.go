@@ -1,0 +1,222 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"k8s.io/apimachinery/pkg/types"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/credentials"
+	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/metrics"
+	"github.com/mcp-catalog/operator/internal/toolname"
+)
+
+// call decides and makes one tool call.
+func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.NamespacedName) (*sdk.CallToolResult, error) {
+	log := logf.FromContext(ctx)
+	id := identityOf(req.Extra.TokenInfo)
+	if id == nil || id.Namespace != key.Namespace {
+		return refusal("the caller is not authenticated for this namespace"), nil
+	}
+	rec := Record{CallID: newCallID(), Caller: id.Username, Namespace: key.Namespace, Tool: key.Name}
+	args, argsHash, err := arguments(req.Params.Arguments)
+	if err != nil {
+		return refusal("the arguments must be a JSON object"), nil
+	}
+	rec.ArgumentsHash = argsHash
+
+	// The call is decided again, by the decision that made the list: the
+	// tool may have been disabled, drifted or lost its server since the
+	// session listed it.
+	t := &mcpv1alpha1.McpTool{}
+	if err := g.Reader.Get(ctx, key, t); err != nil {
+		return g.deny(ctx, rec, nil, DenyNotServable, "", "the tool no longer exists"), nil
+	}
+	rec.LocalName, rec.Server, rec.DataClass = t.Status.LocalName, t.Spec.ServerRef.Name, string(t.Status.EffectiveDataClass)
+	if refused := g.gateCall(ctx, rec, id, t); refused != nil {
+		return refused, nil
+	}
+
+	// Step 4: approval, through the client's human.
+	rec.Approval = "NotRequired"
+	if approvalRequired(t) {
+		// A refusal from here on is a refusal of approval, and says so.
+		rec.Approval = "Required"
+		state := approvalState{Caller: id.UID + "/" + id.Username, Tool: key.String(), Definition: t.Status.DefinitionHash, Arguments: argsHash}
+		resp, answered := req.Params.InputResponses[approvalInput]
+		if !answered {
+			caps := req.ClientCapabilities()
+			if caps == nil || caps.Elicitation == nil {
+				return g.deny(ctx, rec, t, DenyApprovalNoChannel, "", "this tool needs a human's approval for every call, and this client did not declare the elicitation capability to ask for it; the call was not made"), nil
+			}
+			state.Expires, state.Nonce = g.now().Add(approvalWindow).Unix(), newNonce()
+			return &sdk.CallToolResult{
+				InputRequests: sdk.InputRequestMap{approvalInput: approvalQuestion(t.Status.LocalName, t.Spec.ServerRef.Name, string(t.Status.EffectiveDataClass))},
+				RequestState:  g.approver.sign(state),
+			}, nil
+		}
+		if err := g.approver.verify(req.Params.RequestState, state, g.now()); err != nil {
+			return g.deny(ctx, rec, t, DenyApprovalDeclined, "", "the approval answer does not belong to this call or has expired; the call was not made"), nil
+		}
+		if !approved(resp) {
+			return g.deny(ctx, rec, t, DenyApprovalDeclined, "", "the call was not approved; it was not made"), nil
+		}
+		if err := g.approver.spend(req.Params.RequestState, state, g.now()); err != nil {
+			msg := "this approval was already used for a call, and every call needs its own; the call was not made"
+			if errors.Is(err, errApprovalsFull) {
+				msg = "the gateway holds too many recent approvals to take another; try again shortly"
+			}
+			return g.deny(ctx, rec, t, DenyApprovalDeclined, "", msg), nil
+		}
+		rec.Approval = "Approved"
+	}
+
+	srv := &mcpv1alpha1.McpServer{}
+	if err := g.Reader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: t.Spec.ServerRef.Name}, srv); err != nil {
+		return g.deny(ctx, rec, t, DenyNotServable, mcpv1alpha1.ReasonServerNotFound, "the tool's server no longer exists"), nil
+	}
+
+	// No record, no call.
+	rec.Decision, rec.Phase, rec.Time = "Allowed", PhaseBefore, g.now()
+	if err := g.Audit.Write(ctx, rec); err != nil {
+		log.Error(err, "gateway: the audit record could not be written; refusing the call", "tool", key.String())
+		metrics.GatewayCalls.WithLabelValues("Denied", DenyAuditFailed).Inc()
+		g.event(t, "Warning", "CallRefused", "a call by %s was refused: the audit record could not be written", id.Username)
+		return refusal("the call was refused because its audit record could not be written"), nil
+	}
+
+	start := g.now()
+	out, err := g.send(ctx, srv, t, id, args)
+	rec.Phase, rec.Time, rec.LatencyMillis = PhaseAfter, g.now(), g.now().Sub(start).Milliseconds()
+	result := &sdk.CallToolResult{}
+	switch {
+	case err != nil:
+		kind := failureKind(err)
+		rec.Outcome, rec.ErrorKind = "Failed", string(kind)
+		metrics.GatewayCalls.WithLabelValues("Failed", string(kind)).Inc()
+		g.event(t, "Warning", "CallFailed", "a call by %s failed: %s", id.Username, kind)
+		result.IsError = true
+		result.Content = []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("The call to %s failed (%s); the remote server's answer is not shown.", t.Status.LocalName, kind)}}
+	case out.IsError:
+		rec.Outcome = "ToolError"
+		metrics.GatewayCalls.WithLabelValues("ToolError", "").Inc()
+		result.IsError = true
+		result.Content = []sdk.Content{&sdk.TextContent{Text: out.Text}}
+	default:
+		rec.Outcome = "Succeeded"
+		metrics.GatewayCalls.WithLabelValues("Succeeded", "").Inc()
+		result.Content = []sdk.Content{&sdk.TextContent{Text: out.Text}}
+	}
+	if err := g.Audit.Write(context.WithoutCancel(ctx), rec); err != nil {
+		// The call has happened; the before record stands for it.
+		log.Error(err, "gateway: the audit outcome record could not be written", "tool", key.String(), "callID", rec.CallID)
+	}
+	return result, nil
+}
+
+func (g *Gateway) send(ctx context.Context, srv *mcpv1alpha1.McpServer, t *mcpv1alpha1.McpTool, id *Identity, args map[string]any) (*mcp.CallOutcome, error) {
+	cred, err := g.Credentials.ForCall(ctx, srv, credentials.Actor{Username: id.Username, Groups: id.Groups})
+	if err != nil {
+		return nil, err
+	}
+	ep := mcp.Endpoint{
+		Name:                    srv.Namespace + "/" + srv.Name,
+		URL:                     srv.Spec.URL,
+		Credential:              cred,
+		AllowInsecureCredential: srv.Spec.AllowCredentialOverHTTP,
+		AllowPrivateNetwork:     srv.Spec.AllowPrivateNetwork,
+	}
+	if srv.Spec.OperationTimeout != nil {
+		ep.Timeout = srv.Spec.OperationTimeout.Duration
+	}
+	var opts []mcp.CallOption
+	if t.Status.InputSchema != nil && len(t.Status.InputSchema.Raw) > 0 {
+		// Arguments the schema marks with x-mcp-header travel in headers
+		// too, which 2026-07-28 servers require.
+		opts = append(opts, mcp.WithInputSchema(t.Status.InputSchema.Raw))
+	}
+	return g.MCP.CallTool(ctx, ep, t.Spec.RemoteName, args, opts...)
+}
+
+// gateCall decides a call of t by the caller's ceiling and answers an
+// audited refusal when it is not allowed; nil lets the call go on.
+func (g *Gateway) gateCall(ctx context.Context, rec Record, id *Identity, t *mcpv1alpha1.McpTool) *sdk.CallToolResult {
+	ceiling, err := g.ceiling(ctx, id)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "gateway: deciding on a call failed")
+		return refusal("the gateway could not decide on this call; try again")
+	}
+	v, err := g.decide(ctx, id, t, ceiling)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "gateway: deciding on a call failed")
+		return refusal("the gateway could not decide on this call; try again")
+	}
+	if !v.allowed() {
+		return g.deny(ctx, rec, t, v.reason, v.detail, v.message())
+	}
+	return nil
+}
+
+// refuseUnoffered answers a call of a tool this server did not offer the
+// caller: the decision says why (not servable, RBAC, ceiling), or that
+// there is no such tool,
+// and the refusal is audited like any other. A tool that became callable
+// after a session began is refused too: the session offers what was
+// decided when it began, and a new session sees the change.
+func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest) *sdk.CallToolResult {
+	id := identityOf(req.Extra.TokenInfo)
+	if id == nil {
+		return refusal("the caller is not authenticated")
+	}
+	name := req.Params.Name
+	rec := Record{CallID: newCallID(), Caller: id.Username, Namespace: id.Namespace}
+	if toolname.ValidLocalName(name) {
+		// Only a well-formed name is recorded: it is the caller's input.
+		rec.LocalName = name
+	}
+	if _, h, err := arguments(req.Params.Arguments); err == nil {
+		rec.ArgumentsHash = h
+	}
+	object, err := toolname.ObjectNameOfLocal(name)
+	t := &mcpv1alpha1.McpTool{}
+	if err != nil || g.Reader.Get(ctx, types.NamespacedName{Namespace: id.Namespace, Name: object}, t) != nil || t.Status.LocalName != name {
+		return g.deny(ctx, rec, nil, DenyNotServable, "", "there is no tool of this name for the caller's namespace")
+	}
+	rec.Tool, rec.Server, rec.DataClass = t.Name, t.Spec.ServerRef.Name, string(t.Status.EffectiveDataClass)
+	if refused := g.gateCall(ctx, rec, id, t); refused != nil {
+		return refused
+	}
+	return g.deny(ctx, rec, t, DenyNotServable, DetailNotInSession,
+		"this tool was not offered when the session began; start a new session to use it")
+}
+
+func newCallID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// failureKind names why a call failed with a fixed word: the MCP client's
+// error kind, or why no credential could be had (an unmapped or disabled
+// actor, a refused token exchange, a missing Secret).
+func failureKind(err error) mcp.Kind {
+	var de *credentials.DelegationError
+	var me *credentials.MissingError
+	switch {
+	case mcp.KindOf(err) != "":
+		return mcp.KindOf(err)
+	case errors.As(err, &de):
+		return mcp.Kind(de.Reason)
+	case errors.As(err, &me):
+		return mcp.Kind(me.Reason)
+	default:
+		return "CredentialUnavailable"
+	}
+}

@@ -1,0 +1,133 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+)
+
+// serverFor builds the MCP server a session (or a stateless request) sees:
+// the tools the caller may use at this moment. Calls are decided again when
+// they are made, and a call of a tool the server does not offer is refused
+// by the same decision too, so that it is audited with its reason.
+func (g *Gateway) serverFor(r *http.Request) *sdk.Server {
+	id := identityOf(auth.TokenInfoFromContext(r.Context()))
+	if id == nil {
+		return nil
+	}
+	memo, _ := r.Context().Value(memoKey{}).(*serverMemo)
+	if memo != nil && memo.s != nil {
+		return memo.s
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: "mcp-catalog-gateway", Version: g.Version}, &sdk.ServerOptions{
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+	})
+	if memo != nil {
+		memo.s = s
+	}
+	if r.Header.Get("Mcp-Session-Id") != "" && !modernRequest(r) {
+		// A request of an existing session is served by the server built
+		// when the session began; the SDK asks for one here only to read
+		// the protocol versions, which every server shares. Listing the
+		// tools would cost a review per tool on every request.
+		return s
+	}
+	tools, err := g.visibleTools(r.Context(), id)
+	if err != nil {
+		logf.FromContext(r.Context()).Error(err, "gateway: listing tools failed")
+		return s
+	}
+	offered := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
+		if err := addTool(s, sdkTool(t), func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return g.call(ctx, req, key)
+		}); err != nil {
+			logf.FromContext(r.Context()).Error(err, "gateway: a tool cannot be offered", "tool", key.String())
+			continue
+		}
+		offered[t.Status.LocalName] = true
+	}
+	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method != "tools/call" {
+				return next(ctx, method, req)
+			}
+			creq, ok := req.(*sdk.CallToolRequest)
+			if !ok || creq.Params == nil || offered[creq.Params.Name] {
+				return next(ctx, method, req)
+			}
+			return g.refuseUnoffered(ctx, creq), nil
+		}
+	})
+	return s
+}
+
+// addTool adds a tool to a server. The SDK panics on a definition it
+// cannot serve (a schema whose root is not an object, a bad x-mcp-header);
+// the importer never stores one, but status is writable by others, and one
+// bad tool must not take down the caller's whole session.
+func addTool(s *sdk.Server, t *sdk.Tool, h sdk.ToolHandler) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the tool's definition cannot be served: %v", p)
+		}
+	}()
+	s.AddTool(t, h)
+	return nil
+}
+
+// sdkTool presents an McpTool to agents: its local name and normalised
+// schema, and hints that say what the gate assumes — a destructive,
+// non-idempotent write — rather than what the remote server claims.
+func sdkTool(t *mcpv1alpha1.McpTool) *sdk.Tool {
+	schema := json.RawMessage(`{"type":"object"}`)
+	if t.Status.InputSchema != nil && len(t.Status.InputSchema.Raw) > 0 {
+		schema = t.Status.InputSchema.Raw
+	}
+	destructive, openWorld := true, true
+	return &sdk.Tool{
+		Name:        t.Status.LocalName,
+		Title:       t.Status.Title,
+		Description: t.Status.Description,
+		InputSchema: schema,
+		Annotations: &sdk.ToolAnnotations{DestructiveHint: &destructive, IdempotentHint: false, ReadOnlyHint: false, OpenWorldHint: &openWorld},
+	}
+}
+
+// visibleTools is what the caller may see: the tools of its namespace that
+// decide allows, that is, exactly those a call would be allowed (approval
+// aside).
+func (g *Gateway) visibleTools(ctx context.Context, id *Identity) ([]*mcpv1alpha1.McpTool, error) {
+	var list mcpv1alpha1.McpToolList
+	if err := g.Reader.List(ctx, &list, client.InNamespace(id.Namespace)); err != nil {
+		return nil, err
+	}
+	ceiling, err := g.ceiling(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []*mcpv1alpha1.McpTool
+	for i := range list.Items {
+		t := &list.Items[i]
+		v, err := g.decide(ctx, id, t, ceiling)
+		if err != nil {
+			return nil, err
+		}
+		if v.allowed() {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Status.LocalName < out[j].Status.LocalName })
+	return out, nil
+}

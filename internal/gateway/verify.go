@@ -1,0 +1,36 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// verify authenticates a bearer token. Any failure is a plain 401.
+func (g *Gateway) verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	id, err := g.Authn.Authenticate(ctx, token)
+	if err != nil {
+		if !errors.Is(err, ErrUnauthenticated) {
+			logf.FromContext(ctx).Error(err, "gateway: authenticating a caller failed")
+		}
+		return nil, auth.ErrInvalidToken
+	}
+	return &auth.TokenInfo{
+		// Binds the MCP session to this identity: another token cannot use it.
+		UserID:     id.UID + "/" + id.Username,
+		Expiration: g.now().Add(time.Minute),
+		Extra:      map[string]any{"identity": id},
+	}, nil
+}
+
+func identityOf(ti *auth.TokenInfo) *Identity {
+	if ti == nil {
+		return nil
+	}
+	id, _ := ti.Extra["identity"].(*Identity)
+	return id
+}
