@@ -35,20 +35,21 @@ import (
 // Path is where the gateway serves MCP.
 const Path = "/mcp"
 
-// CredentialSource returns the credential a call presents upstream.
-type CredentialSource interface {
-	ForCall(ctx context.Context, srv *mcpv1alpha1.McpServer, actor credentials.Actor) (*mcp.Credential, error)
+// Upstreams returns the endpoint a call made for actor is sent to, with its
+// credential resolved (upstream.Endpoints).
+type Upstreams interface {
+	Call(ctx context.Context, srv *mcpv1alpha1.McpServer, actor credentials.Actor) (mcp.Endpoint, error)
 }
 
 // Gateway is the MCP endpoint agents call.
 type Gateway struct {
 	// Reader reads McpTools, McpServers and McpAccessPolicies (the cache).
-	Reader      client.Reader
-	Authn       Authenticator
-	Authz       Authorizer
-	Credentials CredentialSource
-	MCP         *mcp.Client
-	Audit       Sink
+	Reader    client.Reader
+	Authn     Authenticator
+	Authz     Authorizer
+	Upstreams Upstreams
+	MCP       *mcp.Client
+	Audit     Sink
 	// Recorder emits Events on McpTools for refusals and failures; may be
 	// nil.
 	Recorder events.EventRecorder
@@ -489,19 +490,9 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 }
 
 func (g *Gateway) send(ctx context.Context, srv *mcpv1alpha1.McpServer, t *mcpv1alpha1.McpTool, id *Identity, args map[string]any) (*mcp.CallOutcome, error) {
-	cred, err := g.Credentials.ForCall(ctx, srv, credentials.Actor{Username: id.Username, Groups: id.Groups})
+	ep, err := g.Upstreams.Call(ctx, srv, credentials.Actor{Username: id.Username, Groups: id.Groups})
 	if err != nil {
 		return nil, err
-	}
-	ep := mcp.Endpoint{
-		Name:                    srv.Namespace + "/" + srv.Name,
-		URL:                     srv.Spec.URL,
-		Credential:              cred,
-		AllowInsecureCredential: srv.Spec.AllowCredentialOverHTTP,
-		AllowPrivateNetwork:     srv.Spec.AllowPrivateNetwork,
-	}
-	if srv.Spec.OperationTimeout != nil {
-		ep.Timeout = srv.Spec.OperationTimeout.Duration
 	}
 	var opts []mcp.CallOption
 	if t.Status.InputSchema != nil && len(t.Status.InputSchema.Raw) > 0 {
