@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,19 +83,9 @@ func SecretValue(ctx context.Context, r client.Reader, ns string, ref mcpv1alpha
 
 // Discovery returns the credential imports and probes present: the bearer
 // or header Secret, or a delegated server's discovery Secret; nil when none
-// is needed. A delegated server also needs its McpDelegationProfile to exist
-// and be Ready, since its tool calls depend on it.
+// is needed.
 func (r *Resolver) Discovery(ctx context.Context, srv *mcpv1alpha1.McpServer) (*mcp.Credential, error) {
 	a := srv.Spec.Auth
-	if a != nil && a.Delegated != nil {
-		p, err := r.profile(ctx, srv)
-		if err != nil {
-			return nil, err
-		}
-		if !meta.IsStatusConditionTrue(p.Status.Conditions, mcpv1alpha1.ConditionReady) {
-			return nil, &MissingError{Reason: mcpv1alpha1.ReasonProfileNotReady, Err: fmt.Errorf("McpDelegationProfile %q is not Ready", p.Name)}
-		}
-	}
 	switch {
 	case a == nil:
 		return nil, nil

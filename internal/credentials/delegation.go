@@ -42,7 +42,7 @@ func (r *Resolver) exchange(ctx context.Context, srv *mcpv1alpha1.McpServer, act
 	if del == nil {
 		return nil, errors.New("the server is not in delegated mode")
 	}
-	p, err := r.profile(ctx, srv)
+	p, err := r.Profile(ctx, srv)
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +83,9 @@ func (r *Resolver) exchange(ctx context.Context, srv *mcpv1alpha1.McpServer, act
 	return &cred, nil
 }
 
-// profile reads the McpDelegationProfile a delegated server names.
-func (r *Resolver) profile(ctx context.Context, srv *mcpv1alpha1.McpServer) (*mcpv1alpha1.McpDelegationProfile, error) {
+// Profile reads the McpDelegationProfile a delegated server names; a
+// missing one is a *MissingError.
+func (r *Resolver) Profile(ctx context.Context, srv *mcpv1alpha1.McpServer) (*mcpv1alpha1.McpDelegationProfile, error) {
 	name := srv.Spec.Auth.Delegated.ProfileRef.Name
 	var p mcpv1alpha1.McpDelegationProfile
 	if err := r.Profiles.Get(ctx, types.NamespacedName{Namespace: srv.Namespace, Name: name}, &p); err != nil {

@@ -7,6 +7,9 @@ package upstream
 
 import (
 	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/credentials"
@@ -25,6 +28,18 @@ type Endpoints struct {
 // Discovery returns the endpoint imports and probes use, presenting the
 // server's own (or discovery) credential.
 func (e *Endpoints) Discovery(ctx context.Context, srv *mcpv1alpha1.McpServer) (mcp.Endpoint, error) {
+	if a := srv.Spec.Auth; a != nil && a.Delegated != nil {
+		// Imports of a delegated server are only worth making once its tool
+		// calls can be served: its profile must exist and be Ready.
+		p, err := e.Credentials.Profile(ctx, srv)
+		if err != nil {
+			return mcp.Endpoint{}, err
+		}
+		if !meta.IsStatusConditionTrue(p.Status.Conditions, mcpv1alpha1.ConditionReady) {
+			return mcp.Endpoint{}, &credentials.MissingError{Reason: mcpv1alpha1.ReasonProfileNotReady,
+				Err: fmt.Errorf("McpDelegationProfile %q is not Ready", p.Name)}
+		}
+	}
 	cred, err := e.Credentials.Discovery(ctx, srv)
 	if err != nil {
 		return mcp.Endpoint{}, err
