@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/mcp"
@@ -63,4 +65,28 @@ func TestClassifyReference(t *testing.T) {
 	if _, ok := asWaiting(got); ok || !errors.Is(got, boom) {
 		t.Errorf("read failure = %v, want it returned as is", got)
 	}
+}
+
+// A profile reports the conditions its type documents: Stalled for what
+// only a spec change cures, Reconciling while it waits for its Secret, and
+// neither once Ready.
+func TestSetProfileConditions(t *testing.T) {
+	const gen = 3
+	stalled := &stallingError{reason: mcpv1alpha1.ReasonInvalidSpec, err: errors.New("not https")}
+	waiting := &waitingError{after: time.Second, reason: mcpv1alpha1.ReasonSecretNotFound, err: errors.New("no Secret")}
+	p := &mcpv1alpha1.McpDelegationProfile{ObjectMeta: metav1.ObjectMeta{Generation: gen}}
+
+	setProfileConditions(p, waiting)
+	assertConditions(t, p.Status.Conditions, gen,
+		want(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonSecretNotFound),
+		want(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing))
+
+	setProfileConditions(p, stalled)
+	assertConditions(t, p.Status.Conditions, gen,
+		want(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonInvalidSpec),
+		want(mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, mcpv1alpha1.ReasonInvalidSpec))
+
+	setProfileConditions(p, nil)
+	assertConditions(t, p.Status.Conditions, gen,
+		want(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
 }
