@@ -29,7 +29,9 @@ const (
 	ConditionReconciling = "Reconciling"
 
 	// ConditionStalled (abnormal-true) says the controller cannot make
-	// progress without a change by a human.
+	// progress without a change to the spec by a human; nothing is retried
+	// until the spec (or a referenced object) changes. Failures that a
+	// Secret rotation or the remote server can cure never stall.
 	ConditionStalled = "Stalled"
 )
 
@@ -88,15 +90,11 @@ const (
 	ReasonUnsupportedProtocol = "UnsupportedProtocolVersion"
 	// ReasonCatalogTooLarge: the page or tool ceiling was reached.
 	ReasonCatalogTooLarge = "CatalogTooLarge"
-	// ReasonNotProbed: no probe has run yet.
-	ReasonNotProbed = "NotProbed"
 
 	// ReasonImportFailed: the last import failed; see the message.
 	ReasonImportFailed = "ImportFailed"
 	// ReasonNotImported: no import has succeeded yet.
 	ReasonNotImported = "NotImported"
-	// ReasonNoDataClass: the server declares no data class.
-	ReasonNoDataClass = "NoDataClass"
 
 	// ReasonRemovedFromServer: the server no longer offers the tool.
 	ReasonRemovedFromServer = "RemovedFromServer"

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -171,6 +173,12 @@ type ImportSettings struct {
 	// +kubebuilder:validation:Maximum=20000
 	MaxTools int32 `json:"maxTools,omitempty"`
 }
+
+// DefaultHealthCheckInterval is spec.healthCheck.interval when it is not
+// set. The API server applies it (the default marker below must say the
+// same); the controller falls back to it only for objects stored before the
+// default existed.
+const DefaultHealthCheckInterval = 60 * time.Second
 
 // HealthCheckSettings tunes the health probe.
 type HealthCheckSettings struct {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/secret"
 )
 
 // directFlags are the flags of the commands that talk to a server directly.
@@ -88,7 +89,7 @@ func (f *directFlags) endpoint(s Streams, url string) (mcp.Endpoint, error) {
 	if value == "" {
 		return ep, usageErr("the credential is empty")
 	}
-	ep.Credential = &mcp.Credential{Header: f.header, Value: mcp.NewSecret(value)}
+	ep.Credential = &mcp.Credential{Header: f.header, Value: secret.New(value)}
 	return ep, nil
 }
 

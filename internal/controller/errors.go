@@ -4,7 +4,38 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/mcp-catalog/operator/internal/credentials"
+	"github.com/mcp-catalog/operator/internal/mcp"
 )
+
+// The error contract. Every failure a reconcile meets is classified once,
+// where it is observed, into one of three classes, and the class alone
+// decides what controller-runtime is told:
+//
+//   - waiting: something outside the object has to change first, and
+//     nothing watched will say when it has: a Secret or key not there yet
+//     (Secrets are not watched, docs/adr/003-secret-access.md), a profile
+//     not there or not Ready, or a remote server that is down, slow,
+//     refuses the credential (a rotated Secret cures a 401 or 403) or
+//     breaks the protocol. The condition says why, and the object is looked
+//     at again after a fixed delay: a waitingError (15 s for a missing
+//     reference) or the next scheduled import or probe (the health
+//     interval). Waiting is not an error to controller-runtime.
+//   - stalling: only a person can cure it, by changing the spec: the URL
+//     resolves to an address the operator may not dial, it redirects, a
+//     credential would go over plain http, or the catalog exceeds the
+//     spec's ceilings. The object is marked Stalled=True (kstatus: Failed),
+//     the reconcile returns nil and nothing is scheduled. A change to the
+//     spec, a request annotation, a tool enabled or disabled, or the
+//     profile's readiness re-triggers it, and whatever was due runs again
+//     at once.
+//   - transient: anything else, an API server error above all. The error
+//     is returned and controller-runtime retries with backoff.
+//
+// Stalled therefore means "needs a person": no failure that a Secret
+// rotation or the remote server can cure stalls, since nothing would notice
+// the cure.
 
 // waitingError says the reconcile cannot finish until something outside the
 // controller changes (a Secret appears, say) and should be retried after a
@@ -39,4 +70,27 @@ func asStalling(err error) (*stallingError, bool) {
 	var s *stallingError
 	ok := errors.As(err, &s)
 	return s, ok
+}
+
+// classifyReference turns a failure to resolve what an object references
+// into its class: a reference not there yet waits, anything else is
+// transient.
+func classifyReference(err error, retry time.Duration) error {
+	var missing *credentials.MissingError
+	if errors.As(err, &missing) {
+		return &waitingError{after: retry, reason: missing.Reason, err: missing.Err}
+	}
+	return err
+}
+
+// classifyOperation says whether a failed import or probe, already recorded
+// as reason and message, stalls: it returns a *stallingError for a failure
+// only a spec change cures, and nil for one that waits for the next
+// scheduled attempt.
+func classifyOperation(err error, reason, message string) error {
+	switch mcp.KindOf(err) {
+	case mcp.KindBlockedAddress, mcp.KindRedirect, mcp.KindInsecureCredential, mcp.KindPageLimit, mcp.KindToolLimit:
+		return &stallingError{reason: reason, err: errors.New(message)}
+	}
+	return nil
 }

@@ -33,7 +33,11 @@ type McpDelegationProfileReconciler struct {
 	CredentialRetryInterval time.Duration
 }
 
-// Reconcile sets Ready, and status only when it changed.
+// Reconcile sets Ready, Reconciling and Stalled, and writes status only
+// when it changed. An unusable token endpoint stalls (only a spec change
+// cures it, and a spec change re-triggers); a client secret not there yet
+// waits, and is looked for again after the retry interval, since Secrets
+// are not watched.
 func (r *McpDelegationProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	p := &mcpv1alpha1.McpDelegationProfile{}
 	if err := r.Get(ctx, req.NamespacedName, p); err != nil {
@@ -41,20 +45,19 @@ func (r *McpDelegationProfileReconciler) Reconcile(ctx context.Context, req ctrl
 	}
 	before := p.DeepCopy()
 	result := ctrl.Result{}
-	status, reason, msg := metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "the token endpoint is an https URL and the client secret resolves"
+	var failure error
 	if err := validTokenEndpoint(p.Spec.TokenEndpoint); err != nil {
-		status, reason, msg = metav1.ConditionFalse, mcpv1alpha1.ReasonInvalidSpec, err.Error()
+		failure = &stallingError{reason: mcpv1alpha1.ReasonInvalidSpec, err: err}
 	} else if _, err := credentials.SecretValue(ctx, r.APIReader, p.Namespace, p.Spec.ClientSecretRef); err != nil {
-		var missing *credentials.MissingError
-		if !errors.As(err, &missing) {
-			return ctrl.Result{}, err
+		failure = classifyReference(err, r.retry())
+		if _, ok := asWaiting(failure); !ok {
+			return ctrl.Result{}, failure
 		}
-		status, reason, msg = metav1.ConditionFalse, missing.Reason, missing.Err.Error()
-		result.RequeueAfter = r.retry()
 	}
-	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{
-		Type: mcpv1alpha1.ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: p.Generation,
-	})
+	setProfileConditions(p, failure)
+	if w, ok := asWaiting(failure); ok {
+		result.RequeueAfter = w.after
+	}
 	p.Status.ObservedGeneration = p.Generation
 	if equality.Semantic.DeepEqual(before.Status, p.Status) {
 		return result, nil
@@ -63,6 +66,32 @@ func (r *McpDelegationProfileReconciler) Reconcile(ctx context.Context, req ctrl
 		return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
 	}
 	return result, nil
+}
+
+// setProfileConditions sets a profile's Ready, Reconciling and Stalled from
+// the outcome of its checks: nil, a waitingError or a stallingError.
+func setProfileConditions(p *mcpv1alpha1.McpDelegationProfile, failure error) {
+	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{
+			Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: p.Generation,
+		})
+	}
+	w, waiting := asWaiting(failure)
+	s, stalled := asStalling(failure)
+	switch {
+	case stalled:
+		set(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, s.reason, s.err.Error())
+		set(mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, s.reason, s.err.Error())
+		meta.RemoveStatusCondition(&p.Status.Conditions, mcpv1alpha1.ConditionReconciling)
+	case waiting:
+		set(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, w.reason, w.err.Error())
+		set(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing, "waiting for the client secret")
+		meta.RemoveStatusCondition(&p.Status.Conditions, mcpv1alpha1.ConditionStalled)
+	default:
+		set(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "the token endpoint is an https URL and the client secret resolves")
+		meta.RemoveStatusCondition(&p.Status.Conditions, mcpv1alpha1.ConditionReconciling)
+		meta.RemoveStatusCondition(&p.Status.Conditions, mcpv1alpha1.ConditionStalled)
+	}
 }
 
 // validTokenEndpoint repeats what the API server's CEL rules check, for

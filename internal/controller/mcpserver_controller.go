@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/upstream"
 )
 
 // FieldManagerImporter owns what imports write: an McpTool's identity, owner
@@ -33,11 +35,13 @@ const FieldManagerImporter = "mcp-catalog-importer"
 // probes its health.
 type McpServerReconciler struct {
 	client.Client
-	// APIReader reads Secrets directly from the API server; they are never
-	// cached.
+	// APIReader reads the McpServer itself live (docs/adr/006).
 	APIReader client.Reader
-	MCP       *mcp.Client
-	Recorder  events.EventRecorder
+	// Upstream turns a server into the endpoint imports and probes use,
+	// with its credential resolved.
+	Upstream *upstream.Endpoints
+	MCP      *mcp.Client
+	Recorder events.EventRecorder
 	// MaxConcurrent bounds how many servers are imported or probed at once;
 	// a hung server holds one slot for at most its own budget.
 	MaxConcurrent int
@@ -56,10 +60,11 @@ type McpServerReconciler struct {
 // serverScope carries what earlier steps of one reconcile learnt to later
 // ones.
 type serverScope struct {
-	server     *mcpv1alpha1.McpServer
-	key        types.NamespacedName
-	now        time.Time
-	credential *mcp.Credential
+	server *mcpv1alpha1.McpServer
+	key    types.NamespacedName
+	now    time.Time
+	// endpoint is where imports and probes go, credential resolved.
+	endpoint mcp.Endpoint
 	// requeueAt is the earliest time a step wants to run again.
 	requeueAt time.Time
 }
@@ -103,7 +108,8 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	sc := &serverScope{server: srv, key: req.NamespacedName, now: r.now()}
 	defer func() {
 		summarize(srv, retErr)
-		if retErr == nil {
+		if _, stalled := asStalling(retErr); retErr == nil || stalled {
+			// A stall is a decided outcome of this generation.
 			srv.Status.ObservedGeneration = srv.Generation
 		}
 		if err := r.patchStatus(ctx, before, srv); err != nil {
@@ -115,16 +121,30 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if srv.Spec.Suspend {
 		return ctrl.Result{}, nil
 	}
+	var stalled error
 	for _, step := range []func(context.Context, *serverScope) error{
 		r.reconcileCredentials,
 		r.reconcileImport,
 		r.reconcileProbe,
 	} {
-		if err := step(ctx, sc); err != nil {
+		err := step(ctx, sc)
+		if _, ok := asStalling(err); ok {
+			// A stalled import does not stop the probe: it still tells
+			// whether the server is up, and answers a requested probe.
+			stalled = cmp.Or(stalled, err)
+			continue
+		}
+		if err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{}, nil
+	if stalled != nil {
+		// Nothing is scheduled for a stalled server: whatever re-triggers
+		// it (a spec change, a request annotation) finds the import and
+		// the probe due at once.
+		r.sched.forget(sc.key)
+	}
+	return ctrl.Result{}, stalled
 }
 
 // result turns the scope and the reconcile error into what controller-runtime
@@ -146,19 +166,22 @@ func (s *serverScope) result(err error, now time.Time) (ctrl.Result, error) {
 	return ctrl.Result{RequeueAfter: max(s.requeueAt.Sub(now), time.Second)}, nil
 }
 
-// reconcileCredentials resolves the Secret the server's imports and probes
-// present, at every reconcile, so a rotated Secret is used at once. It sets
-// CredentialsResolved.
+// reconcileCredentials resolves the endpoint the server's imports and
+// probes use, with the Secret they present, at every reconcile, so a
+// rotated Secret is used at once. A delegated server also needs its
+// McpDelegationProfile to exist and be Ready. It sets CredentialsResolved;
+// a missing reference waits.
 func (r *McpServerReconciler) reconcileCredentials(ctx context.Context, sc *serverScope) error {
-	cred, err := r.discoveryCredential(ctx, sc.server)
+	ep, err := r.Upstream.Discovery(ctx, sc.server)
 	if err != nil {
+		err = classifyReference(err, r.CredentialRetryInterval)
 		if w, ok := asWaiting(err); ok {
 			setCondition(sc.server, mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionFalse, w.reason, w.err.Error())
 		}
 		return err
 	}
-	sc.credential = cred
-	if cred == nil {
+	sc.endpoint = ep
+	if ep.Credential == nil {
 		setCondition(sc.server, mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue, mcpv1alpha1.ReasonNoCredentials, "no credential is needed")
 	} else {
 		setCondition(sc.server, mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "every referenced Secret key was read")
@@ -168,7 +191,7 @@ func (r *McpServerReconciler) reconcileCredentials(ctx context.Context, sc *serv
 
 // reconcileProbe runs the health probe when it is due (or requested) and
 // sets Reachable. A successful probe records the contact; a failed one
-// records only the condition.
+// records only the condition, and stalls when only a spec change cures it.
 func (r *McpServerReconciler) reconcileProbe(ctx context.Context, sc *serverScope) error {
 	srv := sc.server
 	requested := pendingRequest(srv.Annotations[mcpv1alpha1.AnnotationRequestedProbeAt], srv.Status.LastHandledProbeAt)
@@ -178,12 +201,15 @@ func (r *McpServerReconciler) reconcileProbe(ctx context.Context, sc *serverScop
 		return nil
 	}
 	start := time.Now()
-	res, err := r.MCP.Probe(ctx, r.endpoint(sc))
+	res, err := r.MCP.Probe(ctx, sc.endpoint)
 	observeProbe(srv, time.Since(start), err)
 	if forced {
 		srv.Status.LastHandledProbeAt = requested
 	}
 	r.recordProbe(sc, res, err, r.now())
+	if c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReachable); err != nil && c.Status == metav1.ConditionFalse {
+		return classifyOperation(err, c.Reason, c.Message)
+	}
 	return nil
 }
 
@@ -208,28 +234,11 @@ func (r *McpServerReconciler) recordProbe(sc *serverScope, res *mcp.ProbeResult,
 	sc.requeueNoLaterThan(r.sched.probed(sc.key, now, healthInterval(srv)))
 }
 
-func (r *McpServerReconciler) endpoint(sc *serverScope) mcp.Endpoint {
-	srv := sc.server
-	ep := mcp.Endpoint{
-		Name:                    srv.Namespace + "/" + srv.Name,
-		URL:                     srv.Spec.URL,
-		Credential:              sc.credential,
-		AllowInsecureCredential: srv.Spec.AllowCredentialOverHTTP,
-		AllowPrivateNetwork:     srv.Spec.AllowPrivateNetwork,
-		MaxPages:                int(srv.Spec.Import.MaxPages),
-		MaxTools:                int(srv.Spec.Import.MaxTools),
-	}
-	if srv.Spec.OperationTimeout != nil {
-		ep.Timeout = srv.Spec.OperationTimeout.Duration
-	}
-	return ep
-}
-
 func healthInterval(srv *mcpv1alpha1.McpServer) time.Duration {
 	if hc := srv.Spec.HealthCheck.Interval; hc != nil && hc.Duration > 0 {
 		return hc.Duration
 	}
-	return 60 * time.Second
+	return mcpv1alpha1.DefaultHealthCheckInterval
 }
 
 func (r *McpServerReconciler) now() time.Time {
@@ -256,19 +265,18 @@ func (r *McpServerReconciler) patchStatus(ctx context.Context, before, after *mc
 
 // Index names.
 const (
-	indexToolServer     = "spec.serverRef.name"
-	indexServerProfile  = "spec.auth.delegated.profileRef.name"
-	defaultMaxConcurent = 16
+	indexToolServer    = "spec.serverRef.name"
+	indexServerProfile = "spec.auth.delegated.profileRef.name"
 )
 
 // SetupWithManager registers the controller and the field indexes it uses.
 func (r *McpServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.sched = newSchedule()
 	if r.MaxConcurrent <= 0 {
-		r.MaxConcurrent = defaultMaxConcurent
+		r.MaxConcurrent = DefaultMaxConcurrentServers
 	}
 	if r.ApplyConcurrency <= 0 {
-		r.ApplyConcurrency = 8
+		r.ApplyConcurrency = DefaultApplyConcurrency
 	}
 	if r.CredentialRetryInterval <= 0 {
 		r.CredentialRetryInterval = DefaultCredentialRetryInterval

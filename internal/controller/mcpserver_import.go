@@ -92,7 +92,7 @@ func requestToken(v string) string {
 
 // reconcileImport imports the catalog when due and sets CatalogSynced. A
 // failed or refused import changes no McpTool and records no contact: the
-// last good catalog stays.
+// last good catalog stays. A failure only a spec change cures stalls.
 func (r *McpServerReconciler) reconcileImport(ctx context.Context, sc *serverScope) error {
 	srv := sc.server
 	due, next := r.importDue(sc)
@@ -111,21 +111,25 @@ func (r *McpServerReconciler) reconcileImport(ctx context.Context, sc *serverSco
 	}
 
 	start := time.Now()
-	cat, err := r.MCP.ListTools(ctx, r.endpoint(sc))
+	cat, err := r.MCP.ListTools(ctx, sc.endpoint)
 	now := r.now()
 	if err != nil {
 		reason, msg := failureReason(err)
 		observeImport(time.Since(start), reason)
 		setCondition(srv, mcpv1alpha1.ConditionCatalogSynced, metav1.ConditionFalse, reason, "import failed: "+msg)
 		r.Recorder.Eventf(srv, nil, "Warning", "ImportFailed", "Import", "import failed (%s): %s", reason, msg)
-		sc.requeueNoLaterThan(r.sched.importFailed(sc.key, now, healthInterval(srv)))
 		if handshakeFailed(err) {
 			// A probe now would repeat the same handshake: a hung server
 			// would hold a worker for two budgets instead of one.
 			observeProbe(srv, time.Since(start), err)
 			r.recordProbe(sc, nil, err, now)
 		}
-		return nil
+		stall := classifyOperation(err, reason, "import failed: "+msg)
+		if stall == nil {
+			// Waiting: the next attempt is one health interval away.
+			sc.requeueNoLaterThan(r.sched.importFailed(sc.key, now, healthInterval(srv)))
+		}
+		return stall
 	}
 
 	// The operation completed: that is a contact, and counts as a probe.

@@ -118,18 +118,9 @@ func recordContact(srv *mcpv1alpha1.McpServer, res *mcp.ProbeResult, now time.Ti
 	}
 }
 
-// stallReasons are failures that retrying cannot cure: only a change to the
-// spec can. They make the server Stalled, which kstatus reports as Failed.
-var stallReasons = map[string]bool{
-	mcpv1alpha1.ReasonBlockedAddress:     true,
-	mcpv1alpha1.ReasonInsecureCredential: true,
-	mcpv1alpha1.ReasonRedirected:         true,
-	mcpv1alpha1.ReasonCatalogTooLarge:    true,
-	mcpv1alpha1.ReasonInvalidSpec:        true,
-}
-
 // summarize sets Ready, Reconciling and Stalled from the other conditions
-// and the reconcile's error.
+// and the reconcile's error. Stalled comes only from a stallingError (see
+// errors.go): a reason alone never stalls.
 func summarize(srv *mcpv1alpha1.McpServer, reconcileErr error) {
 	if srv.Spec.Suspend {
 		setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonSuspended, "imports and probes are suspended")
@@ -155,9 +146,6 @@ func summarize(srv *mcpv1alpha1.McpServer, reconcileErr error) {
 			}
 			setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
 			setReconciling(srv, reconcileErr, c)
-			if c != nil && c.Status == metav1.ConditionFalse && stallReasons[c.Reason] {
-				setCondition(srv, mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, c.Reason, c.Message)
-			}
 			return
 		}
 	}

@@ -276,6 +276,7 @@ func TestSummarize(t *testing.T) {
 		{
 			name:  "a redirect stalls",
 			parts: with(want(mcpv1alpha1.ConditionCatalogSynced, metav1.ConditionFalse, mcpv1alpha1.ReasonRedirected)),
+			err:   &stallingError{reason: mcpv1alpha1.ReasonRedirected, err: errors.New("import failed")},
 			want: []wantCondition{
 				want(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonRedirected),
 				want(mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, mcpv1alpha1.ReasonRedirected),
@@ -284,10 +285,16 @@ func TestSummarize(t *testing.T) {
 		{
 			name:  "a blocked address stalls",
 			parts: with(want(mcpv1alpha1.ConditionReachable, metav1.ConditionFalse, mcpv1alpha1.ReasonBlockedAddress)),
+			err:   &stallingError{reason: mcpv1alpha1.ReasonBlockedAddress, err: errors.New("blocked")},
 			want: []wantCondition{
 				want(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonBlockedAddress),
 				want(mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, mcpv1alpha1.ReasonBlockedAddress),
 			},
+		},
+		{
+			name:  "a stalling reason alone does not stall",
+			parts: with(want(mcpv1alpha1.ConditionCatalogSynced, metav1.ConditionFalse, mcpv1alpha1.ReasonRedirected)),
+			want:  []wantCondition{want(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonRedirected)},
 		},
 		{
 			name:  "a stall clears once healthy",

@@ -17,10 +17,14 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/secret"
+	"github.com/mcp-catalog/operator/internal/tokenexchange"
 )
 
-// MissingError says a referenced Secret or key does not exist (yet). Reason
-// is the condition reason to report.
+// MissingError says a referenced object is not there yet: a Secret, a
+// Secret key, or the McpDelegationProfile (missing, or not Ready). None of
+// them is a fault of the server; the caller waits and looks again. Reason is
+// the condition reason to report.
 type MissingError struct {
 	Reason string
 	Err    error
@@ -43,35 +47,38 @@ type Actor struct {
 	Groups []string
 }
 
-// Exchanger obtains a token for an actor on a delegated server.
+// Exchanger exchanges a subject token for one bound to an audience
+// (tokenexchange.Client does it per RFC 8693).
 type Exchanger interface {
-	Exchange(ctx context.Context, srv *mcpv1alpha1.McpServer, actor Actor) (*mcp.Credential, error)
+	Exchange(ctx context.Context, req tokenexchange.Request, profile, actor tokenexchange.Allowed) (tokenexchange.Token, error)
 }
 
-// Resolver reads credentials.
+// Resolver reads the credential an operation presents.
 type Resolver struct {
-	// Reader must read from the API server, not a cache.
-	Reader client.Reader
+	// Secrets reads Secrets; it must read from the API server, not a cache.
+	Secrets client.Reader
+	// Profiles reads McpDelegationProfiles (the cache is fine).
+	Profiles client.Reader
 	// Exchanger serves delegated servers' tool calls; nil refuses them.
 	Exchanger Exchanger
 }
 
 // SecretValue reads one key of a Secret in ns.
-func SecretValue(ctx context.Context, r client.Reader, ns string, ref mcpv1alpha1.SecretKeySelector) (mcp.Secret, error) {
+func SecretValue(ctx context.Context, r client.Reader, ns string, ref mcpv1alpha1.SecretKeySelector) (secret.Secret, error) {
 	var s corev1.Secret
 	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return mcp.Secret{}, &MissingError{Reason: mcpv1alpha1.ReasonSecretNotFound,
+			return secret.Secret{}, &MissingError{Reason: mcpv1alpha1.ReasonSecretNotFound,
 				Err: fmt.Errorf("Secret %q not found in namespace %q", ref.Name, ns)}
 		}
-		return mcp.Secret{}, fmt.Errorf("reading Secret %q: %w", ref.Name, err)
+		return secret.Secret{}, fmt.Errorf("reading Secret %q: %w", ref.Name, err)
 	}
 	v, ok := s.Data[ref.Key]
 	if !ok || len(v) == 0 {
-		return mcp.Secret{}, &MissingError{Reason: mcpv1alpha1.ReasonSecretKeyNotFound,
+		return secret.Secret{}, &MissingError{Reason: mcpv1alpha1.ReasonSecretKeyNotFound,
 			Err: fmt.Errorf("Secret %q has no non-empty key %q", ref.Name, ref.Key)}
 	}
-	return mcp.NewSecret(string(v)), nil
+	return secret.New(string(v)), nil
 }
 
 // Discovery returns the credential imports and probes present: the bearer
@@ -83,19 +90,19 @@ func (r *Resolver) Discovery(ctx context.Context, srv *mcpv1alpha1.McpServer) (*
 	case a == nil:
 		return nil, nil
 	case a.Bearer != nil:
-		v, err := SecretValue(ctx, r.Reader, srv.Namespace, a.Bearer.SecretRef)
+		v, err := SecretValue(ctx, r.Secrets, srv.Namespace, a.Bearer.SecretRef)
 		if err != nil {
 			return nil, err
 		}
 		return &mcp.Credential{Value: v}, nil
 	case a.Header != nil:
-		v, err := SecretValue(ctx, r.Reader, srv.Namespace, a.Header.SecretRef)
+		v, err := SecretValue(ctx, r.Secrets, srv.Namespace, a.Header.SecretRef)
 		if err != nil {
 			return nil, err
 		}
 		return &mcp.Credential{Header: a.Header.Name, Value: v}, nil
 	case a.Delegated != nil && a.Delegated.DiscoverySecretRef != nil:
-		v, err := SecretValue(ctx, r.Reader, srv.Namespace, *a.Delegated.DiscoverySecretRef)
+		v, err := SecretValue(ctx, r.Secrets, srv.Namespace, *a.Delegated.DiscoverySecretRef)
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +119,7 @@ func (r *Resolver) ForCall(ctx context.Context, srv *mcpv1alpha1.McpServer, acto
 		if r.Exchanger == nil {
 			return nil, ErrDelegationUnavailable
 		}
-		return r.Exchanger.Exchange(ctx, srv, actor)
+		return r.exchange(ctx, srv, actor)
 	}
 	return r.Discovery(ctx, srv)
 }

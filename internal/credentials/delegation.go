@@ -7,7 +7,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/mcp"
@@ -35,39 +34,19 @@ type DelegationError struct {
 func (e *DelegationError) Error() string { return e.Reason + ": " + e.Err.Error() }
 func (e *DelegationError) Unwrap() error { return e.Err }
 
-// TokenExchanger exchanges tokens (tokenexchange.Client).
-type TokenExchanger interface {
-	Exchange(ctx context.Context, req tokenexchange.Request, profile, actor tokenexchange.Allowed) (tokenexchange.Token, error)
-}
-
-// Delegation obtains, per call, a token exchanged for the calling actor
+// exchange obtains, per call, a token exchanged for the calling actor
 // through the server's McpDelegationProfile (RFC 8693). The token lives only
 // in the returned credential: it is used for one operation and dropped.
-type Delegation struct {
-	// Profiles reads McpDelegationProfiles (the cache is fine).
-	Profiles client.Reader
-	// Secrets reads Secrets; it must not be a cache.
-	Secrets client.Reader
-	// Exchanger performs the exchange.
-	Exchanger TokenExchanger
-}
-
-var _ Exchanger = (*Delegation)(nil)
-
-// Exchange implements Exchanger.
-func (d *Delegation) Exchange(ctx context.Context, srv *mcpv1alpha1.McpServer, actor Actor) (*mcp.Credential, error) {
+func (r *Resolver) exchange(ctx context.Context, srv *mcpv1alpha1.McpServer, actor Actor) (*mcp.Credential, error) {
 	del := srv.Spec.Auth.Delegated
 	if del == nil {
 		return nil, errors.New("the server is not in delegated mode")
 	}
-	var p mcpv1alpha1.McpDelegationProfile
-	if err := d.Profiles.Get(ctx, types.NamespacedName{Namespace: srv.Namespace, Name: del.ProfileRef.Name}, &p); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, &MissingError{Reason: mcpv1alpha1.ReasonProfileNotFound, Err: fmt.Errorf("McpDelegationProfile %q not found in namespace %q", del.ProfileRef.Name, srv.Namespace)}
-		}
-		return nil, fmt.Errorf("reading McpDelegationProfile %q: %w", del.ProfileRef.Name, err)
+	p, err := r.Profile(ctx, srv)
+	if err != nil {
+		return nil, err
 	}
-	entry := actorEntry(&p, actor.Username)
+	entry := actorEntry(p, actor.Username)
 	switch {
 	case entry == nil:
 		return nil, &DelegationError{Reason: ReasonActorNotMapped, Err: fmt.Errorf("%q has no entry in McpDelegationProfile %q", actor.Username, p.Name)}
@@ -75,21 +54,21 @@ func (d *Delegation) Exchange(ctx context.Context, srv *mcpv1alpha1.McpServer, a
 		return nil, &DelegationError{Reason: ReasonActorDisabled, Err: fmt.Errorf("the entry of %q in McpDelegationProfile %q is not enabled", actor.Username, p.Name)}
 	}
 
-	clientSecret, err := SecretValue(ctx, d.Secrets, srv.Namespace, p.Spec.ClientSecretRef)
+	clientSecret, err := SecretValue(ctx, r.Secrets, srv.Namespace, p.Spec.ClientSecretRef)
 	if err != nil {
 		return nil, err
 	}
-	subject, err := SecretValue(ctx, d.Secrets, srv.Namespace, entry.SubjectTokenSecretRef)
+	subject, err := SecretValue(ctx, r.Secrets, srv.Namespace, entry.SubjectTokenSecretRef)
 	if err != nil {
 		return nil, err
 	}
-	profileAllowed, actorAllowed := allowedSets(&p, entry)
-	tok, err := d.Exchanger.Exchange(ctx, tokenexchange.Request{
+	profileAllowed, actorAllowed := allowedSets(p, entry)
+	tok, err := r.Exchanger.Exchange(ctx, tokenexchange.Request{
 		TokenEndpoint:    p.Spec.TokenEndpoint,
 		ClientID:         p.Spec.ClientID,
 		ClientSecret:     clientSecret,
 		SubjectToken:     subject,
-		SubjectTokenType: subjectTokenType(&p),
+		SubjectTokenType: subjectTokenType(p),
 		Audience:         del.Audience,
 		Scopes:           del.Scopes,
 		Resource:         srv.Spec.URL,
@@ -102,6 +81,20 @@ func (d *Delegation) Exchange(ctx context.Context, srv *mcpv1alpha1.McpServer, a
 		return nil, &DelegationError{Reason: ReasonExchangeFailed, Err: err}
 	}
 	return &cred, nil
+}
+
+// Profile reads the McpDelegationProfile a delegated server names; a
+// missing one is a *MissingError.
+func (r *Resolver) Profile(ctx context.Context, srv *mcpv1alpha1.McpServer) (*mcpv1alpha1.McpDelegationProfile, error) {
+	name := srv.Spec.Auth.Delegated.ProfileRef.Name
+	var p mcpv1alpha1.McpDelegationProfile
+	if err := r.Profiles.Get(ctx, types.NamespacedName{Namespace: srv.Namespace, Name: name}, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &MissingError{Reason: mcpv1alpha1.ReasonProfileNotFound, Err: fmt.Errorf("McpDelegationProfile %q not found in namespace %q", name, srv.Namespace)}
+		}
+		return nil, fmt.Errorf("reading McpDelegationProfile %q: %w", name, err)
+	}
+	return &p, nil
 }
 
 // actorEntry finds the actor's explicit entry. Only an exact identity

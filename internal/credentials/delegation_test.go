@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/secret"
 	"github.com/mcp-catalog/operator/internal/tokenexchange"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 	"github.com/mcp-catalog/operator/test/oauthserver"
@@ -105,7 +106,7 @@ func setup(t *testing.T, scopes []string, actorScopes []string, enabled bool) *f
 	must(t, kube.Create(ctx, f.server))
 	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: f.as.Roots})
 	must(t, err)
-	f.resolver = &credentials.Resolver{Reader: kube, Exchanger: &credentials.Delegation{Profiles: kube, Secrets: kube, Exchanger: te}}
+	f.resolver = &credentials.Resolver{Secrets: kube, Profiles: kube, Exchanger: te}
 	return f
 }
 
@@ -159,7 +160,7 @@ func TestDelegatedCallPresentsTheExchangedTokenOnly(t *testing.T) {
 
 	// The MCP server accepts only the exchanged token: the actor's own
 	// subject token is refused, so delegation is what makes the call work.
-	_, err = f.call(t, &mcp.Credential{Value: mcp.NewSecret(subjectToken)})
+	_, err = f.call(t, &mcp.Credential{Value: secret.New(subjectToken)})
 	if mcp.KindOf(err) != mcp.KindUnauthorized {
 		t.Errorf("the subject token was not refused by the MCP server: %v", err)
 	}

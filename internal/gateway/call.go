@@ -122,19 +122,9 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 }
 
 func (g *Gateway) send(ctx context.Context, srv *mcpv1alpha1.McpServer, t *mcpv1alpha1.McpTool, id *Identity, args map[string]any) (*mcp.CallOutcome, error) {
-	cred, err := g.Credentials.ForCall(ctx, srv, credentials.Actor{Username: id.Username, Groups: id.Groups})
+	ep, err := g.Upstreams.Call(ctx, srv, credentials.Actor{Username: id.Username, Groups: id.Groups})
 	if err != nil {
 		return nil, err
-	}
-	ep := mcp.Endpoint{
-		Name:                    srv.Namespace + "/" + srv.Name,
-		URL:                     srv.Spec.URL,
-		Credential:              cred,
-		AllowInsecureCredential: srv.Spec.AllowCredentialOverHTTP,
-		AllowPrivateNetwork:     srv.Spec.AllowPrivateNetwork,
-	}
-	if srv.Spec.OperationTimeout != nil {
-		ep.Timeout = srv.Spec.OperationTimeout.Duration
 	}
 	var opts []mcp.CallOption
 	if t.Status.InputSchema != nil && len(t.Status.InputSchema.Raw) > 0 {

@@ -22,21 +22,22 @@ import (
 // Path is where the gateway serves MCP.
 const Path = "/mcp"
 
-// CredentialSource returns the credential a call presents upstream.
-type CredentialSource interface {
-	ForCall(ctx context.Context, srv *mcpv1alpha1.McpServer, actor credentials.Actor) (*mcp.Credential, error)
+// Upstreams returns the endpoint a call made for actor is sent to, with its
+// credential resolved (upstream.Endpoints).
+type Upstreams interface {
+	Call(ctx context.Context, srv *mcpv1alpha1.McpServer, actor credentials.Actor) (mcp.Endpoint, error)
 }
 
 // Options are what a Gateway is built from. Reader, Authn, Authz,
-// Credentials, MCP and Audit are required.
+// Upstreams, MCP and Audit are required.
 type Options struct {
 	// Reader reads McpTools, McpServers and McpAccessPolicies (the cache).
-	Reader      client.Reader
-	Authn       Authenticator
-	Authz       Authorizer
-	Credentials CredentialSource
-	MCP         *mcp.Client
-	Audit       Sink
+	Reader    client.Reader
+	Authn     Authenticator
+	Authz     Authorizer
+	Upstreams Upstreams
+	MCP       *mcp.Client
+	Audit     Sink
 	// Recorder emits Events on McpTools for refusals and failures; may be
 	// nil.
 	Recorder events.EventRecorder
@@ -79,7 +80,7 @@ func New(o Options) (*Gateway, error) {
 		missing bool
 	}{
 		{"Reader", o.Reader == nil}, {"Authn", o.Authn == nil}, {"Authz", o.Authz == nil},
-		{"Credentials", o.Credentials == nil}, {"MCP", o.MCP == nil}, {"Audit", o.Audit == nil},
+		{"Upstreams", o.Upstreams == nil}, {"MCP", o.MCP == nil}, {"Audit", o.Audit == nil},
 	} {
 		if req.missing {
 			return nil, fmt.Errorf("%w: %s", ErrMissingOption, req.name)

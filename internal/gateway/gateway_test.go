@@ -12,28 +12,29 @@ import (
 
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/upstream"
 )
 
 func completeOptions() Options {
 	c := fake.NewClientBuilder().Build()
 	return Options{
-		Reader:      c,
-		Authn:       &TokenReviewAuthenticator{Client: c},
-		Authz:       &SubjectAccessReviewAuthorizer{Client: c},
-		Credentials: &credentials.Resolver{Reader: c},
-		MCP:         mcp.New(mcp.Options{}),
-		Audit:       NewJSONLines(io.Discard),
+		Reader:    c,
+		Authn:     &TokenReviewAuthenticator{Client: c},
+		Authz:     &SubjectAccessReviewAuthorizer{Client: c},
+		Upstreams: &upstream.Endpoints{Credentials: &credentials.Resolver{Secrets: c, Profiles: c}},
+		MCP:       mcp.New(mcp.Options{}),
+		Audit:     NewJSONLines(io.Discard),
 	}
 }
 
 func TestNewRefusesAnIncompleteGateway(t *testing.T) {
 	for name, clear := range map[string]func(*Options){
-		"Reader":      func(o *Options) { o.Reader = nil },
-		"Authn":       func(o *Options) { o.Authn = nil },
-		"Authz":       func(o *Options) { o.Authz = nil },
-		"Credentials": func(o *Options) { o.Credentials = nil },
-		"MCP":         func(o *Options) { o.MCP = nil },
-		"Audit":       func(o *Options) { o.Audit = nil },
+		"Reader":    func(o *Options) { o.Reader = nil },
+		"Authn":     func(o *Options) { o.Authn = nil },
+		"Authz":     func(o *Options) { o.Authz = nil },
+		"Upstreams": func(o *Options) { o.Upstreams = nil },
+		"MCP":       func(o *Options) { o.MCP = nil },
+		"Audit":     func(o *Options) { o.Audit = nil },
 	} {
 		o := completeOptions()
 		clear(&o)

@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/tokenexchange"
+	"github.com/mcp-catalog/operator/internal/upstream"
 )
 
 // EventSource is the reporting controller named on the operator's Events.
@@ -31,9 +32,22 @@ var Version = "dev"
 // manager.
 func setupControllers(mgr ctrl.Manager, opts Options) error {
 	mcpClient := mcp.New(mcp.Options{AllowPrivateNetworks: opts.AllowPrivateNetworks, ClientVersion: Version})
+	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: opts.TokenEndpointRootCAs})
+	if err != nil {
+		return fmt.Errorf("setting up token exchange: %w", err)
+	}
+	// One door to the wire for imports, probes and tool calls alike.
+	// Secrets are read directly from the API server (they are never cached),
+	// profiles from the cache.
+	endpoints := &upstream.Endpoints{Credentials: &credentials.Resolver{
+		Secrets:   mgr.GetAPIReader(),
+		Profiles:  mgr.GetClient(),
+		Exchanger: te,
+	}}
 	servers := &controller.McpServerReconciler{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
+		Upstream:      endpoints,
 		MCP:           mcpClient,
 		Recorder:      mgr.GetEventRecorder(EventSource),
 		MaxConcurrent: opts.MaxConcurrentServers,
@@ -62,27 +76,19 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("registering the gateway's informers: %w", err)
 		}
 	}
-	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: opts.TokenEndpointRootCAs})
-	if err != nil {
-		return fmt.Errorf("setting up token exchange: %w", err)
-	}
-	resolver := &credentials.Resolver{
-		Reader:    mgr.GetAPIReader(),
-		Exchanger: &credentials.Delegation{Profiles: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Exchanger: te},
-	}
 	audit := opts.GatewayAudit
 	if audit == nil {
 		audit = os.Stdout
 	}
 	gw, err := gateway.New(gateway.Options{
-		Reader:      mgr.GetClient(),
-		Authn:       &gateway.TokenReviewAuthenticator{Client: mgr.GetClient(), Audience: opts.GatewayAudience},
-		Authz:       &gateway.SubjectAccessReviewAuthorizer{Client: mgr.GetClient()},
-		Credentials: resolver,
-		MCP:         mcpClient,
-		Audit:       gateway.NewJSONLines(audit),
-		Recorder:    mgr.GetEventRecorder(EventSource),
-		Version:     Version,
+		Reader:    mgr.GetClient(),
+		Authn:     &gateway.TokenReviewAuthenticator{Client: mgr.GetClient(), Audience: opts.GatewayAudience},
+		Authz:     &gateway.SubjectAccessReviewAuthorizer{Client: mgr.GetClient()},
+		Upstreams: endpoints,
+		MCP:       mcpClient,
+		Audit:     gateway.NewJSONLines(audit),
+		Recorder:  mgr.GetEventRecorder(EventSource),
+		Version:   Version,
 	})
 	if err != nil {
 		return fmt.Errorf("building the gateway: %w", err)

@@ -25,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/controller"
 )
 
 // DefaultGatewayAudience is the audience agents request for their tokens
@@ -103,7 +104,7 @@ func DefaultOptions() Options {
 		SecureMetrics:           true,
 		ProbeAddr:               ":8081",
 		GracefulShutdownTimeout: 30 * time.Second,
-		MaxConcurrentServers:    16,
+		MaxConcurrentServers:    controller.DefaultMaxConcurrentServers,
 		GatewayAudience:         DefaultGatewayAudience,
 	}
 }

@@ -3,6 +3,8 @@ package mcp
 import (
 	"net/http"
 	"testing"
+
+	"github.com/mcp-catalog/operator/internal/secret"
 )
 
 // attachCredential is the last check before the secret is revealed; requests
@@ -11,7 +13,7 @@ func TestAttachCredential(t *testing.T) {
 	c := New(Options{})
 	mk := func(url string, insecure bool, header string) *operation {
 		o, err := c.begin(Endpoint{Name: "n", URL: url, AllowInsecureCredential: insecure,
-			Credential: &Credential{Header: header, Value: NewSecret("v")}})
+			Credential: &Credential{Header: header, Value: secret.New("v")}})
 		if err != nil {
 			t.Fatal(err)
 		}

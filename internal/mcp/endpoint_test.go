@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/secret"
 )
 
 // TestEndpointRefusedBeforeSending: configuration and argument errors are
@@ -24,8 +25,8 @@ func TestEndpointRefusedBeforeSending(t *testing.T) {
 		{"reserved header", func(e *mcp.Endpoint) { e.Credential.Header = "Mcp-Session-Id" }, mcp.KindInvalidEndpoint},
 		{"param header", func(e *mcp.Endpoint) { e.Credential.Header = "mcp-param-region" }, mcp.KindInvalidEndpoint},
 		{"header not a token", func(e *mcp.Endpoint) { e.Credential.Header = "X Api Key" }, mcp.KindInvalidEndpoint},
-		{"value with CRLF", func(e *mcp.Endpoint) { e.Credential.Value = mcp.NewSecret("tok\r\nX-Evil: 1") }, mcp.KindInvalidEndpoint},
-		{"empty value", func(e *mcp.Endpoint) { e.Credential.Value = mcp.Secret{} }, mcp.KindInvalidEndpoint},
+		{"value with CRLF", func(e *mcp.Endpoint) { e.Credential.Value = secret.New("tok\r\nX-Evil: 1") }, mcp.KindInvalidEndpoint},
+		{"empty value", func(e *mcp.Endpoint) { e.Credential.Value = secret.Secret{} }, mcp.KindInvalidEndpoint},
 		{"http with credential", func(e *mcp.Endpoint) { e.URL = "http://search.example.test/mcp" }, mcp.KindInsecureCredential},
 	}
 	for _, c := range cases {

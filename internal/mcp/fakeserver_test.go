@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/secret"
 )
 
 // confProfile is one connection profile of the conformance suite: what the
@@ -105,7 +106,7 @@ func (p confProfile) endpoint() mcp.Endpoint {
 	if p.session != "" {
 		header = "X-Api-Key"
 	}
-	ep.Credential = &mcp.Credential{Header: header, Value: mcp.NewSecret(p.secret)}
+	ep.Credential = &mcp.Credential{Header: header, Value: secret.New(p.secret)}
 	return ep
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/secret"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
 
@@ -367,7 +368,7 @@ func TestPeerCredential(t *testing.T) {
 		t.Run("bearer presented over http with opt-in", func(t *testing.T) {
 			srv := startPeer(t, p, withBearer)
 			ep := endpoint(srv)
-			ep.Credential = &mcp.Credential{Value: mcp.NewSecret(token)}
+			ep.Credential = &mcp.Credential{Value: secret.New(token)}
 			ep.AllowInsecureCredential = true
 			if _, err := newClient().ListTools(t.Context(), ep); err != nil {
 				t.Fatalf("ListTools: %v", err)
@@ -403,16 +404,16 @@ func TestPeerCredential(t *testing.T) {
 			srv := startPeer(t, p, withBearer)
 			ep := endpoint(srv)
 			ep.AllowInsecureCredential = true
-			ep.Credential = &mcp.Credential{Value: mcp.NewSecret("not-it")}
+			ep.Credential = &mcp.Credential{Value: secret.New("not-it")}
 			if _, err := newClient().Probe(t.Context(), ep); mcp.KindOf(err) != mcp.KindUnauthorized {
 				t.Errorf("wrong token: %v, want %q", err, mcp.KindUnauthorized)
 			}
 			srv.SetCredential("peer-token-2")
-			ep.Credential = &mcp.Credential{Value: mcp.NewSecret(token)}
+			ep.Credential = &mcp.Credential{Value: secret.New(token)}
 			if _, err := newClient().Probe(t.Context(), ep); mcp.KindOf(err) != mcp.KindUnauthorized {
 				t.Errorf("rotated-out token: %v, want %q", err, mcp.KindUnauthorized)
 			}
-			ep.Credential = &mcp.Credential{Value: mcp.NewSecret("peer-token-2")}
+			ep.Credential = &mcp.Credential{Value: secret.New("peer-token-2")}
 			if _, err := newClient().Probe(t.Context(), ep); err != nil {
 				t.Errorf("rotated-in token: %v", err)
 			}
@@ -421,7 +422,7 @@ func TestPeerCredential(t *testing.T) {
 		t.Run("custom header", func(t *testing.T) {
 			srv := startPeer(t, p, func(o *mcpserver.Options) { o.RequireHeader = mcpserver.Header{Name: "X-Api-Key", Value: "k-1"} })
 			ep := endpoint(srv)
-			ep.Credential = &mcp.Credential{Header: "X-Api-Key", Value: mcp.NewSecret("k-1")}
+			ep.Credential = &mcp.Credential{Header: "X-Api-Key", Value: secret.New("k-1")}
 			ep.AllowInsecureCredential = true
 			if _, err := newClient().Probe(t.Context(), ep); err != nil {
 				t.Fatalf("Probe: %v", err)
@@ -434,7 +435,7 @@ func TestPeerCredential(t *testing.T) {
 		t.Run("no credential over http without opt-in", func(t *testing.T) {
 			srv := startPeer(t, p, withBearer)
 			ep := endpoint(srv)
-			ep.Credential = &mcp.Credential{Value: mcp.NewSecret(token)}
+			ep.Credential = &mcp.Credential{Value: secret.New(token)}
 			_, err := newClient().Probe(t.Context(), ep)
 			if k := mcp.KindOf(err); k != mcp.KindInsecureCredential {
 				t.Errorf("kind = %q (%v), want %q", k, err, mcp.KindInsecureCredential)

@@ -17,6 +17,6 @@
 //     access_token, a known issued_token_type, token_type Bearer or N_A and a
 //     sane expires_in; a granted scope wider than policy is refused.
 //   - Secrets (client secret, subject token, issued token) travel in
-//     mcp.Secret and never appear in an error, log or fmt output; error text
+//     secret.Secret and never appear in an error, log or fmt output; error text
 //     is fixed, client-authored wording and never repeats the server's bytes.
 package tokenexchange

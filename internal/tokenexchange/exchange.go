@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/secret"
 )
 
 // URNs of RFC 8693 §3 (token types) and §2.1 (grant type).
@@ -54,10 +54,10 @@ type Request struct {
 	TokenEndpoint string
 	// ClientID and ClientSecret authenticate the operator (HTTP Basic).
 	ClientID     string
-	ClientSecret mcp.Secret
+	ClientSecret secret.Secret
 	// SubjectToken is the actor's token; SubjectTokenType one of the RFC 8693
 	// token type URNs.
-	SubjectToken     mcp.Secret
+	SubjectToken     secret.Secret
 	SubjectTokenType string
 	// Audience is the logical name of the MCP server the token is for. It is
 	// required: without it the issuer would pick a default audience the

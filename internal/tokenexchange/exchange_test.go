@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/secret"
 	te "github.com/mcp-catalog/operator/internal/tokenexchange"
 )
 
@@ -39,8 +40,8 @@ func baseRequest(as *testAS) te.Request {
 	return te.Request{
 		TokenEndpoint:    as.URL(),
 		ClientID:         asClientID,
-		ClientSecret:     mcp.NewSecret(asClientSecret),
-		SubjectToken:     mcp.NewSecret(asSubjectToken),
+		ClientSecret:     secret.New(asClientSecret),
+		SubjectToken:     secret.New(asSubjectToken),
 		SubjectTokenType: te.TokenTypeAccessToken,
 		Audience:         asAudience,
 		Scopes:           []string{"records.read"},
@@ -193,13 +194,13 @@ func TestOAuthErrorResponsesAreTyped(t *testing.T) {
 		kind   te.Kind
 		status int
 	}{
-		{"wrong client secret", func(_ *testAS, r *te.Request) { r.ClientSecret = mcp.NewSecret("wrong") }, te.KindInvalidClient, 401},
+		{"wrong client secret", func(_ *testAS, r *te.Request) { r.ClientSecret = secret.New("wrong") }, te.KindInvalidClient, 401},
 		{"unknown client", func(_ *testAS, r *te.Request) { r.ClientID = "nobody" }, te.KindInvalidClient, 401},
 		{"client without the grant", func(_ *testAS, r *te.Request) {
-			r.ClientID, r.ClientSecret = "no-exchange", mcp.NewSecret("other-secret")
+			r.ClientID, r.ClientSecret = "no-exchange", secret.New("other-secret")
 		}, te.KindUnauthorizedClient, 400},
 		{"grant disabled", func(as *testAS, _ *te.Request) { as.grantDisabled = true }, te.KindUnsupportedGrantType, 400},
-		{"unknown subject token", func(_ *testAS, r *te.Request) { r.SubjectToken = mcp.NewSecret("forged") }, te.KindInvalidGrant, 400},
+		{"unknown subject token", func(_ *testAS, r *te.Request) { r.SubjectToken = secret.New("forged") }, te.KindInvalidGrant, 400},
 		{"subject token of the wrong type", func(_ *testAS, r *te.Request) { r.SubjectTokenType = te.TokenTypeJWT }, te.KindInvalidRequest, 400},
 		{"scope unknown to the issuer", func(_ *testAS, r *te.Request) { r.Scopes = []string{"records.admin"} }, te.KindInvalidScope, 400},
 		{"audience unknown to the issuer", func(_ *testAS, r *te.Request) { r.Audience = "unknown-api" }, te.KindInvalidTarget, 400},
@@ -543,8 +544,8 @@ func TestInvalidInputRefusedBeforeSending(t *testing.T) {
 		kind te.Kind
 	}{
 		{"no client id", func(r *te.Request) { r.ClientID = "" }, te.KindInvalidInput},
-		{"no client secret", func(r *te.Request) { r.ClientSecret = mcp.Secret{} }, te.KindInvalidInput},
-		{"no subject token", func(r *te.Request) { r.SubjectToken = mcp.NewSecret("") }, te.KindInvalidInput},
+		{"no client secret", func(r *te.Request) { r.ClientSecret = secret.Secret{} }, te.KindInvalidInput},
+		{"no subject token", func(r *te.Request) { r.SubjectToken = secret.New("") }, te.KindInvalidInput},
 		{"no subject token type", func(r *te.Request) { r.SubjectTokenType = "" }, te.KindInvalidInput},
 		{"unknown subject token type", func(r *te.Request) { r.SubjectTokenType = "urn:example:token" }, te.KindInvalidInput},
 		{"relative resource", func(r *te.Request) { r.Resource = "/mcp" }, te.KindInvalidInput},
@@ -758,7 +759,7 @@ func TestExpiryComputation(t *testing.T) {
 
 func TestCredential(t *testing.T) {
 	exp := time.Date(2032, 1, 1, 0, 0, 0, 0, time.UTC)
-	tok := te.Token{Value: mcp.NewSecret("abc.def"), Type: te.TokenTypeAccessToken, TokenType: te.BearerTokenType, ExpiresAt: exp}
+	tok := te.Token{Value: secret.New("abc.def"), Type: te.TokenTypeAccessToken, TokenType: te.BearerTokenType, ExpiresAt: exp}
 	cred, err := tok.Credential()
 	if err != nil {
 		t.Fatalf("Credential: %v", err)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/secret"
 )
 
 // Token types of the token_type member as this package reports them.
@@ -24,7 +24,7 @@ const maxExpiresIn = 1<<31 - 1
 // Token is an issued token.
 type Token struct {
 	// Value is the access token.
-	Value mcp.Secret
+	Value secret.Secret
 	// Type is the issued_token_type (TokenTypeAccessToken or TokenTypeJWT).
 	Type string
 	// TokenType is the normalised token_type: BearerTokenType or
@@ -42,14 +42,14 @@ type Token struct {
 // Credential turns the token into what the MCP client attaches to each leg:
 // "Authorization: Bearer <token>" with Expires set, so the client refuses the
 // token before any leg once it has expired.
-func (t Token) Credential() (mcp.Credential, error) {
+func (t Token) Credential() (secret.Credential, error) {
 	if t.TokenType != BearerTokenType {
-		return mcp.Credential{}, &Error{Kind: KindNotBearer}
+		return secret.Credential{}, &Error{Kind: KindNotBearer}
 	}
 	if t.Value.IsZero() {
-		return mcp.Credential{}, &Error{Kind: KindInvalidInput, Detail: detailEmptyTokenValue}
+		return secret.Credential{}, &Error{Kind: KindInvalidInput, Detail: detailEmptyTokenValue}
 	}
-	return mcp.Credential{Value: t.Value, Expires: t.ExpiresAt}, nil
+	return secret.Credential{Value: t.Value, Expires: t.ExpiresAt}, nil
 }
 
 // jsonContentType reports whether a Content-Type header names JSON.
@@ -164,7 +164,7 @@ func decodeSuccess(ct string, body []byte, sentAt time.Time, defaultLifetime tim
 	}
 
 	return Token{
-		Value:     mcp.NewSecret(value),
+		Value:     secret.New(value),
 		Type:      issued,
 		TokenType: tt,
 		ExpiresAt: sentAt.Add(lifetime),

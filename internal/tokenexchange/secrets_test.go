@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/secret"
 	te "github.com/mcp-catalog/operator/internal/tokenexchange"
 )
 
@@ -111,8 +111,8 @@ func TestSecretsNeverInErrorsOrOutput(t *testing.T) {
 			as.respond = sc.respond
 			c := newClient(t, as, te.Options{})
 			req := baseRequest(as)
-			req.ClientSecret = mcp.NewSecret(leakClientSecret)
-			req.SubjectToken = mcp.NewSecret(leakSubjectToken)
+			req.ClientSecret = secret.New(leakClientSecret)
+			req.SubjectToken = secret.New(leakSubjectToken)
 			if sc.mut != nil {
 				sc.mut(&req)
 			}
@@ -152,7 +152,7 @@ func TestSecretSearchWouldNoticeALeak(t *testing.T) {
 	if len(leaks(struct{ V string }{leakClientSecret})) == 0 {
 		t.Error("a secret in a struct field went unnoticed")
 	}
-	if l := leaks(mcp.NewSecret(leakClientSecret)); len(l) != 0 {
-		t.Errorf("mcp.Secret printed its value: %v", l)
+	if l := leaks(secret.New(leakClientSecret)); len(l) != 0 {
+		t.Errorf("secret.Secret printed its value: %v", l)
 	}
 }

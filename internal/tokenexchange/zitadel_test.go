@@ -22,7 +22,7 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 
-	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/secret"
 	te "github.com/mcp-catalog/operator/internal/tokenexchange"
 )
 
@@ -199,8 +199,8 @@ func TestAgainstZitadelOP(t *testing.T) {
 			req := te.Request{
 				TokenEndpoint:    tokenEndpoint,
 				ClientID:         zClientID,
-				ClientSecret:     mcp.NewSecret(zClientSecret),
-				SubjectToken:     mcp.NewSecret(subject),
+				ClientSecret:     secret.New(zClientSecret),
+				SubjectToken:     secret.New(subject),
 				SubjectTokenType: te.TokenTypeAccessToken,
 				Audience:         zAudience,
 				Scopes:           []string{"records.read", "records.write"},
@@ -270,10 +270,10 @@ func TestAgainstZitadelOP(t *testing.T) {
 				mut  func(*te.Request)
 				kind te.Kind
 			}{
-				{"wrong client secret", func(r *te.Request) { r.ClientSecret = mcp.NewSecret("wrong") }, te.KindInvalidClient},
+				{"wrong client secret", func(r *te.Request) { r.ClientSecret = secret.New("wrong") }, te.KindInvalidClient},
 				// zitadel reports an unverifiable subject token as
 				// invalid_request ("subject_token is invalid").
-				{"forged subject token", func(r *te.Request) { r.SubjectToken = mcp.NewSecret("forged") }, te.KindInvalidRequest},
+				{"forged subject token", func(r *te.Request) { r.SubjectToken = secret.New("forged") }, te.KindInvalidRequest},
 				{"scope refused by the issuer", func(r *te.Request) { r.Scopes = []string{"records.admin"} }, te.KindInvalidScope},
 				{"audience refused by the issuer", func(r *te.Request) { r.Audience = "elsewhere" }, te.KindInvalidTarget},
 			}

@@ -1,4 +1,4 @@
-package mcp
+package secret
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 
 func TestSecretRedactsEverywhere(t *testing.T) {
 	const value = "s3cr3t-VALUE-91"
-	s := NewSecret(value)
+	s := New(value)
 	type holder struct {
 		Exported   Secret
 		unexported Secret

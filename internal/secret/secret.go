@@ -1,4 +1,7 @@
-package mcp
+// Package secret holds credential values in a type that never prints them,
+// so that packages handling credentials (the MCP client, token exchange)
+// share one redaction rule without depending on each other.
+package secret
 
 import (
 	"fmt"
@@ -18,14 +21,14 @@ const redacted = "[REDACTED]"
 // cannot call a Secret's methods (a Secret in an unexported field of another
 // struct), it prints the fields by reflection, and a string field would come
 // out verbatim; a func prints as an address. The price is that Secret and
-// Credential are not comparable with ==; Endpoint, which holds a
-// *Credential, still is.
+// Credential are not comparable with ==; a struct holding a *Credential
+// still is.
 type Secret struct {
 	reveal func() string
 }
 
-// NewSecret wraps value.
-func NewSecret(value string) Secret { return Secret{reveal: func() string { return value }} }
+// New wraps value.
+func New(value string) Secret { return Secret{reveal: func() string { return value }} }
 
 // Reveal returns the wrapped value. Call it only where the value is put on the
 // wire.
@@ -64,7 +67,8 @@ func (Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
 // LogValue implements slog.LogValuer.
 func (Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
 
-// Credential is what the client attaches to each request of an operation.
+// Credential is what an HTTP client attaches to each request of an
+// operation.
 type Credential struct {
 	// Header is the header to send the value in. "" means
 	// "Authorization: Bearer <value>"; any other name carries the value as is.

@@ -1,0 +1,21 @@
+package controller
+
+import "time"
+
+// Defaults of the reconcilers' settings, in one place: the manager's
+// options and flags start from these, and a zero setting means these. The
+// health interval's default belongs to the API
+// (mcpv1alpha1.DefaultHealthCheckInterval), since the API server applies it.
+const (
+	// DefaultMaxConcurrentServers bounds how many servers are imported or
+	// probed at once.
+	DefaultMaxConcurrentServers = 16
+	// DefaultApplyConcurrency bounds the parallel McpTool writes of one
+	// import.
+	DefaultApplyConcurrency = 8
+	// DefaultCredentialRetryInterval is how soon a server whose Secret is
+	// missing is looked at again. Secrets are not watched (the operator may
+	// only get them, see docs/adr/003-secret-access.md), so this is how a
+	// Secret created after its server is picked up without anyone's help.
+	DefaultCredentialRetryInterval = 15 * time.Second
+)
