@@ -30,7 +30,7 @@ type McpDelegationProfileStatusApplyConfiguration struct {
 	// observedGeneration is the generation last reconciled; -1 before the
 	// first reconcile.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// conditions: Ready, Reconciling and Stalled.
+	// conditions are Ready, Reconciling and Stalled.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 

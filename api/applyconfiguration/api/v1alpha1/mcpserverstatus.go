@@ -31,7 +31,7 @@ type McpServerStatusApplyConfiguration struct {
 	// observedGeneration is the generation last reconciled; -1 before the
 	// first reconcile.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// conditions: Ready, Reachable, CatalogSynced, CredentialsResolved,
+	// conditions are Ready, Reachable, CatalogSynced, CredentialsResolved,
 	// Reconciling and Stalled.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// serverInfo is what the server said about itself at the last contact.

@@ -32,7 +32,7 @@ type McpToolStatusApplyConfiguration struct {
 	// observedGeneration is the generation last reconciled; -1 before the
 	// first reconcile.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// conditions: Ready (servable) and Imported.
+	// conditions are Ready (servable) and Imported.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// localName is the name agents see: mcp_<server>_<remoteName>.
 	LocalName *string `json:"localName,omitempty"`
