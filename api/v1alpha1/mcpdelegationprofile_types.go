@@ -106,11 +106,6 @@ type DelegationActor struct {
 
 // McpDelegationProfileStatus is what the controller observed.
 type McpDelegationProfileStatus struct {
-	// observedGeneration is the generation last reconciled; -1 before the
-	// first reconcile.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
 	// conditions are Ready, Reconciling and Stalled.
 	// +optional
 	// +listType=map
@@ -119,6 +114,11 @@ type McpDelegationProfileStatus struct {
 	// +patchMergeKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// observedGeneration is the generation last reconciled; -1 before the
+	// first reconcile.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // +kubebuilder:object:root=true

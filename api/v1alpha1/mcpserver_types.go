@@ -185,11 +185,6 @@ type HealthCheckSettings struct {
 
 // McpServerStatus is what the controllers observed of the server.
 type McpServerStatus struct {
-	// observedGeneration is the generation last reconciled; -1 before the
-	// first reconcile.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
 	// conditions are Ready, Reachable, CatalogSynced, CredentialsResolved,
 	// Reconciling and Stalled.
 	// +optional
@@ -199,6 +194,11 @@ type McpServerStatus struct {
 	// +patchMergeKey=type
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// observedGeneration is the generation last reconciled; -1 before the
+	// first reconcile.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// serverInfo is what the server said about itself at the last contact.
 	// It is informational and never used to authorise anything.

@@ -79,11 +79,6 @@ type ToolHints struct {
 
 // McpToolStatus is the controller side of a tool.
 type McpToolStatus struct {
-	// observedGeneration is the generation last reconciled; -1 before the
-	// first reconcile.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
 	// conditions are Ready (servable) and Imported.
 	// +optional
 	// +listType=map
@@ -92,6 +87,11 @@ type McpToolStatus struct {
 	// +patchMergeKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// observedGeneration is the generation last reconciled; -1 before the
+	// first reconcile.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// localName is the name agents see: mcp_<server>_<remoteName>.
 	// +optional
