@@ -10,11 +10,9 @@ GO            ?= go
 CONTROLLER_GEN = $(GO) tool controller-gen
 IMG           ?= mcp-catalog-operator:dev
 GOTEST_FLAGS  ?=
-# Packages whose tests need no control plane: every package whose tests do
-# not import envtest, computed so that a new package is covered on its own.
-ENVTEST_PKG    = sigs.k8s.io/controller-runtime/pkg/envtest
-UNIT_PKGS      = $(shell $(GO) list -f '{{$$e := false}}{{range .TestImports}}{{if eq . "$(ENVTEST_PKG)"}}{{$$e = true}}{{end}}{{end}}{{range .XTestImports}}{{if eq . "$(ENVTEST_PKG)"}}{{$$e = true}}{{end}}{{end}}{{if not $$e}}{{.ImportPath}}{{end}}' ./...)
-# Packages that mix both kinds: their control-plane tests, skipped by test-unit.
+# Packages whose tests need no control plane (see hack/unit-pkgs.sh).
+UNIT_PKGS      = $(shell hack/unit-pkgs.sh)
+# A package that mixes both kinds: test-unit runs it without its control-plane tests.
 UNIT_MIXED     = ./internal/cli
 UNIT_MIXED_SKIP = ^TestClusterCommands$$
 
