@@ -10,8 +10,11 @@ GO            ?= go
 CONTROLLER_GEN = $(GO) tool controller-gen
 IMG           ?= mcp-catalog-operator:dev
 GOTEST_FLAGS  ?=
-# Packages whose tests need no control plane.
-UNIT_PKGS      = ./api/... ./internal/mcp/...
+# Packages whose tests need no control plane (see hack/unit-pkgs.sh).
+UNIT_PKGS      = $(shell hack/unit-pkgs.sh)
+# A package that mixes both kinds: test-unit runs it without its control-plane tests.
+UNIT_MIXED     = ./internal/cli
+UNIT_MIXED_SKIP = ^TestClusterCommands$$
 
 .PHONY: all
 all: build
@@ -51,9 +54,20 @@ vet: ## go vet the tree.
 verify-gen: ## Fail when generated files are not current (fast).
 	@hack/verify-gen.sh
 
-.PHONY: verify
-verify: verify-gen vet ## fmt check, vet and generated files current.
+.PHONY: verify-fmt
+verify-fmt: ## Fail when gofmt would change a file.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+.PHONY: verify-modules
+verify-modules: ## Fail when go mod tidy would change the module or a tool module.
+	@hack/verify-modules.sh
+
+.PHONY: lint
+lint: ## Run golangci-lint with kube-api-linter (built once from the Go module proxy).
+	@bin=$$(hack/golangci-lint.sh); $$bin run $(LINT_FLAGS) ./...
+
+.PHONY: verify
+verify: verify-fmt vet verify-gen verify-modules lint ## gofmt check, vet, generated files current, tidy modules, lint.
 	@echo "verify: ok"
 
 ##@ Test
@@ -80,6 +94,7 @@ helm: ## Build (once) helm from the Go module proxy and print its path.
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane.
 	$(GO) test $(GOTEST_FLAGS) $(UNIT_PKGS)
+	$(GO) test $(GOTEST_FLAGS) -skip '$(UNIT_MIXED_SKIP)' $(UNIT_MIXED)
 
 FUZZTIME ?= 30s
 .PHONY: fuzz

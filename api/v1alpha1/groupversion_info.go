@@ -20,7 +20,7 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "mcp.catalog.dev", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the kinds of this package with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion} //nolint:staticcheck // the kubebuilder layout; replacing it is part of moving the scheme next to the API
 
 	// AddToScheme adds the kinds of this package to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme

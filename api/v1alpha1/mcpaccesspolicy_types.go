@@ -42,7 +42,10 @@ type McpAccessPolicyStatus struct {
 // McpAccessPolicy is the platform's declaration of how sensitive the tools
 // a namespace's agents may use through the gateway can be.
 type McpAccessPolicy struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the declaration.

@@ -56,7 +56,7 @@ type McpDelegationProfileSpec struct {
 
 	// subjectTokenType is the RFC 8693 type of the actors' subject tokens.
 	// +optional
-	// +kubebuilder:default="urn:ietf:params:oauth:token-type:access_token"
+	// +default="urn:ietf:params:oauth:token-type:access_token"
 	// +kubebuilder:validation:Enum="urn:ietf:params:oauth:token-type:access_token";"urn:ietf:params:oauth:token-type:jwt";"urn:ietf:params:oauth:token-type:id_token"
 	SubjectTokenType string `json:"subjectTokenType,omitempty"`
 
@@ -106,12 +106,7 @@ type DelegationActor struct {
 
 // McpDelegationProfileStatus is what the controller observed.
 type McpDelegationProfileStatus struct {
-	// observedGeneration is the generation last reconciled; -1 before the
-	// first reconcile.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
-	// conditions: Ready, Reconciling and Stalled.
+	// conditions are Ready, Reconciling and Stalled.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -119,6 +114,11 @@ type McpDelegationProfileStatus struct {
 	// +patchMergeKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// observedGeneration is the generation last reconciled; -1 before the
+	// first reconcile.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -131,7 +131,10 @@ type McpDelegationProfileStatus struct {
 // McpDelegationProfile lets McpServers in its namespace authenticate tool
 // calls with a token exchanged for the calling actor.
 type McpDelegationProfile struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the declaration.
@@ -140,7 +143,7 @@ type McpDelegationProfile struct {
 
 	// status is what the controller observed.
 	// +optional
-	// +kubebuilder:default={"observedGeneration":-1}
+	// +default={"observedGeneration":-1}
 	Status McpDelegationProfileStatus `json:"status,omitempty"`
 }
 

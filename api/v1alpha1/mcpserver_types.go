@@ -33,7 +33,7 @@ type McpServerSpec struct {
 	// approvalRequired says whether every call to this server's tools needs
 	// a human's approval. Only an explicit false turns it off.
 	// +optional
-	// +kubebuilder:default=true
+	// +default=true
 	ApprovalRequired *bool `json:"approvalRequired,omitempty"`
 
 	// suspend stops imports and health probes without deleting anything.
@@ -60,19 +60,19 @@ type McpServerSpec struct {
 	// operationTimeout is the budget of one whole MCP operation (handshake
 	// and every page or call after it). More than 0 and at most 5m.
 	// +optional
-	// +kubebuilder:default="20s"
+	// +default="20s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('5m')",message="spec.operationTimeout must be more than 0s and at most 5m"
 	OperationTimeout *metav1.Duration `json:"operationTimeout,omitempty"`
 
 	// import tunes catalog imports.
 	// +optional
-	// +kubebuilder:default={}
+	// +default={}
 	Import ImportSettings `json:"import,omitempty"`
 
 	// healthCheck tunes the health probe.
 	// +optional
-	// +kubebuilder:default={}
+	// +default={}
 	HealthCheck HealthCheckSettings `json:"healthCheck,omitempty"`
 }
 
@@ -161,14 +161,14 @@ type ImportSettings struct {
 
 	// maxPages is the most tools/list pages one import follows.
 	// +optional
-	// +kubebuilder:default=100
+	// +default=100
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
 	MaxPages int32 `json:"maxPages,omitempty"`
 
 	// maxTools is the most tools one import accepts from the server.
 	// +optional
-	// +kubebuilder:default=2000
+	// +default=2000
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=20000
 	MaxTools int32 `json:"maxTools,omitempty"`
@@ -185,7 +185,7 @@ type HealthCheckSettings struct {
 	// interval between health probes; a jitter of up to a tenth is added.
 	// At least 5s.
 	// +optional
-	// +kubebuilder:default="60s"
+	// +default="60s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5s')",message="spec.healthCheck.interval must be at least 5s"
 	Interval *metav1.Duration `json:"interval,omitempty"`
@@ -193,12 +193,7 @@ type HealthCheckSettings struct {
 
 // McpServerStatus is what the controllers observed of the server.
 type McpServerStatus struct {
-	// observedGeneration is the generation last reconciled; -1 before the
-	// first reconcile.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
-	// conditions: Ready, Reachable, CatalogSynced, CredentialsResolved,
+	// conditions are Ready, Reachable, CatalogSynced, CredentialsResolved,
 	// Reconciling and Stalled.
 	// +optional
 	// +listType=map
@@ -207,6 +202,11 @@ type McpServerStatus struct {
 	// +patchMergeKey=type
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// observedGeneration is the generation last reconciled; -1 before the
+	// first reconcile.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// serverInfo is what the server said about itself at the last contact.
 	// It is informational and never used to authorise anything.
@@ -284,14 +284,19 @@ type ServerInfo struct {
 // ToolCounts counts a server's catalog.
 type ToolCounts struct {
 	// offered is how many tools the server listed at the last import.
+	// +required
 	Offered int32 `json:"offered"`
 	// imported is how many of them were accepted as McpTools.
+	// +required
 	Imported int32 `json:"imported"`
 	// skipped is how many were refused (see skippedTools).
+	// +required
 	Skipped int32 `json:"skipped"`
 	// enabled is how many McpTools of this server are enabled.
+	// +required
 	Enabled int32 `json:"enabled"`
 	// removed is how many enabled McpTools the server no longer offers.
+	// +required
 	Removed int32 `json:"removed"`
 }
 
@@ -322,7 +327,10 @@ type SkippedTool struct {
 // McpServer declares a remote MCP server whose catalog is imported into
 // McpTools.
 type McpServer struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the declaration.
@@ -331,7 +339,7 @@ type McpServer struct {
 
 	// status is what the controllers observed.
 	// +optional
-	// +kubebuilder:default={"observedGeneration":-1}
+	// +default={"observedGeneration":-1}
 	Status McpServerStatus `json:"status,omitempty"`
 }
 

@@ -31,7 +31,7 @@ type McpToolSpec struct {
 	// enabled makes the tool servable through the gateway. Imports never
 	// change it.
 	// +optional
-	// +kubebuilder:default=false
+	// +default=false
 	Enabled bool `json:"enabled,omitempty"`
 
 	// dataClass may raise the tool's class above the server's; the effective
@@ -52,6 +52,7 @@ type McpToolSpec struct {
 	// tool whose definition changed.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	// +kubebuilder:validation:MaxLength=71
 	ApprovedDefinitionHash string `json:"approvedDefinitionHash,omitempty"`
 }
 
@@ -78,12 +79,7 @@ type ToolHints struct {
 
 // McpToolStatus is the controller side of a tool.
 type McpToolStatus struct {
-	// observedGeneration is the generation last reconciled; -1 before the
-	// first reconcile.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
-	// conditions: Ready (servable) and Imported.
+	// conditions are Ready (servable) and Imported.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -91,6 +87,11 @@ type McpToolStatus struct {
 	// +patchMergeKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// observedGeneration is the generation last reconciled; -1 before the
+	// first reconcile.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// localName is the name agents see: mcp_<server>_<remoteName>.
 	// +optional
@@ -169,7 +170,10 @@ type McpToolStatus struct {
 // McpTool is one tool of an McpServer's catalog. Imports create it disabled;
 // a human or GitOps enables it.
 type McpTool struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the human and GitOps side.
@@ -178,7 +182,7 @@ type McpTool struct {
 
 	// status is the controller side.
 	// +optional
-	// +kubebuilder:default={"observedGeneration":-1}
+	// +default={"observedGeneration":-1}
 	Status McpToolStatus `json:"status,omitempty"`
 }
 

@@ -44,7 +44,7 @@ func setEnabled(ns, name string, enabled bool) {
 // given field path fragment (as in "f:enabled").
 func managerOwns(t *mcpv1alpha1.McpTool, mgr, field string) bool {
 	for _, mf := range t.ManagedFields {
-		if mf.Manager == mgr && mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), field) {
+		if mf.Manager == mgr && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), field) {
 			return true
 		}
 	}

@@ -387,7 +387,7 @@ func declaredElsewhere(t *mcpv1alpha1.McpTool) bool {
 		if mf.Manager == FieldManagerImporter || mf.Manager == FieldManagerToolController || mf.Subresource != "" || mf.FieldsV1 == nil {
 			continue
 		}
-		if bytes.Contains(mf.FieldsV1.Raw, []byte(`"f:spec"`)) {
+		if bytes.Contains(mf.FieldsV1.GetRawBytes(), []byte(`"f:spec"`)) {
 			return true
 		}
 	}

@@ -69,14 +69,14 @@ func SecretValue(ctx context.Context, r client.Reader, ns string, ref mcpv1alpha
 	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			return secret.Secret{}, &MissingError{Reason: mcpv1alpha1.ReasonSecretNotFound,
-				Err: fmt.Errorf("Secret %q not found in namespace %q", ref.Name, ns)}
+				Err: fmt.Errorf("no Secret %q in namespace %q", ref.Name, ns)}
 		}
 		return secret.Secret{}, fmt.Errorf("reading Secret %q: %w", ref.Name, err)
 	}
 	v, ok := s.Data[ref.Key]
 	if !ok || len(v) == 0 {
 		return secret.Secret{}, &MissingError{Reason: mcpv1alpha1.ReasonSecretKeyNotFound,
-			Err: fmt.Errorf("Secret %q has no non-empty key %q", ref.Name, ref.Key)}
+			Err: fmt.Errorf("the Secret %q has no non-empty key %q", ref.Name, ref.Key)}
 	}
 	return secret.New(string(v)), nil
 }

@@ -124,7 +124,7 @@ func TestApprovedOnlyByAnAcceptedFormWithApproveTrue(t *testing.T) {
 		{"accept, nothing", &mcp.ElicitResult{Action: "accept"}, false},
 		{"decline", &mcp.ElicitResult{Action: "decline", Content: map[string]any{"approve": true}}, false},
 		{"cancel", &mcp.ElicitResult{Action: "cancel"}, false},
-		{"another kind of answer", &mcp.ListRootsResult{}, false},
+		{"another kind of answer", &mcp.ListRootsResult{}, false}, //nolint:staticcheck // the only other kinds of input response are deprecated ones
 		{"none", nil, false},
 	} {
 		if got := approved(tc.resp); got != tc.want {

@@ -41,7 +41,7 @@ func TestListenerStopsWithinItsShutdownTimeoutDespiteAnOpenStream(t *testing.T) 
 	go func() { errc <- l.Start(ctx) }()
 	addr := <-ready
 
-	resp, err := http.Get("http://" + addr + "/")
+	resp, err := http.Get("http://" + addr + "/") //nolint:bodyclose // closed by the defer below; a goroutine reads it after shutdown
 	if err != nil {
 		t.Fatal(err)
 	}

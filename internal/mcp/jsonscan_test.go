@@ -87,7 +87,7 @@ func checkDecodeObject(t *testing.T, raw []byte) {
 	t.Helper()
 	got, gerr := decodeObject(raw)
 	want, werr := legacyDecodeObject(raw)
-	if distinguished(gerr) != distinguished(werr) {
+	if !errors.Is(distinguished(gerr), distinguished(werr)) {
 		t.Fatalf("%q: error %v, encoding/json says %v", raw, gerr, werr)
 	}
 	if gerr != nil {

@@ -351,7 +351,7 @@ func (o *operation) transportErr(ctx, legCtx context.Context, method string, err
 	}
 	var blocked *BlockedAddressError
 	if errors.As(err, &blocked) {
-		e := o.fail(KindBlockedAddress, method, err).(*Error)
+		e := &Error{Kind: KindBlockedAddress, Server: o.ep.Name, Method: method, Err: err}
 		if blocked.Private {
 			e.Detail = "private or loopback address; the server has no private-network opt-in"
 		} else {
@@ -359,7 +359,7 @@ func (o *operation) transportErr(ctx, legCtx context.Context, method string, err
 		}
 		return e
 	}
-	e := o.fail(KindUnreachable, method, err).(*Error)
+	e := &Error{Kind: KindUnreachable, Server: o.ep.Name, Method: method, Err: err}
 	e.Detail = unreachableDetail(err)
 	return e
 }

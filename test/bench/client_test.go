@@ -164,7 +164,7 @@ func (mcpGoClient) start(ctx context.Context, url string) (*mcpgoclient.Client, 
 	// version list holding only legacy versions (the go-sdk stateful
 	// server's answer), so it is pinned to the legacy handshake, which is
 	// what it ends up speaking with this server anyway.
-	c := mcpgoclient.NewClient(tr, mcpgoclient.WithLegacyProtocolOnly())
+	c := mcpgoclient.NewClient(tr, mcpgoclient.WithLegacyProtocolOnly()) //nolint:staticcheck // deliberately the legacy handshake, as said above
 	if err := c.Start(ctx); err != nil {
 		return nil, err
 	}

@@ -194,7 +194,14 @@ func TestCredentialIsEnforcedAndRotatable(t *testing.T) {
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`
 
 // post sends one JSON-RPC body and returns the response, body drained.
-func post(t *testing.T, url, body string, headers map[string]string) *http.Response {
+// reply is what the tests read of an answer; the body is drained and closed
+// before it is returned.
+type reply struct {
+	StatusCode int
+	Header     http.Header
+}
+
+func post(t *testing.T, url, body string, headers map[string]string) reply {
 	t.Helper()
 	resp, err := postCtx(t.Context(), url, body, headers)
 	if err != nil {
@@ -203,10 +210,10 @@ func post(t *testing.T, url, body string, headers map[string]string) *http.Respo
 	return resp
 }
 
-func postCtx(ctx context.Context, url, body string, headers map[string]string) (*http.Response, error) {
+func postCtx(ctx context.Context, url, body string, headers map[string]string) (reply, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
-		return nil, err
+		return reply{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -215,11 +222,11 @@ func postCtx(ctx context.Context, url, body string, headers map[string]string) (
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return reply{}, err
 	}
+	defer resp.Body.Close()
 	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp, err
+	return reply{StatusCode: resp.StatusCode, Header: resp.Header}, err
 }
 
 // TestDroppedRequestIsObserved drops the HTTP request of a slow call the way

@@ -141,9 +141,7 @@ func (a *auditWriter) Write(p []byte) (int, error) {
 	if a.failing {
 		return 0, errAuditDown
 	}
-	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
-		a.lines = append(a.lines, l)
-	}
+	a.lines = append(a.lines, strings.Split(strings.TrimRight(string(p), "\n"), "\n")...)
 	return len(p), nil
 }
 

@@ -85,8 +85,6 @@ func (r results) get(name, unit string) (float64, bool) {
 	return vs[len(vs)/2], true
 }
 
-func (r results) runs(name string) int { return len(r[name]["ns/op"]) }
-
 func verdict(ok bool) string {
 	if ok {
 		return "**met**"

@@ -33,7 +33,8 @@ import (
 // McpAccessPolicy is the platform's declaration of how sensitive the tools
 // a namespace's agents may use through the gateway can be.
 type McpAccessPolicyApplyConfiguration struct {
-	v1.TypeMetaApplyConfiguration    `json:""`
+	v1.TypeMetaApplyConfiguration `json:""`
+	// metadata is the standard object metadata.
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
 	// spec is the declaration.
 	Spec *McpAccessPolicySpecApplyConfiguration `json:"spec,omitempty"`

@@ -33,7 +33,8 @@ import (
 // McpDelegationProfile lets McpServers in its namespace authenticate tool
 // calls with a token exchanged for the calling actor.
 type McpDelegationProfileApplyConfiguration struct {
-	v1.TypeMetaApplyConfiguration    `json:""`
+	v1.TypeMetaApplyConfiguration `json:""`
+	// metadata is the standard object metadata.
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
 	// spec is the declaration.
 	Spec *McpDelegationProfileSpecApplyConfiguration `json:"spec,omitempty"`

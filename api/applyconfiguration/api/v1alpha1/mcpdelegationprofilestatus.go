@@ -27,25 +27,17 @@ import (
 //
 // McpDelegationProfileStatus is what the controller observed.
 type McpDelegationProfileStatusApplyConfiguration struct {
+	// conditions are Ready, Reconciling and Stalled.
+	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// observedGeneration is the generation last reconciled; -1 before the
 	// first reconcile.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// conditions: Ready, Reconciling and Stalled.
-	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
 // McpDelegationProfileStatusApplyConfiguration constructs a declarative configuration of the McpDelegationProfileStatus type for use with
 // apply.
 func McpDelegationProfileStatus() *McpDelegationProfileStatusApplyConfiguration {
 	return &McpDelegationProfileStatusApplyConfiguration{}
-}
-
-// WithObservedGeneration sets the ObservedGeneration field in the declarative configuration to the given value
-// and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the ObservedGeneration field is set to the value of the last call.
-func (b *McpDelegationProfileStatusApplyConfiguration) WithObservedGeneration(value int64) *McpDelegationProfileStatusApplyConfiguration {
-	b.ObservedGeneration = &value
-	return b
 }
 
 // WithConditions adds the given value to the Conditions field in the declarative configuration
@@ -58,5 +50,13 @@ func (b *McpDelegationProfileStatusApplyConfiguration) WithConditions(values ...
 		}
 		b.Conditions = append(b.Conditions, *values[i])
 	}
+	return b
+}
+
+// WithObservedGeneration sets the ObservedGeneration field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ObservedGeneration field is set to the value of the last call.
+func (b *McpDelegationProfileStatusApplyConfiguration) WithObservedGeneration(value int64) *McpDelegationProfileStatusApplyConfiguration {
+	b.ObservedGeneration = &value
 	return b
 }

@@ -33,7 +33,8 @@ import (
 // McpServer declares a remote MCP server whose catalog is imported into
 // McpTools.
 type McpServerApplyConfiguration struct {
-	v1.TypeMetaApplyConfiguration    `json:""`
+	v1.TypeMetaApplyConfiguration `json:""`
+	// metadata is the standard object metadata.
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
 	// spec is the declaration.
 	Spec *McpServerSpecApplyConfiguration `json:"spec,omitempty"`

@@ -28,12 +28,12 @@ import (
 //
 // McpServerStatus is what the controllers observed of the server.
 type McpServerStatusApplyConfiguration struct {
+	// conditions are Ready, Reachable, CatalogSynced, CredentialsResolved,
+	// Reconciling and Stalled.
+	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// observedGeneration is the generation last reconciled; -1 before the
 	// first reconcile.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// conditions: Ready, Reachable, CatalogSynced, CredentialsResolved,
-	// Reconciling and Stalled.
-	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// serverInfo is what the server said about itself at the last contact.
 	// It is informational and never used to authorise anything.
 	ServerInfo *ServerInfoApplyConfiguration `json:"serverInfo,omitempty"`
@@ -64,14 +64,6 @@ func McpServerStatus() *McpServerStatusApplyConfiguration {
 	return &McpServerStatusApplyConfiguration{}
 }
 
-// WithObservedGeneration sets the ObservedGeneration field in the declarative configuration to the given value
-// and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the ObservedGeneration field is set to the value of the last call.
-func (b *McpServerStatusApplyConfiguration) WithObservedGeneration(value int64) *McpServerStatusApplyConfiguration {
-	b.ObservedGeneration = &value
-	return b
-}
-
 // WithConditions adds the given value to the Conditions field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the Conditions field.
@@ -82,6 +74,14 @@ func (b *McpServerStatusApplyConfiguration) WithConditions(values ...*v1.Conditi
 		}
 		b.Conditions = append(b.Conditions, *values[i])
 	}
+	return b
+}
+
+// WithObservedGeneration sets the ObservedGeneration field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ObservedGeneration field is set to the value of the last call.
+func (b *McpServerStatusApplyConfiguration) WithObservedGeneration(value int64) *McpServerStatusApplyConfiguration {
+	b.ObservedGeneration = &value
 	return b
 }
 

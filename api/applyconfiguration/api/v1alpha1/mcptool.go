@@ -33,7 +33,8 @@ import (
 // McpTool is one tool of an McpServer's catalog. Imports create it disabled;
 // a human or GitOps enables it.
 type McpToolApplyConfiguration struct {
-	v1.TypeMetaApplyConfiguration    `json:""`
+	v1.TypeMetaApplyConfiguration `json:""`
+	// metadata is the standard object metadata.
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
 	// spec is the human and GitOps side.
 	Spec *McpToolSpecApplyConfiguration `json:"spec,omitempty"`

@@ -29,11 +29,11 @@ import (
 //
 // McpToolStatus is the controller side of a tool.
 type McpToolStatusApplyConfiguration struct {
+	// conditions are Ready (servable) and Imported.
+	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// observedGeneration is the generation last reconciled; -1 before the
 	// first reconcile.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// conditions: Ready (servable) and Imported.
-	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// localName is the name agents see: mcp_<server>_<remoteName>.
 	LocalName *string `json:"localName,omitempty"`
 	// group is mcp_<server>.
@@ -70,14 +70,6 @@ func McpToolStatus() *McpToolStatusApplyConfiguration {
 	return &McpToolStatusApplyConfiguration{}
 }
 
-// WithObservedGeneration sets the ObservedGeneration field in the declarative configuration to the given value
-// and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the ObservedGeneration field is set to the value of the last call.
-func (b *McpToolStatusApplyConfiguration) WithObservedGeneration(value int64) *McpToolStatusApplyConfiguration {
-	b.ObservedGeneration = &value
-	return b
-}
-
 // WithConditions adds the given value to the Conditions field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the Conditions field.
@@ -88,6 +80,14 @@ func (b *McpToolStatusApplyConfiguration) WithConditions(values ...*v1.Condition
 		}
 		b.Conditions = append(b.Conditions, *values[i])
 	}
+	return b
+}
+
+// WithObservedGeneration sets the ObservedGeneration field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ObservedGeneration field is set to the value of the last call.
+func (b *McpToolStatusApplyConfiguration) WithObservedGeneration(value int64) *McpToolStatusApplyConfiguration {
+	b.ObservedGeneration = &value
 	return b
 }
 
