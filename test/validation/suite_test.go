@@ -17,7 +17,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/mcp-catalog/operator/internal/manager"
+	"github.com/mcp-catalog/operator/api/scheme"
 )
 
 var (
@@ -43,7 +43,7 @@ var _ = BeforeSuite(func() {
 	var err error
 	cfg, err = testEnv.Start()
 	Expect(err).NotTo(HaveOccurred(), "starting envtest (run the tests through `make test`, which builds the control plane)")
-	k8sClient, err = client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme.New()})
 	Expect(err).NotTo(HaveOccurred())
 })
 
