@@ -62,6 +62,9 @@ func StartControlPlane() *ControlPlane {
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{crdDir()},
 		ErrorIfCRDPathMissing: true,
+		// envtest's default (20s per attempt) is too short for a
+		// kube-apiserver starting on a busy two-core machine.
+		ControlPlaneStartTimeout: 2 * time.Minute,
 	}
 	cfg, err := env.Start()
 	Expect(err).NotTo(HaveOccurred(), "starting envtest (set KUBEBUILDER_ASSETS, e.g. through `make test`)")
