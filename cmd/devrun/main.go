@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/mcp-catalog/operator/internal/demoserver"
 	"github.com/mcp-catalog/operator/internal/manager"
-	"github.com/mcp-catalog/operator/test/mcpserver"
 )
 
 func main() {
@@ -158,7 +158,7 @@ func writeKubeconfig(env *envtest.Environment, path string) (string, error) {
 // startDemoServer serves the demo MCP server in the background until ctx
 // ends.
 func startDemoServer(ctx context.Context, addr string) error {
-	srv, err := mcpserver.New(mcpserver.Options{Flavor: mcpserver.GoSDK, Tools: 5, Name: "mcp-demo-server", Title: "mcp-catalog-operator demo"})
+	srv, err := demoserver.New(demoserver.Options{Flavor: demoserver.GoSDK, Tools: 5, Name: "mcp-demo-server", Title: "mcp-catalog-operator demo"})
 	if err != nil {
 		return fmt.Errorf("building the demo MCP server: %w", err)
 	}
@@ -173,7 +173,7 @@ func startDemoServer(ctx context.Context, addr string) error {
 		srv.Close()
 		_ = hs.Close()
 	}()
-	say("demo MCP server at http://%s%s", addr, mcpserver.Path)
+	say("demo MCP server at http://%s%s", addr, demoserver.Path)
 	return nil
 }
 

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcp-catalog/operator/test/mcpserver"
+	"github.com/mcp-catalog/operator/internal/demoserver"
 )
 
 func main() {
@@ -25,7 +25,7 @@ func main() {
 	stateless := flag.Bool("stateless", false, "Issue no session ids.")
 	flag.Parse()
 
-	opts := mcpserver.Options{Flavor: mcpserver.GoSDK, Tools: *tools, Stateless: *stateless, Name: "mcp-demo-server", Title: "mcp-catalog-operator demo"}
+	opts := demoserver.Options{Flavor: demoserver.GoSDK, Tools: *tools, Stateless: *stateless, Name: "mcp-demo-server", Title: "mcp-catalog-operator demo"}
 	if *bearerEnv != "" {
 		opts.RequireBearer = os.Getenv(*bearerEnv)
 		if opts.RequireBearer == "" {
@@ -42,8 +42,8 @@ func main() {
 }
 
 // Serve runs the demo server on addr until ctx ends.
-func Serve(ctx context.Context, addr string, opts mcpserver.Options) error {
-	srv, err := mcpserver.New(opts)
+func Serve(ctx context.Context, addr string, opts demoserver.Options) error {
+	srv, err := demoserver.New(opts)
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func Serve(ctx context.Context, addr string, opts mcpserver.Options) error {
 	hs := &http.Server{Addr: addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ListenAndServe() }()
-	fmt.Fprintf(os.Stderr, "mcp-demo-server: serving http://%s%s\n", addr, mcpserver.Path)
+	fmt.Fprintf(os.Stderr, "mcp-demo-server: serving http://%s%s\n", addr, demoserver.Path)
 	select {
 	case err := <-errc:
 		return err

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
+	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
@@ -66,7 +66,7 @@ func (f *clusterFlags) client(s Streams) (client.Client, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the namespace: %w", err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, "", fmt.Errorf("connecting to the cluster: %w", err)
 	}

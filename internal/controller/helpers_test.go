@@ -2,8 +2,6 @@ package controller_test
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -23,6 +21,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/mcpserver"
+	"github.com/mcp-catalog/operator/test/testenv"
 )
 
 // newNamespace creates a namespace for the current spec. When the spec
@@ -31,11 +30,9 @@ import (
 // controller rewrite them all for a vanished server) would cost the suite
 // more than the spec itself. Suspended, they make no requests and no writes.
 func newNamespace() string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t-%08x", rand.Uint32())}}
-	Expect(k8sClient.Create(context.Background(), ns)).To(Succeed())
-	DeferCleanup(func(ctx SpecContext) {
+	return testenv.Namespace(k8sClient, "t", func(ctx context.Context, ns string) {
 		var servers mcpv1alpha1.McpServerList
-		Expect(k8sClient.List(ctx, &servers, client.InNamespace(ns.Name))).To(Succeed())
+		Expect(k8sClient.List(ctx, &servers, client.InNamespace(ns))).To(Succeed())
 		for i := range servers.Items {
 			srv := &servers.Items[i]
 			patch := client.MergeFrom(srv.DeepCopy())
@@ -43,7 +40,6 @@ func newNamespace() string {
 			Expect(client.IgnoreNotFound(k8sClient.Patch(ctx, srv, patch))).To(Succeed())
 		}
 	})
-	return ns.Name
 }
 
 // startMCP serves a real MCP server for the current spec.
@@ -332,20 +328,9 @@ func (f *front) set(m faultMode) {
 // boolPtr is for the optional booleans of the API.
 func boolPtr(b bool) *bool { return ptr.To(b) }
 
-// tokensUsed collects every credential value the suite hands out, so the
-// leak checks can search for all of them.
-var tokensUsed struct {
-	sync.Mutex
-	all []string
-}
+// tokensUsed holds every credential value the suite hands out, so the leak
+// checks can search for all of them.
+var tokensUsed testenv.Secrets
 
-// newToken returns a fresh credential value. The value has no substring in
-// common with anything the operator writes by itself, so finding it
-// anywhere means it leaked.
-func newToken() string {
-	t := fmt.Sprintf("sEcReT%016xToKeN", rand.Uint64())
-	tokensUsed.Lock()
-	defer tokensUsed.Unlock()
-	tokensUsed.all = append(tokensUsed.all, t)
-	return t
-}
+// newToken returns a fresh credential value, registered in tokensUsed.
+func newToken() string { return tokensUsed.New("sEcReT", "ToKeN") }

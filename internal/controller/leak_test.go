@@ -20,10 +20,7 @@ import (
 // expectNoTokenIn fails when any credential value the suite handed out
 // occurs in text.
 func expectNoTokenIn(what, text string) {
-	tokensUsed.Lock()
-	all := append([]string(nil), tokensUsed.all...)
-	tokensUsed.Unlock()
-	for _, t := range all {
+	for _, t := range tokensUsed.All() {
 		ExpectWithOffset(1, text).NotTo(ContainSubstring(t), "a credential value appears in %s", what)
 	}
 }

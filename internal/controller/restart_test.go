@@ -23,10 +23,10 @@ var _ = Describe("Manager restart", func() {
 		// Stop the manager once the import has written some tools but not
 		// all of them.
 		Eventually(func() int { return len(listTools(ns)) }, 60*time.Second, 50*time.Millisecond).Should(BeNumerically(">", 100))
-		mgr.stop()
+		mgr.Stop()
 		// Whatever happens below, the specs after this one get a manager.
 		DeferCleanup(func() {
-			if mgr.stopped {
+			if mgr.Stopped() {
 				mgr = startManager()
 			}
 		})

@@ -1,10 +1,7 @@
 package controller_test
 
 import (
-	"context"
-	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,16 +10,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/test/capture"
+	"github.com/mcp-catalog/operator/test/testenv"
 )
 
 // The suite runs the operator's real manager (internal/manager) against a
@@ -33,14 +25,14 @@ import (
 var (
 	cfg       *rest.Config
 	k8sClient client.Client
-	testEnv   *envtest.Environment
+	plane     *testenv.ControlPlane
 
 	// requests records every request the manager sends to the API server.
 	requests = &requestLog{}
-	// logs holds everything the manager logged, for the leak checks.
-	logs = &capture.Buffer{}
+	// logs holds everything the manager logged, for the leak specs.
+	logs *capture.Buffer
 
-	mgr *runningManager
+	mgr *testenv.Manager
 )
 
 func TestControllers(t *testing.T) {
@@ -49,26 +41,14 @@ func TestControllers(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	// The manager logs through the global logger. Everything down to V(2)
-	// goes to the buffer the leak specs search, and to the spec's output.
-	logf.SetLogger(zap.New(
-		zap.WriteTo(io.MultiWriter(logs, GinkgoWriter)),
-		zap.Level(zapcore.Level(-2)),
-	))
+	logs = testenv.CaptureLogs()
 
 	// A reconcile on a busy two-core machine can take a few seconds.
 	SetDefaultEventuallyTimeout(10 * time.Second)
 	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
 
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	var err error
-	cfg, err = testEnv.Start()
-	Expect(err).NotTo(HaveOccurred(), "starting envtest (set KUBEBUILDER_ASSETS, e.g. through `make test`)")
-	k8sClient, err = client.New(cfg, client.Options{Scheme: manager.NewScheme()})
-	Expect(err).NotTo(HaveOccurred())
+	plane = testenv.StartControlPlane()
+	cfg, k8sClient = plane.Config, plane.Client
 
 	mgr = startManager()
 })
@@ -76,13 +56,11 @@ var _ = BeforeSuite(func() {
 var _ = AfterSuite(func() {
 	// After every spec has run, nothing the manager logged in the whole
 	// suite holds any credential a spec used.
-	expectNoTokenIn("the manager's log", logs.String())
-	if mgr != nil {
-		mgr.stop()
+	if logs != nil {
+		expectNoTokenIn("the manager's log", logs.String())
 	}
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	mgr.Stop()
+	plane.Stop()
 })
 
 // Test timings. The health interval is the API's minimum.
@@ -95,53 +73,20 @@ const (
 	settle = 2 * time.Second
 )
 
-// runningManager is one manager started by the suite.
-type runningManager struct {
-	cancel  context.CancelFunc
-	done    chan error
-	stopped bool
-}
-
-// startManager starts the operator's manager with test options: loopback
-// servers allowed, no metrics or health endpoints, a short Secret retry,
-// and a counting transport under its API client.
-func startManager() *runningManager {
+// startManager starts the operator's manager with the suite's options: a
+// short Secret retry, few workers, and a counting transport under its API
+// client.
+func startManager() *testenv.Manager {
 	mcfg := rest.CopyConfig(cfg)
 	mcfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, log: requests} })
-	opts := manager.DefaultOptions()
-	opts.MetricsAddr = "0"
-	opts.SecureMetrics = false
-	opts.ProbeAddr = "0"
-	opts.AllowPrivateNetworks = true
-	opts.GracefulShutdownTimeout = 10 * time.Second
+	opts := testenv.ManagerOptions()
 	// Few workers, so a hung server would visibly starve the others if it
 	// held a worker for longer than its own budget.
 	opts.MaxConcurrentServers = 4
 	opts.CredentialRetryInterval = credentialRetry
 	// The restart spec runs a second manager in this process.
 	opts.SkipControllerNameValidation = true
-
-	m, err := manager.New(mcfg, opts)
-	Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), logf.Log))
-	rm := &runningManager{cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		defer GinkgoRecover()
-		rm.done <- m.Start(ctx)
-	}()
-	// Specs begin once the controllers are watching.
-	Eventually(m.Elected(), 30*time.Second).Should(BeClosed())
-	Expect(m.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
-	return rm
-}
-
-func (m *runningManager) stop() {
-	if m.stopped {
-		return
-	}
-	m.stopped = true
-	m.cancel()
-	Eventually(m.done, 30*time.Second).Should(Receive(Not(HaveOccurred())))
+	return testenv.StartManager(mcfg, opts)
 }
 
 // apiRequest is one request the manager sent to the API server.

@@ -13,9 +13,6 @@ import (
 	"io"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -24,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/controller"
+	"github.com/mcp-catalog/operator/api/scheme"
 )
 
 // DefaultGatewayAudience is the audience agents request for their tokens
@@ -109,15 +106,6 @@ func DefaultOptions() Options {
 	}
 }
 
-// NewScheme returns a scheme with the built-in kinds and this operator's
-// kinds registered.
-func NewScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(mcpv1alpha1.AddToScheme(s))
-	return s
-}
-
 // New builds the manager and registers the controllers and health checks.
 func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if cfg == nil {
@@ -147,7 +135,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 
 	shutdown := opts.GracefulShutdownTimeout
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        NewScheme(),
+		Scheme:                        scheme.New(),
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		LeaderElection:                opts.LeaderElect,

@@ -267,10 +267,10 @@ func (c *Client) begin(ep Endpoint) (*operation, error) {
 	return o, nil
 }
 
-// end tears down a legacy session. It is bounded by the operation's budget,
-// skipped once the caller has cancelled (the caller asked us to stop; the
-// server expires the session on its own), and its outcome is ignored: the
-// operation's result is already decided.
+// end tears down a legacy session. It is bounded by the operation's budget
+// and its outcome is ignored: the operation's result is already decided.
+// Once the caller has cancelled or the budget is spent, it runs in the
+// background instead (see abandon).
 func (o *operation) end(ctx context.Context) {
 	if o.session == "" {
 		return

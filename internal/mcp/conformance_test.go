@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -134,6 +135,30 @@ func (h *confHarness) teardown() []string {
 }
 
 func (h *confHarness) ctx(t *testing.T) context.Context { return t.Context() }
+
+// watchDelete returns a channel closed once the server has received a
+// DELETE, which is then answered as usual. A teardown the client sends in the
+// background is awaited on it instead of polled for.
+func (h *confHarness) watchDelete() <-chan struct{} {
+	done := make(chan struct{})
+	var once sync.Once
+	h.srv.on(http.MethodDelete, func(*seenRequest) *http.Response {
+		once.Do(func() { close(done) })
+		return nil
+	})
+	return done
+}
+
+// confAwait waits for ch. The guard only turns a request that never comes
+// into a failure instead of a hung test; it is far beyond any budget.
+func confAwait(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(time.Minute):
+		t.Fatalf("%s: never received", what)
+	}
+}
 
 // checkWire asserts the outbound invariants on every request sent.
 func (h *confHarness) checkWire(t *testing.T) {
@@ -819,6 +844,7 @@ func checkOneBudget(t *testing.T, h *confHarness) {
 	step := (h.ep.Timeout - 300*time.Millisecond) / 3
 	h.srv.onRequest = func(*seenRequest) { h.clock.Advance(step) }
 	h.srv.pages = confEndlessPages
+	deleted := h.watchDelete()
 	h.ep.MaxPages = 50
 	_, err := h.cl.ListTools(h.ctx(t), h.ep)
 	e := confWantKind(t, h, err, mcp.KindBudgetExhausted)
@@ -840,10 +866,7 @@ func checkOneBudget(t *testing.T, h *confHarness) {
 	if h.p.session == "" {
 		return
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for h.srv.count(http.MethodDelete) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	confAwait(t, deleted, "DELETE after the budget ran out")
 	confEqual(t, "DELETE after the budget ran out", h.srv.count(http.MethodDelete), 1)
 }
 
@@ -873,6 +896,7 @@ func checkCancellation(t *testing.T, h *confHarness) {
 		close(arrived)
 		return fakeHang
 	})
+	deleted := h.watchDelete()
 	ctx, cancel := context.WithCancel(h.ctx(t))
 	defer cancel()
 	var cancelledAt time.Time
@@ -890,8 +914,28 @@ func checkCancellation(t *testing.T, h *confHarness) {
 	if d := returned.Sub(cancelledAt); d > time.Second {
 		t.Fatalf("returned %v after cancel", d)
 	}
-	// Never retried, and no teardown after the caller said stop.
-	confEqual(t, "wire", h.srv.rpcMethods(), confConcat(h.handshake(), []string{"tools/call"}))
+	// Never retried. The caller is not kept waiting for the teardown, but a
+	// session-keeping server is told, in the background, that the call is
+	// cancelled, and its session is ended.
+	want := confConcat(h.handshake(), []string{"tools/call"})
+	if h.p.session != "" {
+		confAwait(t, deleted, "session DELETE after the cancel")
+		want = confConcat(want, []string{"notifications/cancelled"}, h.teardown())
+	}
+	confEqual(t, "wire", h.srv.rpcMethods(), want)
+	if h.p.session == "" {
+		return
+	}
+	var callID, cancelledID any
+	for _, r := range h.srv.requests() {
+		switch r.RPCMethod {
+		case "tools/call":
+			callID = r.ID
+		case "notifications/cancelled":
+			cancelledID = r.Params["requestId"]
+		}
+	}
+	confEqual(t, "cancelled requestId", cancelledID, callID)
 }
 
 // --- failure shapes ---------------------------------------------------------------
@@ -1131,14 +1175,18 @@ func checkStreamLeftOpen(t *testing.T, h *confHarness) {
 			"content": []any{map[string]any{"type": "text", "text": "done"}}})+"\n\n")
 		return resp
 	})
-	start := time.Now()
 	out, err := h.cl.CallTool(h.ctx(t), h.ep, "alpha", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	confEqual(t, "text", out.Text, "done")
-	if took := time.Since(start); took > time.Second {
-		t.Fatalf("a stream left open after the response held the call %v", took)
+	// The stream ends only with the request's context. A client that waited
+	// for its end would have held the call until the leg deadline; one that
+	// returned at the response leaves the context cancelled or still open.
+	for _, r := range h.srv.requests() {
+		if r.RPCMethod == "tools/call" && errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
+			t.Fatal("a stream left open after the response held the call until its deadline")
+		}
 	}
 }
 

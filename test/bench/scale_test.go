@@ -33,6 +33,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
+	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/mcp"
@@ -168,7 +169,7 @@ func startEnvtest(b *testing.B) *envtestRun {
 	r := &envtestRun{env: env, cfg: cfg, writes: &writeCounter{counts: map[string]int{}}}
 	r.mcfg = rest.CopyConfig(cfg)
 	r.mcfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{w: r.writes, next: rt} })
-	r.c, err = client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+	r.c, err = client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		b.Fatal(err)
 	}

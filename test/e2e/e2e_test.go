@@ -92,7 +92,20 @@ type suite struct {
 	firstHolder          string
 	metricsBody          string
 	gatewayOK, gatewayNo string // result texts of the gateway calls
+	// root is TestEndToEnd's own t, which the steps' resources live on.
+	root *testing.T
 }
+
+// outlive is a step's t whose cleanups run when the whole test ends: a
+// server or manager one step starts serves the steps after it.
+type outlive struct {
+	*testing.T
+	root *testing.T
+}
+
+func (o outlive) Cleanup(f func()) { o.root.Cleanup(f) }
+
+func (s *suite) outlive(t *testing.T) outlive { return outlive{T: t, root: s.root} }
 
 func (s *suite) manager() *managerProc { return s.managers[len(s.managers)-1] }
 
@@ -112,7 +125,7 @@ func TestEndToEnd(t *testing.T) {
 	// The build takes most of the time; the control plane starts meanwhile.
 	build := startBuild(t, filepath.Join(work, "bin"))
 
-	s := &suite{secret: randomSecret(t)}
+	s := &suite{secret: randomSecret(t), root: t}
 	// Registered before anything starts, so it runs after every manager
 	// was killed, and also when a step failed: a refused permission is
 	// then usually the reason, and this says which.
@@ -125,43 +138,38 @@ func TestEndToEnd(t *testing.T) {
 	if s.clientset, err = kubernetes.NewForConfig(s.cfg); err != nil {
 		t.Fatal(err)
 	}
-	step(t, start, "install the chart's CRDs and RBAC")
-	s.chart = installChart(t, s.cfg, s.admin, renderChart(t, helm))
 
-	s.managerToken = tokenFor(t, s.clientset, releaseNS, s.chart.serviceAccount)
-	s.mc = managerConfig{kubeconfig: filepath.Join(work, "manager.kubeconfig"), auditLog: filepath.Join(work, "audit.jsonl"), dir: work}
-	writeKubeconfig(t, s.mc.kubeconfig, s.cfg, s.managerToken)
-	s.adminKubeconfig = filepath.Join(work, "admin.kubeconfig")
-	writeKubeconfig(t, s.adminKubeconfig, s.cfg, "")
-	createNamespace(t, s.admin, ns)
-	createNamespace(t, s.admin, bulkNS)
+	// Each step builds on the ones before it, so the story stops at the
+	// first step that fails and names it.
+	run := func(name string, f func(t *testing.T)) {
+		t.Helper()
+		step(t, start, name)
+		if !t.Run(name, f) {
+			t.Fatalf("step %q failed; the steps after it were not run", name)
+		}
+	}
+	run("the chart's CRDs and RBAC install", func(t *testing.T) {
+		s.chart = installChart(t, s.cfg, s.admin, renderChart(t, helm))
+		s.managerToken = tokenFor(t, s.clientset, releaseNS, s.chart.serviceAccount)
+		s.mc = managerConfig{kubeconfig: filepath.Join(work, "manager.kubeconfig"), auditLog: filepath.Join(work, "audit.jsonl"), dir: work}
+		writeKubeconfig(t, s.mc.kubeconfig, s.cfg, s.managerToken)
+		s.adminKubeconfig = filepath.Join(work, "admin.kubeconfig")
+		writeKubeconfig(t, s.adminKubeconfig, s.cfg, "")
+		createNamespace(t, s.admin, ns)
+		createNamespace(t, s.admin, bulkNS)
+	})
 
 	s.bins = build()
 	s.mc.binary = s.bins.manager
 
-	step(t, start, "start the manager as the chart's ServiceAccount")
-	s.startManager(t)
-
-	step(t, start, "import and probe")
-	s.importAndProbe(t)
-
-	step(t, start, "kubectl-mcp import --all")
-	s.importAll(t)
-
-	step(t, start, "the chart's ServiceAccount and Secrets")
-	s.secretAccess(t)
-
-	step(t, start, "SIGKILL in the middle of a large import, restart, converge")
-	s.killDuringImport(t)
-
-	step(t, start, "an agent calls a tool through the gateway")
-	s.gatewayCall(t)
-
-	step(t, start, "metrics")
-	s.scrapeMetrics(t)
-
-	step(t, start, "no leaks")
-	s.noLeaks(t)
+	run("the manager leads as the chart's ServiceAccount", s.startManager)
+	run("servers are imported and probed", s.importAndProbe)
+	run("kubectl-mcp import --all exits 0, or 1 when one server refuses", s.importAll)
+	run("the chart's ServiceAccount gets Secrets by name and never lists or watches them", s.secretAccess)
+	run("a SIGKILLed import converges after a restart", s.killDuringImport)
+	run("an agent calls a tool through the gateway and the ceiling refuses another", s.gatewayCall)
+	run("metrics are served to the metrics reader only", s.scrapeMetrics)
+	run("the upstream credential appears nowhere the operator writes", s.noLeaks)
 	step(t, start, "done")
 }
 
@@ -178,7 +186,7 @@ func randomSecret(t *testing.T) string {
 // the previous holder, which proves the new process leads.
 func (s *suite) startManager(t *testing.T) {
 	t.Helper()
-	m := startManager(t, s.mc, len(s.managers)+1)
+	m := startManager(s.outlive(t), s.mc, len(s.managers)+1)
 	s.managers = append(s.managers, m)
 	m.waitHealthy(t)
 	previous := s.firstHolder
@@ -206,10 +214,10 @@ func (s *suite) startManager(t *testing.T) {
 // imported and that an explicit probe reaches them.
 func (s *suite) importAndProbe(t *testing.T) {
 	ctx := context.Background()
-	s.alpha = mcpserver.Start(t, mcpserver.Options{Name: "e2e-alpha", Tools: 3, RequireBearer: s.secret})
+	s.alpha = mcpserver.Start(s.outlive(t), mcpserver.Options{Name: "e2e-alpha", Tools: 3, RequireBearer: s.secret})
 	// vault is served by the other library, and is Confidential: above
 	// the agent's ceiling later on.
-	s.vault = mcpserver.Start(t, mcpserver.Options{Flavor: mcpserver.MCPGo, Name: "e2e-vault"})
+	s.vault = mcpserver.Start(s.outlive(t), mcpserver.Options{Flavor: mcpserver.MCPGo, Name: "e2e-vault"})
 	mustCreate(t, s.admin,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alpha-token"}, Data: map[string][]byte{"token": []byte(s.secret)}},
 		&mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alpha"}, Spec: mcpv1alpha1.McpServerSpec{
@@ -474,7 +482,7 @@ func (s *suite) secretAccess(t *testing.T) {
 // complete McpTool per offered tool.
 func (s *suite) killDuringImport(t *testing.T) {
 	ctx := context.Background()
-	s.bulk = mcpserver.Start(t, mcpserver.Options{Name: "e2e-bulk", Tools: bulkTools, PageSize: bulkPageSize, Stateless: true})
+	s.bulk = mcpserver.Start(s.outlive(t), mcpserver.Options{Name: "e2e-bulk", Tools: bulkTools, PageSize: bulkPageSize, Stateless: true})
 	offered := s.bulk.ToolNames()
 	want := len(offered)
 	mustCreate(t, s.admin, &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Namespace: bulkNS, Name: "bulk"}, Spec: mcpv1alpha1.McpServerSpec{

@@ -62,7 +62,7 @@ func startBuild(t *testing.T, dir string) func() binaries {
 }
 
 // freeAddr returns a loopback address with a port nothing listens on now.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -93,7 +93,9 @@ type managerConfig struct {
 // startManager runs the manager binary as a separate process with the
 // chart's ServiceAccount's kubeconfig. Its standard output and error go to
 // a file of its own, which the test searches afterwards.
-func startManager(t *testing.T, mc managerConfig, run int) *managerProc {
+// t's cleanups must outlive the step that starts the manager: see
+// suite.outlive.
+func startManager(t testing.TB, mc managerConfig, run int) *managerProc {
 	t.Helper()
 	m := &managerProc{
 		logPath: filepath.Join(mc.dir, fmt.Sprintf("manager-%d.log", run)),

@@ -5,25 +5,21 @@ package validation
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/mcp-catalog/operator/internal/manager"
+	"github.com/mcp-catalog/operator/test/testenv"
 )
 
 var (
-	cfg       *rest.Config
 	k8sClient client.Client
-	testEnv   *envtest.Environment
+	plane     *testenv.ControlPlane
 	ctx       context.Context
 	cancel    context.CancelFunc
 )
@@ -36,20 +32,11 @@ func TestValidation(t *testing.T) {
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	ctx, cancel = context.WithCancel(context.Background())
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	var err error
-	cfg, err = testEnv.Start()
-	Expect(err).NotTo(HaveOccurred(), "starting envtest (run the tests through `make test`, which builds the control plane)")
-	k8sClient, err = client.New(cfg, client.Options{Scheme: manager.NewScheme()})
-	Expect(err).NotTo(HaveOccurred())
+	plane = testenv.StartControlPlane()
+	k8sClient = plane.Client
 })
 
 var _ = AfterSuite(func() {
 	cancel()
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	plane.Stop()
 })

@@ -33,9 +33,7 @@ func delegated(ns, mapped string, actors map[string]string) (up *mcpserver.Serve
 	ctx := context.Background()
 	discovery = newSecretValue()
 	exchanged = oauthserver.TokenFor(mapped, delegatedAudience, []string{"records.read"})
-	secretsUsed.Lock()
-	secretsUsed.all = append(secretsUsed.all, exchanged, delegationClientSecret)
-	secretsUsed.Unlock()
+	secretsUsed.Add(exchanged, delegationClientSecret)
 	up = mcpserver.Start(GinkgoT(), mcpserver.Options{RequireBearer: discovery, AlsoAcceptBearer: []string{exchanged}})
 
 	Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idp"}, StringData: map[string]string{"secret": delegationClientSecret}})).To(Succeed())
@@ -45,9 +43,7 @@ func delegated(ns, mapped string, actors map[string]string) (up *mcpserver.Serve
 		name := "subject-" + strings.ReplaceAll(identity[strings.LastIndex(identity, ":")+1:], ".", "-")
 		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: map[string]string{"token": subject}})).To(Succeed())
 		tokenEndpoint.AddSubject(subject, identity)
-		secretsUsed.Lock()
-		secretsUsed.all = append(secretsUsed.all, subject)
-		secretsUsed.Unlock()
+		secretsUsed.Add(subject)
 		entries = append(entries, mcpv1alpha1.DelegationActor{Identity: identity, Enabled: ptr.To(true), SubjectTokenSecretRef: mcpv1alpha1.SecretKeySelector{Name: name, Key: "token"}})
 	}
 	Expect(k8sClient.Create(ctx, &mcpv1alpha1.McpDelegationProfile{

@@ -613,11 +613,8 @@ var _ = Describe("Secrets", func() {
 		Expect(haystacks["Events"]).To(ContainSubstring("CallFailed"))
 		Expect(haystacks["metrics"]).To(ContainSubstring("mcp_catalog_gateway_calls_total"))
 
-		secretsUsed.Lock()
-		secrets := append([]string(nil), secretsUsed.all...)
-		secretsUsed.Unlock()
-		tokensUsed.Lock()
-		for _, t := range tokensUsed.all {
+		secrets := secretsUsed.All()
+		for _, t := range tokensUsed.All() {
 			// The whole token, and its signature alone: a log that cut the
 			// token would still leak it with the signature.
 			secrets = append(secrets, t)
@@ -625,7 +622,6 @@ var _ = Describe("Secrets", func() {
 				secrets = append(secrets, t[i+1:])
 			}
 		}
-		tokensUsed.Unlock()
 		Expect(secrets).To(ContainElements(docs.secret, a.token))
 		for where, text := range haystacks {
 			for _, s := range secrets {

@@ -29,37 +29,26 @@ import (
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/mcpserver"
+	"github.com/mcp-catalog/operator/test/testenv"
 )
 
 // newNamespace creates a namespace for the current spec and deletes its
 // McpServers and McpTools when the spec ends (envtest runs no namespace or
 // garbage collector controller), so the manager's caches stay small.
 func newNamespace() string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("g-%08x", rand.Uint32())}}
-	Expect(k8sClient.Create(context.Background(), ns)).To(Succeed())
-	DeferCleanup(func(ctx SpecContext) {
-		Expect(k8sClient.DeleteAllOf(ctx, &mcpv1alpha1.McpServer{}, client.InNamespace(ns.Name))).To(Succeed())
-		Expect(k8sClient.DeleteAllOf(ctx, &mcpv1alpha1.McpTool{}, client.InNamespace(ns.Name))).To(Succeed())
+	return testenv.Namespace(k8sClient, "g", func(ctx context.Context, ns string) {
+		Expect(k8sClient.DeleteAllOf(ctx, &mcpv1alpha1.McpServer{}, client.InNamespace(ns))).To(Succeed())
+		Expect(k8sClient.DeleteAllOf(ctx, &mcpv1alpha1.McpTool{}, client.InNamespace(ns))).To(Succeed())
 	})
-	return ns.Name
 }
 
-// secretsUsed collects every upstream credential the suite hands out, for
-// the leak check.
-var secretsUsed struct {
-	sync.Mutex
-	all []string
-}
+// secretsUsed holds every upstream credential the suite hands out, for the
+// leak check.
+var secretsUsed testenv.Secrets
 
-// newSecretValue returns a fresh credential value that shares no substring
-// with anything the operator writes by itself.
-func newSecretValue() string {
-	t := fmt.Sprintf("uPsTrEaM%016xSeCrEt", rand.Uint64())
-	secretsUsed.Lock()
-	defer secretsUsed.Unlock()
-	secretsUsed.all = append(secretsUsed.all, t)
-	return t
-}
+// newSecretValue returns a fresh credential value, registered in
+// secretsUsed.
+func newSecretValue() string { return secretsUsed.New("uPsTrEaM", "SeCrEt") }
 
 // upstream is a real MCP server behind an McpServer of the spec's
 // namespace.
@@ -206,11 +195,8 @@ func (u *upstream) request(annotation string) {
 	}, 30*time.Second, 100*time.Millisecond).Should(Equal(v))
 }
 
-// tokensUsed collects every agent token, for the leak check.
-var tokensUsed struct {
-	sync.Mutex
-	all []string
-}
+// tokensUsed holds every agent token, for the leak check.
+var tokensUsed testenv.Secrets
 
 // agent is a ServiceAccount that calls the gateway.
 type agent struct {
@@ -244,9 +230,7 @@ func tokenFor(ns, name, audience string) string {
 	}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(tr.Status.Token).NotTo(BeEmpty())
-	tokensUsed.Lock()
-	tokensUsed.all = append(tokensUsed.all, tr.Status.Token)
-	tokensUsed.Unlock()
+	tokensUsed.Add(tr.Status.Token)
 	return tr.Status.Token
 }
 

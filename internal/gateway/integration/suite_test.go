@@ -1,10 +1,7 @@
 package integration_test
 
 import (
-	"context"
 	"errors"
-	"io"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,18 +10,14 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/test/capture"
 	"github.com/mcp-catalog/operator/test/oauthserver"
+	"github.com/mcp-catalog/operator/test/testenv"
 )
 
 // The suite runs the operator's real manager, gateway included, against a
@@ -40,7 +33,7 @@ var (
 	cfg       *rest.Config
 	k8sClient client.Client
 	clientset *kubernetes.Clientset
-	testEnv   *envtest.Environment
+	plane     *testenv.ControlPlane
 
 	// cached reads through the manager's cache, which is what the gateway
 	// decides from: a spec waits on it, not on the API server, before it
@@ -49,12 +42,11 @@ var (
 	// gatewayURL is the gateway's MCP endpoint.
 	gatewayURL string
 	// logs holds everything the manager logged, for the leak check.
-	logs = &capture.Buffer{}
+	logs *capture.Buffer
 	// audit receives the gateway's audit records; a spec can make it fail.
 	audit = &auditWriter{}
 
-	stopManager context.CancelFunc
-	managerDone = make(chan error, 1)
+	mgr *testenv.Manager
 )
 
 func TestGateway(t *testing.T) {
@@ -63,9 +55,7 @@ func TestGateway(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	// Everything the manager logs, down to V(2), goes to the buffer the leak
-	// check searches, and to the spec's output.
-	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(logs, GinkgoWriter)), zap.Level(zapcore.Level(-2))))
+	logs = testenv.CaptureLogs()
 
 	// envtest's API server already signs ServiceAccount tokens (it passes
 	// --service-account-issuer and the signing key files), serves the
@@ -73,15 +63,9 @@ var _ = BeforeSuite(func() {
 	// SubjectAccessReview with RBAC, which is all the gateway needs; the
 	// first spec of "Authentication" checks that a TokenRequest token for
 	// the gateway's audience authenticates.
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
+	plane = testenv.StartControlPlane()
+	cfg, k8sClient = plane.Config, plane.Client
 	var err error
-	cfg, err = testEnv.Start()
-	Expect(err).NotTo(HaveOccurred(), "starting envtest (set KUBEBUILDER_ASSETS, e.g. through `make test`)")
-	k8sClient, err = client.New(cfg, client.Options{Scheme: manager.NewScheme()})
-	Expect(err).NotTo(HaveOccurred())
 	clientset, err = kubernetes.NewForConfig(cfg)
 	Expect(err).NotTo(HaveOccurred())
 
@@ -90,40 +74,30 @@ var _ = BeforeSuite(func() {
 	tokenEndpoint = oauthserver.Start(GinkgoT(), delegationClientID, delegationClientSecret)
 
 	ready := make(chan string, 1)
-	opts := manager.DefaultOptions()
-	opts.TokenEndpointRootCAs = tokenEndpoint.Roots
-	opts.MetricsAddr = "0"
-	opts.SecureMetrics = false
-	opts.ProbeAddr = "0"
-	opts.AllowPrivateNetworks = true
-	opts.GracefulShutdownTimeout = 10 * time.Second
-	opts.GatewayAddr = "127.0.0.1:0"
-	opts.GatewayInsecure = true
-	opts.GatewayAudit = audit
-	opts.GatewayReady = ready
-	m, err := manager.New(cfg, opts)
-	Expect(err).NotTo(HaveOccurred())
-	cached = m.GetClient()
-	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), logf.Log))
-	stopManager = cancel
-	go func() {
-		defer GinkgoRecover()
-		managerDone <- m.Start(ctx)
-	}()
+	mgr = testenv.StartManager(cfg, gatewayOptions(ready))
+	cached = mgr.GetClient()
 	var addr string
 	Eventually(ready, 30*time.Second).Should(Receive(&addr))
 	gatewayURL = "http://" + addr + "/mcp"
 })
 
 var _ = AfterSuite(func() {
-	if stopManager != nil {
-		stopManager()
-		Eventually(managerDone, 30*time.Second).Should(Receive(Not(HaveOccurred())))
-	}
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	mgr.Stop()
+	plane.Stop()
 })
+
+// gatewayOptions are the manager's options with the gateway served on a
+// free loopback port over plain HTTP, auditing to audit and trusting the
+// suite's token endpoint. The gateway is built only here.
+func gatewayOptions(ready chan<- string) manager.Options {
+	opts := testenv.ManagerOptions()
+	opts.TokenEndpointRootCAs = tokenEndpoint.Roots
+	opts.GatewayAddr = "127.0.0.1:0"
+	opts.GatewayInsecure = true
+	opts.GatewayAudit = audit
+	opts.GatewayReady = ready
+	return opts
+}
 
 // auditWriter is the gateway's audit sink: it keeps every line, and fails
 // every write while failing is set, as a full disk or a closed pipe would.

@@ -1,4 +1,4 @@
-package mcpserver
+package demoserver
 
 import (
 	"bytes"
@@ -163,13 +163,13 @@ func New(opts Options) (*Server, error) {
 		opts.Flavor = GoSDK
 	}
 	if opts.RequireBearer != "" && (opts.RequireHeader.Name != "" || opts.RequireHeader.Value != "") {
-		return nil, errors.New("mcpserver: RequireBearer and RequireHeader are exclusive")
+		return nil, errors.New("demoserver: RequireBearer and RequireHeader are exclusive")
 	}
 	if (opts.RequireHeader.Name == "") != (opts.RequireHeader.Value == "") {
-		return nil, errors.New("mcpserver: RequireHeader needs both a name and a value")
+		return nil, errors.New("demoserver: RequireHeader needs both a name and a value")
 	}
 	if opts.Tools < 0 || opts.PageSize < 0 {
-		return nil, errors.New("mcpserver: Tools and PageSize must not be negative")
+		return nil, errors.New("demoserver: Tools and PageSize must not be negative")
 	}
 	if opts.Name == "" {
 		opts.Name = "mcpserver-" + string(opts.Flavor)
@@ -192,7 +192,7 @@ func New(opts Options) (*Server, error) {
 	case MCPGo:
 		s.flavor = newMCPGo(opts)
 	default:
-		return nil, fmt.Errorf("mcpserver: unknown flavor %q", opts.Flavor)
+		return nil, fmt.Errorf("demoserver: unknown flavor %q", opts.Flavor)
 	}
 
 	specs := s.builtinTools()
@@ -235,29 +235,6 @@ func (s *Server) Close() {
 			s.http.Close()
 		}
 	})
-}
-
-// TB is the part of testing.TB that Start uses; *testing.T, *testing.B and
-// *testing.F satisfy it.
-type TB interface {
-	Helper()
-	Cleanup(func())
-	Fatalf(format string, args ...any)
-}
-
-// Start builds and serves a server on 127.0.0.1 for the duration of a test.
-func Start(t TB, opts Options) *Server {
-	t.Helper()
-	s, err := New(opts)
-	if err != nil {
-		t.Fatalf("mcpserver: %v", err)
-	}
-	if err := s.Listen(); err != nil {
-		s.Close()
-		t.Fatalf("mcpserver: listen: %v", err)
-	}
-	t.Cleanup(s.Close)
-	return s
 }
 
 // Options returns the options the server was built with, defaults applied.
@@ -334,7 +311,7 @@ func (s *Server) SetToolDescription(name, description string) error {
 	}
 	s.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("mcpserver: no tool %q", name)
+		return fmt.Errorf("demoserver: no tool %q", name)
 	}
 	s.flavor.put(sp)
 	return nil

@@ -1,5 +1,6 @@
-// Package mcpserver runs real MCP servers, written with the libraries of
-// others, for tests (and a demo binary) to talk to.
+// Package demoserver runs real MCP servers, written with the libraries of
+// others, for the demo binaries and (through test/mcpserver) tests to talk
+// to.
 //
 // A conformance check against a fake transport only proves that our client
 // agrees with our own reading of the specification. These servers are built
@@ -31,7 +32,7 @@
 // the initialize handshake of 2024-11-05 through 2025-11-25 and the stateless
 // 2026-07-28 revision (server/discover, protocol version in _meta,
 // Mcp-Method/Mcp-Name headers). What a dual-era client ends up speaking
-// depends on the mode; TestModesNegotiateAsDocumented checks this table with
+// depends on the mode; TestModesNegotiateAsDocumented (in test/mcpserver) checks this table with
 // the official SDK's client:
 //
 //	flavor  mode        2026-07-28  initialize era       session id
@@ -63,7 +64,7 @@
 // ignored for mcp-go.
 //
 // Cancellation, when a client drops the HTTP request of a call (observed,
-// and checked by this package's tests): mcp-go derives the tool handler's
+// and checked by the tests in test/mcpserver): mcp-go derives the tool handler's
 // context from the HTTP request, so the handler is cancelled in every mode.
 // go-sdk cancels it only for 2026-07-28 requests (this package sets
 // StreamableHTTPOptions.PropagateRequestCancellation). For initialize-era
@@ -73,4 +74,4 @@
 // lands in a fresh per-request session that does not know the call. In every
 // mode Stats.Aborted counts the dropped request, which is the part a client
 // controls; Close releases handlers still blocked.
-package mcpserver
+package demoserver
