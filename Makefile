@@ -118,8 +118,7 @@ build: ## Build the manager and the kubectl plugin into bin/.
 
 .PHONY: run
 run: ## Run the operator: against KUBECONFIG if reachable, else on a local control plane.
-	@assets=$$(hack/envtest.sh); \
-	KUBEBUILDER_ASSETS=$$assets $(GO) run ./cmd/devrun $(RUN_ARGS)
+	$(GO) run ./cmd/devrun $(RUN_ARGS)
 
 .PHONY: install
 install: ## Apply the CRDs to the cluster in KUBECONFIG.

@@ -10,8 +10,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -62,6 +64,9 @@ func run() error {
 	cfg, reachable := clusterInKubeconfig()
 	if local || !reachable {
 		say("no reachable cluster in KUBECONFIG: starting a local control plane")
+		if err := ensureControlPlane(); err != nil {
+			return err
+		}
 		env := &envtest.Environment{
 			CRDDirectoryPaths:     []string{crdDir},
 			ErrorIfCRDPathMissing: true,
@@ -111,6 +116,24 @@ func run() error {
 		return nil
 	}
 	return err
+}
+
+// ensureControlPlane makes KUBEBUILDER_ASSETS name a directory with
+// kube-apiserver and etcd, asking hack/envtest.sh (which downloads or builds
+// them once and caches them) when it does not. Only a run that needs a local
+// control plane gets here, so a run against a cluster builds nothing.
+func ensureControlPlane() error {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return nil
+	}
+	say("finding or building the local control plane (hack/envtest.sh; the first build takes several minutes)")
+	cmd := exec.Command(filepath.Join("hack", "envtest.sh"))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("preparing the local control plane with hack/envtest.sh (run make run from the repository root): %w", err)
+	}
+	return os.Setenv("KUBEBUILDER_ASSETS", strings.TrimSpace(string(out)))
 }
 
 // clusterInKubeconfig loads the usual client configuration and reports
