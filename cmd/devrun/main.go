@@ -87,7 +87,7 @@ func run() error {
 		}
 		say("local control plane up; its kubeconfig is %s", path)
 		say("try:  kubectl --kubeconfig %s apply -k config/samples/", path)
-		say("      kubectl --kubeconfig %s get mcpservers,mcptools", path)
+		say("      kubectl --kubeconfig %s get mcpservers.mcp.catalog.dev,mcptools.mcp.catalog.dev", path)
 	} else {
 		say("installing the CRDs into the cluster at %s", cfg.Host)
 		if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{crdDir}, ErrorIfPathMissing: true}); err != nil {
