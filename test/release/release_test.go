@@ -8,7 +8,6 @@ package release
 import (
 	"archive/tar"
 	"archive/zip"
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -28,13 +27,11 @@ import (
 	"testing"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mcp-catalog/operator/test/manifests"
 )
 
 const (
@@ -345,7 +342,16 @@ func checkInstallYAML(t *testing.T, dist, digest string) {
 	if !strings.Contains(string(raw), "image: "+imageRepo+"@"+digest) {
 		t.Fatalf("install.yaml does not pin %s@%s", imageRepo, digest)
 	}
-	objs := decodeYAMLDocs(t, raw)
+	objs, err := manifests.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := manifests.Kinds(objs)
+	for _, k := range []string{"CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment"} {
+		if kinds[k] == 0 {
+			t.Errorf("install.yaml has no %s (kinds: %v)", k, kinds)
+		}
+	}
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run through `make test`, or set KUBEBUILDER_ASSETS=$(hack/envtest.sh)")
 	}
@@ -361,72 +367,8 @@ func checkInstallYAML(t *testing.T, dist, digest string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-
-	// CRDs and the namespace for real (kubectl apply creates them first, and
-	// a dry-run of an object in a namespace that does not exist fails),
-	// everything else as a server-side dry-run.
-	var crds []*apiextensionsv1.CustomResourceDefinition
-	var rest []*unstructured.Unstructured
-	kinds := map[string]int{}
-	for _, o := range objs {
-		kinds[o.GetKind()]++
-		switch o.GetKind() {
-		case "CustomResourceDefinition":
-			var crd apiextensionsv1.CustomResourceDefinition
-			b, _ := o.MarshalJSON()
-			if err := json.Unmarshal(b, &crd); err != nil {
-				t.Fatal(err)
-			}
-			crds = append(crds, &crd)
-		case "Namespace":
-			if err := c.Create(ctx, o.DeepCopy()); err != nil {
-				t.Fatalf("creating namespace %s: %v", o.GetName(), err)
-			}
-		default:
-			rest = append(rest, o)
-		}
-	}
-	for _, k := range []string{"CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment"} {
-		if kinds[k] == 0 {
-			t.Errorf("install.yaml has no %s (kinds: %v)", k, kinds)
-		}
-	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
-		t.Fatalf("installing the CRDs of install.yaml: %v", err)
-	}
-	for _, o := range rest {
-		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.DryRunAll,
-			client.FieldOwner("mcp-catalog-release-test"), client.ForceOwnership)
-		if err != nil {
-			t.Errorf("%s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
-		}
-	}
-}
-
-func decodeYAMLDocs(t *testing.T, raw []byte) []*unstructured.Unstructured {
-	t.Helper()
-	var objs []*unstructured.Unstructured
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := yaml.Unmarshal(doc, &m); err != nil {
-			t.Fatal(err)
-		}
-		if len(m) == 0 {
-			continue
-		}
-		u := &unstructured.Unstructured{Object: m}
-		if u.GroupVersionKind() == (schema.GroupVersionKind{}) {
-			t.Fatalf("a document without apiVersion/kind: %s", doc)
-		}
-		objs = append(objs, u)
+	for _, err := range manifests.Apply(ctx, cfg, c, objs, "", "mcp-catalog-release-test") {
+		t.Error(err)
 	}
 }
 
