@@ -133,12 +133,22 @@ build: ## Build the manager and the kubectl plugin into bin/.
 
 .PHONY: run
 run: ## Run the operator: against KUBECONFIG if reachable, else on a local control plane.
-	@assets=$$(hack/envtest.sh); \
-	KUBEBUILDER_ASSETS=$$assets $(GO) run ./cmd/devrun $(RUN_ARGS)
+	$(GO) run ./cmd/devrun $(RUN_ARGS)
 
 .PHONY: install
 install: ## Apply the CRDs to the cluster in KUBECONFIG.
 	kubectl apply --server-side -f config/crd/bases
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+DIST    ?= dist
+
+.PHONY: image
+image: ## Build the OCI image (linux/amd64+arm64, SBOM) into $(DIST)/ without a container engine.
+	@hack/image.sh $(DIST) $(VERSION) "-X github.com/mcp-catalog/operator/internal/version.stamped=$(VERSION)"
+
+.PHONY: release
+release: ## Write a release into $(DIST)/ (needs VERSION=vX.Y.Z and a CHANGELOG.md entry for it).
+	@VERSION=$(VERSION) DIST=$(abspath $(DIST)) hack/release.sh
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).

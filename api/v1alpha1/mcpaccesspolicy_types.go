@@ -35,7 +35,7 @@ type McpAccessPolicyStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=mcpap,categories=mcp
+// +kubebuilder:resource:shortName=mcpap,categories={mcp,mcp-catalog}
 // +kubebuilder:printcolumn:name="Max Class",type=string,JSONPath=`.spec.maxDataClass`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

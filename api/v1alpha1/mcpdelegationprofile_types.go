@@ -123,7 +123,7 @@ type McpDelegationProfileStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=mcpdp,categories=mcp
+// +kubebuilder:resource:shortName=mcpdp,categories={mcp,mcp-catalog}
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.spec.tokenEndpoint`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

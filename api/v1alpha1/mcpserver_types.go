@@ -315,7 +315,7 @@ type SkippedTool struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=mcps,categories=mcp
+// +kubebuilder:resource:shortName=mcps,categories={mcp,mcp-catalog}
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 45 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name of an McpServer must be a DNS label of at most 45 characters (lowercase letters, digits and '-'), because it prefixes the names of its McpTools"
 // +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.dataClass`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

@@ -158,7 +158,7 @@ type McpToolStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=mcpt,categories=mcp
+// +kubebuilder:resource:shortName=mcpt,categories={mcp,mcp-catalog}
 // +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.spec.serverRef.name`
 // +kubebuilder:printcolumn:name="Remote Name",type=string,JSONPath=`.spec.remoteName`
 // +kubebuilder:printcolumn:name="Enabled",type=boolean,JSONPath=`.spec.enabled`

@@ -10,8 +10,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -62,6 +64,9 @@ func run() error {
 	cfg, reachable := clusterInKubeconfig()
 	if local || !reachable {
 		say("no reachable cluster in KUBECONFIG: starting a local control plane")
+		if err := ensureControlPlane(); err != nil {
+			return err
+		}
 		env := &envtest.Environment{
 			CRDDirectoryPaths:     []string{crdDir},
 			ErrorIfCRDPathMissing: true,
@@ -82,7 +87,7 @@ func run() error {
 		}
 		say("local control plane up; its kubeconfig is %s", path)
 		say("try:  kubectl --kubeconfig %s apply -k config/samples/", path)
-		say("      kubectl --kubeconfig %s get mcpservers,mcptools", path)
+		say("      kubectl --kubeconfig %s get mcpservers.mcp.catalog.dev,mcptools.mcp.catalog.dev", path)
 	} else {
 		say("installing the CRDs into the cluster at %s", cfg.Host)
 		if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{crdDir}, ErrorIfPathMissing: true}); err != nil {
@@ -111,6 +116,24 @@ func run() error {
 		return nil
 	}
 	return err
+}
+
+// ensureControlPlane makes KUBEBUILDER_ASSETS name a directory with
+// kube-apiserver and etcd, asking hack/envtest.sh (which downloads or builds
+// them once and caches them) when it does not. Only a run that needs a local
+// control plane gets here, so a run against a cluster builds nothing.
+func ensureControlPlane() error {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return nil
+	}
+	say("finding or building the local control plane (hack/envtest.sh; the first build takes several minutes)")
+	cmd := exec.Command(filepath.Join("hack", "envtest.sh"))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("preparing the local control plane with hack/envtest.sh (run make run from the repository root): %w", err)
+	}
+	return os.Setenv("KUBEBUILDER_ASSETS", strings.TrimSpace(string(out)))
 }
 
 // clusterInKubeconfig loads the usual client configuration and reports
