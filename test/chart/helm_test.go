@@ -8,10 +8,8 @@
 package chart
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +17,9 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mcp-catalog/operator/test/manifests"
 )
 
 const (
@@ -106,26 +105,11 @@ func render(t *testing.T, values, kubeVersion string) []*unstructured.Unstructur
 
 // parseManifests splits a multi-document YAML stream into objects, dropping
 // documents that hold only comments.
-func parseManifests(t *testing.T, manifests string) []*unstructured.Unstructured {
+func parseManifests(t *testing.T, rendered string) []*unstructured.Unstructured {
 	t.Helper()
-	var objs []*unstructured.Unstructured
-	r := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(manifests)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("reading rendered manifests: %v", err)
-		}
-		var m map[string]any
-		if err := yaml.Unmarshal(doc, &m); err != nil {
-			t.Fatalf("rendered manifest is not YAML: %v\n%s", err, doc)
-		}
-		if len(m) == 0 {
-			continue
-		}
-		objs = append(objs, &unstructured.Unstructured{Object: m})
+	objs, err := manifests.Decode([]byte(rendered))
+	if err != nil {
+		t.Fatalf("reading rendered manifests: %v", err)
 	}
 	if len(objs) == 0 {
 		t.Fatal("helm template rendered no objects")

@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -29,9 +25,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/test/manifests"
 )
 
 const (
@@ -97,23 +93,9 @@ func renderChart(t *testing.T, helm string) []*unstructured.Unstructured {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("helm template: %v\n%s", err, errOut.String())
 	}
-	var objs []*unstructured.Unstructured
-	r := utilyaml.NewYAMLReader(bufio.NewReader(&out))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("reading the rendered chart: %v", err)
-		}
-		var m map[string]any
-		if err := yaml.Unmarshal(doc, &m); err != nil {
-			t.Fatalf("rendered document is not YAML: %v\n%s", err, doc)
-		}
-		if len(m) > 0 {
-			objs = append(objs, &unstructured.Unstructured{Object: m})
-		}
+	objs, err := manifests.Decode(out.Bytes())
+	if err != nil {
+		t.Fatalf("reading the rendered chart: %v", err)
 	}
 	return objs
 }
