@@ -16,13 +16,16 @@ import (
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/tokenexchange"
 	"github.com/mcp-catalog/operator/internal/upstream"
+	"github.com/mcp-catalog/operator/internal/version"
 )
 
 // EventSource is the reporting controller named on the operator's Events.
 const EventSource = "mcp-catalog-operator"
 
-// Version is the operator's version, set at build time.
-var Version = "dev"
+// Version is the operator's version, stamped at build time (see package
+// version). It is the clientInfo.version the operator's MCP client sends and
+// the gateway's serverInfo.version.
+var Version = version.Get()
 
 // +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpaccesspolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
