@@ -86,6 +86,11 @@ test: ## Run every test (builds the test control plane and helm on first use).
 	@assets=$$(hack/envtest.sh); helm=$$(hack/helm.sh); \
 	echo ">> KUBEBUILDER_ASSETS=$$assets"; echo ">> HELM=$$helm"; \
 	KUBEBUILDER_ASSETS=$$assets HELM=$$helm $(GO) test $(GOTEST_FLAGS) ./...
+	@$(MAKE) -s test-monitoring
+
+.PHONY: test-monitoring
+test-monitoring: ## Check the alert rules and dashboard with Prometheus' parsers (a module of its own).
+	cd test/monitoring && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) ./...
 
 .PHONY: test-chart
 test-chart: ## Run the Helm chart tests only.

@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/internal/tokenexchange"
 	"github.com/mcp-catalog/operator/internal/upstream"
 	"github.com/mcp-catalog/operator/internal/version"
@@ -35,6 +36,7 @@ var Version = version.Get()
 // manager.
 func setupControllers(mgr ctrl.Manager, opts Options) error {
 	mcpClient := mcp.New(mcp.Options{AllowPrivateNetworks: opts.AllowPrivateNetworks, ClientVersion: Version})
+	metrics.SetStateReader(mgr.GetCache())
 	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: opts.TokenEndpointRootCAs})
 	if err != nil {
 		return fmt.Errorf("setting up token exchange: %w", err)
