@@ -19,9 +19,9 @@ import (
 // getTable asks the API server for a list as kubectl get does: as a Table,
 // rendered from the CRD's printer columns.
 func getTable(ns, plural string) *metav1.Table {
-	hc, err := rest.HTTPClientFor(cfg)
+	hc, err := rest.HTTPClientFor(plane.Config)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	url := strings.TrimSuffix(cfg.Host, "/") + "/apis/" + mcpv1alpha1.GroupVersion.String() + "/namespaces/" + ns + "/" + plural
+	url := strings.TrimSuffix(plane.Config.Host, "/") + "/apis/" + mcpv1alpha1.GroupVersion.String() + "/namespaces/" + ns + "/" + plural
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
