@@ -208,8 +208,10 @@ var _ = Describe("Argo CD health checks", func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			return h
 		}
+		// Its client secret not there yet: the operator waits and looks
+		// again (Reconciling), which is progress, not failure.
 		Eventually(profileConditions(ns)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonSecretNotFound))
-		Eventually(p).Should(healthIs("Degraded", mcpv1alpha1.ReasonSecretNotFound))
+		Eventually(p).Should(healthIs("Progressing", "waiting for the client secret"))
 		putSecret(ns, "idp", newToken())
 		putSecret(ns, "subject", newToken())
 		Eventually(profileConditions(ns)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
