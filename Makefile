@@ -160,12 +160,11 @@ run: ## Run the operator: against KUBECONFIG if reachable, else on a local contr
 install: ## Apply the CRDs to the cluster in KUBECONFIG.
 	kubectl apply --server-side -f config/crd/bases
 
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 DIST    ?= dist
 
 .PHONY: image
 image: ## Build the OCI image (linux/amd64+arm64, SBOM) into $(DIST)/ without a container engine.
-	@hack/image.sh $(DIST) $(VERSION) "-X github.com/mcp-catalog/operator/internal/version.stamped=$(VERSION)"
+	@hack/image.sh $(DIST) $(VERSION) "$(LDFLAGS)"
 
 .PHONY: release
 release: ## Write a release into $(DIST)/ (needs VERSION=vX.Y.Z and a CHANGELOG.md entry for it).
