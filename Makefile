@@ -9,6 +9,11 @@ SHELL := /usr/bin/env bash -o pipefail
 GO            ?= go
 CONTROLLER_GEN = $(GO) tool controller-gen
 IMG           ?= mcp-catalog-operator:dev
+# VERSION is stamped into the manager and the plugin (internal/version): the
+# git description of the checkout, v0.0.0-dev outside a git checkout.
+VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+LDFLAGS        = -X github.com/mcp-catalog/operator/internal/version.stamped=$(VERSION)
+BIN           ?= bin
 GOTEST_FLAGS  ?=
 # Packages whose tests need no control plane (see hack/unit-pkgs.sh).
 UNIT_PKGS      = $(shell hack/unit-pkgs.sh)
@@ -81,6 +86,11 @@ test: ## Run every test (builds the test control plane and helm on first use).
 	@assets=$$(hack/envtest.sh); helm=$$(hack/helm.sh); \
 	echo ">> KUBEBUILDER_ASSETS=$$assets"; echo ">> HELM=$$helm"; \
 	KUBEBUILDER_ASSETS=$$assets HELM=$$helm $(GO) test $(GOTEST_FLAGS) ./...
+	@$(MAKE) -s test-monitoring
+
+.PHONY: test-monitoring
+test-monitoring: ## Check the alert rules and dashboard with Prometheus' parsers (a module of its own).
+	cd test/monitoring && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) ./...
 
 .PHONY: test-chart
 test-chart: ## Run the Helm chart tests only.
@@ -127,9 +137,20 @@ bench: ## Run the benchmark harness (test/bench) and regenerate docs/benchmarks.
 ##@ Build and run
 
 .PHONY: build
-build: ## Build the manager and the kubectl plugin into bin/.
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/manager ./cmd/manager
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/kubectl-mcp ./cmd/kubectl-mcp
+build: ## Build the manager and the kubectl plugin into BIN (bin/), stamped with VERSION.
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/manager ./cmd/manager
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/kubectl-mcp ./cmd/kubectl-mcp
+
+.PHONY: version
+version: ## Print the version a build stamps.
+	@echo $(VERSION)
+
+.PHONY: chart-app-version
+chart-app-version: ## Set the chart's appVersion to VERSION (a release tag vX.Y.Z).
+	@v='$(VERSION)'; \
+	if ! [[ "$$v" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$$ ]]; then echo "VERSION $$v is not a release tag vX.Y.Z" >&2; exit 1; fi; \
+	sed -i -E "s/^appVersion: .*/appVersion: \"$${v#v}\"/" charts/mcp-catalog-operator/Chart.yaml; \
+	grep '^appVersion:' charts/mcp-catalog-operator/Chart.yaml
 
 .PHONY: run
 run: ## Run the operator: against KUBECONFIG if reachable, else on a local control plane.
@@ -139,12 +160,11 @@ run: ## Run the operator: against KUBECONFIG if reachable, else on a local contr
 install: ## Apply the CRDs to the cluster in KUBECONFIG.
 	kubectl apply --server-side -f config/crd/bases
 
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 DIST    ?= dist
 
 .PHONY: image
 image: ## Build the OCI image (linux/amd64+arm64, SBOM) into $(DIST)/ without a container engine.
-	@hack/image.sh $(DIST) $(VERSION) "-X github.com/mcp-catalog/operator/internal/version.stamped=$(VERSION)"
+	@hack/image.sh $(DIST) $(VERSION) "$(LDFLAGS)"
 
 .PHONY: release
 release: ## Write a release into $(DIST)/ (needs VERSION=vX.Y.Z and a CHANGELOG.md entry for it).
@@ -152,4 +172,4 @@ release: ## Write a release into $(DIST)/ (needs VERSION=vX.Y.Z and a CHANGELOG.
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
-	docker build -t $(IMG) .
+	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .

@@ -7,6 +7,7 @@ require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/onsi/ginkgo/v2 v2.34.0
 	github.com/onsi/gomega v1.44.0
+	github.com/yuin/gopher-lua v1.1.2
 	golang.org/x/sync v0.24.0
 	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.37.2

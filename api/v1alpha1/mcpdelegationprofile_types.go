@@ -126,7 +126,9 @@ type McpDelegationProfileStatus struct {
 // +kubebuilder:resource:shortName=mcpdp,categories={mcp,mcp-catalog}
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.spec.tokenEndpoint`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 
 // McpDelegationProfile lets McpServers in its namespace authenticate tool
 // calls with a token exchanged for the calling actor.

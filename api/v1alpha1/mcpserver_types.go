@@ -319,10 +319,12 @@ type SkippedTool struct {
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 45 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name of an McpServer must be a DNS label of at most 45 characters (lowercase letters, digits and '-'), because it prefixes the names of its McpTools"
 // +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.dataClass`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Reachable",type=string,JSONPath=`.status.conditions[?(@.type=="Reachable")].status`
 // +kubebuilder:printcolumn:name="Tools",type=integer,JSONPath=`.status.tools.imported`
 // +kubebuilder:printcolumn:name="Last Contact",type=date,JSONPath=`.status.lastContactTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 
 // McpServer declares a remote MCP server whose catalog is imported into
 // McpTools.

@@ -165,7 +165,9 @@ type McpToolStatus struct {
 // +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.status.effectiveDataClass`
 // +kubebuilder:printcolumn:name="Approval",type=boolean,JSONPath=`.status.effectiveApprovalRequired`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`,priority=1
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 
 // McpTool is one tool of an McpServer's catalog. Imports create it disabled;
 // a human or GitOps enables it.

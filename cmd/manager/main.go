@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/mcp-catalog/operator/internal/manager"
+	"github.com/mcp-catalog/operator/internal/version"
 )
 
 func main() {
@@ -41,9 +42,16 @@ func main() {
 	var auditPath string
 	fs.StringVar(&auditPath, "gateway-audit-log", "-", `File the gateway appends audit records to; "-" is standard output.`)
 
+	printVersion := fs.Bool("version", false, "Print the version and exit.")
+
 	zopts := zap.Options{Development: false}
 	zopts.BindFlags(fs)
 	flag.Parse()
+
+	if *printVersion {
+		fmt.Println(version.Get())
+		return
+	}
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
 	log := ctrl.Log.WithName("setup")

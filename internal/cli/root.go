@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/version"
 )
 
 // Exit codes.
@@ -59,7 +60,7 @@ func (s Streams) getenv(k string) string {
 }
 
 func (s Streams) client(allowPrivate bool) *mcp.Client {
-	opts := mcp.Options{AllowPrivateNetworks: allowPrivate, ClientName: "kubectl-mcp"}
+	opts := mcp.Options{AllowPrivateNetworks: allowPrivate, ClientName: "kubectl-mcp", ClientVersion: version.Get()}
 	if s.NewClient != nil {
 		return s.NewClient(opts)
 	}
@@ -73,14 +74,16 @@ func NewRootCommand(s Streams) *cobra.Command {
 		Short:         "Check MCP servers and manage the mcp-catalog-operator's catalog",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Get(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetIn(s.In)
 	root.AddCommand(newProbeCommand(s), newToolsCommand(s), newCallCommand(s),
 		newRequestCommand(s, importRequest, "import [NAME...]", "Import McpServers' catalogs now and wait for the result"),
 		newRequestCommand(s, testRequest, "test [NAME...]", "Probe McpServers now and print their latency"),
-		newEnableCommand(s, true), newEnableCommand(s, false), newApproveCommand(s))
+		newEnableCommand(s, true), newEnableCommand(s, false), newApproveCommand(s), newVersionCommand())
 	return root
 }
 

@@ -87,6 +87,7 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 	rec.Decision, rec.Phase, rec.Time = "Allowed", PhaseBefore, g.now()
 	if err := g.Audit.Write(ctx, rec); err != nil {
 		log.Error(err, "gateway: the audit record could not be written; refusing the call", "tool", key.String())
+		metrics.GatewayAuditFailures.WithLabelValues(PhaseBefore).Inc()
 		metrics.GatewayCalls.WithLabelValues("Denied", DenyAuditFailed).Inc()
 		g.event(t, "Warning", "CallRefused", "a call by %s was refused: the audit record could not be written", id.Username)
 		return refusal("the call was refused because its audit record could not be written"), nil
@@ -117,6 +118,7 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 	if err := g.Audit.Write(context.WithoutCancel(ctx), rec); err != nil {
 		// The call has happened; the before record stands for it.
 		log.Error(err, "gateway: the audit outcome record could not be written", "tool", key.String(), "callID", rec.CallID)
+		metrics.GatewayAuditFailures.WithLabelValues(PhaseAfter).Inc()
 	}
 	return result, nil
 }

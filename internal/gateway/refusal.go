@@ -18,6 +18,7 @@ func (g *Gateway) deny(ctx context.Context, rec Record, t *mcpv1alpha1.McpTool, 
 	rec.Phase, rec.Decision, rec.Reason, rec.Detail, rec.Time = PhaseDenied, "Denied", reason, detail, g.now()
 	if err := g.Audit.Write(ctx, rec); err != nil {
 		logf.FromContext(ctx).Error(err, "gateway: the audit record of a refusal could not be written", "reason", reason)
+		metrics.GatewayAuditFailures.WithLabelValues(PhaseDenied).Inc()
 	}
 	metrics.GatewayCalls.WithLabelValues("Denied", reason).Inc()
 	if t != nil {

@@ -14,15 +14,19 @@ import (
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/internal/tokenexchange"
 	"github.com/mcp-catalog/operator/internal/upstream"
+	"github.com/mcp-catalog/operator/internal/version"
 )
 
 // EventSource is the reporting controller named on the operator's Events.
 const EventSource = "mcp-catalog-operator"
 
-// Version is the operator's version, set at build time.
-var Version = "dev"
+// Version is the operator's version, stamped at build time (see package
+// version). It is the clientInfo.version the operator's MCP client sends and
+// the gateway's serverInfo.version.
+var Version = version.Get()
 
 // +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpaccesspolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
@@ -32,6 +36,7 @@ var Version = "dev"
 // manager.
 func setupControllers(mgr ctrl.Manager, opts Options) error {
 	mcpClient := mcp.New(mcp.Options{AllowPrivateNetworks: opts.AllowPrivateNetworks, ClientVersion: Version})
+	metrics.SetStateReader(mgr.GetCache())
 	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: opts.TokenEndpointRootCAs})
 	if err != nil {
 		return fmt.Errorf("setting up token exchange: %w", err)

@@ -440,6 +440,21 @@ func (o *operation) withMeta(params map[string]any) map[string]any {
 
 // request performs a leg whose answer must be a JSON-RPC result object.
 func (o *operation) request(ctx context.Context, l leg) (json.RawMessage, error) {
+	result, err := o.answer(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	if l.modern {
+		if err := o.checkResultType(l.method, result); err != nil {
+			return nil, err
+		}
+	}
+	return result, nil
+}
+
+// answer performs a leg and returns its JSON-RPC result as sent, before any
+// check of the result's shape.
+func (o *operation) answer(ctx context.Context, l leg) (json.RawMessage, error) {
 	r, err := o.exchange(ctx, l)
 	if err != nil {
 		return nil, err
@@ -449,11 +464,6 @@ func (o *operation) request(ctx context.Context, l leg) (json.RawMessage, error)
 	}
 	if r.msg.err != nil {
 		return nil, o.rpcErr(l.method, r.status, r.msg.err)
-	}
-	if l.modern {
-		if err := o.checkResultType(l.method, r.msg.result); err != nil {
-			return nil, err
-		}
 	}
 	return r.msg.result, nil
 }
@@ -500,11 +510,16 @@ func staleModern(err error) bool {
 
 // legacySignal reports whether a failed modern attempt points to a legacy
 // server: a 4xx other than the authentication and rate-limit statuses whose
-// body is not a recognised modern error, or a 2xx JSON-RPC error that is not
-// one (a legacy server that answered "method not found").
+// body is not a recognised modern error, a 2xx JSON-RPC error that is not
+// one (a legacy server that answered "method not found"), or a success to
+// server/discover whose result is not a discovery result (a legacy server
+// that answers unknown methods leniently).
 func legacySignal(e *Error) bool {
 	if isModernErrorCode(e.RPCCode) {
 		return false
+	}
+	if errors.Is(e.Err, errNotDiscoverResult) {
+		return true
 	}
 	switch s := e.StatusCode; {
 	case s == http.StatusUnauthorized, s == http.StatusForbidden,

@@ -43,6 +43,7 @@ func confChecklist() []confCheck {
 		{"connect/protocol-version-header", checkProtocolVersionHeader},
 		{"connect/era-remembered-per-origin", checkEraRemembered},
 		{"connect/unsupported-version-refused", checkUnsupportedVersion},
+		{"connect/lenient-discover-means-legacy", checkLenientDiscover},
 		{"capabilities/client-declares-none", checkClientDeclaresNone},
 		{"capabilities/server-declaration-read", checkServerDeclarationRead},
 		{"tools/pagination-resumes-from-cursor", checkPagination},
@@ -1345,4 +1346,38 @@ func checkSecretRedacted(t *testing.T, h *confHarness) {
 	if cred.Value.Reveal() != h.p.secret {
 		t.Fatal("Reveal lost the value")
 	}
+}
+
+// checkLenientDiscover: a server that answers server/discover with a success
+// that is not a discovery result (an empty object, as a legacy server that
+// answers unknown methods leniently does) is a legacy server: the client
+// falls back to initialize and remembers the era. For a modern profile the
+// check asserts the other side of the line: a minimal discovery result (only
+// supportedVersions) is a modern answer and no fallback happens.
+func checkLenientDiscover(t *testing.T, h *confHarness) {
+	h.srv.on("server/discover", func(r *seenRequest) *http.Response {
+		result := map[string]any{}
+		if h.p.modern {
+			result["supportedVersions"] = []any{h.p.version}
+		}
+		return fakeJSON(http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": r.ID, "result": result})
+	})
+	ctx := h.ctx(t)
+	if _, err := h.cl.CallTool(ctx, h.ep, "alpha", nil); err != nil {
+		t.Fatal(err)
+	}
+	confEqual(t, "wire", h.srv.rpcMethods(), confConcat(h.handshake(), []string{"tools/call"}, h.teardown()))
+	first := len(h.srv.requests())
+	p, err := h.cl.Probe(ctx, h.ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	confEqual(t, "version", p.ProtocolVersion, h.p.version)
+	// The era is remembered: a legacy server gets initialize straight away,
+	// a modern one the discover leg a probe needs for the server's self.
+	want := []string{"server/discover"}
+	if !h.p.modern {
+		want = confConcat([]string{"initialize", "notifications/initialized"}, h.teardown())
+	}
+	confEqual(t, "remembered era", h.srv.rpcMethods()[first:], want)
 }

@@ -118,9 +118,27 @@ func TestEraDetection(t *testing.T) {
 			wire: legacyHandshake,
 		},
 		{
-			name: "discover result without supportedVersions is invalid", profile: "modern-stateless",
+			// A legacy server that answers any method it does not know with
+			// an empty success: not a recognised modern answer, so legacy.
+			name: "200 empty object result falls back", profile: "legacy-stateless",
+			discover: func(r *seenRequest) *http.Response {
+				return fakeJSON(http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": r.ID, "result": map[string]any{}})
+			},
+			wire: legacyHandshake,
+		},
+		{
+			name: "discover result without supportedVersions falls back", profile: "legacy-stateless",
 			discover: func(r *seenRequest) *http.Response {
 				return fakeJSON(http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": r.ID, "result": map[string]any{"capabilities": map[string]any{}}})
+			},
+			wire: legacyHandshake,
+		},
+		{
+			// supportedVersions present: the server claims a discovery
+			// result, and a malformed one is an error, not an era signal.
+			name: "discover result with malformed supportedVersions is invalid", profile: "modern-stateless",
+			discover: func(r *seenRequest) *http.Response {
+				return fakeJSON(http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": r.ID, "result": map[string]any{"supportedVersions": "2026-07-28"}})
 			},
 			wire: []string{"server/discover"}, kind: mcp.KindInvalidResponse,
 		},
@@ -188,6 +206,30 @@ func TestEraCacheRecoversWhenServerChangesEra(t *testing.T) {
 		}
 		confEqual(t, "version", p.ProtocolVersion, modern.version)
 		confEqual(t, "wire", h.srv.rpcMethods()[before:], []string{"initialize", "server/discover"})
+	})
+	t.Run("modern to lenient legacy at probe", func(t *testing.T) {
+		h := newHarness(t, profileNamed(t, "modern-stateless"))
+		if _, err := h.cl.Probe(t.Context(), h.ep); err != nil {
+			t.Fatal(err)
+		}
+		// Redeployed as a legacy server that answers server/discover with an
+		// empty success instead of an error.
+		legacy := profileNamed(t, "legacy-stateless")
+		h.srv.p.modern, h.srv.p.version = false, legacy.version
+		h.srv.on("server/discover", func(r *seenRequest) *http.Response {
+			return fakeJSON(http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": r.ID, "result": map[string]any{}})
+		})
+		before := len(h.srv.requests())
+		p, err := h.cl.Probe(t.Context(), h.ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		confEqual(t, "version", p.ProtocolVersion, legacy.version)
+		// The remembered era's discover is refused as stale, detection
+		// runs once more and falls back.
+		confEqual(t, "wire", h.srv.rpcMethods()[before:], []string{
+			"server/discover", "server/discover", "initialize", "notifications/initialized",
+		})
 	})
 	t.Run("a 400 from a server still modern is not retried", func(t *testing.T) {
 		h := newHarness(t, profileNamed(t, "modern-stateless"))

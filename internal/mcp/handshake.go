@@ -86,7 +86,8 @@ func (o *operation) staleCache(entry eraEntry, err error) bool {
 // effects, so a tools/call is never the probe); a recognised modern error
 // means modern, UnsupportedProtocolVersionError picks a mutually supported
 // version from its list; a 4xx (or a JSON-RPC error) without a recognised
-// modern error means legacy and initialize follows. Every outcome that
+// modern error, or a success that is not a discovery result, means legacy
+// and initialize follows. Every outcome that
 // identifies the era is remembered for the origin.
 func (o *operation) detect(ctx context.Context, needInfo bool) error {
 	tried := map[string]bool{}
@@ -143,6 +144,10 @@ func (o *operation) detect(ctx context.Context, needInfo bool) error {
 	return o.failDetail(KindUnsupportedVersion, "server/discover", "version negotiation did not settle")
 }
 
+// errNotDiscoverResult marks a server/discover success whose result is not a
+// discovery result; detection reads it as the sign of a legacy server.
+var errNotDiscoverResult = errors.New("result is not a discovery result")
+
 // supportedFromErrorData reads data.supported of an
 // UnsupportedProtocolVersionError.
 func supportedFromErrorData(data json.RawMessage) []string {
@@ -180,13 +185,22 @@ type serverSelf struct {
 func (o *operation) discover(ctx context.Context, version string) (*serverSelf, error) {
 	o.era, o.version = eraModern, version
 	l := o.workLeg("server/discover", nil)
-	result, err := o.request(ctx, l)
+	result, err := o.answer(ctx, l)
 	if err != nil {
 		return nil, err
 	}
+	// Only a result naming supportedVersions is a discovery result. Any other
+	// result object ({} from a server that answers every unknown method
+	// leniently) is not a recognised modern answer, so under the 2026-07-28
+	// backward-compatibility rules it identifies a legacy server. (A result
+	// that is not an object at all was refused earlier, as for every method.)
 	m, err := decodeObject(result)
-	if err != nil {
-		return nil, o.failDetail(KindInvalidResponse, l.method, "result is malformed")
+	if sv, ok := m["supportedVersions"]; err != nil || !ok || isJSONNull(sv) {
+		return nil, &Error{Kind: KindInvalidResponse, Server: o.ep.Name, Method: l.method,
+			Detail: "result is not a discovery result", Err: errNotDiscoverResult}
+	}
+	if err := o.checkResultType(l.method, result); err != nil {
+		return nil, err
 	}
 	self := &serverSelf{}
 	if json.Unmarshal(m["supportedVersions"], &self.supported) != nil {

@@ -1,12 +1,18 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -533,4 +539,74 @@ func TestPeerBudgetExhausted(t *testing.T) {
 			t.Errorf("server did not see the call's request dropped: %+v", st)
 		}
 	})
+}
+
+// TestPeerLenientDiscover puts each legacy peer behind a front that answers
+// server/discover with an empty success, as a legacy server whose router
+// answers unknown methods leniently does; neither library can be made to
+// answer that way itself. Everything else reaches the real library, so the
+// fallback handshake and the call after it are the library's.
+func TestPeerLenientDiscover(t *testing.T) {
+	for _, p := range peers {
+		if p.version == "2026-07-28" {
+			continue // a modern peer answers server/discover itself
+		}
+		t.Run(p.name, func(t *testing.T) { lenientDiscoverPeer(t, p) })
+	}
+}
+
+func lenientDiscoverPeer(t *testing.T, p peer) {
+	o := p.opts
+	o.Title, o.Version = peerTitle, peerVersion
+	srv, err := mcpserver.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	var lenient atomic.Int32
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, "unreadable body", http.StatusBadRequest)
+				return
+			}
+			var req struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal(body, &req) == nil && req.Method == "server/discover" {
+				lenient.Add(1)
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, req.ID)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		srv.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	ep := endpoint(srv)
+	ep.URL = front.URL + mcpserver.Path
+
+	c := newClient()
+	res, err := c.Probe(t.Context(), ep)
+	if err != nil {
+		t.Fatalf("Probe: %v", err)
+	}
+	if res.ProtocolVersion != p.version || res.Server.Version != peerVersion {
+		t.Errorf("probe = version %q server %+v, want version %q from the library", res.ProtocolVersion, res.Server, p.version)
+	}
+	out, err := c.CallTool(t.Context(), ep, mcpserver.ToolEcho, map[string]any{"text": "hello"})
+	if err != nil {
+		t.Fatalf("CallTool: %v", err)
+	}
+	if out.IsError || out.Text != "hello" {
+		t.Errorf("outcome = %+v", out)
+	}
+	st := srv.Stats()
+	// One discover answered leniently, then the era was remembered.
+	if lenient.Load() != 1 || st.Methods["server/discover"] != 0 || st.Methods["initialize"] != 2 {
+		t.Errorf("lenient discovers %d, library saw %v; want 1 lenient discover and 2 initialize", lenient.Load(), st.Methods)
+	}
 }

@@ -51,8 +51,23 @@ var (
 		Name: "mcp_catalog_tools",
 		Help: "Tools of each McpServer, by state.",
 	}, []string{"namespace", "server", "state"})
+
+	// GatewayAuditFailures counts audit records the gateway could not write,
+	// by phase (before: the call was refused; after: the call had happened;
+	// denied: a refusal went unrecorded).
+	GatewayAuditFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_gateway_audit_failures_total",
+		Help: "Gateway audit records that could not be written, by phase.",
+	}, []string{"phase"})
 )
 
+// Collectors are every collector the operator adds to controller-runtime's
+// registry; the monitoring tests check alert rules and dashboards against
+// the names they describe.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{GatewayCalls, ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, Tools, GatewayAuditFailures, State}
+}
+
 func init() {
-	crmetrics.Registry.MustRegister(GatewayCalls, ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, Tools)
+	crmetrics.Registry.MustRegister(Collectors()...)
 }

@@ -26,13 +26,22 @@ const fieldOwner = client.FieldOwner("mcp-catalog-chart-test")
 // serviceMonitorStub is the least of prometheus-operator's ServiceMonitor
 // CRD that lets the API server accept one: the kind, with any content.
 func serviceMonitorStub() *apiextensionsv1.CustomResourceDefinition {
+	return monitoringStub("servicemonitor", "ServiceMonitor")
+}
+
+// prometheusRuleStub is the same for PrometheusRule.
+func prometheusRuleStub() *apiextensionsv1.CustomResourceDefinition {
+	return monitoringStub("prometheusrule", "PrometheusRule")
+}
+
+func monitoringStub(singular, kind string) *apiextensionsv1.CustomResourceDefinition {
 	preserve := true
 	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "servicemonitors.monitoring.coreos.com"},
+		ObjectMeta: metav1.ObjectMeta{Name: singular + "s.monitoring.coreos.com"},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: "monitoring.coreos.com",
 			Names: apiextensionsv1.CustomResourceDefinitionNames{
-				Plural: "servicemonitors", Singular: "servicemonitor", Kind: "ServiceMonitor", ListKind: "ServiceMonitorList",
+				Plural: singular + "s", Singular: singular, Kind: kind, ListKind: kind + "List",
 			},
 			Scope: apiextensionsv1.NamespaceScoped,
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
@@ -104,7 +113,7 @@ func TestServerSideDryRun(t *testing.T) {
 	// API server serves them. The CRDs carry the release's ownership
 	// annotations, as if an earlier install had created them, so that helm
 	// install below may adopt them.
-	crds := []*apiextensionsv1.CustomResourceDefinition{serviceMonitorStub()}
+	crds := []*apiextensionsv1.CustomResourceDefinition{serviceMonitorStub(), prometheusRuleStub()}
 	for _, u := range byKind(render(t, "", serverVersion), "CustomResourceDefinition") {
 		crd := convert[apiextensionsv1.CustomResourceDefinition](t, u)
 		metav1.SetMetaDataAnnotation(&crd.ObjectMeta, "meta.helm.sh/release-name", releaseName)

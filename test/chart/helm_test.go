@@ -197,6 +197,15 @@ metrics:
     enabled: true
     labels:
       release: prometheus
+    tls:
+      ca:
+        configMap: {name: metrics-ca}
+  prometheusRule:
+    enabled: true
+    labels:
+      release: prometheus
+  grafanaDashboard:
+    enabled: true
 networkPolicy:
   enabled: true
   metricsFrom:

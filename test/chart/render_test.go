@@ -2,6 +2,8 @@ package chart
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,6 +25,7 @@ const fullname = releaseName + "-mcp-catalog-operator"
 var namespacedKinds = map[string]bool{
 	"ServiceAccount": true, "Deployment": true, "Service": true, "Role": true, "RoleBinding": true,
 	"ServiceMonitor": true, "NetworkPolicy": true, "PodDisruptionBudget": true,
+	"PrometheusRule": true, "ConfigMap": true, "Secret": true,
 }
 
 func TestLint(t *testing.T) {
@@ -262,6 +265,9 @@ func checkInvariants(t *testing.T, vs valueSet, objs []*unstructured.Unstructure
 	}
 	for _, kind := range []string{"RoleBinding", "ClusterRoleBinding"} {
 		for _, u := range byKind(objs, kind) {
+			if u.GetName() == fullname+"-metrics-scraper" {
+				continue // the scraper's binding; checkMonitored checks it
+			}
 			var ref rbacv1.RoleRef
 			var subjects []rbacv1.Subject
 			if kind == "RoleBinding" {
@@ -461,8 +467,54 @@ func checkMonitored(t *testing.T, objs []*unstructured.Unstructured) {
 		t.Fatalf("ServiceMonitor endpoints %v", eps)
 	}
 	ep := eps[0].(map[string]any)
-	if ep["port"] != "metrics" || ep["scheme"] != "https" || ep["bearerTokenFile"] == nil {
-		t.Errorf("ServiceMonitor endpoint %v: want port metrics over https with a bearer token", ep)
+	if ep["port"] != "metrics" || ep["scheme"] != "https" {
+		t.Errorf("ServiceMonitor endpoint %v: want port metrics over https", ep)
+	}
+	// The token comes from a Secret through authorization, not the
+	// deprecated bearerTokenFile; the certificate is verified against the CA.
+	if _, ok := ep["bearerTokenFile"]; ok {
+		t.Errorf("ServiceMonitor endpoint uses the deprecated bearerTokenFile: %v", ep)
+	}
+	scraper := fullname + "-metrics-scraper"
+	cred, _, _ := unstructured.NestedStringMap(ep, "authorization", "credentials")
+	if typ, _, _ := unstructured.NestedString(ep, "authorization", "type"); typ != "Bearer" || cred["name"] != scraper || cred["key"] != "token" {
+		t.Errorf("ServiceMonitor authorization %v: want Bearer from Secret %s key token", ep["authorization"], scraper)
+	}
+	tls, _, _ := unstructured.NestedMap(ep, "tlsConfig")
+	ca, _, _ := unstructured.NestedStringMap(tls, "ca", "configMap")
+	if ca["name"] != "metrics-ca" || ca["key"] != "ca.crt" || tls["serverName"] != fullname+"-metrics."+releaseNS+".svc" || tls["insecureSkipVerify"] != nil {
+		t.Errorf("ServiceMonitor tlsConfig %v: want the CA from ConfigMap metrics-ca and the Service's name, verification on", tls)
+	}
+	// The scraper identity the chart made: a token Secret for its
+	// ServiceAccount, which is bound to metrics-reader.
+	sec := one[corev1.Secret](t, objs, "Secret", scraper)
+	if sec.Type != corev1.SecretTypeServiceAccountToken || sec.Annotations[corev1.ServiceAccountNameKey] != scraper {
+		t.Errorf("scraper Secret %+v: want a token Secret of ServiceAccount %s", sec, scraper)
+	}
+	one[corev1.ServiceAccount](t, objs, "ServiceAccount", scraper)
+	crb := one[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", scraper)
+	if crb.RoleRef.Name != fullname+"-metrics-reader" || len(crb.Subjects) != 1 || crb.Subjects[0].Name != scraper || crb.Subjects[0].Namespace != releaseNS {
+		t.Errorf("scraper binding %+v: want metrics-reader for ServiceAccount %s/%s", crb, releaseNS, scraper)
+	}
+
+	rule := find(objs, "PrometheusRule", fullname)
+	if rule == nil {
+		t.Fatal("no PrometheusRule")
+	}
+	if rule.GetLabels()["release"] != "prometheus" {
+		t.Errorf("PrometheusRule labels %v lack release: prometheus", rule.GetLabels())
+	}
+	groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
+	if len(groups) != 1 {
+		t.Errorf("PrometheusRule groups %v", groups)
+	}
+	dash := one[corev1.ConfigMap](t, objs, "ConfigMap", fullname+"-dashboard")
+	wantDash, err := os.ReadFile(filepath.Join(chartDir, "files", "grafana-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dash.Labels["grafana_dashboard"] != "1" || dash.Data["mcp-catalog-operator.json"] != string(wantDash) {
+		t.Errorf("dashboard ConfigMap: labels %v, or its JSON differs from files/grafana-dashboard.json", dash.Labels)
 	}
 
 	np := one[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy", fullname)

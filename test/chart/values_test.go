@@ -39,6 +39,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"budget as a fraction", "replicaCount: 2\npodDisruptionBudget:\n  enabled: true\n  minAvailable: 0.5", "/podDisruptionBudget/minAvailable"},
 		{"gateway port not a number", "gateway:\n  port: http", "/gateway/port"},
 		{"gateway enabled without a TLS Secret", "gateway:\n  enabled: true", "/gateway/tls"},
+		{"service monitor CA from two sources", "metrics:\n  serviceMonitor:\n    tls:\n      ca: {secret: {name: a}, configMap: {name: b}}", "/metrics/serviceMonitor/tls/ca"},
+		{"old tlsConfig value", "metrics:\n  serviceMonitor:\n    tlsConfig: {insecureSkipVerify: true}", "'tlsConfig'"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -73,6 +75,34 @@ func TestBudgetGuardWithoutSchema(t *testing.T) {
 	// And two replicas pass the same guard.
 	if _, stderr, err := helm(t, templateArgs(t, "replicaCount: 2\npodDisruptionBudget:\n  enabled: true", floorKubeVersion, "--skip-schema-validation")...); err != nil {
 		t.Errorf("two replicas with a budget failed: %v\n%s", err, stderr)
+	}
+}
+
+// TestServiceMonitorTLSGuard: with HTTPS metrics, a ServiceMonitor either
+// verifies the certificate against a CA or skips verification because the
+// values say so explicitly; never both, never neither.
+func TestServiceMonitorTLSGuard(t *testing.T) {
+	for _, c := range []struct{ values, want string }{
+		{"metrics:\n  serviceMonitor:\n    enabled: true", "set ca (the CA that signed"},
+		{"metrics:\n  serviceMonitor:\n    enabled: true\n    tls: {ca: {secret: {name: ca}}, insecureSkipVerify: true}", "not both"},
+	} {
+		_, stderr, err := helm(t, templateArgs(t, c.values, floorKubeVersion)...)
+		if err == nil {
+			t.Errorf("rendered %q", c.values)
+			continue
+		}
+		if !strings.Contains(stderr, c.want) {
+			t.Errorf("%q failed without %q:\n%s", c.values, c.want, stderr)
+		}
+	}
+	for _, ok := range []string{
+		"metrics:\n  serviceMonitor:\n    enabled: true\n    tls: {insecureSkipVerify: true}",
+		"metrics:\n  serviceMonitor:\n    enabled: true\n    tls: {ca: {secret: {name: ca}}}",
+		"metrics:\n  secure: false\n  serviceMonitor:\n    enabled: true",
+	} {
+		if _, stderr, err := helm(t, templateArgs(t, ok, floorKubeVersion)...); err != nil {
+			t.Errorf("%q did not render: %v\n%s", ok, err, stderr)
+		}
 	}
 }
 
