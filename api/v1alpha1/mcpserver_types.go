@@ -172,6 +172,17 @@ type ImportSettings struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=20000
 	MaxTools int32 `json:"maxTools,omitempty"`
+
+	// maxCatalogBytes is the budget, in bytes, for all tool definitions one
+	// import keeps, counted as stored (name, title, description and
+	// normalised input schema, nested descriptions included). An import
+	// over it fails with reason CatalogTooLarge and changes no McpTool. The
+	// default is 16 MiB; at most 64 MiB.
+	// +optional
+	// +kubebuilder:default=16777216
+	// +kubebuilder:validation:Minimum=65536
+	// +kubebuilder:validation:Maximum=67108864
+	MaxCatalogBytes int64 `json:"maxCatalogBytes,omitempty"`
 }
 
 // DefaultHealthCheckInterval is spec.healthCheck.interval when it is not

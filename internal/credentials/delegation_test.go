@@ -104,7 +104,7 @@ func setup(t *testing.T, scopes []string, actorScopes []string, enabled bool) *f
 		},
 	}
 	must(t, kube.Create(ctx, f.server))
-	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: f.as.Roots})
+	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: f.as.Roots, Egress: mcp.EgressPolicy{AllowAllPrivate: true}})
 	must(t, err)
 	f.resolver = &credentials.Resolver{Secrets: kube, Profiles: kube, Exchanger: te}
 	return f
