@@ -39,6 +39,10 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"budget as a fraction", "replicaCount: 2\npodDisruptionBudget:\n  enabled: true\n  minAvailable: 0.5", "/podDisruptionBudget/minAvailable"},
 		{"gateway port not a number", "gateway:\n  port: http", "/gateway/port"},
 		{"gateway enabled without a TLS Secret", "gateway:\n  enabled: true", "/gateway/tls"},
+		{"private range without a length", "privateNetworks:\n  allowedCIDRs: [10.0.0.1]", "/privateNetworks/allowedCIDRs/0"},
+		{"private ranges as a string", "privateNetworks:\n  allowedCIDRs: 10.0.0.0/8", "/privateNetworks/allowedCIDRs"},
+		{"namespace range that is no CIDR", "privateNetworks:\n  namespaceCIDRs:\n    team-a: [everything]", "/privateNetworks/namespaceCIDRs/team-a/0"},
+		{"token proxy that is no URL", "tokenEndpointProxy: proxy:3128", "/tokenEndpointProxy"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
