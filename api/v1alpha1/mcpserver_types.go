@@ -51,9 +51,12 @@ type McpServerSpec struct {
 	// +optional
 	AllowCredentialOverHTTP bool `json:"allowCredentialOverHTTP,omitempty"`
 
-	// allowPrivateNetwork permits connecting to loopback and private address
-	// ranges, checked after DNS resolution. Link-local and cloud metadata
-	// addresses are refused even when this is true.
+	// allowPrivateNetwork asks to connect to private addresses (loopback,
+	// RFC 1918, unique-local, ...), checked after DNS resolution. It only
+	// reaches the private ranges the cluster administrator allows for this
+	// namespace (manager flags --allowed-private-cidrs and
+	// --namespace-private-cidrs); link-local and cloud metadata addresses
+	// are refused even when this is true.
 	// +optional
 	AllowPrivateNetwork bool `json:"allowPrivateNetwork,omitempty"`
 

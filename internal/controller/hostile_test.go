@@ -57,7 +57,7 @@ var _ = Describe("A server that amplifies its catalog", func() {
 			"no McpTool imported, changed or deleted on a refused import")
 		after := getServer(ns, "turns")
 		Expect(after.Status.LastImportTime).To(Equal(imported), "the last good import is still the one on record")
-		Expect(after.Status.Tools.Imported).To(Equal(int32(3+len(mcpserver.BuiltinTools()))))
+		Expect(after.Status.Tools.Imported).To(Equal(int32(3 + len(mcpserver.BuiltinTools()))))
 
 		// A budget raised to its maximum still refuses ~200 MiB.
 		s = getServer(ns, "bloat")

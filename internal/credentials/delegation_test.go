@@ -112,7 +112,7 @@ func setup(t *testing.T, scopes []string, actorScopes []string, enabled bool) *f
 
 func (f *fixture) call(t *testing.T, cred *mcp.Credential) (*mcp.CallOutcome, error) {
 	t.Helper()
-	return mcp.New(mcp.Options{}).CallTool(context.Background(), mcp.Endpoint{
+	return mcp.New(mcp.Options{AllowPrivateNetworks: true}).CallTool(context.Background(), mcp.Endpoint{
 		Name: f.ns + "/records", URL: f.upstream.URL, Credential: cred, AllowInsecureCredential: true, AllowPrivateNetwork: true,
 	}, "echo", map[string]any{"text": "hello"})
 }

@@ -281,6 +281,7 @@ privateNetworks:
     team-a: [172.20.0.0/16, 127.0.0.1/32]
 tokenEndpointProxy: http://proxy.internal:3128
 resources:
+  limits: null
   requests:
     memory: 64Mi
 `,
