@@ -272,7 +272,7 @@ networkPolicy:
 		check: checkMetricsOff,
 	},
 	{
-		name: "admin-egress-no-memory-limit",
+		name: "admin-egress",
 		values: `
 privateNetworks:
   allowedCIDRs: [10.0.0.0/8, fd00::/8]
@@ -281,9 +281,8 @@ privateNetworks:
     team-a: [172.20.0.0/16, 127.0.0.1/32]
 tokenEndpointProxy: http://proxy.internal:3128
 resources:
-  limits: null
-  requests:
-    memory: 64Mi
+  limits:
+    memory: 512Mi
 `,
 		check: checkEgress,
 	},

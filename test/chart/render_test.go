@@ -194,6 +194,7 @@ func checkInvariants(t *testing.T, vs valueSet, objs []*unstructured.Unstructure
 	if c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("no memory limit: %v", c.Resources.Limits)
 	}
+	wantMemoryLimitEnv(t, c)
 	if pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken {
 		t.Error("the manager needs its ServiceAccount token mounted")
 	}
@@ -325,10 +326,8 @@ func checkEgress(t *testing.T, objs []*unstructured.Unstructured) {
 			t.Errorf("manager args %q lack %q", c.Args, want)
 		}
 	}
-	for _, e := range c.Env {
-		if e.Name == "GOMEMLIMIT" {
-			t.Error("GOMEMLIMIT is set though the container has no memory limit")
-		}
+	if got := c.Resources.Limits.Memory().String(); got != "512Mi" {
+		t.Errorf("memory limit %s, want the value's 512Mi", got)
 	}
 }
 
@@ -365,7 +364,6 @@ func checkDefaults(t *testing.T, objs []*unstructured.Unstructured) {
 	if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
 		t.Errorf("replicas %v, want 1", d.Spec.Replicas)
 	}
-	wantMemoryLimitEnv(t, c)
 	if want := "ghcr.io/mcp-catalog/mcp-catalog-operator:" + chartMeta(t).AppVersion; c.Image != want {
 		t.Errorf("image %q, want %q", c.Image, want)
 	}
