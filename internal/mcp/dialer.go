@@ -71,13 +71,13 @@ var (
 	// Prefixes of IPv6 forms that carry an IPv4 address. The embedded
 	// address is where the packets end up (through a translator or a
 	// tunnel), so it is classified exactly as the IPv4 address itself.
-	compatPrefix   = netip.MustParsePrefix("::/96")          // IPv4-compatible (deprecated)
-	nat64Prefix    = netip.MustParsePrefix("64:ff9b::/96")   // NAT64 well-known
-	nat64Local     = netip.MustParsePrefix("64:ff9b:1::/48") // NAT64 local-use
-	sixToFour      = netip.MustParsePrefix("2002::/16")      // 6to4
-	teredoPrefix   = netip.MustParsePrefix("2001::/32")      // Teredo
-	ipv6Loopback   = netip.IPv6Loopback()
-	ipv6Unspecifed = netip.IPv6Unspecified()
+	compatPrefix    = netip.MustParsePrefix("::/96")          // IPv4-compatible (deprecated)
+	nat64Prefix     = netip.MustParsePrefix("64:ff9b::/96")   // NAT64 well-known
+	nat64Local      = netip.MustParsePrefix("64:ff9b:1::/48") // NAT64 local-use
+	sixToFour       = netip.MustParsePrefix("2002::/16")      // 6to4
+	teredoPrefix    = netip.MustParsePrefix("2001::/32")      // Teredo
+	ipv6Loopback    = netip.IPv6Loopback()
+	ipv6Unspecified = netip.IPv6Unspecified()
 )
 
 // embeddedIPv4 returns the IPv4 addresses an IPv6 address carries, if it is
@@ -116,7 +116,7 @@ func embeddedIPv4(ip netip.Addr) []netip.Addr {
 		// last 32 bits, inverted.
 		client := netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]})
 		return []netip.Addr{v4(4, 5, 6, 7), client}
-	case compatPrefix.Contains(ip) && ip != ipv6Loopback && ip != ipv6Unspecifed:
+	case compatPrefix.Contains(ip) && ip != ipv6Loopback && ip != ipv6Unspecified:
 		return []netip.Addr{v4(12, 13, 14, 15)}
 	}
 	return nil
@@ -188,15 +188,16 @@ func addrAllowed(ip netip.Addr, g grant) bool {
 type BlockedAddressError struct {
 	// Addr is the refused address.
 	Addr netip.Addr
-	// Private is true when the address would be allowed with the private
-	// network opt-in (loopback, RFC 1918, ...); false for addresses that are
-	// never allowed (link-local, metadata, ...).
+	// Private is true when the address is private (loopback, RFC 1918,
+	// ...): the server's opt-in within the administrator's ranges would
+	// allow it. False for addresses that are never allowed (link-local,
+	// metadata, ...).
 	Private bool
 }
 
 func (e *BlockedAddressError) Error() string {
 	if e.Private {
-		return "dial refused: private or loopback address without opt-in"
+		return "dial refused: private or loopback address outside what the server may reach"
 	}
 	return "dial refused: link-local, metadata or reserved address"
 }
