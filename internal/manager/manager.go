@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/mcp-catalog/operator/internal/controller"
 	"github.com/mcp-catalog/operator/api/scheme"
+	"github.com/mcp-catalog/operator/internal/controller"
 )
 
 // DefaultGatewayAudience is the audience agents request for their tokens
