@@ -182,7 +182,7 @@ type ImportSettings struct {
 	// over it fails with reason CatalogTooLarge and changes no McpTool. The
 	// default is 16 MiB; at most 64 MiB.
 	// +optional
-	// +kubebuilder:default=16777216
+	// +default=16777216
 	// +kubebuilder:validation:Minimum=65536
 	// +kubebuilder:validation:Maximum=67108864
 	MaxCatalogBytes int64 `json:"maxCatalogBytes,omitempty"`

@@ -176,17 +176,6 @@ func DefinitionSize(t Tool) int64 {
 	return int64(n)
 }
 
-// buildCatalog validates every offered definition with the default bounds. A
-// definition that fails a rule is skipped with the reason, never repaired; a
-// name offered more than once is skipped in every occurrence.
-func buildCatalog(raw []json.RawMessage) ([]Tool, []SkippedTool) {
-	b := newCatalogBuilder(0, 0)
-	for _, r := range raw {
-		b.add(r)
-	}
-	return b.finish()
-}
-
 // validateTool checks one definition; reason is "" when it is importable.
 func validateTool(raw json.RawMessage) (Tool, string, string) {
 	m, err := decodeObject(raw)

@@ -129,15 +129,15 @@ func (h *Hostile) writePage(w http.ResponseWriter, id json.RawMessage, n int) {
 	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[`, id)
 	for i := range h.ToolsPerPage() {
 		if i > 0 {
-			io.WriteString(w, ",")
+			_, _ = io.WriteString(w, ",")
 		}
 		h.writeTool(w, n, i)
 	}
-	io.WriteString(w, "]")
+	_, _ = io.WriteString(w, "]")
 	if n+1 < h.opts.Pages {
 		fmt.Fprintf(w, `,"nextCursor":"%d"`, n+1)
 	}
-	io.WriteString(w, "}}")
+	_, _ = io.WriteString(w, "}}")
 }
 
 // writeTool writes one definition of about ToolBytes: a chain of Depth
@@ -157,11 +157,11 @@ func (h *Hostile) writeTool(w io.Writer, page, i int) {
 		if d == h.opts.Depth-1 {
 			fmt.Fprintf(w, `"leaf":{"type":"string","description":%q}`, filler)
 		} else {
-			io.WriteString(w, `"next":`)
+			_, _ = io.WriteString(w, `"next":`)
 		}
 	}
 	for range h.opts.Depth {
-		io.WriteString(w, "}}")
+		_, _ = io.WriteString(w, "}}")
 	}
-	io.WriteString(w, "}")
+	_, _ = io.WriteString(w, "}")
 }
