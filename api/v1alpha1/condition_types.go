@@ -88,7 +88,8 @@ const (
 	ReasonResponseTooLarge = "ResponseTooLarge"
 	// ReasonUnsupportedProtocol: no protocol revision in common.
 	ReasonUnsupportedProtocol = "UnsupportedProtocolVersion"
-	// ReasonCatalogTooLarge: the page or tool ceiling was reached.
+	// ReasonCatalogTooLarge: the page or tool ceiling was reached, or the
+	// definitions exceed spec.import.maxCatalogBytes.
 	ReasonCatalogTooLarge = "CatalogTooLarge"
 
 	// ReasonImportFailed: the last import failed; see the message.

@@ -51,9 +51,12 @@ type McpServerSpec struct {
 	// +optional
 	AllowCredentialOverHTTP bool `json:"allowCredentialOverHTTP,omitempty"`
 
-	// allowPrivateNetwork permits connecting to loopback and private address
-	// ranges, checked after DNS resolution. Link-local and cloud metadata
-	// addresses are refused even when this is true.
+	// allowPrivateNetwork asks to connect to private addresses (loopback,
+	// RFC 1918, unique-local, ...), checked after DNS resolution. It only
+	// reaches the private ranges the cluster administrator allows for this
+	// namespace (manager flags --allowed-private-cidrs and
+	// --namespace-private-cidrs); link-local and cloud metadata addresses
+	// are refused even when this is true.
 	// +optional
 	AllowPrivateNetwork bool `json:"allowPrivateNetwork,omitempty"`
 
@@ -172,6 +175,17 @@ type ImportSettings struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=20000
 	MaxTools int32 `json:"maxTools,omitempty"`
+
+	// maxCatalogBytes is the budget, in bytes, for all tool definitions one
+	// import keeps, counted as stored (name, title, description and
+	// normalised input schema, nested descriptions included). An import
+	// over it fails with reason CatalogTooLarge and changes no McpTool. The
+	// default is 16 MiB; at most 64 MiB.
+	// +optional
+	// +default=16777216
+	// +kubebuilder:validation:Minimum=65536
+	// +kubebuilder:validation:Maximum=67108864
+	MaxCatalogBytes int64 `json:"maxCatalogBytes,omitempty"`
 }
 
 // DefaultHealthCheckInterval is spec.healthCheck.interval when it is not

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/mcp-catalog/operator/internal/manager"
+	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/version"
 )
 
@@ -29,7 +31,11 @@ func main() {
 	fs.StringVar(&watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces to watch; empty watches all.")
 	fs.BoolVar(&opts.EnableHTTP2, "enable-http2", opts.EnableHTTP2, "Allow HTTP/2 on the metrics server.")
 	fs.DurationVar(&opts.GracefulShutdownTimeout, "graceful-shutdown-timeout", opts.GracefulShutdownTimeout, "How long running work may take to finish on shutdown.")
-	fs.BoolVar(&opts.AllowPrivateNetworks, "allow-private-networks", opts.AllowPrivateNetworks, "Let every McpServer reach loopback and private addresses (development and tests only).")
+	fs.BoolVar(&opts.AllowPrivateNetworks, "allow-private-networks", opts.AllowPrivateNetworks, "Let every McpServer and token endpoint reach loopback and private addresses, with or without spec.allowPrivateNetwork (development and tests only).")
+	var privateCIDRs, namespaceCIDRs, tokenProxy string
+	fs.StringVar(&privateCIDRs, "allowed-private-cidrs", "", "Comma-separated private CIDRs an McpServer with spec.allowPrivateNetwork may reach, and private token endpoints may be in (e.g. 10.0.0.0/8,fd00::/8). Empty: none.")
+	fs.StringVar(&namespaceCIDRs, "namespace-private-cidrs", "", `Further private CIDRs per namespace: "ns=cidr,cidr;ns2=cidr".`)
+	fs.StringVar(&tokenProxy, "token-endpoint-proxy", "", "HTTP proxy URL for token exchanges; HTTP(S)_PROXY in the environment is never used.")
 
 	fs.IntVar(&opts.MaxConcurrentServers, "max-concurrent-servers", opts.MaxConcurrentServers, "How many McpServers are imported or probed at once.")
 
@@ -60,6 +66,24 @@ func main() {
 		if ns = strings.TrimSpace(ns); ns != "" {
 			opts.WatchNamespaces = append(opts.WatchNamespaces, ns)
 		}
+	}
+
+	var err error
+	if opts.AllowedPrivateCIDRs, err = mcp.ParseCIDRs(privateCIDRs); err != nil {
+		log.Error(err, "parsing --allowed-private-cidrs")
+		os.Exit(1)
+	}
+	if opts.NamespacePrivateCIDRs, err = mcp.ParseNamespaceCIDRs(namespaceCIDRs); err != nil {
+		log.Error(err, "parsing --namespace-private-cidrs")
+		os.Exit(1)
+	}
+	if tokenProxy != "" {
+		u, err := url.Parse(tokenProxy)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			log.Error(err, "--token-endpoint-proxy must be an http or https URL")
+			os.Exit(1)
+		}
+		opts.TokenEndpointProxy = u
 	}
 
 	if auditPath != "-" {

@@ -29,6 +29,8 @@ type directFlags struct {
 	allowPrivateNetwork   bool
 	timeout               time.Duration
 	output                string
+	maxCatalogBytes       int64
+	maxDefinitionBytes    int64
 }
 
 func (f *directFlags) bind(cmd *cobra.Command) {
@@ -41,6 +43,10 @@ func (f *directFlags) bind(cmd *cobra.Command) {
 	fl.BoolVar(&f.allowHTTPCredential, "allow-credential-over-http", false, "Allow sending the credential over plain http.")
 	fl.BoolVar(&f.allowPrivateNetwork, "allow-private-network", false, "Allow loopback and private addresses.")
 	fl.DurationVar(&f.timeout, "timeout", mcp.DefaultTimeout, "Budget of the whole operation.")
+	// The operator's defaults: a server that would exhaust the operator
+	// cannot exhaust the person checking it either.
+	fl.Int64Var(&f.maxCatalogBytes, "max-catalog-bytes", mcp.DefaultMaxCatalogBytes, "Budget in bytes for all tool definitions kept from tools/list.")
+	fl.Int64Var(&f.maxDefinitionBytes, "max-definition-bytes", mcp.DefaultMaxDefinitionBytes, "Bound in bytes on one tool definition; a larger one is skipped.")
 	fl.StringVarP(&f.output, "output", "o", "table", "Output format: table or json.")
 }
 
@@ -51,6 +57,11 @@ func (f *directFlags) endpoint(s Streams, url string) (mcp.Endpoint, error) {
 		AllowInsecureCredential: f.allowHTTPCredential,
 		AllowPrivateNetwork:     f.allowPrivateNetwork,
 		Timeout:                 f.timeout,
+		MaxCatalogBytes:         f.maxCatalogBytes,
+		MaxDefinitionBytes:      f.maxDefinitionBytes,
+	}
+	if f.maxCatalogBytes <= 0 || f.maxDefinitionBytes <= 0 {
+		return ep, usageErr("--max-catalog-bytes and --max-definition-bytes must be positive")
 	}
 	if f.output != "table" && f.output != "json" {
 		return ep, usageErr("--output must be table or json for a server's own answers")

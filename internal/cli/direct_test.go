@@ -125,3 +125,38 @@ func TestRefusals(t *testing.T) {
 		})
 	}
 }
+
+// `tools URL` obeys the operator's catalog budget: against an amplifying
+// server it stops at the page that crosses the budget instead of reading
+// every page, and the budget can be raised or lowered by flag.
+func TestToolsObeysTheCatalogBudget(t *testing.T) {
+	srv := mcpserver.StartHostile(t, mcpserver.HostileOptions{Pages: 40})
+	code, _, errOut := run(t, nil, "tools", srv.URL, "--allow-private-network")
+	if code != ExitFailed || !strings.Contains(errOut, "catalog byte budget") {
+		t.Fatalf("exit %d, stderr %q: want a failure naming the catalog budget", code, errOut)
+	}
+	if n := srv.PagesServed(); n >= 40 {
+		t.Fatalf("read all %d pages before refusing", n)
+	}
+	before := srv.PagesServed()
+	code, _, errOut = run(t, nil, "tools", srv.URL, "--allow-private-network", "--max-catalog-bytes", "300000")
+	if code != ExitFailed || !strings.Contains(errOut, "limit 300000") {
+		t.Fatalf("exit %d, stderr %q: want the lowered budget", code, errOut)
+	}
+	if n := srv.PagesServed() - before; n != 1 {
+		t.Fatalf("a budget smaller than one page read %d pages", n)
+	}
+
+	small := mcpserver.StartHostile(t, mcpserver.HostileOptions{Pages: 2})
+	code, out, errOut := run(t, nil, "tools", small.URL, "--allow-private-network", "-o", "json", "--max-definition-bytes", "65536")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var tools toolsOut
+	if err := json.Unmarshal([]byte(out), &tools); err != nil {
+		t.Fatal(err)
+	}
+	if len(tools.Tools) != 0 || len(tools.Skipped) != 2*small.ToolsPerPage() {
+		t.Fatalf("%d tools kept, %d skipped: every definition is over 64 KiB", len(tools.Tools), len(tools.Skipped))
+	}
+}

@@ -57,6 +57,8 @@ func failureReason(err error) (reason, message string) {
 		return mcpv1alpha1.ReasonUnsupportedProtocol, "the server speaks no MCP revision this operator supports"
 	case mcp.KindPageLimit, mcp.KindToolLimit:
 		return mcpv1alpha1.ReasonCatalogTooLarge, "the catalog exceeds spec.import.maxPages or spec.import.maxTools"
+	case mcp.KindCatalogTooLarge:
+		return mcpv1alpha1.ReasonCatalogTooLarge, fmt.Sprintf("the tool definitions the server offers exceed spec.import.maxCatalogBytes (%d bytes); nothing was changed", me.Limit)
 	case mcp.KindInvalidEndpoint:
 		// Nothing was sent. The URL passed the API server's checks, so it is
 		// usually the credential: a Secret value with a line break, say.

@@ -72,6 +72,7 @@ func (r *Resolver) exchange(ctx context.Context, srv *mcpv1alpha1.McpServer, act
 		Audience:         del.Audience,
 		Scopes:           del.Scopes,
 		Resource:         srv.Spec.URL,
+		Namespace:        srv.Namespace,
 	}, profileAllowed, actorAllowed)
 	if err != nil {
 		return nil, &DelegationError{Reason: ReasonExchangeFailed, Err: err}

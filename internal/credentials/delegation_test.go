@@ -104,7 +104,7 @@ func setup(t *testing.T, scopes []string, actorScopes []string, enabled bool) *f
 		},
 	}
 	must(t, kube.Create(ctx, f.server))
-	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: f.as.Roots})
+	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: f.as.Roots, Egress: mcp.EgressPolicy{AllowAllPrivate: true}})
 	must(t, err)
 	f.resolver = &credentials.Resolver{Secrets: kube, Profiles: kube, Exchanger: te}
 	return f
@@ -112,7 +112,7 @@ func setup(t *testing.T, scopes []string, actorScopes []string, enabled bool) *f
 
 func (f *fixture) call(t *testing.T, cred *mcp.Credential) (*mcp.CallOutcome, error) {
 	t.Helper()
-	return mcp.New(mcp.Options{}).CallTool(context.Background(), mcp.Endpoint{
+	return mcp.New(mcp.Options{AllowPrivateNetworks: true}).CallTool(context.Background(), mcp.Endpoint{
 		Name: f.ns + "/records", URL: f.upstream.URL, Credential: cred, AllowInsecureCredential: true, AllowPrivateNetwork: true,
 	}, "echo", map[string]any{"text": "hello"})
 }

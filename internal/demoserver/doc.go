@@ -20,6 +20,12 @@
 //   - create_ticket: takes a nested object (with an array and an enum), and
 //     carries schema keywords a normaliser is expected to drop.
 //
+// [StartHostile] is the exception: a hand-written server of the initialize
+// era whose catalog is built to exhaust a client (pages near the read cap,
+// deep schemas of long nested descriptions). It generates each page as it
+// writes it, so that a benchmark measuring its own process sees the
+// client's memory only.
+//
 // Every request passes through an HTTP layer of this package first. It counts
 // requests and JSON-RPC methods, records the credential presented, enforces
 // the credential the server requires (401 with WWW-Authenticate otherwise,

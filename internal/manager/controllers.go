@@ -35,9 +35,14 @@ var Version = version.Get()
 // setupControllers registers the reconcilers and the gateway with the
 // manager.
 func setupControllers(mgr ctrl.Manager, opts Options) error {
-	mcpClient := mcp.New(mcp.Options{AllowPrivateNetworks: opts.AllowPrivateNetworks, ClientVersion: Version})
+	egress := mcp.EgressPolicy{
+		AllowAllPrivate: opts.AllowPrivateNetworks,
+		PrivateCIDRs:    opts.AllowedPrivateCIDRs,
+		NamespaceCIDRs:  opts.NamespacePrivateCIDRs,
+	}
+	mcpClient := mcp.New(mcp.Options{Egress: egress, ClientVersion: Version})
 	metrics.SetStateReader(mgr.GetCache())
-	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: opts.TokenEndpointRootCAs})
+	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: opts.TokenEndpointRootCAs, Egress: egress, Proxy: opts.TokenEndpointProxy})
 	if err != nil {
 		return fmt.Errorf("setting up token exchange: %w", err)
 	}

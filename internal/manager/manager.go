@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
+	"net/url"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -59,9 +61,20 @@ type Options struct {
 	// GracefulShutdownTimeout bounds how long running reconciles may take to
 	// finish once the manager is asked to stop.
 	GracefulShutdownTimeout time.Duration
-	// AllowPrivateNetworks lets the MCP client dial loopback and private
-	// addresses for every server. Meant for development and tests.
+	// AllowPrivateNetworks lets the MCP client and the token exchange dial
+	// loopback and private addresses for every server. Meant for
+	// development and tests.
 	AllowPrivateNetworks bool
+	// AllowedPrivateCIDRs are the private ranges an McpServer with
+	// spec.allowPrivateNetwork may reach, and private token endpoints may be
+	// in. Without them the tenant's flag reaches nothing private. Loopback
+	// is reachable only if listed; link-local and metadata never are.
+	AllowedPrivateCIDRs []netip.Prefix
+	// NamespacePrivateCIDRs are further such ranges per namespace.
+	NamespacePrivateCIDRs map[string][]netip.Prefix
+	// TokenEndpointProxy, if set, is the HTTP proxy token exchanges go
+	// through. HTTP(S)_PROXY in the environment is never used.
+	TokenEndpointProxy *url.URL
 	// MaxConcurrentServers bounds how many servers are imported or probed at
 	// once; a hung server holds one slot for at most its own budget.
 	MaxConcurrentServers int

@@ -10,16 +10,20 @@ import (
 // listTools walks tools/list from the first page, resuming each request from
 // the cursor the previous page returned. It stops with an error at the page
 // ceiling while a next page is still announced, on a cursor it has already
-// followed, and once more tools were offered than the tool ceiling.
+// followed, once more tools were offered than the tool ceiling, and once the
+// definitions kept so far exceed the catalog byte budget.
+//
+// Each page is validated and reduced to the compact definitions the catalog
+// keeps as soon as it arrives; its raw bytes are not referenced afterwards,
+// so an import holds one raw page at a time, never the whole raw list.
 //
 // The end of the list differs by era: before 2026-07-28 an absent, null or
 // empty nextCursor ends it (the legacy pages only say "missing means done",
 // and the SDKs of that era treat "" as done); from 2026-07-28 an empty string
 // is a valid cursor that must be followed, and only absent or null ends it.
-func (o *operation) listTools(ctx context.Context) ([]json.RawMessage, int, error) {
+func (o *operation) listTools(ctx context.Context, b *catalogBuilder) (int, error) {
 	const method = "tools/list"
 	var (
-		all    []json.RawMessage
 		cursor *string
 		seen   = map[string]bool{}
 	)
@@ -30,37 +34,41 @@ func (o *operation) listTools(ctx context.Context) ([]json.RawMessage, int, erro
 		}
 		result, err := o.request(ctx, o.workLeg(method, params))
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		m, err := decodeObject(result)
 		if err != nil {
-			return nil, 0, o.failDetail(KindInvalidResponse, method, "result is malformed")
+			return 0, o.failDetail(KindInvalidResponse, method, "result is malformed")
 		}
 		raw, ok := m["tools"]
 		if !ok {
-			return nil, 0, o.failDetail(KindInvalidResponse, method, "tools is not a list")
+			return 0, o.failDetail(KindInvalidResponse, method, "tools is not a list")
 		}
 		tools, ok := decodeArray(raw)
 		if !ok {
-			return nil, 0, o.failDetail(KindInvalidResponse, method, "tools is not a list")
+			return 0, o.failDetail(KindInvalidResponse, method, "tools is not a list")
 		}
-		all = append(all, tools...)
-		if len(all) > o.ep.MaxTools {
-			return nil, 0, &Error{Kind: KindToolLimit, Server: o.ep.Name, Method: method, Limit: o.ep.MaxTools}
+		if b.offered+len(tools) > o.ep.MaxTools {
+			return 0, &Error{Kind: KindToolLimit, Server: o.ep.Name, Method: method, Limit: o.ep.MaxTools}
+		}
+		for _, t := range tools {
+			if !b.add(t) {
+				return 0, &Error{Kind: KindCatalogTooLarge, Server: o.ep.Name, Method: method, Limit: int(b.maxBytes)}
+			}
 		}
 		next, more, err := o.nextCursor(m)
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		if !more {
-			return all, page, nil
+			return page, nil
 		}
 		if seen[next] {
-			return nil, 0, o.failDetail(KindRepeatedCursor, method, "")
+			return 0, o.failDetail(KindRepeatedCursor, method, "")
 		}
 		seen[next] = true
 		if page >= o.ep.MaxPages {
-			return nil, 0, &Error{Kind: KindPageLimit, Server: o.ep.Name, Method: method, Limit: o.ep.MaxPages}
+			return 0, &Error{Kind: KindPageLimit, Server: o.ep.Name, Method: method, Limit: o.ep.MaxPages}
 		}
 		cursor = &next
 	}
@@ -82,31 +90,70 @@ func (o *operation) nextCursor(m map[string]json.RawMessage) (string, bool, erro
 	return c, true, nil
 }
 
-// buildCatalog validates every offered definition. A definition that fails a
-// rule is skipped with the reason, never repaired; a name offered more than
+// catalogBuilder turns offered definitions into the catalog one at a time.
+// It keeps only validated, normalised definitions (plus a name and reason per
+// skipped one), counts the bytes it keeps against the catalog budget, and
+// refuses any single definition larger than the per-definition bound.
+type catalogBuilder struct {
+	// maxBytes is the budget for all kept definitions together.
+	maxBytes int64
+	// maxDefinition is the bound on one kept definition.
+	maxDefinition int64
+
+	offered int
+	stored  int64
+	entries []catalogEntry
+	count   map[string]int
+}
+
+type catalogEntry struct {
+	tool   Tool
+	name   string
+	reason string
+}
+
+func newCatalogBuilder(maxBytes, maxDefinition int64) *catalogBuilder {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxCatalogBytes
+	}
+	if maxDefinition <= 0 {
+		maxDefinition = DefaultMaxDefinitionBytes
+	}
+	return &catalogBuilder{maxBytes: maxBytes, maxDefinition: maxDefinition, count: map[string]int{}}
+}
+
+// add validates one definition and keeps it, or records why it was skipped.
+// It returns false once the kept definitions exceed the budget.
+func (b *catalogBuilder) add(raw json.RawMessage) bool {
+	b.offered++
+	t, name, reason := validateTool(raw)
+	if reason == "" && DefinitionSize(t) > b.maxDefinition {
+		// A skipped definition is not kept, so it is not charged either;
+		// only its name stays, to say why.
+		t, reason = Tool{}, SkipDefinitionTooLarge
+	}
+	if ValidToolName(name) {
+		b.count[name]++
+	}
+	if reason != "" {
+		b.entries = append(b.entries, catalogEntry{name: name, reason: reason})
+		return true
+	}
+	b.stored += DefinitionSize(t)
+	b.entries = append(b.entries, catalogEntry{tool: t, name: name})
+	return b.stored <= b.maxBytes
+}
+
+// finish applies the rules that need the whole list: a name offered more than
 // once is skipped in every occurrence.
-func buildCatalog(raw []json.RawMessage) ([]Tool, []SkippedTool) {
-	type entry struct {
-		tool   Tool
-		name   string
-		reason string
-	}
-	entries := make([]entry, len(raw))
-	count := map[string]int{}
-	for i, r := range raw {
-		t, name, reason := validateTool(r)
-		entries[i] = entry{tool: t, name: name, reason: reason}
-		if ValidToolName(name) {
-			count[name]++
-		}
-	}
+func (b *catalogBuilder) finish() ([]Tool, []SkippedTool) {
 	var (
 		tools   []Tool
 		skipped []SkippedTool
 	)
-	for _, e := range entries {
+	for _, e := range b.entries {
 		reason := e.reason
-		if reason == "" && count[e.name] > 1 {
+		if reason == "" && b.count[e.name] > 1 {
 			reason = SkipDuplicateName
 		}
 		if reason != "" {
@@ -116,6 +163,17 @@ func buildCatalog(raw []json.RawMessage) ([]Tool, []SkippedTool) {
 		tools = append(tools, e.tool)
 	}
 	return tools, skipped
+}
+
+// DefinitionSize is what one definition costs as stored: its name, title,
+// description, annotation title and normalised input schema (nested
+// descriptions included, since they survive normalisation).
+func DefinitionSize(t Tool) int64 {
+	n := len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema)
+	if t.Annotations != nil {
+		n += len(t.Annotations.Title)
+	}
+	return int64(n)
 }
 
 // validateTool checks one definition; reason is "" when it is importable.

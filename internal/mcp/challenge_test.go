@@ -29,7 +29,7 @@ func TestUnauthorizedRecordsWhetherTheServerChallenged(t *testing.T) {
 				w.WriteHeader(http.StatusUnauthorized)
 			}))
 			defer srv.Close()
-			_, err := mcp.New(mcp.Options{}).Probe(t.Context(), mcp.Endpoint{Name: "t", URL: srv.URL, AllowPrivateNetwork: true})
+			_, err := mcp.New(mcp.Options{Egress: loopbackEgress}).Probe(t.Context(), mcp.Endpoint{Name: "t", URL: srv.URL, AllowPrivateNetwork: true})
 			var me *mcp.Error
 			if !errors.As(err, &me) || me.Kind != mcp.KindUnauthorized {
 				t.Fatalf("err = %v, want %s", err, mcp.KindUnauthorized)

@@ -14,6 +14,15 @@ import (
 const (
 	DefaultMaxPages = 100
 	DefaultMaxTools = 10000
+	// DefaultMaxCatalogBytes is the budget for all definitions one import
+	// keeps. Generous for real catalogs (ten thousand tools of 1.6 KiB
+	// each), and small enough that a hostile server cannot make an import
+	// hold more than a small multiple of it.
+	DefaultMaxCatalogBytes = 16 << 20
+	// DefaultMaxDefinitionBytes bounds one definition as stored. An McpTool
+	// carries the definition in its status, so this also keeps every object
+	// far below the API server's request size limit.
+	DefaultMaxDefinitionBytes = 128 << 10
 )
 
 // Endpoint is one configured server, as the caller resolved it for one
@@ -29,15 +38,27 @@ type Endpoint struct {
 	// AllowInsecureCredential permits sending the credential over plain
 	// http. Without it such an operation is refused before any byte is sent.
 	AllowInsecureCredential bool
-	// AllowPrivateNetwork lets the dialer reach loopback and private ranges
-	// for this server. Link-local and metadata addresses stay refused.
+	// AllowPrivateNetwork is the server's own opt-in to private networks:
+	// the dialer then reaches the private ranges Options.Egress allows for
+	// Namespace. Link-local and metadata addresses stay refused.
 	AllowPrivateNetwork bool
+	// Namespace is the namespace the server is declared in; it selects the
+	// per-namespace ranges of Options.Egress.
+	Namespace string
 	// Timeout is the budget of one whole operation; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// MaxPages is the tools/list page ceiling; 0 means DefaultMaxPages.
 	MaxPages int
 	// MaxTools is the tools/list tool ceiling; 0 means DefaultMaxTools.
 	MaxTools int
+	// MaxCatalogBytes is the budget for all definitions one ListTools keeps
+	// (DefinitionSize summed); 0 means DefaultMaxCatalogBytes. Exceeding it
+	// fails the operation with KindCatalogTooLarge.
+	MaxCatalogBytes int64
+	// MaxDefinitionBytes bounds one definition (DefinitionSize); 0 means
+	// DefaultMaxDefinitionBytes. A larger one is skipped with
+	// SkipDefinitionTooLarge.
+	MaxDefinitionBytes int64
 }
 
 // Options configure a Client.
@@ -48,7 +69,11 @@ type Options struct {
 	HTTPClient *http.Client
 	// AllowPrivateNetworks lets every server reach loopback and private
 	// ranges (development and tests); link-local and metadata stay refused.
+	// It is Egress.AllowAllPrivate.
 	AllowPrivateNetworks bool
+	// Egress is the administrator's private-network policy, which a
+	// server's opt-in can only use, not extend.
+	Egress EgressPolicy
 	// ClientName and ClientVersion identify this client to servers
 	// (clientInfo, User-Agent). Defaults: "mcp-catalog-operator", "dev".
 	ClientName, ClientVersion string
@@ -68,7 +93,7 @@ type Client struct {
 	clientVersion string
 	userAgent     string
 	now           func() time.Time
-	allowPrivate  bool
+	egress        EgressPolicy
 	eras          *eraCache
 	ids           *idSource
 }
@@ -79,7 +104,7 @@ func New(opts Options) *Client {
 		clientName:    opts.ClientName,
 		clientVersion: opts.ClientVersion,
 		now:           opts.Now,
-		allowPrivate:  opts.AllowPrivateNetworks,
+		egress:        opts.Egress,
 		ids:           processIDs,
 	}
 	if c.clientName == "" {
@@ -89,6 +114,9 @@ func New(opts Options) *Client {
 		c.clientVersion = "dev"
 	}
 	c.userAgent = c.clientName + "/" + c.clientVersion
+	if opts.AllowPrivateNetworks {
+		c.egress.AllowAllPrivate = true
+	}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -167,6 +195,9 @@ const (
 	// SkipInvalidDefinition: the definition is not an object or a field has
 	// the wrong type.
 	SkipInvalidDefinition = "InvalidDefinition"
+	// SkipDefinitionTooLarge: the definition as stored exceeds
+	// Endpoint.MaxDefinitionBytes.
+	SkipDefinitionTooLarge = "DefinitionTooLarge"
 )
 
 // SkippedTool is a tool that was offered but not imported.
@@ -214,12 +245,12 @@ func WithInputSchema(schema json.RawMessage) CallOption {
 
 // operation is the state of one Probe, ListTools or CallTool.
 type operation struct {
-	c            *Client
-	ep           Endpoint
-	url          *url.URL
-	origin       string
-	budget       *budget
-	allowPrivate bool
+	c      *Client
+	ep     Endpoint
+	url    *url.URL
+	origin string
+	budget *budget
+	grant  grant
 
 	era          era
 	version      string
@@ -234,7 +265,7 @@ type operation struct {
 
 // begin validates the endpoint and starts the budget. Nothing is sent.
 func (c *Client) begin(ep Endpoint) (*operation, error) {
-	o := &operation{c: c, ep: ep, allowPrivate: c.allowPrivate || ep.AllowPrivateNetwork}
+	o := &operation{c: c, ep: ep, grant: c.egress.grantFor(ep.Namespace, ep.AllowPrivateNetwork)}
 	u, err := url.Parse(ep.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return nil, o.failDetail(KindInvalidEndpoint, "", "URL must be an absolute http or https URL")
@@ -333,11 +364,12 @@ func (c *Client) ListTools(ctx context.Context, ep Endpoint) (*Catalog, error) {
 	if err := o.connect(ctx, true); err != nil {
 		return nil, err
 	}
-	raw, pages, err := o.listTools(ctx)
+	b := newCatalogBuilder(ep.MaxCatalogBytes, ep.MaxDefinitionBytes)
+	pages, err := o.listTools(ctx, b)
 	if err != nil {
 		return nil, err
 	}
-	tools, skipped := buildCatalog(raw)
+	tools, skipped := b.finish()
 	return &Catalog{Probe: o.probe, Tools: tools, Skipped: skipped, Pages: pages}, nil
 }
 

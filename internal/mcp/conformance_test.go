@@ -51,6 +51,8 @@ func confChecklist() []confCheck {
 		{"tools/page-ceiling", checkPageCeiling},
 		{"tools/repeated-cursor", checkRepeatedCursor},
 		{"tools/tool-ceiling", checkToolCeiling},
+		{"tools/catalog-byte-budget", checkCatalogBudget},
+		{"tools/definition-bound", checkDefinitionBound},
 		{"tools/schema-normalised-off-wire", checkSchemaOffWire},
 		{"tools/invalid-schema-skipped", checkInvalidSchemaSkipped},
 		{"tools/invalid-and-duplicate-names-skipped", checkNamesSkipped},
@@ -628,6 +630,94 @@ func checkToolCeiling(t *testing.T, h *confHarness) {
 	confEqual(t, "limit", e.Limit, h.ep.MaxTools)
 	// Four tools a page: the page that crosses the ceiling is the last read.
 	confEqual(t, "pages fetched", h.srv.count("tools/list"), h.ep.MaxTools/4+1)
+}
+
+// bulkyTool is a valid definition whose nested property descriptions, which
+// normalisation keeps, make it about size bytes as stored.
+func bulkyTool(name string, size int) map[string]any {
+	text := strings.Repeat("d", size/4)
+	inner := map[string]any{"type": "object", "description": text, "properties": map[string]any{
+		"leaf": map[string]any{"type": "string", "description": text},
+	}}
+	return map[string]any{
+		"name":        name,
+		"description": "short",
+		"inputSchema": map[string]any{"type": "object", "description": text, "properties": map[string]any{
+			"outer": map[string]any{"type": "object", "description": text, "properties": map[string]any{"inner": inner}},
+		}},
+	}
+}
+
+// The byte budget counts what is kept, page by page: the import fails with
+// its own kind on the page that crosses it, and pages after it are not
+// fetched. A catalog exactly at the budget is accepted.
+func checkCatalogBudget(t *testing.T, h *confHarness) {
+	const perPage, pages = 4, 10
+	h.ep.MaxTools, h.ep.MaxPages = 1000, 100
+	h.srv.pages = func(c *string) ([]any, any) {
+		n := 0
+		if c != nil {
+			_, _ = fmt.Sscanf(*c, "p%d", &n)
+		}
+		var tools []any
+		for i := range perPage {
+			tools = append(tools, bulkyTool(fmt.Sprintf("t%d_%d", n, i), 8<<10))
+		}
+		if n+1 == pages {
+			return tools, nil
+		}
+		return tools, fmt.Sprintf("p%d", n+1)
+	}
+	// The same catalog within the default bounds, to learn its stored size.
+	whole, err := h.cl.ListTools(h.ctx(t), h.ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, tool := range whole.Tools {
+		total += mcp.DefinitionSize(tool)
+	}
+	confEqual(t, "tools", len(whole.Tools), perPage*pages)
+	if total < 8<<10*perPage*pages {
+		t.Fatalf("stored size %d: nested descriptions were not counted", total)
+	}
+	h.ep.MaxCatalogBytes = total
+	if _, err := h.cl.ListTools(h.ctx(t), h.ep); err != nil {
+		t.Fatalf("a catalog exactly at the budget was refused: %v", err)
+	}
+
+	before := h.srv.count("tools/list")
+	// Room for two and a half pages: the third page crosses the budget.
+	h.ep.MaxCatalogBytes = total * 5 / (2 * pages)
+	cat, err := h.cl.ListTools(h.ctx(t), h.ep)
+	if cat != nil {
+		t.Fatal("a partial catalog was returned")
+	}
+	e := confWantKind(t, h, err, mcp.KindCatalogTooLarge)
+	confEqual(t, "limit", int64(e.Limit), h.ep.MaxCatalogBytes)
+	confEqual(t, "pages fetched", h.srv.count("tools/list")-before, 3)
+}
+
+// A definition over the per-definition bound, counted with its nested
+// descriptions, is skipped with its own reason; the others are imported.
+func checkDefinitionBound(t *testing.T, h *confHarness) {
+	h.srv.pages = func(*string) ([]any, any) {
+		return []any{bulkyTool("huge", 64<<10), confTool("small"), bulkyTool("medium", 8<<10)}, nil
+	}
+	h.ep.MaxDefinitionBytes = 32 << 10
+	c, err := h.cl.ListTools(h.ctx(t), h.ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range c.Tools {
+		names = append(names, tool.Name)
+		if mcp.DefinitionSize(tool) > h.ep.MaxDefinitionBytes {
+			t.Errorf("%s kept at %d bytes", tool.Name, mcp.DefinitionSize(tool))
+		}
+	}
+	confEqual(t, "imported", strings.Join(names, ","), "small,medium")
+	confEqual(t, "skipped", fmt.Sprint(c.Skipped), fmt.Sprint([]mcp.SkippedTool{{Name: "huge", Reason: mcp.SkipDefinitionTooLarge}}))
 }
 
 func checkSchemaOffWire(t *testing.T, h *confHarness) {

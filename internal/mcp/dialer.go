@@ -2,11 +2,15 @@ package mcp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -64,24 +68,82 @@ var (
 		netip.MustParsePrefix("::/128"),         // unspecified
 		netip.MustParsePrefix("fc00::/7"),       // unique-local
 	}
-	// nat64Prefix embeds an IPv4 address in its last 32 bits; the embedded
-	// address is classified too so 64:ff9b::a9fe:a9fe is metadata.
-	nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
+	// Prefixes of IPv6 forms that carry an IPv4 address. The embedded
+	// address is where the packets end up (through a translator or a
+	// tunnel), so it is classified exactly as the IPv4 address itself.
+	compatPrefix    = netip.MustParsePrefix("::/96")          // IPv4-compatible (deprecated)
+	nat64Prefix     = netip.MustParsePrefix("64:ff9b::/96")   // NAT64 well-known
+	nat64Local      = netip.MustParsePrefix("64:ff9b:1::/48") // NAT64 local-use
+	sixToFour       = netip.MustParsePrefix("2002::/16")      // 6to4
+	teredoPrefix    = netip.MustParsePrefix("2001::/32")      // Teredo
+	ipv6Loopback    = netip.IPv6Loopback()
+	ipv6Unspecified = netip.IPv6Unspecified()
 )
 
-// classifyAddr decides the class of one resolved address.
+// embeddedIPv4 returns the IPv4 addresses an IPv6 address carries, if it is
+// one of the forms that do. ip must already be unmapped (an IPv4-mapped
+// address is IPv4 by then).
+func embeddedIPv4(ip netip.Addr) []netip.Addr {
+	if !ip.Is6() {
+		return nil
+	}
+	b := ip.As16()
+	v4 := func(i, j, k, l int) netip.Addr { return netip.AddrFrom4([4]byte{b[i], b[j], b[k], b[l]}) }
+	switch {
+	case nat64Prefix.Contains(ip):
+		return []netip.Addr{v4(12, 13, 14, 15)}
+	case nat64Local.Contains(ip):
+		// RFC 6052 places the IPv4 address after the prefix, skipping bits
+		// 64-71. The local-use /48 may be used as is or with a longer
+		// prefix carved out of it, and the address alone does not say
+		// which. When bits 48-95 are zero only a /96 layout fits;
+		// otherwise every position a prefix within the /48 can use is
+		// classified, and all zeros at a position means nothing is there.
+		if b[6]|b[7]|b[8]|b[9]|b[10]|b[11] == 0 {
+			return []netip.Addr{v4(12, 13, 14, 15)}
+		}
+		var out []netip.Addr
+		for _, a := range []netip.Addr{v4(6, 7, 9, 10), v4(7, 9, 10, 11), v4(9, 10, 11, 12), v4(12, 13, 14, 15)} {
+			if !a.IsUnspecified() {
+				out = append(out, a)
+			}
+		}
+		return out
+	case sixToFour.Contains(ip):
+		return []netip.Addr{v4(2, 3, 4, 5)}
+	case teredoPrefix.Contains(ip):
+		// Bits 32-63 are the Teredo server; the client's address is the
+		// last 32 bits, inverted.
+		client := netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]})
+		return []netip.Addr{v4(4, 5, 6, 7), client}
+	case compatPrefix.Contains(ip) && ip != ipv6Loopback && ip != ipv6Unspecified:
+		return []netip.Addr{v4(12, 13, 14, 15)}
+	}
+	return nil
+}
+
+// destinations are the addresses a connection to ip reaches: ip itself and
+// any IPv4 address it carries.
+func destinations(ip netip.Addr) []netip.Addr {
+	ip = ip.Unmap().WithZone("")
+	return append([]netip.Addr{ip}, embeddedIPv4(ip)...)
+}
+
+// classifyAddr decides the class of one resolved address: the most
+// restrictive class of the address and of every IPv4 address it carries.
 func classifyAddr(ip netip.Addr) addressClass {
 	if !ip.IsValid() {
 		return classForbidden
 	}
-	ip = ip.Unmap().WithZone("")
-	if ip.Is6() && nat64Prefix.Contains(ip) {
-		b := ip.As16()
-		embedded := netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
-		if c := classifyAddr(embedded); c != classPublic {
-			return c
-		}
+	worst := classPublic
+	for _, d := range destinations(ip) {
+		worst = max(worst, classifyOne(d))
 	}
+	return worst
+}
+
+// classifyOne classifies an address by its own value only.
+func classifyOne(ip netip.Addr) addressClass {
 	for _, m := range metadataAddrs {
 		if ip == m {
 			return classForbidden
@@ -100,16 +162,25 @@ func classifyAddr(ip netip.Addr) addressClass {
 	return classPublic
 }
 
-// addrAllowed reports whether ip may be dialled under the given opt-in.
-func addrAllowed(ip netip.Addr, allowPrivate bool) bool {
-	switch classifyAddr(ip) {
-	case classPublic:
-		return true
-	case classPrivate:
-		return allowPrivate
-	default:
+// addrAllowed reports whether ip may be dialled under a grant: public
+// destinations always, forbidden ones never, private ones only within what
+// the grant allows. An address that carries an IPv4 address is allowed only
+// if both it and the carried address are.
+func addrAllowed(ip netip.Addr, g grant) bool {
+	if !ip.IsValid() {
 		return false
 	}
+	for _, d := range destinations(ip) {
+		switch classifyOne(d) {
+		case classForbidden:
+			return false
+		case classPrivate:
+			if !g.permits(d) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // BlockedAddressError is returned by the dialer when the resolved address of
@@ -117,32 +188,141 @@ func addrAllowed(ip netip.Addr, allowPrivate bool) bool {
 type BlockedAddressError struct {
 	// Addr is the refused address.
 	Addr netip.Addr
-	// Private is true when the address would be allowed with the private
-	// network opt-in (loopback, RFC 1918, ...); false for addresses that are
-	// never allowed (link-local, metadata, ...).
+	// Private is true when the address is private (loopback, RFC 1918,
+	// ...): the server's opt-in within the administrator's ranges would
+	// allow it. False for addresses that are never allowed (link-local,
+	// metadata, ...).
 	Private bool
 }
 
 func (e *BlockedAddressError) Error() string {
 	if e.Private {
-		return "dial refused: private or loopback address without opt-in"
+		return "dial refused: private or loopback address outside what the server may reach"
 	}
 	return "dial refused: link-local, metadata or reserved address"
 }
 
-// policyKey carries the per-request address policy from the operation to the
-// dialer through the request context.
-type policyKey struct{}
-
-// withAllowPrivate records on ctx whether private addresses may be dialled.
-func withAllowPrivate(ctx context.Context, allow bool) context.Context {
-	return context.WithValue(ctx, policyKey{}, allow)
+// EgressPolicy is the cluster administrator's decision about which private
+// networks the client may reach. A server's own opt-in (an Endpoint's
+// AllowPrivateNetwork, set by whoever wrote the McpServer) can only use what
+// this policy allows; without the opt-in no private address is dialled.
+// Link-local and metadata addresses are refused under every policy.
+type EgressPolicy struct {
+	// AllowAllPrivate lets every server reach every private range, loopback
+	// included, with or without its own opt-in. Development and tests only.
+	AllowAllPrivate bool
+	// PrivateCIDRs are the private ranges a server that opts in may reach.
+	PrivateCIDRs []netip.Prefix
+	// NamespaceCIDRs are further private ranges a server that opts in may
+	// reach when it is in the namespace named by the key.
+	NamespaceCIDRs map[string][]netip.Prefix
 }
 
-// allowPrivateFrom reads the policy; absent means "not allowed".
-func allowPrivateFrom(ctx context.Context) bool {
-	v, _ := ctx.Value(policyKey{}).(bool)
-	return v
+// grantFor is what one operation may reach.
+func (p EgressPolicy) grantFor(namespace string, optIn bool) grant {
+	switch {
+	case p.AllowAllPrivate:
+		return grant{all: true, key: "all"}
+	case !optIn:
+		return grant{key: "none"}
+	}
+	prefixes := append(append([]netip.Prefix(nil), p.PrivateCIDRs...), p.NamespaceCIDRs[namespace]...)
+	if len(prefixes) == 0 {
+		return grant{key: "none"}
+	}
+	parts := make([]string, len(prefixes))
+	for i, pr := range prefixes {
+		parts[i] = pr.Masked().String()
+	}
+	slices.Sort(parts)
+	return grant{prefixes: prefixes, key: "cidrs:" + strings.Join(slices.Compact(parts), ",")}
+}
+
+// Permits reports whether the policy lets a server in namespace, with or
+// without its own opt-in, dial ip.
+func (p EgressPolicy) Permits(namespace string, optIn bool, ip netip.Addr) bool {
+	return addrAllowed(ip, p.grantFor(namespace, optIn))
+}
+
+// ParseCIDRs reads a comma-separated list of CIDRs ("10.0.0.0/8,fd00::/8").
+// Link-local and metadata addresses stay refused whatever the list holds.
+func ParseCIDRs(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("invalid CIDR %q: %w", f, err)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// ParseNamespaceCIDRs reads "ns=cidr,cidr;ns2=cidr" into per-namespace lists.
+func ParseNamespaceCIDRs(s string) (map[string][]netip.Prefix, error) {
+	out := map[string][]netip.Prefix{}
+	for _, entry := range strings.Split(s, ";") {
+		if entry = strings.TrimSpace(entry); entry == "" {
+			continue
+		}
+		ns, cidrs, ok := strings.Cut(entry, "=")
+		ns = strings.TrimSpace(ns)
+		if !ok || ns == "" {
+			return nil, fmt.Errorf("invalid entry %q: want namespace=cidr[,cidr...]", entry)
+		}
+		ps, err := ParseCIDRs(cidrs)
+		if err != nil {
+			return nil, fmt.Errorf("namespace %s: %w", ns, err)
+		}
+		out[ns] = append(out[ns], ps...)
+	}
+	return out, nil
+}
+
+// grant is the set of private destinations one operation may dial.
+type grant struct {
+	all      bool
+	prefixes []netip.Prefix
+	// key names the grant, so that connections are pooled per grant.
+	key string
+}
+
+func (g grant) permits(ip netip.Addr) bool {
+	if g.all {
+		return true
+	}
+	for _, p := range g.prefixes {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// policyKey carries the per-request grant from the operation to the dialer
+// through the request context.
+type policyKey struct{}
+
+// withGrant records on ctx which private destinations may be dialled.
+func withGrant(ctx context.Context, g grant) context.Context {
+	return context.WithValue(ctx, policyKey{}, g)
+}
+
+// grantFrom reads the grant; absent means no private destination.
+func grantFrom(ctx context.Context) grant {
+	g, _ := ctx.Value(policyKey{}).(grant)
+	return g
+}
+
+// withAllowPrivate is withGrant for all or no private destinations.
+func withAllowPrivate(ctx context.Context, allow bool) context.Context {
+	if allow {
+		return withGrant(ctx, grant{all: true, key: "all"})
+	}
+	return withGrant(ctx, grant{key: "none"})
 }
 
 // safeDialer resolves a host, checks every resolved address, and dials only
@@ -165,7 +345,7 @@ func newSafeDialer() *safeDialer {
 			if err != nil {
 				return fmt.Errorf("dial refused: unparsable address: %w", err)
 			}
-			if !addrAllowed(ap.Addr(), allowPrivateFrom(ctx)) {
+			if !addrAllowed(ap.Addr(), grantFrom(ctx)) {
 				return &BlockedAddressError{Addr: ap.Addr(), Private: classifyAddr(ap.Addr()) == classPrivate}
 			}
 			return nil
@@ -185,7 +365,7 @@ func (d *safeDialer) DialContext(ctx context.Context, network, address string) (
 	if err != nil {
 		return nil, err
 	}
-	allowPrivate := allowPrivateFrom(ctx)
+	g := grantFrom(ctx)
 	var addrs []netip.Addr
 	if ip, perr := netip.ParseAddr(host); perr == nil {
 		addrs = []netip.Addr{ip}
@@ -201,7 +381,7 @@ func (d *safeDialer) DialContext(ctx context.Context, network, address string) (
 	// One refused address refuses the host: a name that resolves to both a
 	// public and a metadata address is an attack, not a fallback.
 	for _, ip := range addrs {
-		if !addrAllowed(ip, allowPrivate) {
+		if !addrAllowed(ip, g) {
 			return nil, &BlockedAddressError{Addr: ip.Unmap(), Private: classifyAddr(ip) == classPrivate}
 		}
 	}
@@ -219,38 +399,79 @@ func (d *safeDialer) DialContext(ctx context.Context, network, address string) (
 	return nil, errors.Join(errs...)
 }
 
-// policyTransport keeps two connection pools, one per address policy, so that
-// a connection dialled for a server with the private-network opt-in is never
-// reused by a request for a server without it.
+// policyTransport keeps one connection pool per grant, so that a connection
+// dialled for a server allowed a private network is never reused by a
+// request for a server that is not. The number of grants is bounded by the
+// namespaces the administrator configured, plus two.
 type policyTransport struct {
-	strict, permissive *http.Transport
+	mu    sync.Mutex
+	mk    func() *http.Transport
+	pools map[string]*http.Transport
 }
 
 func newPolicyTransport(d *safeDialer) *policyTransport {
-	mk := func() *http.Transport {
-		return &http.Transport{
-			// No proxy: a proxy would make the dialer check the proxy's
-			// address instead of the server's.
-			Proxy:                 nil,
-			DialContext:           d.DialContext,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          64,
-			MaxIdleConnsPerHost:   4,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ExpectContinueTimeout: time.Second,
-			ResponseHeaderTimeout: 0, // the leg deadline bounds the wait
-			// Bodies are capped after decoding either way; not asking for
-			// gzip keeps decompression bombs off the table entirely.
-			DisableCompression: true,
-		}
+	return &policyTransport{mk: func() *http.Transport { return guardedTransport(d) }, pools: map[string]*http.Transport{}}
+}
+
+// guardedTransport is an http.Transport that dials through d and never
+// through a proxy.
+func guardedTransport(d *safeDialer) *http.Transport {
+	return &http.Transport{
+		// No proxy: a proxy would make the dialer check the proxy's
+		// address instead of the server's.
+		Proxy:                 nil,
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          64,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: 0, // the leg deadline bounds the wait
+		// Bodies are capped after decoding either way; not asking for
+		// gzip keeps decompression bombs off the table entirely.
+		DisableCompression: true,
 	}
-	return &policyTransport{strict: mk(), permissive: mk()}
+}
+
+func (p *policyTransport) pool(key string) *http.Transport {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.pools[key]
+	if !ok {
+		t = p.mk()
+		p.pools[key] = t
+	}
+	return t
 }
 
 func (p *policyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if allowPrivateFrom(req.Context()) {
-		return p.permissive.RoundTrip(req)
+	g := grantFrom(req.Context())
+	key := g.key
+	if key == "" {
+		key = "none"
 	}
-	return p.strict.RoundTrip(req)
+	return p.pool(key).RoundTrip(req)
+}
+
+// NewGuardedTransport returns a transport for clients outside this package
+// (the token exchange) that dials through the same guard as the MCP client,
+// never through a proxy, with tlsConfig (nil: the defaults). What a request
+// may reach is the grant WithEgress put on its context; a request without
+// one reaches public addresses only.
+func NewGuardedTransport(tlsConfig *tls.Config) http.RoundTripper {
+	d := newSafeDialer()
+	return &policyTransport{mk: func() *http.Transport {
+		t := guardedTransport(d)
+		if tlsConfig != nil {
+			t.TLSClientConfig = tlsConfig.Clone()
+		}
+		return t
+	}, pools: map[string]*http.Transport{}}
+}
+
+// WithEgress records on ctx what policy lets a peer of namespace reach,
+// given that peer's own opt-in, for a transport from NewGuardedTransport.
+func WithEgress(ctx context.Context, policy EgressPolicy, namespace string, optIn bool) context.Context {
+	return withGrant(ctx, policy.grantFor(namespace, optIn))
 }

@@ -65,10 +65,11 @@ func TestClassifyAddr(t *testing.T) {
 	if classifyAddr(netip.Addr{}) != classForbidden {
 		t.Error("the zero address is not forbidden")
 	}
-	if !addrAllowed(netip.MustParseAddr("10.0.0.1"), true) || addrAllowed(netip.MustParseAddr("10.0.0.1"), false) {
+	all, none := grant{all: true}, grant{}
+	if !addrAllowed(netip.MustParseAddr("10.0.0.1"), all) || addrAllowed(netip.MustParseAddr("10.0.0.1"), none) {
 		t.Error("private opt-in not honoured")
 	}
-	if addrAllowed(netip.MustParseAddr("169.254.169.254"), true) {
+	if addrAllowed(netip.MustParseAddr("169.254.169.254"), all) {
 		t.Error("metadata allowed with the private opt-in")
 	}
 }
@@ -191,7 +192,7 @@ func TestPolicyTransportSeparatesPools(t *testing.T) {
 			return (&net.Dialer{}).DialContext(ctx, network, addr)
 		}}
 	}
-	pt := &policyTransport{strict: mk("strict"), permissive: mk("permissive")}
+	pt := &policyTransport{pools: map[string]*http.Transport{"none": mk("strict"), "all": mk("permissive")}}
 	for _, allow := range []bool{false, true, false, true} {
 		req, _ := http.NewRequestWithContext(withAllowPrivate(t.Context(), allow), http.MethodGet, srv.URL, nil)
 		resp, err := pt.RoundTrip(req)

@@ -77,6 +77,9 @@ const (
 	KindRepeatedCursor Kind = "RepeatedCursor"
 	// KindToolLimit: tools/list offered more tools than the tool ceiling.
 	KindToolLimit Kind = "ToolLimit"
+	// KindCatalogTooLarge: the definitions tools/list offered exceed the
+	// catalog byte budget (Endpoint.MaxCatalogBytes); Limit is the budget.
+	KindCatalogTooLarge Kind = "CatalogTooLarge"
 )
 
 // Error is the failure of one MCP operation. Its Error text names the server
@@ -103,8 +106,8 @@ type Error struct {
 	RPCData json.RawMessage
 	// Budget is the operation's whole budget, set for KindBudgetExhausted.
 	Budget time.Duration
-	// Limit is the ceiling that was hit, set for KindPageLimit, KindToolLimit
-	// and KindOversized (bytes).
+	// Limit is the ceiling that was hit, set for KindPageLimit, KindToolLimit,
+	// KindOversized (bytes) and KindCatalogTooLarge (bytes).
 	Limit int
 	// Challenged is set on KindUnauthorized when the 401 carried a
 	// WWW-Authenticate challenge: the server is up and asks for a
@@ -216,6 +219,8 @@ func kindPhrase(k Kind) string {
 		return "tools/list repeated a cursor"
 	case KindToolLimit:
 		return "tools/list tool limit reached"
+	case KindCatalogTooLarge:
+		return "tools/list catalog byte budget exceeded"
 	default:
 		return "failed"
 	}

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -120,8 +121,12 @@ func startPeer(t *testing.T, p peer, change func(*mcpserver.Options)) *mcpserver
 	return mcpserver.Start(t, o)
 }
 
+// loopbackEgress is an administrator's policy that lets servers which opt in
+// reach loopback, where the test servers listen.
+var loopbackEgress = mcp.EgressPolicy{PrivateCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
+
 // endpoint is the usual endpoint of a peer: loopback allowed for this server
-// only, no credential.
+// only (within loopbackEgress), no credential.
 func endpoint(srv *mcpserver.Server) mcp.Endpoint {
 	return mcp.Endpoint{
 		Name:                "peer",
@@ -134,7 +139,7 @@ func endpoint(srv *mcpserver.Server) mcp.Endpoint {
 }
 
 func newClient() *mcp.Client {
-	return mcp.New(mcp.Options{ClientName: "peers-test", ClientVersion: "0.0.1"})
+	return mcp.New(mcp.Options{ClientName: "peers-test", ClientVersion: "0.0.1", Egress: loopbackEgress})
 }
 
 func forEachPeer(t *testing.T, f func(t *testing.T, p peer)) {

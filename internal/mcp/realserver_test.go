@@ -213,7 +213,7 @@ func TestRealHTTPOperations(t *testing.T) {
 		t.Run(e.name, func(t *testing.T) {
 			s := newRSServer(e.modern, e.sse, 25, 10)
 			srv := s.start(t)
-			cl := mcp.New(mcp.Options{})
+			cl := mcp.New(mcp.Options{Egress: loopbackEgress})
 			ep := mcp.Endpoint{Name: "e2e/" + e.name, URL: srv.URL + "/mcp", AllowPrivateNetwork: true}
 			p, err := cl.Probe(t.Context(), ep)
 			if err != nil {
@@ -262,8 +262,11 @@ func TestLoopbackNeedsOptIn(t *testing.T) {
 		t.Fatalf("manager-wide opt-in: %v", err)
 	}
 	ep.AllowPrivateNetwork = true
-	if _, err := mcp.New(mcp.Options{}).Probe(t.Context(), ep); err != nil {
-		t.Fatalf("per-server opt-in: %v", err)
+	if _, err := mcp.New(mcp.Options{}).Probe(t.Context(), ep); mcp.KindOf(err) != mcp.KindBlockedAddress {
+		t.Fatalf("per-server opt-in outside the administrator's ranges: %v", err)
+	}
+	if _, err := mcp.New(mcp.Options{Egress: loopbackEgress}).Probe(t.Context(), ep); err != nil {
+		t.Fatalf("per-server opt-in within the administrator's ranges: %v", err)
 	}
 	// A hostname that resolves to loopback is refused the same way: the
 	// check is on the resolved address, not on the name.
@@ -290,7 +293,7 @@ func benchmarkOperation(b *testing.B, op func(*mcp.Client, mcp.Endpoint) error) 
 	for _, e := range rsEras {
 		b.Run(e.name, func(b *testing.B) {
 			srv := newRSServer(e.modern, e.sse, 120, 50).start(b)
-			cl := mcp.New(mcp.Options{})
+			cl := mcp.New(mcp.Options{Egress: loopbackEgress})
 			ep := mcp.Endpoint{Name: "bench", URL: srv.URL, AllowPrivateNetwork: true}
 			b.ReportAllocs()
 			for b.Loop() {

@@ -109,7 +109,7 @@ func (o *operation) exchange(ctx context.Context, l leg) (*legResult, error) {
 
 	// The leg's context carries the address policy to the dialer and the
 	// leg's share of the budget; cancelling it also ends a lingering stream.
-	legCtx, cancel := context.WithTimeout(withAllowPrivate(ctx, o.allowPrivate), o.budget.legTimeout())
+	legCtx, cancel := context.WithTimeout(withGrant(ctx, o.grant), o.budget.legTimeout())
 	defer cancel()
 	req, err := http.NewRequestWithContext(legCtx, httpMethod, o.url.String(), body)
 	if err != nil {
@@ -353,7 +353,7 @@ func (o *operation) transportErr(ctx, legCtx context.Context, method string, err
 	if errors.As(err, &blocked) {
 		e := &Error{Kind: KindBlockedAddress, Server: o.ep.Name, Method: method, Err: err}
 		if blocked.Private {
-			e.Detail = "private or loopback address; the server has no private-network opt-in"
+			e.Detail = "private or loopback address: without the server's private-network opt-in, or outside the ranges the administrator allows"
 		} else {
 			e.Detail = "link-local, metadata or reserved address"
 		}

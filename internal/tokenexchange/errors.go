@@ -29,6 +29,10 @@ const (
 
 	// KindUnreachable: no HTTP exchange completed (DNS, connect, TLS, reset).
 	KindUnreachable Kind = "Unreachable"
+	// KindBlockedAddress: the endpoint resolves to an address the egress
+	// policy refuses (private outside the administrator's ranges, loopback,
+	// link-local, metadata). Err is the *mcp.BlockedAddressError.
+	KindBlockedAddress Kind = "BlockedAddress"
 	// KindTimeout: the context's deadline or Options.Timeout passed.
 	KindTimeout Kind = "Timeout"
 	// KindCancelled: the caller cancelled the context.
@@ -158,6 +162,8 @@ func kindPhrase(k Kind) string {
 		return "scope not allowed"
 	case KindUnreachable:
 		return "token endpoint unreachable"
+	case KindBlockedAddress:
+		return "token endpoint address is blocked"
 	case KindTimeout:
 		return "timed out"
 	case KindCancelled:

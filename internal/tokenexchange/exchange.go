@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/secret"
 )
 
@@ -68,6 +69,9 @@ type Request struct {
 	// Resource is the MCP server URL (RFC 8707); optional, absolute, no
 	// fragment.
 	Resource string
+	// Namespace is where the delegation profile lives; it selects the
+	// per-namespace private ranges of Options.Egress.
+	Namespace string
 }
 
 // Allowed is a policy input: the audiences and scopes one party (the
@@ -88,6 +92,15 @@ type Options struct {
 	// RootCAs replaces the system roots for TLS verification of the token
 	// endpoint. nil uses the system roots.
 	RootCAs *x509.CertPool
+	// Egress is the administrator's private-network policy. Token endpoints
+	// are dialled through the MCP client's address guard: a private one is
+	// reached only within the ranges it allows for Request.Namespace, and
+	// link-local and metadata addresses never. Ignored with HTTPClient.
+	Egress mcp.EgressPolicy
+	// Proxy, if set, is the HTTP proxy every exchange goes through; the
+	// proxy then decides what is reachable. HTTP_PROXY and HTTPS_PROXY in
+	// the environment are never used: a proxy is an explicit decision.
+	Proxy *url.URL
 	// AllowHTTP permits a plain http token endpoint (development and tests).
 	// The client secret and subject token then travel in clear text.
 	AllowHTTP bool
@@ -107,6 +120,7 @@ type Options struct {
 // Client performs token exchanges. It is safe for concurrent use.
 type Client struct {
 	hc              *http.Client
+	egress          mcp.EgressPolicy
 	allowHTTP       bool
 	maxBytes        int64
 	defaultLifetime time.Duration
@@ -123,6 +137,7 @@ func New(opts Options) (*Client, error) {
 	}
 	c := &Client{
 		allowHTTP:       opts.AllowHTTP,
+		egress:          opts.Egress,
 		maxBytes:        opts.MaxResponseBytes,
 		defaultLifetime: opts.DefaultLifetime,
 		timeout:         opts.Timeout,
@@ -144,13 +159,18 @@ func New(opts Options) (*Client, error) {
 	if opts.HTTPClient != nil {
 		hc = *opts.HTTPClient
 	} else {
-		hc.Transport = &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
-			TLSClientConfig:     &tls.Config{RootCAs: opts.RootCAs, MinVersion: tls.VersionTLS12},
-			ForceAttemptHTTP2:   true,
-			TLSHandshakeTimeout: 10 * time.Second,
-			IdleConnTimeout:     90 * time.Second,
-			MaxIdleConns:        16,
+		tlsConfig := &tls.Config{RootCAs: opts.RootCAs, MinVersion: tls.VersionTLS12}
+		if opts.Proxy != nil {
+			hc.Transport = &http.Transport{
+				Proxy:               http.ProxyURL(opts.Proxy),
+				TLSClientConfig:     tlsConfig,
+				ForceAttemptHTTP2:   true,
+				TLSHandshakeTimeout: 10 * time.Second,
+				IdleConnTimeout:     90 * time.Second,
+				MaxIdleConns:        16,
+			}
+		} else {
+			hc.Transport = mcp.NewGuardedTransport(tlsConfig)
 		}
 	}
 	// A redirect would resend the form (subject token included) and, for
@@ -198,6 +218,9 @@ func (c *Client) Exchange(ctx context.Context, req Request, profile, actor Allow
 
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	// A token endpoint is the administrator's to allow, not the tenant's:
+	// it is reached within the administrator's ranges, as if opted in.
+	ctx = mcp.WithEgress(ctx, c.egress, req.Namespace, true)
 
 	form := url.Values{}
 	form.Set("grant_type", GrantTypeTokenExchange)
@@ -307,7 +330,10 @@ func (c *Client) checkRequest(req Request) (string, error) {
 // decides between timeout and cancellation because the transport's own error
 // wraps it inconsistently.
 func transportError(ctx context.Context, err error, status int) error {
+	var blocked *mcp.BlockedAddressError
 	switch {
+	case errors.As(err, &blocked):
+		return &Error{Kind: KindBlockedAddress, StatusCode: status, Err: err}
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		return &Error{Kind: KindTimeout, StatusCode: status, Err: err}
 	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):

@@ -595,8 +595,10 @@ func TestEndpointQueryIsKept(t *testing.T) {
 func TestTLSTrust(t *testing.T) {
 	as := newTestAS(t)
 
-	// System roots do not trust the test certificate.
-	c, err := te.New(te.Options{})
+	// System roots do not trust the test certificate. The test server is on
+	// loopback, which the administrator's policy must allow.
+	loopback := mcp.EgressPolicy{AllowAllPrivate: true}
+	c, err := te.New(te.Options{Egress: loopback})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,7 +613,7 @@ func TestTLSTrust(t *testing.T) {
 
 	pool := x509.NewCertPool()
 	pool.AddCert(as.srv.Certificate())
-	c, err = te.New(te.Options{RootCAs: pool})
+	c, err = te.New(te.Options{RootCAs: pool, Egress: loopback})
 	if err != nil {
 		t.Fatal(err)
 	}

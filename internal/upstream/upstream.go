@@ -65,8 +65,10 @@ func Endpoint(srv *mcpv1alpha1.McpServer, cred *mcp.Credential) mcp.Endpoint {
 		Credential:              cred,
 		AllowInsecureCredential: srv.Spec.AllowCredentialOverHTTP,
 		AllowPrivateNetwork:     srv.Spec.AllowPrivateNetwork,
+		Namespace:               srv.Namespace,
 		MaxPages:                int(srv.Spec.Import.MaxPages),
 		MaxTools:                int(srv.Spec.Import.MaxTools),
+		MaxCatalogBytes:         srv.Spec.Import.MaxCatalogBytes,
 	}
 	if srv.Spec.OperationTimeout != nil {
 		ep.Timeout = srv.Spec.OperationTimeout.Duration

@@ -21,15 +21,15 @@ func TestEndpoint(t *testing.T) {
 			AllowCredentialOverHTTP: true,
 			AllowPrivateNetwork:     true,
 			OperationTimeout:        &metav1.Duration{Duration: 7 * time.Second},
-			Import:                  mcpv1alpha1.ImportSettings{MaxPages: 3, MaxTools: 40},
+			Import:                  mcpv1alpha1.ImportSettings{MaxPages: 3, MaxTools: 40, MaxCatalogBytes: 1 << 20},
 		},
 	}
 	cred := &mcp.Credential{Header: "X-Api-Key", Value: secret.New("k")}
 	got := Endpoint(srv, cred)
 	want := mcp.Endpoint{
 		Name: "team/records", URL: "http://records.team.svc/mcp", Credential: cred,
-		AllowInsecureCredential: true, AllowPrivateNetwork: true,
-		Timeout: 7 * time.Second, MaxPages: 3, MaxTools: 40,
+		AllowInsecureCredential: true, AllowPrivateNetwork: true, Namespace: "team",
+		Timeout: 7 * time.Second, MaxPages: 3, MaxTools: 40, MaxCatalogBytes: 1 << 20,
 	}
 	if got != want {
 		t.Errorf("Endpoint = %+v, want %+v", got, want)

@@ -280,4 +280,19 @@ networkPolicy:
 `,
 		check: checkMetricsOff,
 	},
+	{
+		name: "admin-egress",
+		values: `
+privateNetworks:
+  allowedCIDRs: [10.0.0.0/8, fd00::/8]
+  namespaceCIDRs:
+    team-b: [192.168.10.0/24]
+    team-a: [172.20.0.0/16, 127.0.0.1/32]
+tokenEndpointProxy: http://proxy.internal:3128
+resources:
+  limits:
+    memory: 512Mi
+`,
+		check: checkEgress,
+	},
 }

@@ -197,6 +197,7 @@ func checkInvariants(t *testing.T, vs valueSet, objs []*unstructured.Unstructure
 	if c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("no memory limit: %v", c.Resources.Limits)
 	}
+	wantMemoryLimitEnv(t, c)
 	if pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken {
 		t.Error("the manager needs its ServiceAccount token mounted")
 	}
@@ -293,6 +294,46 @@ func wantArgs(t *testing.T, c *corev1.Container, want []string) {
 	t.Helper()
 	if !slices.Equal(c.Args, want) {
 		t.Errorf("manager args\n got: %q\nwant: %q", c.Args, want)
+	}
+}
+
+// wantMemoryLimitEnv: GOMEMLIMIT is the container's memory limit in bytes,
+// read by the kubelet from the container's own resources.
+func wantMemoryLimitEnv(t *testing.T, c *corev1.Container) {
+	t.Helper()
+	for _, e := range c.Env {
+		if e.Name != "GOMEMLIMIT" {
+			continue
+		}
+		ref := e.ValueFrom
+		if e.Value != "" || ref == nil || ref.ResourceFieldRef == nil {
+			t.Fatalf("GOMEMLIMIT is not read from the container's resources: %+v", e)
+		}
+		r := ref.ResourceFieldRef
+		if r.Resource != "limits.memory" || r.ContainerName != c.Name || r.Divisor.String() != "1" {
+			t.Errorf("GOMEMLIMIT from %s of %q with divisor %s, want limits.memory of %q in bytes", r.Resource, r.ContainerName, r.Divisor.String(), c.Name)
+		}
+		if c.Resources.Limits.Memory().IsZero() {
+			t.Error("GOMEMLIMIT is set without a memory limit")
+		}
+		return
+	}
+	t.Error("GOMEMLIMIT is not set")
+}
+
+func checkEgress(t *testing.T, objs []*unstructured.Unstructured) {
+	_, c := manager(t, objs)
+	for _, want := range []string{
+		"--allowed-private-cidrs=10.0.0.0/8,fd00::/8",
+		"--namespace-private-cidrs=team-a=172.20.0.0/16,127.0.0.1/32;team-b=192.168.10.0/24",
+		"--token-endpoint-proxy=http://proxy.internal:3128",
+	} {
+		if !slices.Contains(c.Args, want) {
+			t.Errorf("manager args %q lack %q", c.Args, want)
+		}
+	}
+	if got := c.Resources.Limits.Memory().String(); got != "512Mi" {
+		t.Errorf("memory limit %s, want the value's 512Mi", got)
 	}
 }
 

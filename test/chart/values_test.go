@@ -41,6 +41,10 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"gateway enabled without a TLS Secret", "gateway:\n  enabled: true", "/gateway/tls"},
 		{"service monitor CA from two sources", "metrics:\n  serviceMonitor:\n    tls:\n      ca: {secret: {name: a}, configMap: {name: b}}", "/metrics/serviceMonitor/tls/ca"},
 		{"old tlsConfig value", "metrics:\n  serviceMonitor:\n    tlsConfig: {insecureSkipVerify: true}", "'tlsConfig'"},
+		{"private range without a length", "privateNetworks:\n  allowedCIDRs: [10.0.0.1]", "/privateNetworks/allowedCIDRs/0"},
+		{"private ranges as a string", "privateNetworks:\n  allowedCIDRs: 10.0.0.0/8", "/privateNetworks/allowedCIDRs"},
+		{"namespace range that is no CIDR", "privateNetworks:\n  namespaceCIDRs:\n    team-a: [everything]", "/privateNetworks/namespaceCIDRs/team-a/0"},
+		{"token proxy that is no URL", "tokenEndpointProxy: proxy:3128", "/tokenEndpointProxy"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

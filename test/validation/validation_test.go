@@ -103,6 +103,8 @@ var _ = Describe("the API server rejects bad manifests", func() {
 		Entry("McpServer with a fragment in the url", validServer, []string{"spec.url=https://mcp.example.com/mcp#frag"}, "spec.url", "must not contain a fragment"),
 		Entry("McpServer without dataClass", validServer, []string{"spec.dataClass=<delete>"}, "spec.dataClass", "Required value"),
 		Entry("McpServer with an unknown dataClass", validServer, []string{"spec.dataClass=Secret"}, "spec.dataClass", `supported values: "Public", "Internal", "Confidential", "Restricted"`),
+		Entry("McpServer with a catalog budget above 64 MiB", validServer, []string{"spec.import.maxCatalogBytes=67108865"}, "spec.import.maxCatalogBytes", "less than or equal to 67108864"),
+		Entry("McpServer with a catalog budget below 64 KiB", validServer, []string{"spec.import.maxCatalogBytes=1024"}, "spec.import.maxCatalogBytes", "greater than or equal to 65536"),
 		Entry("McpServer with two auth modes", validServer, []string{
 			"spec.auth={bearer: {secretRef: {name: s, key: k}}, header: {name: X-Key, secretRef: {name: s, key: k}}}",
 		}, "spec.auth", "at most one of bearer, header or delegated"),
@@ -193,6 +195,7 @@ var _ = Describe("the API server accepts and defaults good manifests", func() {
 		Expect(s.Spec.HealthCheck.Interval.Duration.String()).To(Equal("1m0s"))
 		Expect(s.Spec.Import.MaxPages).To(BeNumerically(">", 0))
 		Expect(s.Spec.Import.MaxTools).To(BeNumerically(">", 0))
+		Expect(s.Spec.Import.MaxCatalogBytes).To(Equal(int64(16 << 20)))
 		// kstatus reads observedGeneration -1 as "not reconciled yet".
 		Expect(s.Status.ObservedGeneration).To(Equal(int64(-1)))
 	})

@@ -111,6 +111,10 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: interval
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+    - name: maxCatalogBytes
+      type:
+        scalar: numeric
+      default: 16777216
     - name: maxPages
       type:
         scalar: numeric

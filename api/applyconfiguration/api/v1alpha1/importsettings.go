@@ -34,6 +34,12 @@ type ImportSettingsApplyConfiguration struct {
 	MaxPages *int32 `json:"maxPages,omitempty"`
 	// maxTools is the most tools one import accepts from the server.
 	MaxTools *int32 `json:"maxTools,omitempty"`
+	// maxCatalogBytes is the budget, in bytes, for all tool definitions one
+	// import keeps, counted as stored (name, title, description and
+	// normalised input schema, nested descriptions included). An import
+	// over it fails with reason CatalogTooLarge and changes no McpTool. The
+	// default is 16 MiB; at most 64 MiB.
+	MaxCatalogBytes *int64 `json:"maxCatalogBytes,omitempty"`
 }
 
 // ImportSettingsApplyConfiguration constructs a declarative configuration of the ImportSettings type for use with
@@ -63,5 +69,13 @@ func (b *ImportSettingsApplyConfiguration) WithMaxPages(value int32) *ImportSett
 // If called multiple times, the MaxTools field is set to the value of the last call.
 func (b *ImportSettingsApplyConfiguration) WithMaxTools(value int32) *ImportSettingsApplyConfiguration {
 	b.MaxTools = &value
+	return b
+}
+
+// WithMaxCatalogBytes sets the MaxCatalogBytes field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MaxCatalogBytes field is set to the value of the last call.
+func (b *ImportSettingsApplyConfiguration) WithMaxCatalogBytes(value int64) *ImportSettingsApplyConfiguration {
+	b.MaxCatalogBytes = &value
 	return b
 }

@@ -51,9 +51,12 @@ type McpServerSpecApplyConfiguration struct {
 	// over a plain http URL. Leave it unset unless the network path is
 	// protected by other means.
 	AllowCredentialOverHTTP *bool `json:"allowCredentialOverHTTP,omitempty"`
-	// allowPrivateNetwork permits connecting to loopback and private address
-	// ranges, checked after DNS resolution. Link-local and cloud metadata
-	// addresses are refused even when this is true.
+	// allowPrivateNetwork asks to connect to private addresses (loopback,
+	// RFC 1918, unique-local, ...), checked after DNS resolution. It only
+	// reaches the private ranges the cluster administrator allows for this
+	// namespace (manager flags --allowed-private-cidrs and
+	// --namespace-private-cidrs); link-local and cloud metadata addresses
+	// are refused even when this is true.
 	AllowPrivateNetwork *bool `json:"allowPrivateNetwork,omitempty"`
 	// operationTimeout is the budget of one whole MCP operation (handshake
 	// and every page or call after it). More than 0 and at most 5m.
