@@ -153,8 +153,12 @@ type seenRequest struct {
 	Params      map[string]any
 	Deadline    time.Time
 	HasDeadline bool
-	ReceivedAt  time.Time
-	ctx         context.Context
+	// Share is the part of the budget the client granted this leg, as
+	// recorded on the request's context.
+	Share      time.Duration
+	HasShare   bool
+	ReceivedAt time.Time
+	ctx        context.Context
 }
 
 // fakeHang is a response sentinel: the fake server never answers and the round
@@ -242,6 +246,7 @@ func (s *fakeServer) RoundTrip(req *http.Request) (*http.Response, error) {
 		ctx:        req.Context(),
 	}
 	sr.Deadline, sr.HasDeadline = req.Context().Deadline()
+	sr.Share, sr.HasShare = mcp.LegShareOf(req.Context())
 	if req.Body != nil {
 		sr.Body, _ = io.ReadAll(req.Body)
 		_ = req.Body.Close()

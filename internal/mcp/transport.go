@@ -109,7 +109,8 @@ func (o *operation) exchange(ctx context.Context, l leg) (*legResult, error) {
 
 	// The leg's context carries the address policy to the dialer and the
 	// leg's share of the budget; cancelling it also ends a lingering stream.
-	legCtx, cancel := context.WithTimeout(withGrant(ctx, o.grant), o.budget.legTimeout())
+	share := o.budget.legTimeout()
+	legCtx, cancel := context.WithTimeout(withLegShare(withGrant(ctx, o.grant), share), share)
 	defer cancel()
 	req, err := http.NewRequestWithContext(legCtx, httpMethod, o.url.String(), body)
 	if err != nil {
@@ -412,4 +413,20 @@ func encodeHeaderValue(v string) string {
 		return v
 	}
 	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+}
+
+type legShareKey struct{}
+
+// withLegShare records on a leg's context the share of the budget the leg
+// was granted. The context's deadline says the same only against a clock
+// read later, by whoever looks; the recorded share is exact, so a check of
+// the rounding rule does not depend on how busy the machine is.
+func withLegShare(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, legShareKey{}, d)
+}
+
+// legShareOf returns the share recorded by withLegShare.
+func legShareOf(ctx context.Context) (time.Duration, bool) {
+	d, ok := ctx.Value(legShareKey{}).(time.Duration)
+	return d, ok
 }
