@@ -21,10 +21,12 @@ import (
 	"github.com/mcp-catalog/operator/internal/tokenexchange"
 )
 
-// MissingError says a referenced object is not there yet: a Secret, a
-// Secret key, or the McpDelegationProfile (missing, or not Ready). None of
-// them is a fault of the server; the caller waits and looks again. Reason is
-// the condition reason to report.
+// MissingError says a referenced object is not there yet, or not usable
+// yet: a Secret (missing, without the key, or not opted in as a
+// credential), or the McpDelegationProfile (missing, or not Ready). None of
+// them is a fault of the server, and each is fixed without changing the
+// referring object; the caller waits and looks again. Reason is the
+// condition reason to report.
 type MissingError struct {
 	Reason string
 	Err    error
@@ -63,7 +65,11 @@ type Resolver struct {
 	Exchanger Exchanger
 }
 
-// SecretValue reads one key of a Secret in ns.
+// SecretValue reads one key of a Secret in ns. It is the only place the
+// operator reads a Secret's data, and it refuses a Secret that does not
+// carry the label mcp.catalog.dev/credential="true": referencing a Secret
+// from an McpServer or McpDelegationProfile is not enough to send it
+// anywhere.
 func SecretValue(ctx context.Context, r client.Reader, ns string, ref mcpv1alpha1.SecretKeySelector) (secret.Secret, error) {
 	var s corev1.Secret
 	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &s); err != nil {
@@ -72,6 +78,11 @@ func SecretValue(ctx context.Context, r client.Reader, ns string, ref mcpv1alpha
 				Err: fmt.Errorf("no Secret %q in namespace %q", ref.Name, ns)}
 		}
 		return secret.Secret{}, fmt.Errorf("reading Secret %q: %w", ref.Name, err)
+	}
+	if s.Labels[mcpv1alpha1.LabelCredential] != mcpv1alpha1.LabelCredentialValue {
+		return secret.Secret{}, &MissingError{Reason: mcpv1alpha1.ReasonSecretNotOptedIn,
+			Err: fmt.Errorf("Secret %q in namespace %q is not used as a credential until it carries the label %s=%q",
+				ref.Name, ns, mcpv1alpha1.LabelCredential, mcpv1alpha1.LabelCredentialValue)}
 	}
 	v, ok := s.Data[ref.Key]
 	if !ok || len(v) == 0 {
