@@ -52,6 +52,10 @@ const (
 	// ReasonSecretNotOptedIn: the referenced Secret exists but does not
 	// carry LabelCredential="true", so it is not used as a credential.
 	ReasonSecretNotOptedIn = "SecretNotOptedIn"
+	// ReasonSecretURLInvalid: the Secret named by spec.urlFrom does not hold
+	// a usable URL (absolute http(s) with a host, no user information or
+	// fragment, https unless allowCredentialOverHTTP).
+	ReasonSecretURLInvalid = "SecretURLInvalid"
 	// ReasonProfileNotFound: the referenced McpDelegationProfile is missing.
 	ReasonProfileNotFound = "ProfileNotFound"
 	// ReasonProfileNotReady: the referenced McpDelegationProfile is not Ready.

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/safeurl"
 	"github.com/mcp-catalog/operator/internal/secret"
 )
 
@@ -182,7 +183,7 @@ func newToolsCommand(s Streams) *cobra.Command {
 				return listTools(cmd, s, cf, server)
 			}
 			if !strings.HasPrefix(args[0], "http://") && !strings.HasPrefix(args[0], "https://") {
-				return usageErr("%q is not an http(s) URL; to list the catalog, give no argument", args[0])
+				return usageErr("the argument is not an http(s) URL (%s); to list the catalog, give no argument", safeurl.Display(args[0]))
 			}
 			ep, err := f.endpoint(s, args[0])
 			if err != nil {
