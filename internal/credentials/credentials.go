@@ -83,7 +83,7 @@ func SecretValue(ctx context.Context, r client.Reader, ns string, ref mcpv1alpha
 	}
 	if s.Labels[mcpv1alpha1.LabelCredential] != mcpv1alpha1.LabelCredentialValue {
 		return secret.Secret{}, &MissingError{Reason: mcpv1alpha1.ReasonSecretNotOptedIn,
-			Err: fmt.Errorf("Secret %q in namespace %q is not used as a credential until it carries the label %s=%q",
+			Err: fmt.Errorf("the Secret %q in namespace %q is not used as a credential until it carries the label %s=%q",
 				ref.Name, ns, mcpv1alpha1.LabelCredential, mcpv1alpha1.LabelCredentialValue)}
 	}
 	v, ok := s.Data[ref.Key]
@@ -109,7 +109,7 @@ func (r *Resolver) URL(ctx context.Context, srv *mcpv1alpha1.McpServer) (string,
 	raw := strings.TrimSpace(v.Reveal())
 	if err := usableSecretURL(raw, srv.Spec.AllowCredentialOverHTTP); err != nil {
 		return "", &MissingError{Reason: mcpv1alpha1.ReasonSecretURLInvalid,
-			Err: fmt.Errorf("Secret %q key %q (spec.urlFrom) %w", from.SecretRef.Name, from.SecretRef.Key, err)}
+			Err: fmt.Errorf("the Secret %q key %q (spec.urlFrom) %w", from.SecretRef.Name, from.SecretRef.Key, err)}
 	}
 	return raw, nil
 }
