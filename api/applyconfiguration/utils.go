@@ -82,6 +82,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ToolCountsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ToolHints"):
 		return &apiv1alpha1.ToolHintsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("URLSource"):
+		return &apiv1alpha1.URLSourceApplyConfiguration{}
 
 	}
 	return nil

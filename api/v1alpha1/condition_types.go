@@ -49,6 +49,13 @@ const (
 	ReasonSecretNotFound = "SecretNotFound"
 	// ReasonSecretKeyNotFound: the referenced Secret lacks the key.
 	ReasonSecretKeyNotFound = "SecretKeyNotFound"
+	// ReasonSecretNotOptedIn: the referenced Secret exists but does not
+	// carry LabelCredential="true", so it is not used as a credential.
+	ReasonSecretNotOptedIn = "SecretNotOptedIn"
+	// ReasonSecretURLInvalid: the Secret named by spec.urlFrom does not hold
+	// a usable URL (absolute http(s) with a host, no user information or
+	// fragment, https unless allowCredentialOverHTTP).
+	ReasonSecretURLInvalid = "SecretURLInvalid"
 	// ReasonProfileNotFound: the referenced McpDelegationProfile is missing.
 	ReasonProfileNotFound = "ProfileNotFound"
 	// ReasonProfileNotReady: the referenced McpDelegationProfile is not Ready.
@@ -117,6 +124,17 @@ const (
 const (
 	// LabelServer on an McpTool names its McpServer.
 	LabelServer = "mcp.catalog.dev/server"
+
+	// LabelCredential="true" on a Secret lets the operator use it as a
+	// credential (or a secret URL). A Secret without it is never read for
+	// its value, so that whoever may create an McpServer or
+	// McpDelegationProfile cannot make the operator send an arbitrary
+	// Secret of the namespace to a URL of their choosing: whoever labels the
+	// Secret decides that it may leave the cluster.
+	LabelCredential = "mcp.catalog.dev/credential"
+
+	// LabelCredentialValue is the only value of LabelCredential that opts in.
+	LabelCredentialValue = "true"
 
 	// AnnotationRequestedImportAt on an McpServer requests an import; any new
 	// value triggers one, and status.lastHandledImportAt echoes it.

@@ -9,20 +9,36 @@ import (
 // McpServerSpec declares one remote MCP server: where it is, how sensitive
 // its tools' output is, whether calls need a human's approval, and how to
 // authenticate. Nothing the server says about itself changes these.
-// +kubebuilder:validation:XValidation:rule="!(has(self.auth) && (has(self.auth.bearer) || has(self.auth.header) || has(self.auth.delegated))) || !self.url.lowerAscii().startsWith('http://') || (has(self.allowCredentialOverHTTP) && self.allowCredentialOverHTTP)",message="spec.url uses plain http while spec.auth sends a credential: use https, or set spec.allowCredentialOverHTTP: true to accept sending it in clear text"
+// +kubebuilder:validation:XValidation:rule="has(self.url) != has(self.urlFrom)",message="spec needs exactly one of url or urlFrom"
+// +kubebuilder:validation:XValidation:rule="!has(self.url) || !(has(self.auth) && (has(self.auth.bearer) || has(self.auth.header) || has(self.auth.delegated))) || !self.url.lowerAscii().startsWith('http://') || (has(self.allowCredentialOverHTTP) && self.allowCredentialOverHTTP)",message="spec.url uses plain http while spec.auth sends a credential: use https, or set spec.allowCredentialOverHTTP: true to accept sending it in clear text"
 type McpServerSpec struct {
 	// url is the MCP endpoint (Streamable HTTP). https is always allowed;
 	// http is allowed, but no credential is sent over it unless
-	// allowCredentialOverHTTP is true. User information and fragments are not
-	// allowed.
-	// +required
+	// allowCredentialOverHTTP is true. User information, fragments and query
+	// parameters that carry a credential (token, api_key, password, sig,
+	// X-Amz-Signature and the like, by name, case-insensitive) are not
+	// allowed: a URL that embeds a credential goes in a Secret, see urlFrom.
+	// Exactly one of url and urlFrom is set.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="self.lowerAscii().startsWith('https://') || self.lowerAscii().startsWith('http://')",message="spec.url must use the https or http scheme"
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getHostname() != ''",message="spec.url must be an absolute URL with a host"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*@')",message="spec.url must not contain user information (user:password@); reference a Secret in spec.auth instead"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('#')",message="spec.url must not contain a fragment (#...)"
-	URL string `json:"url"`
+	// +kubebuilder:validation:XValidation:rule="!self.lowerAscii().matches('^[^?]*[?]([^#]*&)?(([^=&#]*[-_.])?(key|sig|auth|pass|pwd|jwt)|[^=&#]*(token|secret|passw|signature|apikey|accesskey|credential|authori[sz]ation|session)[^=&#]*)(=|&|$)')",message="spec.url must not carry a credential in its query (a parameter named like token, key, password, secret, sig or signature); put the whole URL in a Secret and reference it with spec.urlFrom"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^?]*[?](.*;|(.*&)?[^=&]*%)')",message="spec.url must not use ';' or percent-encoded parameter names in its query; separate parameters with '&' and write their names plainly"
+	URL string `json:"url,omitempty"`
+
+	// urlFrom reads the endpoint URL from a Secret key, for providers that
+	// issue URLs which are themselves credentials (a token in the query or
+	// path). The Secret must carry the label mcp.catalog.dev/credential:
+	// "true", the URL is read at every operation like any credential, and it
+	// is never shown: status, events, logs and errors show at most its
+	// scheme, host and port. A URL read this way must use https unless
+	// allowCredentialOverHTTP is true.
+	// +optional
+	URLFrom *URLSource `json:"urlFrom,omitempty"`
 
 	// dataClass is the operator-declared classification of what this
 	// server's tools return, ordered Public < Internal < Confidential <
@@ -77,6 +93,13 @@ type McpServerSpec struct {
 	// +optional
 	// +default={}
 	HealthCheck HealthCheckSettings `json:"healthCheck,omitempty"`
+}
+
+// URLSource says where an endpoint URL that must stay secret is read from.
+type URLSource struct {
+	// secretRef names the Secret key that holds the URL.
+	// +required
+	SecretRef SecretKeySelector `json:"secretRef"`
 }
 
 // McpServerAuth holds at most one authentication mode. Every credential is a

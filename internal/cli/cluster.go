@@ -309,6 +309,8 @@ type toolRow struct {
 	Approval  bool   `json:"approvalRequired"`
 	Ready     string `json:"ready"`
 	Reason    string `json:"reason"`
+	// DefinitionHash is the current definition, as `approve --hash` takes it.
+	DefinitionHash string `json:"definitionHash,omitempty"`
 }
 
 // listTools lists the catalog's McpTools; the tools command runs it when
@@ -334,7 +336,8 @@ func listTools(cmd *cobra.Command, s Streams, f *clusterFlags, server string) er
 			rows := make([]toolRow, 0, len(list.Items))
 			for _, t := range list.Items {
 				r := toolRow{Namespace: t.Namespace, Name: t.Name, LocalName: t.Status.LocalName, Server: t.Spec.ServerRef.Name, Enabled: t.Spec.Enabled,
-					DataClass: string(t.Status.EffectiveDataClass), Approval: t.Status.EffectiveApprovalRequired == nil || *t.Status.EffectiveApprovalRequired, Ready: "Unknown"}
+					DataClass: string(t.Status.EffectiveDataClass), Approval: t.Status.EffectiveApprovalRequired == nil || *t.Status.EffectiveApprovalRequired, Ready: "Unknown",
+					DefinitionHash: t.Status.DefinitionHash}
 				if c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionReady); c != nil {
 					r.Ready, r.Reason = string(c.Status), c.Reason
 				}
@@ -425,49 +428,6 @@ func newEnableCommand(s Streams, enable bool) *cobra.Command {
 					continue
 				}
 				fmt.Fprintf(s.Out, "mcptool/%s %sd\n", name, verb)
-			}
-			return joinExit(errs)
-		},
-	}
-	f.bind(cmd, false)
-	cmd.Flags().BoolVar(&force, "force", false, "Take the field from another manager (for example from Git).")
-	return cmd
-}
-
-func newApproveCommand(s Streams) *cobra.Command {
-	f := newClusterFlags()
-	var force bool
-	cmd := &cobra.Command{
-		Use:   "approve TOOL...",
-		Short: "Accept the current definition of McpTools whose definition changed",
-		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := f.client(s)
-			if err != nil {
-				return err
-			}
-			var errs []error
-			for _, a := range args {
-				name, err := resolveTool(a)
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				var t mcpv1alpha1.McpTool
-				if err := c.Get(cmd.Context(), types.NamespacedName{Namespace: ns, Name: name}, &t); err != nil {
-					errs = append(errs, fmt.Errorf("%s: %w", a, err))
-					continue
-				}
-				hash := t.Status.DefinitionHash
-				if hash == "" {
-					errs = append(errs, fmt.Errorf("%s: no definition has been imported yet", a))
-					continue
-				}
-				if err := applyToolSpec(cmd.Context(), c, ns, name, force, func(sp *mcpac.McpToolSpecApplyConfiguration) { sp.WithApprovedDefinitionHash(hash) }); err != nil {
-					errs = append(errs, fmt.Errorf("%s: %w", a, err))
-					continue
-				}
-				fmt.Fprintf(s.Out, "mcptool/%s approved %s\n", name, hash)
 			}
 			return joinExit(errs)
 		},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -201,10 +203,11 @@ func TestClusterCommands(t *testing.T) {
 		}
 	})
 
-	t.Run("approve accepts a changed definition", func(t *testing.T) {
+	t.Run("approve takes only the definition the person reviewed", func(t *testing.T) {
 		if code, _, errOut := e.run(t, "enable", "good/image_and_text"); code != ExitOK {
 			t.Fatalf("enable: %s", errOut)
 		}
+		reviewed := e.tool(t, "good.image-and-text")
 		if err := up.SetToolDescription("image_and_text", "a changed description"); err != nil {
 			t.Fatal(err)
 		}
@@ -212,13 +215,125 @@ func TestClusterCommands(t *testing.T) {
 			t.Fatalf("import: %s", errOut)
 		}
 		tool := e.tool(t, "good.image-and-text")
-		code, out, errOut := e.run(t, "approve", "good.image-and-text")
-		if code != ExitOK || !strings.Contains(out, tool.Status.DefinitionHash) {
+		if tool.Status.DefinitionHash == reviewed.Status.DefinitionHash {
+			t.Fatalf("the import did not change the definition")
+		}
+
+		// Without --hash nothing is approved; the review shows the change,
+		// the current definition and the hash to pass.
+		code, out, _ := e.run(t, "approve", "good.image-and-text")
+		if code != ExitFailed {
+			t.Errorf("approve without --hash: exit %d, want %d", code, ExitFailed)
+		}
+		for _, want := range []string{"CHANGED", "a changed description", "--hash " + tool.Status.DefinitionHash, reviewed.Status.DefinitionHash} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the review does not show %q:\n%s", want, out)
+			}
+		}
+		if got := e.tool(t, "good.image-and-text").Spec.ApprovedDefinitionHash; got != "" {
+			t.Fatalf("approve without --hash approved %q", got)
+		}
+
+		// The hash reviewed before the change is refused.
+		code, _, errOut := e.run(t, "approve", "good.image-and-text", "--hash", reviewed.Status.DefinitionHash)
+		if code != ExitFailed || !strings.Contains(errOut, "changed since it was reviewed") {
+			t.Errorf("approve of a stale hash: exit %d, stderr %s", code, errOut)
+		}
+		if got := e.tool(t, "good.image-and-text").Spec.ApprovedDefinitionHash; got != "" {
+			t.Fatalf("a stale hash was approved: %q", got)
+		}
+		if code, _, errOut := e.run(t, "approve", "good.image-and-text", "--hash", "sha256:abc"); code != ExitUsage {
+			t.Errorf("a malformed hash: exit %d, stderr %s", code, errOut)
+		}
+
+		// The hash diff shows is approved.
+		code, out, errOut = e.run(t, "diff", "good.image-and-text", "-o", "json")
+		var r review
+		if code != ExitOK || json.Unmarshal([]byte(out), &r) != nil || !r.Changed || r.CurrentHash != tool.Status.DefinitionHash {
+			t.Fatalf("diff: exit %d, out %s, err %s", code, out, errOut)
+		}
+		code, out, errOut = e.run(t, "approve", "good.image-and-text", "--hash", r.CurrentHash)
+		if code != ExitOK || !strings.Contains(out, r.CurrentHash) {
 			t.Fatalf("approve: exit %d, out %s, err %s", code, out, errOut)
 		}
 		tool = e.tool(t, "good.image-and-text")
 		if tool.Spec.ApprovedDefinitionHash != tool.Status.DefinitionHash {
 			t.Errorf("approved %q, current %q", tool.Spec.ApprovedDefinitionHash, tool.Status.DefinitionHash)
+		}
+		if code, out, _ := e.run(t, "diff", "good.image-and-text"); code != ExitOK || !strings.Contains(out, "is the approved one") {
+			t.Errorf("diff after approval: exit %d, out %s", code, out)
+		}
+	})
+
+	t.Run("an approval racing a new definition is refused by the API server", func(t *testing.T) {
+		read := e.tool(t, "good.echo")
+		reviewed := read.Status.DefinitionHash
+		if err := up.SetToolDescription("echo", "echo, redefined between read and write"); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errOut := e.run(t, "import", "good"); code != ExitOK {
+			t.Fatalf("import: %s", errOut)
+		}
+		if e.tool(t, "good.echo").Status.DefinitionHash == reviewed {
+			t.Fatalf("the import did not change the definition")
+		}
+		// The write made from the earlier read: its hash check passes on
+		// that read, so only the precondition can stop it.
+		err := approveIfCurrent(context.Background(), e.c, read, reviewed, false)
+		if !errors.Is(err, errStale) {
+			t.Fatalf("approve from a stale read: %v, want errStale", err)
+		}
+		if got := e.tool(t, "good.echo").Spec.ApprovedDefinitionHash; got != "" {
+			t.Fatalf("the stale approval was written: %q", got)
+		}
+		// Retried on a fresh read, the hash check refuses it.
+		err = approve(context.Background(), e.c, e.ns, "good.echo", reviewed, false)
+		if !errors.Is(err, ErrDefinitionChanged) {
+			t.Fatalf("approve after a fresh read: %v, want ErrDefinitionChanged", err)
+		}
+	})
+
+	t.Run("tools shows the hash to approve", func(t *testing.T) {
+		code, out, _ := e.run(t, "tools", "--mcp-server", "good", "-o", "json")
+		var rows []toolRow
+		if code != ExitOK || json.Unmarshal([]byte(out), &rows) != nil {
+			t.Fatalf("tools: exit %d, out %s", code, out)
+		}
+		for _, r := range rows {
+			if r.Name == "good.echo" && r.DefinitionHash != e.tool(t, "good.echo").Status.DefinitionHash {
+				t.Errorf("tools shows %q for good.echo", r.DefinitionHash)
+			}
+		}
+	})
+
+	t.Run("strings from the server reach the terminal without control characters", func(t *testing.T) {
+		// The importer refuses such definitions, so the status is written
+		// here directly: the CLI must not rely on the importer for it.
+		hostile := "safe\x1b[2J\x1b]0;pwned\a text\r\x1b[31mred\u202e\u009b1mend\x08"
+		decl := mcpac.McpTool("good.hostile", e.ns).WithSpec(mcpac.McpToolSpec().
+			WithServerRef(mcpac.LocalObjectReference().WithName("good")).WithRemoteName("hostile"))
+		if err := e.c.Apply(context.Background(), decl, client.FieldOwner("argocd-controller")); err != nil {
+			t.Fatal(err)
+		}
+		var tool mcpv1alpha1.McpTool
+		if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: "good.hostile"}, &tool); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(tool.DeepCopy())
+		tool.Status.Description, tool.Status.Title = hostile, hostile
+		tool.Status.DefinitionHash = "sha256:" + strings.Repeat("ab", 32)
+		tool.Status.InputSchema = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"q":{"type":"string","description":"\u001b[2Jwiped"}}}`)}
+		if err := e.c.Status().Patch(context.Background(), &tool, patch); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"diff", "good.hostile"}, {"approve", "good.hostile"}} {
+			_, out, _ := e.run(t, args...)
+			if strings.ContainsAny(out, "\x1b\r\a\b\u202e\u009b") {
+				t.Errorf("%s printed a control character: %q", args[0], out)
+			}
+			if !strings.Contains(out, "safe") || !strings.Contains(out, "red") || !strings.Contains(out, "wiped") {
+				t.Errorf("%s lost the printable text: %q", args[0], out)
+			}
 		}
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/safeurl"
 	"github.com/mcp-catalog/operator/internal/secret"
 )
 
@@ -137,13 +138,13 @@ func newProbeCommand(s Streams) *cobra.Command {
 				return writeJSON(s.Out, probeJSON(res))
 			}
 			tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "SERVER\t%s\n", res.Server.Name)
+			fmt.Fprintf(tw, "SERVER\t%s\n", oneLine(res.Server.Name, 256))
 			if res.Server.Title != "" {
-				fmt.Fprintf(tw, "TITLE\t%s\n", res.Server.Title)
+				fmt.Fprintf(tw, "TITLE\t%s\n", oneLine(res.Server.Title, 256))
 			}
-			fmt.Fprintf(tw, "VERSION\t%s\n", res.Server.Version)
-			fmt.Fprintf(tw, "PROTOCOL\t%s\n", res.ProtocolVersion)
-			fmt.Fprintf(tw, "CAPABILITIES\t%s\n", strings.Join(res.Capabilities, ", "))
+			fmt.Fprintf(tw, "VERSION\t%s\n", oneLine(res.Server.Version, 128))
+			fmt.Fprintf(tw, "PROTOCOL\t%s\n", oneLine(res.ProtocolVersion, 64))
+			fmt.Fprintf(tw, "CAPABILITIES\t%s\n", oneLine(strings.Join(res.Capabilities, ", "), 512))
 			fmt.Fprintf(tw, "SESSION\t%t\n", res.SessionIssued)
 			fmt.Fprintf(tw, "LATENCY\t%s\n", res.Latency.Round(time.Millisecond))
 			return tw.Flush()
@@ -193,7 +194,7 @@ func newToolsCommand(s Streams) *cobra.Command {
 				return listTools(cmd, s, cf, server)
 			}
 			if !strings.HasPrefix(args[0], "http://") && !strings.HasPrefix(args[0], "https://") {
-				return usageErr("%q is not an http(s) URL; to list the catalog, give no argument", args[0])
+				return usageErr("the argument is not an http(s) URL (%s); to list the catalog, give no argument", safeurl.Display(args[0]))
 			}
 			ep, err := f.endpoint(s, args[0])
 			if err != nil {
@@ -212,12 +213,12 @@ func newToolsCommand(s Streams) *cobra.Command {
 			tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tTITLE\tDESCRIPTION")
 			for _, t := range cat.Tools {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, oneLine(t.Title, 30), oneLine(t.Description, 60))
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", oneLine(t.Name, 128), oneLine(t.Title, 30), oneLine(t.Description, 60))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(s.Out, "\n%d tools in %d pages (protocol %s)", len(cat.Tools), cat.Pages, cat.Probe.ProtocolVersion)
+			fmt.Fprintf(s.Out, "\n%d tools in %d pages (protocol %s)", len(cat.Tools), cat.Pages, oneLine(cat.Probe.ProtocolVersion, 64))
 			if len(cat.Skipped) > 0 {
 				fmt.Fprintf(s.Out, "; %d skipped:\n", len(cat.Skipped))
 				sk := append([]mcp.SkippedTool(nil), cat.Skipped...)
@@ -299,7 +300,7 @@ func newCallCommand(s Streams) *cobra.Command {
 					return err
 				}
 			} else {
-				fmt.Fprintln(s.Out, out.Text)
+				fmt.Fprintln(s.Out, printable(out.Text, true))
 			}
 			if out.IsError {
 				return &exitError{code: ExitFailed, err: fmt.Errorf("the tool reported an error (isError)")}
@@ -332,8 +333,10 @@ func parseArgs(s Streams, v string) (map[string]any, error) {
 	return m, nil
 }
 
+// oneLine makes a string fit one table cell: control characters removed
+// (see printable), whitespace collapsed, at most n runes.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(printable(s, false)), " ")
 	r := []rune(s)
 	if len(r) > n {
 		return string(r[:n-1]) + "…"

@@ -83,7 +83,7 @@ func NewRootCommand(s Streams) *cobra.Command {
 	root.AddCommand(newProbeCommand(s), newToolsCommand(s), newCallCommand(s),
 		newRequestCommand(s, importRequest, "import [NAME...]", "Import McpServers' catalogs now and wait for the result"),
 		newRequestCommand(s, testRequest, "test [NAME...]", "Probe McpServers now and print their latency"),
-		newEnableCommand(s, true), newEnableCommand(s, false), newApproveCommand(s), newVersionCommand())
+		newEnableCommand(s, true), newEnableCommand(s, false), newDiffCommand(s), newApproveCommand(s), newVersionCommand())
 	return root
 }
 

@@ -2,12 +2,14 @@ package controller_test
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
@@ -15,6 +17,59 @@ import (
 )
 
 var _ = Describe("Credentials", func() {
+	It("never sends a Secret that has not opted in, and says which label is missing", func() {
+		ns := newNamespace()
+		token := newToken()
+		up := startMCP(mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true, RequireBearer: token})
+		// Any Secret of the namespace, referenced by whoever may create an
+		// McpServer: it carries no opt-in label.
+		unlabelled := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-password"},
+			Data:       map[string][]byte{"token": []byte(token)},
+		}
+		Expect(k8sClient.Create(context.Background(), unlabelled)).To(Succeed())
+		created := createServer(ns, "exfil", up.URL, withBearer("db-password"))
+
+		Eventually(serverConditions(ns, "exfil")).Should(And(
+			haveCondition(mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionFalse, mcpv1alpha1.ReasonSecretNotOptedIn),
+			haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonSecretNotOptedIn),
+		))
+		c := meta.FindStatusCondition(getServer(ns, "exfil").Status.Conditions, mcpv1alpha1.ConditionCredentialsResolved)
+		Expect(c.Message).To(ContainSubstring(mcpv1alpha1.LabelCredential), "the message names the label that opts in")
+		Expect(c.Message).To(ContainSubstring("db-password"))
+		Consistently(up.Requests, 3*credentialRetry).Should(BeZero(), "nothing at all reaches the server, so the value is never sent")
+		Expect(up.Stats().LastCredential).To(BeEmpty())
+		status, err := json.Marshal(getServer(ns, "exfil").Status)
+		Expect(err).NotTo(HaveOccurred())
+		expectNoTokenIn("the server's status", string(status))
+
+		// The Secret's owner opts in; the server picks it up unaided.
+		unlabelled.Labels = map[string]string{mcpv1alpha1.LabelCredential: mcpv1alpha1.LabelCredentialValue}
+		Expect(k8sClient.Update(context.Background(), unlabelled)).To(Succeed())
+		srv := waitReady(ns, "exfil", 5*credentialRetry+5*time.Second)
+		Expect(srv.Generation).To(Equal(created.Generation))
+		Expect(up.Stats().LastCredential).To(Equal("Bearer " + token))
+	})
+
+	It("does not accept a label value other than \"true\" as opting in", func() {
+		ns := newNamespace()
+		token := newToken()
+		up := startMCP(mcpserver.Options{Flavor: mcpserver.MCPGo, RequireHeader: mcpserver.Header{Name: "X-Api-Key", Value: token}})
+		Expect(k8sClient.Create(context.Background(), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "key", Labels: map[string]string{mcpv1alpha1.LabelCredential: "yes"}},
+			Data:       map[string][]byte{"token": []byte(token)},
+		})).To(Succeed())
+		createServer(ns, "hdr", up.URL, func(s *mcpv1alpha1.McpServerSpec) {
+			s.AllowCredentialOverHTTP = true
+			s.Auth = &mcpv1alpha1.McpServerAuth{Header: &mcpv1alpha1.HeaderAuth{
+				Name: "X-Api-Key", SecretRef: mcpv1alpha1.SecretKeySelector{Name: "key", Key: "token"},
+			}}
+		})
+		Eventually(serverConditions(ns, "hdr")).Should(
+			haveCondition(mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionFalse, mcpv1alpha1.ReasonSecretNotOptedIn))
+		Consistently(up.Requests, 2*credentialRetry).Should(BeZero())
+	})
+
 	It("resolves a Secret created after its server without anyone's help", func() {
 		ns := newNamespace()
 		token := newToken()
@@ -42,7 +97,7 @@ var _ = Describe("Credentials", func() {
 		ns := newNamespace()
 		up := startMCP(mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true})
 		Expect(k8sClient.Create(context.Background(), &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cred"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cred", Labels: map[string]string{mcpv1alpha1.LabelCredential: mcpv1alpha1.LabelCredentialValue}},
 			Data:       map[string][]byte{"password": []byte(newToken())},
 		})).To(Succeed())
 		createServer(ns, "nokey", up.URL, withBearer("cred"))

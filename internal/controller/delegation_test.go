@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -56,6 +57,34 @@ var _ = Describe("Delegated authentication", func() {
 		Eventually(profileConditions(ns)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonSecretNotFound))
 		putSecret(ns, "idp", newToken())
 		Eventually(profileConditions(ns)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+	})
+
+	It("keeps a profile whose client secret has not opted in not Ready, and says why", func() {
+		ns := newNamespace()
+		Expect(k8sClient.Create(context.Background(), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idp"},
+			Data:       map[string][]byte{"token": []byte(newToken())},
+		})).To(Succeed())
+		profile(ns)
+		Eventually(profileConditions(ns)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonSecretNotOptedIn))
+		putSecret(ns, "idp", newToken()) // labels it
+		Eventually(profileConditions(ns)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+	})
+
+	It("never presents a discovery Secret that has not opted in", func() {
+		ns := newNamespace()
+		discovery := newToken()
+		up := startMCP(mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true, RequireBearer: discovery})
+		Expect(k8sClient.Create(context.Background(), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "discovery"},
+			Data:       map[string][]byte{"token": []byte(discovery)},
+		})).To(Succeed())
+		profile(ns)
+		putSecret(ns, "idp", newToken())
+		createServer(ns, "records", up.URL, withDelegation("discovery"))
+		Eventually(serverConditions(ns, "records")).Should(
+			haveCondition(mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionFalse, mcpv1alpha1.ReasonSecretNotOptedIn))
+		Consistently(up.Requests, 2*credentialRetry).Should(BeZero(), "nothing is sent with or without the discovery token")
 	})
 
 	It("waits for the server's profile, then imports with the discovery credential", func() {

@@ -98,6 +98,7 @@ func putSecret(ns, name, value string) {
 	ctx := context.Background()
 	err := k8sClient.Get(ctx, client.ObjectKeyFromObject(s), s)
 	s.Data = map[string][]byte{"token": []byte(value)}
+	s.Labels = map[string]string{mcpv1alpha1.LabelCredential: mcpv1alpha1.LabelCredentialValue}
 	if err == nil {
 		Expect(k8sClient.Update(ctx, s)).To(Succeed())
 		return

@@ -181,7 +181,7 @@ func (r *McpServerReconciler) reconcileCredentials(ctx context.Context, sc *serv
 		return err
 	}
 	sc.endpoint = ep
-	if ep.Credential == nil {
+	if ep.Credential == nil && sc.server.Spec.URLFrom == nil {
 		setCondition(sc.server, mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue, mcpv1alpha1.ReasonNoCredentials, "no credential is needed")
 	} else {
 		setCondition(sc.server, mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "every referenced Secret key was read")

@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,10 +23,12 @@ import (
 	"github.com/mcp-catalog/operator/internal/tokenexchange"
 )
 
-// MissingError says a referenced object is not there yet: a Secret, a
-// Secret key, or the McpDelegationProfile (missing, or not Ready). None of
-// them is a fault of the server; the caller waits and looks again. Reason is
-// the condition reason to report.
+// MissingError says a referenced object is not there yet, or not usable
+// yet: a Secret (missing, without the key, or not opted in as a
+// credential), or the McpDelegationProfile (missing, or not Ready). None of
+// them is a fault of the server, and each is fixed without changing the
+// referring object; the caller waits and looks again. Reason is the
+// condition reason to report.
 type MissingError struct {
 	Reason string
 	Err    error
@@ -63,7 +67,11 @@ type Resolver struct {
 	Exchanger Exchanger
 }
 
-// SecretValue reads one key of a Secret in ns.
+// SecretValue reads one key of a Secret in ns. It is the only place the
+// operator reads a Secret's data, and it refuses a Secret that does not
+// carry the label mcp.catalog.dev/credential="true": referencing a Secret
+// from an McpServer or McpDelegationProfile is not enough to send it
+// anywhere.
 func SecretValue(ctx context.Context, r client.Reader, ns string, ref mcpv1alpha1.SecretKeySelector) (secret.Secret, error) {
 	var s corev1.Secret
 	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &s); err != nil {
@@ -73,12 +81,57 @@ func SecretValue(ctx context.Context, r client.Reader, ns string, ref mcpv1alpha
 		}
 		return secret.Secret{}, fmt.Errorf("reading Secret %q: %w", ref.Name, err)
 	}
+	if s.Labels[mcpv1alpha1.LabelCredential] != mcpv1alpha1.LabelCredentialValue {
+		return secret.Secret{}, &MissingError{Reason: mcpv1alpha1.ReasonSecretNotOptedIn,
+			Err: fmt.Errorf("the Secret %q in namespace %q is not used as a credential until it carries the label %s=%q",
+				ref.Name, ns, mcpv1alpha1.LabelCredential, mcpv1alpha1.LabelCredentialValue)}
+	}
 	v, ok := s.Data[ref.Key]
 	if !ok || len(v) == 0 {
 		return secret.Secret{}, &MissingError{Reason: mcpv1alpha1.ReasonSecretKeyNotFound,
 			Err: fmt.Errorf("the Secret %q has no non-empty key %q", ref.Name, ref.Key)}
 	}
 	return secret.New(string(v)), nil
+}
+
+// URL returns the server's endpoint URL: spec.url, or the value of the
+// spec.urlFrom Secret, read at every operation like a credential (and only
+// from a Secret that opted in). Errors never quote the value.
+func (r *Resolver) URL(ctx context.Context, srv *mcpv1alpha1.McpServer) (string, error) {
+	from := srv.Spec.URLFrom
+	if from == nil {
+		return srv.Spec.URL, nil
+	}
+	v, err := SecretValue(ctx, r.Secrets, srv.Namespace, from.SecretRef)
+	if err != nil {
+		return "", err
+	}
+	raw := strings.TrimSpace(v.Reveal())
+	if err := usableSecretURL(raw, srv.Spec.AllowCredentialOverHTTP); err != nil {
+		return "", &MissingError{Reason: mcpv1alpha1.ReasonSecretURLInvalid,
+			Err: fmt.Errorf("the Secret %q key %q (spec.urlFrom) %w", from.SecretRef.Name, from.SecretRef.Key, err)}
+	}
+	return raw, nil
+}
+
+// usableSecretURL checks a URL read from a Secret the way the API server
+// checks spec.url, except that the query may carry a credential. Since the
+// whole URL is secret, plain http needs the same opt-in as a credential.
+func usableSecretURL(raw string, allowHTTP bool) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil, u.Hostname() == "":
+		return errors.New("does not hold an absolute URL with a host")
+	case !strings.EqualFold(u.Scheme, "https") && !strings.EqualFold(u.Scheme, "http"):
+		return errors.New("does not hold an https or http URL")
+	case u.User != nil:
+		return errors.New("holds a URL with user information, which is never sent; use spec.auth")
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return errors.New("holds a URL with a fragment")
+	case strings.EqualFold(u.Scheme, "http") && !allowHTTP:
+		return errors.New("holds a plain http URL, which would send it in clear text; use https, or set spec.allowCredentialOverHTTP: true")
+	}
+	return nil
 }
 
 // Discovery returns the credential imports and probes present: the bearer

@@ -62,6 +62,13 @@ func (r *Resolver) exchange(ctx context.Context, srv *mcpv1alpha1.McpServer, act
 	if err != nil {
 		return nil, err
 	}
+	// The resource indicator names the server. A URL read from a Secret is
+	// itself a credential and is not sent to the token endpoint; the
+	// audience still binds the token.
+	resource := srv.Spec.URL
+	if srv.Spec.URLFrom != nil {
+		resource = ""
+	}
 	profileAllowed, actorAllowed := allowedSets(p, entry)
 	tok, err := r.Exchanger.Exchange(ctx, tokenexchange.Request{
 		TokenEndpoint:    p.Spec.TokenEndpoint,
@@ -71,7 +78,7 @@ func (r *Resolver) exchange(ctx context.Context, srv *mcpv1alpha1.McpServer, act
 		SubjectTokenType: subjectTokenType(p),
 		Audience:         del.Audience,
 		Scopes:           del.Scopes,
-		Resource:         srv.Spec.URL,
+		Resource:         resource,
 		Namespace:        srv.Namespace,
 	}, profileAllowed, actorAllowed)
 	if err != nil {

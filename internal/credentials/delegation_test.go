@@ -35,6 +35,9 @@ const (
 
 var kube client.Client
 
+// optIn is the label that lets a Secret be used as a credential.
+var optIn = map[string]string{mcpv1alpha1.LabelCredential: mcpv1alpha1.LabelCredentialValue}
+
 func TestMain(m *testing.M) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run the tests through `make test`, which builds the control plane")
@@ -79,8 +82,8 @@ func setup(t *testing.T, scopes []string, actorScopes []string, enabled bool) *f
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "delegation-"}}
 	must(t, kube.Create(ctx, ns))
 	f.ns = ns.Name
-	must(t, kube.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "idp"}, StringData: map[string]string{"secret": clientSecret}}))
-	must(t, kube.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "triage-subject"}, StringData: map[string]string{"token": subjectToken}}))
+	must(t, kube.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "idp", Labels: optIn}, StringData: map[string]string{"secret": clientSecret}}))
+	must(t, kube.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "triage-subject", Labels: optIn}, StringData: map[string]string{"token": subjectToken}}))
 	must(t, kube.Create(ctx, &mcpv1alpha1.McpDelegationProfile{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "idp"},
 		Spec: mcpv1alpha1.McpDelegationProfileSpec{
@@ -228,7 +231,7 @@ func TestOAuthErrorsAreTyped(t *testing.T) {
 	}
 	f.as.FailWith("")
 	// A wrong client secret is the endpoint's invalid_client.
-	must(t, kube.Update(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "idp"}, StringData: map[string]string{"secret": "not-the-secret"}}))
+	must(t, kube.Update(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "idp", Labels: optIn}, StringData: map[string]string{"secret": "not-the-secret"}}))
 	_, err := f.resolver.ForCall(context.Background(), f.server, credentials.Actor{Username: actor})
 	if tokenexchange.KindOf(err) != tokenexchange.KindInvalidClient {
 		t.Errorf("wrong client secret: err = %v, want %s", err, tokenexchange.KindInvalidClient)
@@ -259,7 +262,7 @@ func TestDiscoveryNeverUsesAnActorToken(t *testing.T) {
 	if err != nil || cred != nil {
 		t.Fatalf("discovery without a discovery Secret = %v, %v; want no credential", cred, err)
 	}
-	must(t, kube.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "discovery"}, StringData: map[string]string{"token": "discovery-token"}}))
+	must(t, kube.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "discovery", Labels: optIn}, StringData: map[string]string{"token": "discovery-token"}}))
 	srv := f.server.DeepCopy()
 	srv.Spec.Auth.Delegated.DiscoverySecretRef = &mcpv1alpha1.SecretKeySelector{Name: "discovery", Key: "token"}
 	cred, err = f.resolver.Discovery(context.Background(), srv)
@@ -279,3 +282,31 @@ func must(t *testing.T, err error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// An McpDelegationProfile names Secrets too: neither its client secret nor
+// an actor's subject token is sent to the token endpoint unless the Secret
+// opted in.
+func TestDelegationSendsOnlySecretsThatOptedIn(t *testing.T) {
+	for _, name := range []string{"idp", "triage-subject"} {
+		t.Run(name, func(t *testing.T) {
+			f := setup(t, []string{"records.read"}, nil, true)
+			var s corev1.Secret
+			must(t, kube.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: name}, &s))
+			s.Labels = nil
+			must(t, kube.Update(context.Background(), &s))
+
+			_, err := f.resolver.ForCall(context.Background(), f.server, credentials.Actor{Username: actor})
+			var missing *credentials.MissingError
+			if !errors.As(err, &missing) || missing.Reason != mcpv1alpha1.ReasonSecretNotOptedIn {
+				t.Fatalf("err = %v, want a MissingError with reason %s", err, mcpv1alpha1.ReasonSecretNotOptedIn)
+			}
+			if !strings.Contains(err.Error(), mcpv1alpha1.LabelCredential) {
+				t.Errorf("the error does not name the label: %v", err)
+			}
+			if n := f.as.Requests(); n != 0 {
+				t.Errorf("the token endpoint received %d requests; want none", n)
+			}
+			f.noSecrets(t, err)
+		})
+	}
+}

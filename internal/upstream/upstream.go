@@ -40,24 +40,38 @@ func (e *Endpoints) Discovery(ctx context.Context, srv *mcpv1alpha1.McpServer) (
 				Err: fmt.Errorf("McpDelegationProfile %q is not Ready", p.Name)}
 		}
 	}
+	u, err := e.Credentials.URL(ctx, srv)
+	if err != nil {
+		return mcp.Endpoint{}, err
+	}
 	cred, err := e.Credentials.Discovery(ctx, srv)
 	if err != nil {
 		return mcp.Endpoint{}, err
 	}
-	return Endpoint(srv, cred), nil
+	ep := Endpoint(srv, cred)
+	ep.URL = u
+	return ep, nil
 }
 
 // Call returns the endpoint a tool call made for actor uses; for a
 // delegated server it presents a token exchanged for that actor.
 func (e *Endpoints) Call(ctx context.Context, srv *mcpv1alpha1.McpServer, actor credentials.Actor) (mcp.Endpoint, error) {
+	u, err := e.Credentials.URL(ctx, srv)
+	if err != nil {
+		return mcp.Endpoint{}, err
+	}
 	cred, err := e.Credentials.ForCall(ctx, srv, actor)
 	if err != nil {
 		return mcp.Endpoint{}, err
 	}
-	return Endpoint(srv, cred), nil
+	ep := Endpoint(srv, cred)
+	ep.URL = u
+	return ep, nil
 }
 
-// Endpoint is what srv's spec means to the MCP client, presenting cred.
+// Endpoint is what srv's spec means to the MCP client, presenting cred, at
+// spec.url. A server whose URL is in a Secret (spec.urlFrom) is reached
+// only through Discovery and Call, which read it.
 func Endpoint(srv *mcpv1alpha1.McpServer, cred *mcp.Credential) mcp.Endpoint {
 	ep := mcp.Endpoint{
 		Name:                    srv.Namespace + "/" + srv.Name,

@@ -219,7 +219,7 @@ func (s *suite) importAndProbe(t *testing.T) {
 	// the agent's ceiling later on.
 	s.vault = mcpserver.Start(s.outlive(t), mcpserver.Options{Flavor: mcpserver.MCPGo, Name: "e2e-vault"})
 	mustCreate(t, s.admin,
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alpha-token"}, Data: map[string][]byte{"token": []byte(s.secret)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alpha-token", Labels: map[string]string{mcpv1alpha1.LabelCredential: mcpv1alpha1.LabelCredentialValue}}, Data: map[string][]byte{"token": []byte(s.secret)}},
 		&mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alpha"}, Spec: mcpv1alpha1.McpServerSpec{
 			URL: s.alpha.URL, DataClass: mcpv1alpha1.DataClassInternal, ApprovalRequired: ptr.To(false),
 			AllowCredentialOverHTTP: true,

@@ -15,7 +15,7 @@ import (
 // hold a credential. A new string field fails the walk below until it is
 // either a Secret reference or added here after the same review.
 var reviewedStrings = map[string]string{
-	"McpServer.spec.url":                                    "an endpoint; user information is rejected by CEL",
+	"McpServer.spec.url":                                    "an endpoint; user information and credential-named query parameters are rejected by CEL",
 	"McpServer.spec.dataClass":                              "an enum",
 	"McpServer.spec.operationTimeout":                       "a duration",
 	"McpServer.spec.import.interval":                        "a duration",

@@ -304,6 +304,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: url
       type:
         scalar: string
+    - name: urlFrom
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.URLSource
 - name: com.github.mcp-catalog.operator.api.v1alpha1.McpServerStatus
   map:
     fields:
@@ -525,6 +528,12 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: title
       type:
         scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.URLSource
+  map:
+    fields:
+    - name: secretRef
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.SecretKeySelector
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
   map:
     fields:

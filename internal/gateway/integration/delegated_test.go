@@ -36,18 +36,18 @@ func delegated(ns, mapped string, actors map[string]string) (up *mcpserver.Serve
 	secretsUsed.Add(exchanged, delegationClientSecret)
 	up = mcpserver.Start(GinkgoT(), mcpserver.Options{RequireBearer: discovery, AlsoAcceptBearer: []string{exchanged}})
 
-	Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idp"}, StringData: map[string]string{"secret": delegationClientSecret}})).To(Succeed())
-	Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "discovery"}, StringData: map[string]string{"token": discovery}})).To(Succeed())
+	Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idp", Labels: map[string]string{mcpv1alpha1.LabelCredential: mcpv1alpha1.LabelCredentialValue}}, StringData: map[string]string{"secret": delegationClientSecret}})).To(Succeed())
+	Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "discovery", Labels: map[string]string{mcpv1alpha1.LabelCredential: mcpv1alpha1.LabelCredentialValue}}, StringData: map[string]string{"token": discovery}})).To(Succeed())
 	var entries []mcpv1alpha1.DelegationActor
 	for identity, subject := range actors {
 		name := "subject-" + strings.ReplaceAll(identity[strings.LastIndex(identity, ":")+1:], ".", "-")
-		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: map[string]string{"token": subject}})).To(Succeed())
+		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{mcpv1alpha1.LabelCredential: mcpv1alpha1.LabelCredentialValue}}, StringData: map[string]string{"token": subject}})).To(Succeed())
 		tokenEndpoint.AddSubject(subject, identity)
 		secretsUsed.Add(subject)
 		entries = append(entries, mcpv1alpha1.DelegationActor{Identity: identity, Enabled: ptr.To(true), SubjectTokenSecretRef: mcpv1alpha1.SecretKeySelector{Name: name, Key: "token"}})
 	}
 	Expect(k8sClient.Create(ctx, &mcpv1alpha1.McpDelegationProfile{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idp"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idp", Labels: map[string]string{mcpv1alpha1.LabelCredential: mcpv1alpha1.LabelCredentialValue}},
 		Spec: mcpv1alpha1.McpDelegationProfileSpec{
 			TokenEndpoint: tokenEndpoint.URL, ClientID: delegationClientID,
 			ClientSecretRef:  mcpv1alpha1.SecretKeySelector{Name: "idp", Key: "secret"},

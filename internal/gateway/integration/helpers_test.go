@@ -81,7 +81,7 @@ func newUpstream(ns, name string, mcpOpts mcpserver.Options, enable []string, op
 	mcpOpts.RequireBearer = secret
 	srv := mcpserver.Start(GinkgoT(), mcpOpts)
 	Expect(k8sClient.Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-token"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-token", Labels: map[string]string{mcpv1alpha1.LabelCredential: mcpv1alpha1.LabelCredentialValue}},
 		Data:       map[string][]byte{"token": []byte(secret)},
 	})).To(Succeed())
 	opts = append([]serverOpt{func(s *mcpv1alpha1.McpServerSpec) {

@@ -32,9 +32,20 @@ import (
 type McpServerSpecApplyConfiguration struct {
 	// url is the MCP endpoint (Streamable HTTP). https is always allowed;
 	// http is allowed, but no credential is sent over it unless
-	// allowCredentialOverHTTP is true. User information and fragments are not
-	// allowed.
+	// allowCredentialOverHTTP is true. User information, fragments and query
+	// parameters that carry a credential (token, api_key, password, sig,
+	// X-Amz-Signature and the like, by name, case-insensitive) are not
+	// allowed: a URL that embeds a credential goes in a Secret, see urlFrom.
+	// Exactly one of url and urlFrom is set.
 	URL *string `json:"url,omitempty"`
+	// urlFrom reads the endpoint URL from a Secret key, for providers that
+	// issue URLs which are themselves credentials (a token in the query or
+	// path). The Secret must carry the label mcp.catalog.dev/credential:
+	// "true", the URL is read at every operation like any credential, and it
+	// is never shown: status, events, logs and errors show at most its
+	// scheme, host and port. A URL read this way must use https unless
+	// allowCredentialOverHTTP is true.
+	URLFrom *URLSourceApplyConfiguration `json:"urlFrom,omitempty"`
 	// dataClass is the operator-declared classification of what this
 	// server's tools return, ordered Public < Internal < Confidential <
 	// Restricted. It has no default: a server without one offers no tools.
@@ -78,6 +89,14 @@ func McpServerSpec() *McpServerSpecApplyConfiguration {
 // If called multiple times, the URL field is set to the value of the last call.
 func (b *McpServerSpecApplyConfiguration) WithURL(value string) *McpServerSpecApplyConfiguration {
 	b.URL = &value
+	return b
+}
+
+// WithURLFrom sets the URLFrom field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the URLFrom field is set to the value of the last call.
+func (b *McpServerSpecApplyConfiguration) WithURLFrom(value *URLSourceApplyConfiguration) *McpServerSpecApplyConfiguration {
+	b.URLFrom = value
 	return b
 }
 
