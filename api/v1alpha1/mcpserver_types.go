@@ -152,11 +152,14 @@ type DelegatedAuth struct {
 
 // ImportSettings tunes catalog imports.
 type ImportSettings struct {
-	// interval re-imports the catalog periodically. Unset means imports run
-	// only on create, on relevant spec changes and on request.
+	// interval re-imports the catalog periodically, so that a definition
+	// the server changed is found (and stops being served) without anyone
+	// asking. Between 1m and 24h; default 1h. An import of an unchanged
+	// catalog writes no McpTool.
 	// +optional
+	// +kubebuilder:default="1h"
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="spec.import.interval must be at least 1m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="spec.import.interval must be between 1m and 24h"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// maxPages is the most tools/list pages one import follows.
