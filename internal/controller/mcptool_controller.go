@@ -24,8 +24,8 @@ import (
 )
 
 // FieldManagerToolController owns the McpTool status fields derived from
-// spec and the server: names, effective class and approval, the approved
-// definition and the Ready condition.
+// spec and the server: names, effective class and approval, and the Ready
+// condition.
 const FieldManagerToolController = "mcp-catalog-tool-controller"
 
 // McpToolReconciler decides whether each McpTool is servable, and removes
@@ -122,10 +122,12 @@ func (r *McpToolReconciler) releaseFromServer(ctx context.Context, t *mcpv1alpha
 	}
 	patch := client.MergeFromWithOptions(t.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	t.OwnerReferences = keep
-	if err := r.Patch(ctx, t, patch, client.FieldOwner(FieldManagerToolController)); err != nil {
-		return fmt.Errorf("removing the McpServer owner reference of McpTool %s: %w", t.Name, err)
+	err := r.Patch(ctx, t, patch, client.FieldOwner(FieldManagerToolController))
+	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		// On a conflict the newer version brings the tool here again.
+		return nil
 	}
-	return nil
+	return fmt.Errorf("removing the McpServer owner reference of McpTool %s: %w", t.Name, err)
 }
 
 // collectable reports whether a tool may go with its server: it is disabled

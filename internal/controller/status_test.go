@@ -537,3 +537,55 @@ func TestImportDueReimportsPeriodicallyByDefault(t *testing.T) {
 		})
 	}
 }
+
+func TestCollectableOnlyWhenNobodyDecidedAnything(t *testing.T) {
+	specBy := func(manager string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:remoteName":{}}}`)}}
+	}
+	statusBy := func(manager string) metav1.ManagedFieldsEntry {
+		e := specBy(manager)
+		e.Subresource = "status"
+		return e
+	}
+	tool := func(enabled bool, fields ...metav1.ManagedFieldsEntry) *mcpv1alpha1.McpTool {
+		return &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{ManagedFields: fields}, Spec: mcpv1alpha1.McpToolSpec{Enabled: enabled}}
+	}
+	deleting := tool(false, specBy(FieldManagerImporter))
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	for _, tc := range []struct {
+		name string
+		tool *mcpv1alpha1.McpTool
+		want bool
+	}{
+		{"disabled, written by the importer only", tool(false, specBy(FieldManagerImporter), statusBy(FieldManagerToolController)), true},
+		{"enabled", tool(true, specBy(FieldManagerImporter)), false},
+		{"disabled, declared in Git", tool(false, specBy(FieldManagerImporter), specBy("argocd-controller")), false},
+		{"disabled, touched with kubectl", tool(false, specBy(FieldManagerImporter), specBy("kubectl-patch")), false},
+		{"another manager wrote only status", tool(false, specBy(FieldManagerImporter), statusBy("someone")), true},
+		{"already being deleted", deleting, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := collectable(tc.tool); got != tc.want {
+				t.Errorf("collectable = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIsServerOwnerMatchesAnyVersionOfTheGroup(t *testing.T) {
+	for _, tc := range []struct {
+		ref  metav1.OwnerReference
+		want bool
+	}{
+		{metav1.OwnerReference{APIVersion: "mcp.catalog.dev/v1alpha1", Kind: "McpServer"}, true},
+		{metav1.OwnerReference{APIVersion: "mcp.catalog.dev/v1", Kind: "McpServer"}, true},
+		{metav1.OwnerReference{APIVersion: "other.example.com/v1", Kind: "McpServer"}, false},
+		{metav1.OwnerReference{APIVersion: "mcp.catalog.dev/v1alpha1", Kind: "McpTool"}, false},
+		{metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap"}, false},
+	} {
+		if got := isServerOwner(tc.ref); got != tc.want {
+			t.Errorf("isServerOwner(%s %s) = %v, want %v", tc.ref.APIVersion, tc.ref.Kind, got, tc.want)
+		}
+	}
+}
