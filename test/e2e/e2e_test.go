@@ -582,10 +582,18 @@ func (s *suite) gatewayCall(t *testing.T) {
 	if res.code != 0 || !strings.Contains(res.stdout, "mcptool/"+alphaEcho+" enabled") || !strings.Contains(res.stdout, "mcptool/"+vaultEcho+" enabled") {
 		t.Fatalf("kubectl-mcp enable: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
-	// Enabling approves nothing; a person approves the imported definition.
-	res = s.cli(t, "approve", "alpha/"+mcpserver.ToolEcho, "vault/"+mcpserver.ToolEcho, "-n", ns)
-	if res.code != 0 || !strings.Contains(res.stdout, "mcptool/"+alphaEcho+" approved") || !strings.Contains(res.stdout, "mcptool/"+vaultEcho+" approved") {
-		t.Fatalf("kubectl-mcp approve: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	// Enabling approves nothing; a person approves the imported definition
+	// by setting its hash, as kubectl patch does.
+	for _, name := range []string{alphaEcho, vaultEcho} {
+		tl := &mcpv1alpha1.McpTool{}
+		if err := s.admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, tl); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFromWithOptions(tl.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		tl.Spec.ApprovedDefinitionHash = tl.Status.DefinitionHash
+		if err := s.admin.Patch(ctx, tl, patch, client.FieldOwner("kubectl-patch")); err != nil {
+			t.Fatalf("approving %s: %v", name, err)
+		}
 	}
 	for _, name := range []string{alphaEcho, vaultEcho} {
 		eventually(t, 60*time.Second, "McpTool "+name+" Ready", s.manager().alive, func() error {
