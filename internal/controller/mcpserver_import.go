@@ -56,17 +56,11 @@ func (r *McpServerReconciler) importDue(sc *serverScope) (bool, time.Time) {
 	return false, time.Time{}
 }
 
-// DefaultImportInterval is how often a catalog is imported again when the
-// McpServer names no interval (the API defaults it; objects stored before
-// the default existed have none). Re-importing is how drift is found
-// without anyone asking, so there is always an interval.
-const DefaultImportInterval = time.Hour
-
 func importInterval(srv *mcpv1alpha1.McpServer) time.Duration {
 	if iv := srv.Spec.Import.Interval; iv != nil && iv.Duration > 0 {
 		return iv.Duration
 	}
-	return DefaultImportInterval
+	return mcpv1alpha1.DefaultImportInterval
 }
 
 // requestedImport returns what status.lastHandledImportAt records for the

@@ -541,7 +541,7 @@ func TestImportDueReimportsPeriodicallyByDefault(t *testing.T) {
 func TestCollectableOnlyWhenNobodyDecidedAnything(t *testing.T) {
 	specBy := func(manager string) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:remoteName":{}}}`)}}
+			FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:remoteName":{}}}`)}
 	}
 	statusBy := func(manager string) metav1.ManagedFieldsEntry {
 		e := specBy(manager)

@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
+	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/toolname"
@@ -99,7 +100,7 @@ func TestDecisionsSurviveServerDeletionUnderTheGarbageCollector(t *testing.T) {
 			t.Errorf("stopping the control plane: %v", err)
 		}
 	})
-	c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func cycle(t *testing.T, c client.Client, url string, approved map[string]string
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there (%v)", err)
+		return fmt.Errorf("still there: %w", err)
 	})
 	if back != nil {
 		back()
@@ -198,7 +199,7 @@ func cycle(t *testing.T, c client.Client, url string, approved map[string]string
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			return fmt.Errorf("still there (%v)", err)
+			return fmt.Errorf("still there: %w", err)
 		})
 	}
 	// Nothing removes the others later either.
@@ -365,19 +366,24 @@ func startGarbageCollector(t *testing.T, binary string, cfg *rest.Config) {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting kube-controller-manager: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	// exited is closed once the process has ended; waitErr says how.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
 	t.Cleanup(func() {
 		select {
-		case err := <-done:
-			t.Errorf("kube-controller-manager exited early (%v):\n%s", err, tail(out.String(), 40))
+		case <-exited:
+			t.Errorf("kube-controller-manager exited early (%v):\n%s", waitErr, tail(out.String(), 40))
 		default:
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			select {
-			case <-done:
+			case <-exited:
 			case <-time.After(30 * time.Second):
 				_ = cmd.Process.Kill()
-				<-done
+				<-exited
 			}
 		}
 		if t.Failed() {
