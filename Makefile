@@ -78,12 +78,12 @@ verify: verify-fmt vet verify-gen verify-modules lint ## gofmt check, vet, gener
 ##@ Test
 
 .PHONY: envtest
-envtest: ## Build (once) the test control plane and print its directory.
-	@hack/envtest.sh
+envtest: ## Build (once) the test control plane, with kube-controller-manager, and print its directory.
+	@hack/envtest.sh --with-controller-manager
 
 .PHONY: test
-test: ## Run every test (builds the test control plane and helm on first use).
-	@assets=$$(hack/envtest.sh); helm=$$(hack/helm.sh); \
+test: ## Run every test (builds the test control plane, with kube-controller-manager, and helm on first use).
+	@assets=$$(hack/envtest.sh --with-controller-manager); helm=$$(hack/helm.sh); \
 	echo ">> KUBEBUILDER_ASSETS=$$assets"; echo ">> HELM=$$helm"; \
 	KUBEBUILDER_ASSETS=$$assets HELM=$$helm $(GO) test $(GOTEST_FLAGS) ./...
 	@$(MAKE) -s test-monitoring

@@ -9,22 +9,37 @@
 # setup-envtest store layout (<store>/k8s/<version>-<os>-<arch>/), so a second
 # run reuses them.
 #
+# --with-controller-manager also builds kube-controller-manager (setup-envtest
+# has no release of it) into the same directory, from the same pinned module
+# as kube-apiserver. Only the test that needs a real garbage collector runs
+# it, so suites that do not need it pay nothing for it.
+#
 # A KUBEBUILDER_ASSETS that already holds both binaries wins.
 # Progress goes to stderr; stdout carries only the directory.
 set -euo pipefail
 
 K8S_VERSION=${ENVTEST_K8S_VERSION:-1.37.2}
+with_kcm=false
+for arg in "$@"; do
+	case "${arg}" in
+	--with-controller-manager) with_kcm=true ;;
+	*) echo "usage: $0 [--with-controller-manager]" >&2; exit 2 ;;
+	esac
+done
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-
-if [[ -n "${KUBEBUILDER_ASSETS:-}" && -x "${KUBEBUILDER_ASSETS}/kube-apiserver" && -x "${KUBEBUILDER_ASSETS}/etcd" ]]; then
-	echo "${KUBEBUILDER_ASSETS}"
-	exit 0
-fi
 
 os=$(go env GOOS)
 arch=$(go env GOARCH)
 store=${ENVTEST_STORE:-${XDG_DATA_HOME:-$HOME/.local/share}/kubebuilder-envtest}
 dir="${store}/k8s/${K8S_VERSION}-${os}-${arch}"
+if [[ -n "${KUBEBUILDER_ASSETS:-}" && -x "${KUBEBUILDER_ASSETS}/kube-apiserver" && -x "${KUBEBUILDER_ASSETS}/etcd" ]]; then
+	if ! ${with_kcm} || [[ -x "${KUBEBUILDER_ASSETS}/kube-controller-manager" ]]; then
+		echo "${KUBEBUILDER_ASSETS}"
+		exit 0
+	fi
+	# The given control plane lacks only the controller manager: add it there.
+	dir=${KUBEBUILDER_ASSETS}
+fi
 mkdir -p "${dir}"
 
 build() { # build <name> <tool module dir> <package> <ldflags>
@@ -72,8 +87,13 @@ download() {
 }
 download || true
 
-build kube-apiserver kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
-	"-s -w -X k8s.io/component-base/version.gitVersion=v${K8S_VERSION} -X k8s.io/component-base/version.gitMajor=${K8S_VERSION%%.*} -X k8s.io/component-base/version.gitMinor=$(echo "${K8S_VERSION}" | cut -d. -f2)"
+k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=v${K8S_VERSION} -X k8s.io/component-base/version.gitMajor=${K8S_VERSION%%.*} -X k8s.io/component-base/version.gitMinor=$(echo "${K8S_VERSION}" | cut -d. -f2)"
+build kube-apiserver kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "${k8s_ldflags}"
 build etcd etcd go.etcd.io/etcd/server/v3 "-s -w"
+if ${with_kcm}; then
+	# The same pinned module as kube-apiserver, so the two share a version
+	# and most of their build cache.
+	build kube-controller-manager kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager "${k8s_ldflags}"
+fi
 
 echo "${dir}"

@@ -111,9 +111,15 @@ const (
 	// ReasonDefinitionChanged: the tool's definition differs from the
 	// approved one.
 	ReasonDefinitionChanged = "DefinitionChanged"
+	// ReasonDefinitionNotApproved: the tool is enabled but no definition is
+	// approved (spec.approvedDefinitionHash is unset). Enabling approves
+	// nothing, and a lost approval never counts as one.
+	ReasonDefinitionNotApproved = "DefinitionNotApproved"
 	// ReasonServerNotReady: the tool's server is not Ready.
 	ReasonServerNotReady = "ServerNotReady"
-	// ReasonServerNotFound: the tool's McpServer does not exist.
+	// ReasonServerNotFound: the tool's McpServer does not exist. The tool
+	// is kept (deleting a server never deletes an enabled or declared tool)
+	// and is servable again once the server is back.
 	ReasonServerNotFound = "ServerNotFound"
 	// ReasonNameMismatch: the McpTool's name is not the one derived from its
 	// server and remote name.

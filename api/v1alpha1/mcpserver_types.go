@@ -176,13 +176,23 @@ type DelegatedAuth struct {
 	DiscoverySecretRef *SecretKeySelector `json:"discoverySecretRef,omitempty"`
 }
 
+// DefaultImportInterval is spec.import.interval when it is not set. The API
+// server applies it (the default marker below must say the same); the
+// controller falls back to it only for objects stored before the default
+// existed. Re-importing is how drift is found without anyone asking, so
+// there is always an interval.
+const DefaultImportInterval = time.Hour
+
 // ImportSettings tunes catalog imports.
 type ImportSettings struct {
-	// interval re-imports the catalog periodically. Unset means imports run
-	// only on create, on relevant spec changes and on request.
+	// interval re-imports the catalog periodically, so that a definition
+	// the server changed is found (and stops being served) without anyone
+	// asking. Between 1m and 24h; default 1h. An import of an unchanged
+	// catalog writes no McpTool.
 	// +optional
+	// +default="1h"
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="spec.import.interval must be at least 1m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="spec.import.interval must be between 1m and 24h"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// maxPages is the most tools/list pages one import follows.

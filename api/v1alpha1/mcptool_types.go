@@ -45,11 +45,13 @@ type McpToolSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == true",message="spec.approvalRequired on an McpTool can only tighten the server's declaration: set true or leave it unset"
 	ApprovalRequired *bool `json:"approvalRequired,omitempty"`
 
-	// approvedDefinitionHash accepts one definition of the tool. When set,
-	// the tool is servable only while status.definitionHash equals it; when
-	// unset, the definition seen when the tool was first enabled is the
-	// approved one. Set it to the new status.definitionHash to re-approve a
-	// tool whose definition changed.
+	// approvedDefinitionHash is the one definition of the tool a person
+	// approved. The tool is servable only while status.definitionHash
+	// equals it; unset, the tool is not servable at all. Enabling approves
+	// nothing: set it to the status.definitionHash you reviewed (or run
+	// kubectl mcp approve), and again whenever the definition changes. It
+	// lives in spec so that Git can pin it and it survives the tool being
+	// deleted and created again.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
 	// +kubebuilder:validation:MaxLength=71
@@ -147,13 +149,6 @@ type McpToolStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=71
 	DefinitionHash string `json:"definitionHash,omitempty"`
-
-	// enabledDefinitionHash is the definition seen when the tool was
-	// enabled; it is the approved definition while
-	// spec.approvedDefinitionHash is unset.
-	// +optional
-	// +kubebuilder:validation:MaxLength=71
-	EnabledDefinitionHash string `json:"enabledDefinitionHash,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -170,7 +165,7 @@ type McpToolStatus struct {
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 
 // McpTool is one tool of an McpServer's catalog. Imports create it disabled;
-// a human or GitOps enables it.
+// a human or GitOps enables it and approves its definition.
 type McpTool struct {
 	metav1.TypeMeta `json:",inline"`
 

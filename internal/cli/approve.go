@@ -56,11 +56,9 @@ type review struct {
 func reviewOf(t *mcpv1alpha1.McpTool) review {
 	r := review{Namespace: t.Namespace, Name: t.Name, Server: t.Spec.ServerRef.Name, RemoteName: t.Spec.RemoteName,
 		CurrentHash: t.Status.DefinitionHash, Title: t.Status.Title, Description: t.Status.Description, ApprovedBy: "none"}
-	switch {
-	case t.Spec.ApprovedDefinitionHash != "":
+	// Only spec.approvedDefinitionHash approves: enabling a tool does not.
+	if t.Spec.ApprovedDefinitionHash != "" {
 		r.ApprovedHash, r.ApprovedBy = t.Spec.ApprovedDefinitionHash, "spec.approvedDefinitionHash"
-	case t.Status.EnabledDefinitionHash != "":
-		r.ApprovedHash, r.ApprovedBy = t.Status.EnabledDefinitionHash, "the definition seen when the tool was enabled"
 	}
 	r.Changed = r.ApprovedHash != r.CurrentHash
 	if t.Status.InputSchema != nil && len(t.Status.InputSchema.Raw) > 0 {
@@ -216,16 +214,17 @@ func approveIfCurrent(ctx context.Context, c client.Client, t *mcpv1alpha1.McpTo
 	case cur != hash:
 		return &exitError{code: ExitFailed, err: fmt.Errorf("%w: the current definition is %s, not %s; review it again with `kubectl mcp diff %s`", ErrDefinitionChanged, cur, hash, t.Name)}
 	}
-	spec := mcpac.McpToolSpec().
-		WithServerRef(mcpac.LocalObjectReference().WithName(t.Spec.ServerRef.Name)).
-		WithRemoteName(t.Spec.RemoteName).
-		WithApprovedDefinitionHash(hash)
+	spec, err := ownedSpec(t)
+	if err != nil {
+		return err
+	}
+	spec.WithApprovedDefinitionHash(hash)
 	obj := mcpac.McpTool(t.Name, t.Namespace).WithResourceVersion(t.ResourceVersion).WithSpec(spec)
 	opts := []client.ApplyOption{client.FieldOwner(FieldManager)}
 	if force {
 		opts = append(opts, client.ForceOwnership)
 	}
-	err := c.Apply(ctx, obj, opts...)
+	err = c.Apply(ctx, obj, opts...)
 	switch {
 	case err == nil:
 		return nil

@@ -376,6 +376,23 @@ func resolveTool(arg string) (string, error) {
 // applyToolSpec changes one spec field of an existing McpTool with its own
 // field manager. Without --force, a field Git (or anyone) owns is not taken:
 // the conflict is reported so the change is made where it belongs.
+// ownedSpec is the part of t's spec this plugin's field manager owns,
+// with the tool's identity. An apply states every field its manager means to
+// keep, so enabling has to carry the approval this manager set earlier, and
+// approving the enablement, or each would drop the other.
+func ownedSpec(t *mcpv1alpha1.McpTool) (*mcpac.McpToolSpecApplyConfiguration, error) {
+	owned, err := mcpac.ExtractMcpTool(t, FieldManager)
+	if err != nil {
+		return nil, fmt.Errorf("reading the fields %s owns on McpTool %s: %w", FieldManager, t.Name, err)
+	}
+	spec := owned.Spec
+	if spec == nil {
+		spec = mcpac.McpToolSpec()
+	}
+	return spec.WithServerRef(mcpac.LocalObjectReference().WithName(t.Spec.ServerRef.Name)).
+		WithRemoteName(t.Spec.RemoteName), nil
+}
+
 func applyToolSpec(ctx context.Context, c client.Client, ns, name string, force bool, set func(*mcpac.McpToolSpecApplyConfiguration)) error {
 	var t mcpv1alpha1.McpTool
 	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &t); err != nil {
@@ -384,9 +401,10 @@ func applyToolSpec(ctx context.Context, c client.Client, ns, name string, force 
 		}
 		return err
 	}
-	spec := mcpac.McpToolSpec().
-		WithServerRef(mcpac.LocalObjectReference().WithName(t.Spec.ServerRef.Name)).
-		WithRemoteName(t.Spec.RemoteName)
+	spec, err := ownedSpec(&t)
+	if err != nil {
+		return err
+	}
 	set(spec)
 	opts := []client.ApplyOption{client.FieldOwner(FieldManager)}
 	if force {

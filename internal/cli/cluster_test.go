@@ -208,6 +208,10 @@ func TestClusterCommands(t *testing.T) {
 			t.Fatalf("enable: %s", errOut)
 		}
 		reviewed := e.tool(t, "good.image-and-text")
+		// Enabling approves nothing; a person approves the definition first.
+		if code, _, errOut := e.run(t, "approve", "good.image-and-text", "--hash", reviewed.Status.DefinitionHash); code != ExitOK {
+			t.Fatalf("approve the first definition: %s", errOut)
+		}
 		if err := up.SetToolDescription("image_and_text", "a changed description"); err != nil {
 			t.Fatal(err)
 		}
@@ -230,8 +234,8 @@ func TestClusterCommands(t *testing.T) {
 				t.Errorf("the review does not show %q:\n%s", want, out)
 			}
 		}
-		if got := e.tool(t, "good.image-and-text").Spec.ApprovedDefinitionHash; got != "" {
-			t.Fatalf("approve without --hash approved %q", got)
+		if got := e.tool(t, "good.image-and-text").Spec.ApprovedDefinitionHash; got != reviewed.Status.DefinitionHash {
+			t.Fatalf("approve without --hash changed the approval to %q", got)
 		}
 
 		// The hash reviewed before the change is refused.
@@ -239,8 +243,8 @@ func TestClusterCommands(t *testing.T) {
 		if code != ExitFailed || !strings.Contains(errOut, "changed since it was reviewed") {
 			t.Errorf("approve of a stale hash: exit %d, stderr %s", code, errOut)
 		}
-		if got := e.tool(t, "good.image-and-text").Spec.ApprovedDefinitionHash; got != "" {
-			t.Fatalf("a stale hash was approved: %q", got)
+		if got := e.tool(t, "good.image-and-text").Spec.ApprovedDefinitionHash; got != reviewed.Status.DefinitionHash {
+			t.Fatalf("a refused approval changed the approval to %q", got)
 		}
 		if code, _, errOut := e.run(t, "approve", "good.image-and-text", "--hash", "sha256:abc"); code != ExitUsage {
 			t.Errorf("a malformed hash: exit %d, stderr %s", code, errOut)
@@ -259,6 +263,17 @@ func TestClusterCommands(t *testing.T) {
 		tool = e.tool(t, "good.image-and-text")
 		if tool.Spec.ApprovedDefinitionHash != tool.Status.DefinitionHash {
 			t.Errorf("approved %q, current %q", tool.Spec.ApprovedDefinitionHash, tool.Status.DefinitionHash)
+		}
+		// Approving kept the enablement this plugin applied before, and
+		// enabling again keeps the approval: one field manager, both fields.
+		if !tool.Spec.Enabled {
+			t.Error("approving turned the tool's enabled off")
+		}
+		if code, _, errOut := e.run(t, "enable", "good.image-and-text"); code != ExitOK {
+			t.Fatalf("enable after approve: exit %d, %s", code, errOut)
+		}
+		if tool = e.tool(t, "good.image-and-text"); tool.Spec.ApprovedDefinitionHash != tool.Status.DefinitionHash || !tool.Spec.Enabled {
+			t.Errorf("after enable: enabled %t, approved %q, current %q", tool.Spec.Enabled, tool.Spec.ApprovedDefinitionHash, tool.Status.DefinitionHash)
 		}
 		if code, out, _ := e.run(t, "diff", "good.image-and-text"); code != ExitOK || !strings.Contains(out, "is the approved one") {
 			t.Errorf("diff after approval: exit %d, out %s", code, out)

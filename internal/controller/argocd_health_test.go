@@ -186,7 +186,7 @@ var _ = Describe("Argo CD health checks", func() {
 		echo := toolObjectName("tools", mcpserver.ToolEcho)
 		Eventually(toolHealth(ns, echo)).Should(healthIs("Suspended", "not enabled"))
 
-		setEnabled(ns, echo, true)
+		enableApproved(ns, echo)
 		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
 		Eventually(toolHealth(ns, echo)).Should(healthIs("Healthy", "enabled"))
 

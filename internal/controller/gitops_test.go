@@ -22,14 +22,49 @@ import (
 const gitOpsManager = "argocd-controller"
 
 // applyFromGit declares an McpTool the way a GitOps tool does: server-side
-// apply of the spec only, with its own field manager.
-func applyFromGit(ns, server, remote string, enabled bool) {
-	obj := mcpac.McpTool(toolObjectName(server, remote), ns).
-		WithSpec(mcpac.McpToolSpec().
-			WithServerRef(mcpac.LocalObjectReference().WithName(server)).
-			WithRemoteName(remote).
-			WithEnabled(enabled))
+// apply of the spec only, with its own field manager. approved is the
+// definition hash Git pins; empty pins none.
+func applyFromGit(ns, server, remote string, enabled bool, approved string) {
+	spec := mcpac.McpToolSpec().
+		WithServerRef(mcpac.LocalObjectReference().WithName(server)).
+		WithRemoteName(remote).
+		WithEnabled(enabled)
+	if approved != "" {
+		spec.WithApprovedDefinitionHash(approved)
+	}
+	obj := mcpac.McpTool(toolObjectName(server, remote), ns).WithSpec(spec)
 	ExpectWithOffset(1, k8sClient.Apply(context.Background(), obj, client.FieldOwner(gitOpsManager), client.ForceOwnership)).To(Succeed())
+}
+
+// importedHash waits until an import has written the tool's definition and
+// returns its hash: what a person reviews before approving.
+func importedHash(ns, name string) string {
+	var hash string
+	EventuallyWithOffset(1, func(g Gomega) {
+		t := &mcpv1alpha1.McpTool{}
+		g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, t)).To(Succeed())
+		g.Expect(t.Status.DefinitionHash).NotTo(BeEmpty())
+		hash = t.Status.DefinitionHash
+	}).Should(Succeed())
+	return hash
+}
+
+// approve records a person's approval of the tool's current definition, as
+// kubectl mcp approve does, and returns the approved hash.
+func approve(ns, name string) string {
+	hash := importedHash(ns, name)
+	t := getTool(ns, name)
+	patch := client.MergeFrom(t.DeepCopy())
+	t.Spec.ApprovedDefinitionHash = hash
+	ExpectWithOffset(1, k8sClient.Patch(context.Background(), t, patch, client.FieldOwner("kubectl-patch"))).To(Succeed())
+	return hash
+}
+
+// enableApproved enables a tool and approves its current definition, the
+// two decisions that make an imported tool servable.
+func enableApproved(ns, name string) string {
+	setEnabled(ns, name, true)
+	return approve(ns, name)
 }
 
 // setEnabled changes spec.enabled the way kubectl patch does.
@@ -56,23 +91,32 @@ var _ = Describe("GitOps and imports", func() {
 		ns := newNamespace()
 		up := startMCP(mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true})
 		echo := toolObjectName("gh", mcpserver.ToolEcho)
-		applyFromGit(ns, "gh", mcpserver.ToolEcho, true)
+		applyFromGit(ns, "gh", mcpserver.ToolEcho, true, "")
 
 		// Before the server exists, the tool is not servable.
 		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotFound))
 
 		createServer(ns, "gh", up.URL)
 		waitReady(ns, "gh", 30*time.Second)
+		// Enabled, imported, but nobody approved a definition: enabling
+		// before the first import does not approve what the import brings.
+		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionNotApproved))
+		Consistently(toolConditions(ns, echo), settle).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionNotApproved))
+
+		// Git pins the definition it reviewed.
+		reviewed := importedHash(ns, echo)
+		applyFromGit(ns, "gh", mcpserver.ToolEcho, true, reviewed)
 		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
 
 		t := getTool(ns, echo)
 		Expect(t.Spec.Enabled).To(BeTrue())
 		Expect(t.Status.Description).To(Equal("Returns its text argument."))
 		Expect(t.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
-		Expect(t.Status.EnabledDefinitionHash).To(Equal(t.Status.DefinitionHash), "enabled before the first import: the first imported definition is the approved one")
 		Expect(managerOwns(t, gitOpsManager, `"f:enabled"`)).To(BeTrue(), "Git still owns spec.enabled")
+		Expect(managerOwns(t, gitOpsManager, `"f:approvedDefinitionHash"`)).To(BeTrue(), "Git owns the approval")
 		Expect(managerOwns(t, controller.FieldManagerImporter, `"f:enabled"`)).To(BeFalse(), "the importer never claims spec.enabled")
-		Expect(managerOwns(t, controller.FieldManagerImporter, `"f:ownerReferences"`)).To(BeTrue(), "the importer adopted the tool")
+		Expect(managerOwns(t, controller.FieldManagerImporter, `"f:approvedDefinitionHash"`)).To(BeFalse(), "the importer never claims the approval")
+		Expect(t.OwnerReferences).To(BeEmpty(), "no owner reference lets the garbage collector take the tool with its server")
 
 		// A second import does not flip it either.
 		v := requestImport(ns, "gh")
@@ -81,7 +125,7 @@ var _ = Describe("GitOps and imports", func() {
 
 		// Git can still disable it: the importer holds no claim that
 		// conflicts with that.
-		applyFromGit(ns, "gh", mcpserver.ToolEcho, false)
+		applyFromGit(ns, "gh", mcpserver.ToolEcho, false, reviewed)
 		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonDisabled))
 	})
 
@@ -90,7 +134,7 @@ var _ = Describe("GitOps and imports", func() {
 		up := startMCP(mcpserver.Options{Flavor: mcpserver.MCPGo, Stateless: true})
 		// Declared in Git, disabled, and never offered: the import did not
 		// create it, so it does not delete it.
-		applyFromGit(ns, "gone", "never_offered", false)
+		applyFromGit(ns, "gone", "never_offered", false, "")
 		createServer(ns, "gone", up.URL)
 		waitReady(ns, "gone", 30*time.Second)
 		never := getTool(ns, toolObjectName("gone", "never_offered"))
@@ -102,7 +146,7 @@ var _ = Describe("GitOps and imports", func() {
 
 		echo := toolObjectName("gone", mcpserver.ToolEcho)
 		fail := toolObjectName("gone", mcpserver.ToolFail)
-		setEnabled(ns, echo, true)
+		enableApproved(ns, echo)
 		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
 
 		up.RemoveTools(mcpserver.ToolEcho, mcpserver.ToolFail)
@@ -130,7 +174,7 @@ var _ = Describe("GitOps: a disabled tool declared in Git", func() {
 	It("is kept, not deleted, when the server stops offering it, so the importer and Git do not fight", func() {
 		ns := newNamespace()
 		up := startMCP(mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true})
-		applyFromGit(ns, "gitkept", mcpserver.ToolFail, false)
+		applyFromGit(ns, "gitkept", mcpserver.ToolFail, false, "")
 		createServer(ns, "gitkept", up.URL)
 		waitReady(ns, "gitkept", 30*time.Second)
 		fail := toolObjectName("gitkept", mcpserver.ToolFail)
@@ -153,10 +197,8 @@ var _ = Describe("Definition drift", func() {
 		createServer(ns, "drift", up.URL)
 		waitReady(ns, "drift", 30*time.Second)
 		echo := toolObjectName("drift", mcpserver.ToolEcho)
-		setEnabled(ns, echo, true)
+		approved := enableApproved(ns, echo)
 		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
-		approved := getTool(ns, echo).Status.DefinitionHash
-		Expect(getTool(ns, echo).Status.EnabledDefinitionHash).To(Equal(approved))
 
 		Expect(up.SetToolDescription(mcpserver.ToolEcho, "Returns its text argument, and now also mails it to someone.")).To(Succeed())
 		v := requestImport(ns, "drift")
@@ -166,7 +208,7 @@ var _ = Describe("Definition drift", func() {
 		t := getTool(ns, echo)
 		Expect(t.Status.Description).To(ContainSubstring("mails it"))
 		Expect(t.Status.DefinitionHash).NotTo(Equal(approved))
-		Expect(t.Status.EnabledDefinitionHash).To(Equal(approved), "the approval stays with the old definition")
+		Expect(t.Spec.ApprovedDefinitionHash).To(Equal(approved), "the approval stays with the old definition")
 		Expect(t.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
 
 		patch := client.MergeFrom(t.DeepCopy())

@@ -141,7 +141,7 @@ var _ = Describe("No-op reconciles", func() {
 		waitReady(ns, "idle", 30*time.Second)
 		settledTools(ns, 25)
 		echo := toolObjectName("idle", mcpserver.ToolEcho)
-		setEnabled(ns, echo, true)
+		enableApproved(ns, echo)
 		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
 		Eventually(func() int32 { return getServer(ns, "idle").Status.Tools.Enabled }).Should(Equal(int32(1)))
 		tools := resourceVersions(ns)

@@ -27,8 +27,8 @@ import (
 	"github.com/mcp-catalog/operator/internal/upstream"
 )
 
-// FieldManagerImporter owns what imports write: an McpTool's identity, owner
-// and label, and the definition fields and Imported condition of its status.
+// FieldManagerImporter owns what imports write: an McpTool's identity and
+// label, and the definition fields and Imported condition of its status.
 const FieldManagerImporter = "mcp-catalog-importer"
 
 // McpServerReconciler imports each McpServer's catalog into McpTools and
@@ -98,7 +98,9 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	if !srv.DeletionTimestamp.IsZero() {
-		// The McpTools are owned by the server; garbage collection removes them.
+		// The McpTools outlive their server: enabled and declared ones stay
+		// (not servable) until it returns, and the tool controller removes
+		// the rest.
 		r.sched.forget(req.NamespacedName)
 		forgetToolGauges(req.Namespace, req.Name)
 		return ctrl.Result{}, nil

@@ -46,14 +46,21 @@ func (r *McpServerReconciler) importDue(sc *serverScope) (bool, time.Time) {
 		}
 		return false, time.Time{}
 	}
-	if iv := srv.Spec.Import.Interval; iv != nil && iv.Duration > 0 && srv.Status.LastImportTime != nil {
-		next := srv.Status.LastImportTime.Add(iv.Duration)
+	if srv.Status.LastImportTime != nil {
+		next := srv.Status.LastImportTime.Add(importInterval(srv))
 		if !sc.now.Before(next) {
 			return true, time.Time{}
 		}
 		return false, next
 	}
 	return false, time.Time{}
+}
+
+func importInterval(srv *mcpv1alpha1.McpServer) time.Duration {
+	if iv := srv.Spec.Import.Interval; iv != nil && iv.Duration > 0 {
+		return iv.Duration
+	}
+	return mcpv1alpha1.DefaultImportInterval
 }
 
 // requestedImport returns what status.lastHandledImportAt records for the
@@ -152,9 +159,7 @@ func (r *McpServerReconciler) reconcileImport(ctx context.Context, sc *serverSco
 	msg := fmt.Sprintf("imported %d tools (%d skipped, %d enabled)", counts.Imported, counts.Skipped, counts.Enabled)
 	setCondition(srv, mcpv1alpha1.ConditionCatalogSynced, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, msg)
 	r.Recorder.Eventf(srv, nil, "Normal", "ImportSucceeded", "Import", "%s", msg)
-	if iv := srv.Spec.Import.Interval; iv != nil && iv.Duration > 0 {
-		sc.requeueNoLaterThan(now.Add(iv.Duration))
-	}
+	sc.requeueNoLaterThan(now.Add(importInterval(srv)))
 	return nil
 }
 
@@ -251,7 +256,7 @@ func (r *McpServerReconciler) applyCatalog(ctx context.Context, srv *mcpv1alpha1
 		if accepted[ex.Name] {
 			continue
 		}
-		if !ex.Spec.Enabled && metav1.IsControlledBy(&ex, srv) && !declaredElsewhere(&ex) {
+		if collectable(&ex) {
 			g.Go(func() error { return r.deleteDisabled(gctx, &ex) })
 			continue
 		}
@@ -296,22 +301,18 @@ func importedUpToDate(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, hash s
 	if t.Labels[mcpv1alpha1.LabelServer] != srv.Name || t.Status.DefinitionHash != hash {
 		return false
 	}
-	if ref := metav1.GetControllerOf(t); ref == nil || ref.UID != srv.UID {
-		return false
-	}
 	return meta.IsStatusConditionTrue(t.Status.Conditions, mcpv1alpha1.ConditionImported)
 }
 
+// applyTool writes a tool's identity and the definition the server offers.
+// No owner reference ties the tool to its server: the garbage collector
+// would then delete enabled and Git-declared tools, and the approvals on
+// them, with every delete or replacement of the server (docs/adr). Tools
+// nobody decided anything about are removed by the importer when the server
+// stops offering them, and by the tool controller when the server is gone.
 func (r *McpServerReconciler) applyTool(ctx context.Context, srv *mcpv1alpha1.McpServer, t mcp.Tool, name, hash string, ex *mcpv1alpha1.McpTool) error {
 	obj := mcpac.McpTool(name, srv.Namespace).
 		WithLabels(map[string]string{mcpv1alpha1.LabelServer: srv.Name}).
-		WithOwnerReferences(metav1ac.OwnerReference().
-			WithAPIVersion(mcpv1alpha1.GroupVersion.String()).
-			WithKind("McpServer").
-			WithName(srv.Name).
-			WithUID(srv.UID).
-			WithController(true).
-			WithBlockOwnerDeletion(true)).
 		WithSpec(mcpac.McpToolSpec().
 			WithServerRef(mcpac.LocalObjectReference().WithName(srv.Name)).
 			WithRemoteName(t.Name))

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,22 +24,33 @@ import (
 )
 
 // FieldManagerToolController owns the McpTool status fields derived from
-// spec and the server: names, effective class and approval, the approved
-// definition and the Ready condition.
+// spec and the server: names, effective class and approval, and the Ready
+// condition.
 const FieldManagerToolController = "mcp-catalog-tool-controller"
 
-// McpToolReconciler decides whether each McpTool is servable.
+// McpToolReconciler decides whether each McpTool is servable, and removes
+// what an McpServer's deletion leaves behind that nobody decided anything
+// about.
 type McpToolReconciler struct {
 	client.Client
-	Now func() time.Time
+	// APIReader confirms, before a tool is deleted, that its server is
+	// really gone and not merely absent from a cache that lags a
+	// re-creation.
+	APIReader client.Reader
+	Now       func() time.Time
 }
 
-// Reconcile computes the tool's view and applies it when it differs from
-// what the status shows.
+// Reconcile releases the tool from a server owner reference, collects it
+// when its server is gone and nobody decided anything about it, and
+// otherwise computes its view and applies it when it differs from what the
+// status shows.
 func (r *McpToolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	t := &mcpv1alpha1.McpTool{}
 	if err := r.Get(ctx, req.NamespacedName, t); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if err := r.releaseFromServer(ctx, t); err != nil {
+		return ctrl.Result{}, err
 	}
 	var srv *mcpv1alpha1.McpServer
 	s := &mcpv1alpha1.McpServer{}
@@ -47,6 +59,11 @@ func (r *McpToolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		srv = s
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, err
+	}
+	if srv == nil && collectable(t) {
+		if done, err := r.collect(ctx, t); done || err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 
 	v := computeToolView(t, srv)
@@ -72,9 +89,6 @@ func (r *McpToolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			WithMessage(v.Message).
 			WithObservedGeneration(t.Generation).
 			WithLastTransitionTime(ltt))
-	if v.EnabledDefinitionHash != "" {
-		status.WithEnabledDefinitionHash(v.EnabledDefinitionHash)
-	}
 	if err := r.Status().Apply(ctx, mcpac.McpTool(t.Name, t.Namespace).WithStatus(status),
 		client.FieldOwner(FieldManagerToolController), client.ForceOwnership); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -83,6 +97,71 @@ func (r *McpToolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, fmt.Errorf("applying McpTool status: %w", err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// isServerOwner reports whether an owner reference names an McpServer.
+func isServerOwner(ref metav1.OwnerReference) bool {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == mcpv1alpha1.GroupVersion.Group && ref.Kind == "McpServer"
+}
+
+// releaseFromServer removes owner references to an McpServer, which earlier
+// versions of the importer set: with one, the garbage collector deletes the
+// tool, enabled or not, whenever its server is deleted. The patch is
+// guarded by the resource version, so it removes nothing someone added
+// meanwhile.
+func (r *McpToolReconciler) releaseFromServer(ctx context.Context, t *mcpv1alpha1.McpTool) error {
+	keep := make([]metav1.OwnerReference, 0, len(t.OwnerReferences))
+	for _, ref := range t.OwnerReferences {
+		if !isServerOwner(ref) {
+			keep = append(keep, ref)
+		}
+	}
+	if len(keep) == len(t.OwnerReferences) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(t.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	t.OwnerReferences = keep
+	err := r.Patch(ctx, t, patch, client.FieldOwner(FieldManagerToolController))
+	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		// On a conflict the newer version brings the tool here again.
+		return nil
+	}
+	return fmt.Errorf("removing the McpServer owner reference of McpTool %s: %w", t.Name, err)
+}
+
+// collectable reports whether a tool may go with its server: it is disabled
+// and only the importer ever declared it. An enabled tool, or one Git,
+// kubectl or kubectl-mcp declared, records a decision of a person and is
+// kept.
+func collectable(t *mcpv1alpha1.McpTool) bool {
+	return !t.Spec.Enabled && t.DeletionTimestamp.IsZero() && !declaredElsewhere(t)
+}
+
+// collect deletes a collectable tool once a live read confirms its server
+// does not exist. It reports whether the tool was deleted (or is already
+// gone). The preconditions make the delete fail, harmlessly, when someone
+// enabled or declared the tool since it was read.
+func (r *McpToolReconciler) collect(ctx context.Context, t *mcpv1alpha1.McpTool) (bool, error) {
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ServerRef.Name}, &mcpv1alpha1.McpServer{})
+	switch {
+	case err == nil:
+		// The server is back; the watch on servers brings the tool here
+		// again once the cache has seen it.
+		return false, nil
+	case !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("reading McpServer %s: %w", t.Spec.ServerRef.Name, err)
+	}
+	uid, rv := t.UID, t.ResourceVersion
+	err = r.Delete(ctx, t, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return true, nil
+	case apierrors.IsConflict(err):
+		// Changed since it was read: the next reconcile decides again.
+		return false, nil
+	}
+	return false, fmt.Errorf("deleting McpTool %s of a deleted server: %w", t.Name, err)
 }
 
 func (r *McpToolReconciler) now() time.Time {

@@ -14,24 +14,19 @@ type toolView struct {
 	Group                     string
 	EffectiveDataClass        mcpv1alpha1.DataClass
 	EffectiveApprovalRequired bool
-	EnabledDefinitionHash     string
 	Ready                     metav1.ConditionStatus
 	Reason                    string
 	Message                   string
 }
 
-// approvedHash is the definition a tool may be served with: the one named in
-// spec, else the one seen when it was enabled.
-func approvedHash(t *mcpv1alpha1.McpTool, enabledHash string) string {
-	if t.Spec.ApprovedDefinitionHash != "" {
-		return t.Spec.ApprovedDefinitionHash
-	}
-	return enabledHash
-}
-
 // computeToolView derives the tool controller's part of an McpTool's status
 // from the tool and its server (nil when the server does not exist). It is
 // pure and table-tested.
+//
+// The only approval is spec.approvedDefinitionHash, which a person or Git
+// sets: enabling approves nothing, and nothing in status counts as an
+// approval, so a tool deleted and created again (status empty) is not
+// servable until its approval is on record again.
 func computeToolView(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer) toolView {
 	v := toolView{
 		LocalName: toolname.LocalName(t.Spec.ServerRef.Name, t.Spec.RemoteName),
@@ -52,16 +47,6 @@ func computeToolView(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer) toolVie
 		v.EffectiveApprovalRequired = serverApproval || toolApproval
 	}
 
-	// The definition in force when the tool was enabled is remembered until
-	// it is disabled again; disabling forgets it, so re-enabling approves
-	// the definition current at that time.
-	if t.Spec.Enabled {
-		v.EnabledDefinitionHash = t.Status.EnabledDefinitionHash
-		if v.EnabledDefinitionHash == "" {
-			v.EnabledDefinitionHash = t.Status.DefinitionHash
-		}
-	}
-
 	imported := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionImported)
 	wantName, nameErr := toolname.ObjectName(t.Spec.ServerRef.Name, t.Spec.RemoteName)
 	switch {
@@ -79,9 +64,12 @@ func computeToolView(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer) toolVie
 		v.Ready, v.Reason, v.Message = metav1.ConditionFalse, mcpv1alpha1.ReasonNotImported, "no import has seen this tool yet"
 	case imported.Status != metav1.ConditionTrue:
 		v.Ready, v.Reason, v.Message = metav1.ConditionFalse, imported.Reason, imported.Message
-	case approvedHash(t, v.EnabledDefinitionHash) != t.Status.DefinitionHash:
+	case t.Spec.ApprovedDefinitionHash == "":
+		v.Ready, v.Reason = metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionNotApproved
+		v.Message = "no definition is approved; review the definition and set spec.approvedDefinitionHash to " + t.Status.DefinitionHash + " (or run kubectl mcp approve) to serve it"
+	case t.Spec.ApprovedDefinitionHash != t.Status.DefinitionHash:
 		v.Ready, v.Reason = metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionChanged
-		v.Message = "the tool's definition changed since it was approved; review it and set spec.approvedDefinitionHash to " + t.Status.DefinitionHash + " to serve it again"
+		v.Message = "the tool's definition differs from the approved one; review it and set spec.approvedDefinitionHash to " + t.Status.DefinitionHash + " to serve it again"
 	case !meta.IsStatusConditionTrue(srv.Status.Conditions, mcpv1alpha1.ConditionReady):
 		v.Ready, v.Reason, v.Message = metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotReady, "McpServer "+srv.Name+" is not Ready"
 	default:
@@ -95,7 +83,7 @@ func toolViewCurrent(t *mcpv1alpha1.McpTool, v toolView) bool {
 	s := t.Status
 	if s.ObservedGeneration != t.Generation || s.LocalName != v.LocalName || s.Group != v.Group ||
 		s.EffectiveDataClass != v.EffectiveDataClass || s.EffectiveApprovalRequired == nil ||
-		*s.EffectiveApprovalRequired != v.EffectiveApprovalRequired || s.EnabledDefinitionHash != v.EnabledDefinitionHash ||
+		*s.EffectiveApprovalRequired != v.EffectiveApprovalRequired ||
 		s.Effect != mcpv1alpha1.EffectNonIdempotentWrite || !s.RequiresAdmin {
 		return false
 	}

@@ -17,7 +17,7 @@ var _ = Describe("Manager restart", func() {
 		up := startMCP(mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true, Tools: catalogSize, PageSize: 300})
 		// One tool declared in Git beforehand, enabled: it must come through
 		// the interruption still enabled and exactly once.
-		applyFromGit(ns, "rs", mcpserver.CatalogToolName(1), true)
+		applyFromGit(ns, "rs", mcpserver.CatalogToolName(1), true, "")
 		createServer(ns, "rs", up.URL, withMaxTools(3000))
 
 		// Stop the manager once the import has written some tools but not
@@ -50,6 +50,8 @@ var _ = Describe("Manager restart", func() {
 		}
 		first := getTool(ns, toolObjectName("rs", mcpserver.CatalogToolName(1)))
 		Expect(first.Spec.Enabled).To(BeTrue())
+		Eventually(toolConditions(ns, first.Name), 60*time.Second).Should(haveCondition(mcpv1alpha1.ConditionReady, "False", mcpv1alpha1.ReasonDefinitionNotApproved))
+		applyFromGit(ns, "rs", mcpserver.CatalogToolName(1), true, first.Status.DefinitionHash)
 		Eventually(toolConditions(ns, first.Name), 60*time.Second).Should(haveCondition(mcpv1alpha1.ConditionReady, "True", mcpv1alpha1.ReasonSucceeded))
 	})
 })

@@ -91,7 +91,7 @@ var _ = Describe("Skipped tools", func() {
 		ns := newNamespace()
 		// An enabled tool that turns invalid upstream says why it is not
 		// served.
-		applyFromGit(ns, "odd", "with_ref", true)
+		applyFromGit(ns, "odd", "with_ref", true, "")
 		createServer(ns, "odd", url)
 		srv := waitReady(ns, "odd", 30*time.Second)
 

@@ -75,7 +75,7 @@ var _ = Describe("Per-object state metrics", func() {
 		n := float64(len(mcpserver.BuiltinTools()))
 		Eventually(tools(mcpv1alpha1.ReasonDisabled)).Should(Equal(n))
 		echo := toolObjectName("up", mcpserver.ToolEcho)
-		setEnabled(ns, echo, true)
+		enableApproved(ns, echo)
 		Eventually(tools(mcpv1alpha1.ReasonSucceeded)).Should(Equal(1.0))
 		Eventually(tools(mcpv1alpha1.ReasonDisabled)).Should(Equal(n - 1))
 

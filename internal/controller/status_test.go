@@ -354,8 +354,8 @@ func TestComputeToolView(t *testing.T) {
 	yes, no := true, false
 	readyServer := server(mcpv1alpha1.DataClassInternal, &yes, true)
 
-	// tool is an imported, enabled tool with definition hashA, approved
-	// when it was enabled; options change that.
+	// tool is an imported, enabled tool with definition hashA, which
+	// spec.approvedDefinitionHash approves; options change that.
 	type opt func(*mcpv1alpha1.McpTool)
 	tool := func(opts ...opt) *mcpv1alpha1.McpTool {
 		name, err := toolname.ObjectName("docs", "search_docs")
@@ -364,7 +364,7 @@ func TestComputeToolView(t *testing.T) {
 		}
 		tl := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 2}}
 		tl.Spec.ServerRef.Name, tl.Spec.RemoteName, tl.Spec.Enabled = "docs", "search_docs", true
-		tl.Status.DefinitionHash, tl.Status.EnabledDefinitionHash = hashA, hashA
+		tl.Spec.ApprovedDefinitionHash, tl.Status.DefinitionHash = hashA, hashA
 		meta.SetStatusCondition(&tl.Status.Conditions, metav1.Condition{Type: mcpv1alpha1.ConditionImported, Status: metav1.ConditionTrue, Reason: mcpv1alpha1.ReasonSucceeded})
 		for _, o := range opts {
 			o(tl)
@@ -386,28 +386,31 @@ func TestComputeToolView(t *testing.T) {
 		ready  metav1.ConditionStatus
 		reason string
 		class  mcpv1alpha1.DataClass
-		// approval is the effective approval; enabledHash the remembered
-		// approved definition.
-		approval    bool
-		enabledHash string
+		// approval is the effective approval.
+		approval bool
 	}{
-		{"servable", tool(), readyServer, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassInternal, true, hashA},
-		{"disabled, and the approval is forgotten", tool(disabled), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonDisabled, mcpv1alpha1.DataClassInternal, true, ""},
-		{"server missing: strictest class and approval", tool(), nil, metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotFound, mcpv1alpha1.DataClassRestricted, true, hashA},
-		{"never imported", tool(func(tl *mcpv1alpha1.McpTool) { tl.Status = mcpv1alpha1.McpToolStatus{} }), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonNotImported, mcpv1alpha1.DataClassInternal, true, ""},
-		{"removed from the server", tool(imported(metav1.ConditionFalse, mcpv1alpha1.ReasonRemovedFromServer)), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonRemovedFromServer, mcpv1alpha1.DataClassInternal, true, hashA},
-		{"refused by the last import", tool(imported(metav1.ConditionFalse, mcp.SkipInvalidSchema)), readyServer, metav1.ConditionFalse, mcp.SkipInvalidSchema, mcpv1alpha1.DataClassInternal, true, hashA},
-		{"definition changed since enabled", tool(definition(hashB)), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionChanged, mcpv1alpha1.DataClassInternal, true, hashA},
-		{"changed definition re-approved", tool(definition(hashB), func(tl *mcpv1alpha1.McpTool) { tl.Spec.ApprovedDefinitionHash = hashB }), readyServer, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassInternal, true, hashA},
-		{"an explicit approval of another definition wins over the enabled one", tool(func(tl *mcpv1alpha1.McpTool) { tl.Spec.ApprovedDefinitionHash = hashB }), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionChanged, mcpv1alpha1.DataClassInternal, true, hashA},
-		{"enabled before the first import approves the first definition", tool(func(tl *mcpv1alpha1.McpTool) { tl.Status.EnabledDefinitionHash = "" }), readyServer, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassInternal, true, hashA},
-		{"server not ready", tool(), server(mcpv1alpha1.DataClassInternal, nil, false), metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotReady, mcpv1alpha1.DataClassInternal, true, hashA},
-		{"wrong object name is never served", tool(func(tl *mcpv1alpha1.McpTool) { tl.Name = "docs.something-else" }), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonNameMismatch, mcpv1alpha1.DataClassInternal, true, hashA},
-		{"the tool raises the class", tool(func(tl *mcpv1alpha1.McpTool) { tl.Spec.DataClass = mcpv1alpha1.DataClassConfidential }), readyServer, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassConfidential, true, hashA},
-		{"the tool cannot lower the class", tool(func(tl *mcpv1alpha1.McpTool) { tl.Spec.DataClass = mcpv1alpha1.DataClassPublic }), server(mcpv1alpha1.DataClassRestricted, &yes, true), metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassRestricted, true, hashA},
-		{"server approval unset means required", tool(), server(mcpv1alpha1.DataClassPublic, nil, true), metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassPublic, true, hashA},
-		{"server approval off", tool(), server(mcpv1alpha1.DataClassPublic, &no, true), metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassPublic, false, hashA},
-		{"the tool requires approval where the server does not", tool(func(tl *mcpv1alpha1.McpTool) { tl.Spec.ApprovalRequired = &yes }), server(mcpv1alpha1.DataClassPublic, &no, true), metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassPublic, true, hashA},
+		{"servable", tool(), readyServer, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassInternal, true},
+		{"disabled", tool(disabled), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonDisabled, mcpv1alpha1.DataClassInternal, true},
+		{"server missing: strictest class and approval", tool(), nil, metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotFound, mcpv1alpha1.DataClassRestricted, true},
+		{"never imported", tool(func(tl *mcpv1alpha1.McpTool) { tl.Status = mcpv1alpha1.McpToolStatus{} }), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonNotImported, mcpv1alpha1.DataClassInternal, true},
+		{"removed from the server", tool(imported(metav1.ConditionFalse, mcpv1alpha1.ReasonRemovedFromServer)), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonRemovedFromServer, mcpv1alpha1.DataClassInternal, true},
+		{"refused by the last import", tool(imported(metav1.ConditionFalse, mcp.SkipInvalidSchema)), readyServer, metav1.ConditionFalse, mcp.SkipInvalidSchema, mcpv1alpha1.DataClassInternal, true},
+		{"definition changed since approved", tool(definition(hashB)), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionChanged, mcpv1alpha1.DataClassInternal, true},
+		{"changed definition re-approved", tool(definition(hashB), func(tl *mcpv1alpha1.McpTool) { tl.Spec.ApprovedDefinitionHash = hashB }), readyServer, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassInternal, true},
+		{"an approval of another definition does not serve this one", tool(func(tl *mcpv1alpha1.McpTool) { tl.Spec.ApprovedDefinitionHash = hashB }), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionChanged, mcpv1alpha1.DataClassInternal, true},
+		{"enabling approves nothing: no approval on record is not servable", tool(func(tl *mcpv1alpha1.McpTool) { tl.Spec.ApprovedDefinitionHash = "" }), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionNotApproved, mcpv1alpha1.DataClassInternal, true},
+		{"re-created with an empty status and no approval: not servable", tool(func(tl *mcpv1alpha1.McpTool) {
+			tl.Spec.ApprovedDefinitionHash = ""
+			tl.Status = mcpv1alpha1.McpToolStatus{DefinitionHash: hashB}
+			meta.SetStatusCondition(&tl.Status.Conditions, metav1.Condition{Type: mcpv1alpha1.ConditionImported, Status: metav1.ConditionTrue, Reason: mcpv1alpha1.ReasonSucceeded})
+		}), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionNotApproved, mcpv1alpha1.DataClassInternal, true},
+		{"server not ready", tool(), server(mcpv1alpha1.DataClassInternal, nil, false), metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotReady, mcpv1alpha1.DataClassInternal, true},
+		{"wrong object name is never served", tool(func(tl *mcpv1alpha1.McpTool) { tl.Name = "docs.something-else" }), readyServer, metav1.ConditionFalse, mcpv1alpha1.ReasonNameMismatch, mcpv1alpha1.DataClassInternal, true},
+		{"the tool raises the class", tool(func(tl *mcpv1alpha1.McpTool) { tl.Spec.DataClass = mcpv1alpha1.DataClassConfidential }), readyServer, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassConfidential, true},
+		{"the tool cannot lower the class", tool(func(tl *mcpv1alpha1.McpTool) { tl.Spec.DataClass = mcpv1alpha1.DataClassPublic }), server(mcpv1alpha1.DataClassRestricted, &yes, true), metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassRestricted, true},
+		{"server approval unset means required", tool(), server(mcpv1alpha1.DataClassPublic, nil, true), metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassPublic, true},
+		{"server approval off", tool(), server(mcpv1alpha1.DataClassPublic, &no, true), metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassPublic, false},
+		{"the tool requires approval where the server does not", tool(func(tl *mcpv1alpha1.McpTool) { tl.Spec.ApprovalRequired = &yes }), server(mcpv1alpha1.DataClassPublic, &no, true), metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, mcpv1alpha1.DataClassPublic, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -423,9 +426,6 @@ func TestComputeToolView(t *testing.T) {
 			}
 			if v.EffectiveApprovalRequired != tc.approval {
 				t.Errorf("effective approval = %v, want %v", v.EffectiveApprovalRequired, tc.approval)
-			}
-			if v.EnabledDefinitionHash != tc.enabledHash {
-				t.Errorf("enabled definition = %q, want %q", v.EnabledDefinitionHash, tc.enabledHash)
 			}
 			if v.LocalName != "mcp_docs_search_docs" || v.Group != "mcp_docs" {
 				t.Errorf("names = %q, %q", v.LocalName, v.Group)
@@ -504,5 +504,88 @@ func TestScopeResult(t *testing.T) {
 	boom := errors.New("boom")
 	if _, err = (&serverScope{}).result(boom, now); !errors.Is(err, boom) {
 		t.Errorf("generic error = %v, want it returned", err)
+	}
+}
+
+func TestImportDueReimportsPeriodicallyByDefault(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	server := func(interval *metav1.Duration, last time.Time) *mcpv1alpha1.McpServer {
+		srv := &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Name: "s", Generation: 1}}
+		srv.Spec.Import.Interval = interval
+		lt := metav1.NewTime(last)
+		srv.Status.LastImportTime = &lt
+		meta.SetStatusCondition(&srv.Status.Conditions, metav1.Condition{Type: mcpv1alpha1.ConditionCatalogSynced, Status: metav1.ConditionTrue, Reason: mcpv1alpha1.ReasonSucceeded, ObservedGeneration: 1})
+		return srv
+	}
+	for _, tc := range []struct {
+		name     string
+		srv      *mcpv1alpha1.McpServer
+		due      bool
+		nextWant time.Time
+	}{
+		{"no interval stored: the default hour has not passed", server(nil, now.Add(-30*time.Minute)), false, now.Add(30 * time.Minute)},
+		{"no interval stored: the default hour has passed", server(nil, now.Add(-61*time.Minute)), true, time.Time{}},
+		{"an explicit interval wins", server(&metav1.Duration{Duration: 5 * time.Minute}, now.Add(-6*time.Minute)), true, time.Time{}},
+		{"an explicit interval not yet passed", server(&metav1.Duration{Duration: 5 * time.Minute}, now.Add(-time.Minute)), false, now.Add(4 * time.Minute)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &McpServerReconciler{sched: newSchedule()}
+			due, next := r.importDue(&serverScope{server: tc.srv, now: now})
+			if due != tc.due || !next.Equal(tc.nextWant) {
+				t.Errorf("importDue = %v, %s; want %v, %s", due, next, tc.due, tc.nextWant)
+			}
+		})
+	}
+}
+
+func TestCollectableOnlyWhenNobodyDecidedAnything(t *testing.T) {
+	specBy := func(manager string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1",
+			FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:remoteName":{}}}`)}
+	}
+	statusBy := func(manager string) metav1.ManagedFieldsEntry {
+		e := specBy(manager)
+		e.Subresource = "status"
+		return e
+	}
+	tool := func(enabled bool, fields ...metav1.ManagedFieldsEntry) *mcpv1alpha1.McpTool {
+		return &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{ManagedFields: fields}, Spec: mcpv1alpha1.McpToolSpec{Enabled: enabled}}
+	}
+	deleting := tool(false, specBy(FieldManagerImporter))
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	for _, tc := range []struct {
+		name string
+		tool *mcpv1alpha1.McpTool
+		want bool
+	}{
+		{"disabled, written by the importer only", tool(false, specBy(FieldManagerImporter), statusBy(FieldManagerToolController)), true},
+		{"enabled", tool(true, specBy(FieldManagerImporter)), false},
+		{"disabled, declared in Git", tool(false, specBy(FieldManagerImporter), specBy("argocd-controller")), false},
+		{"disabled, touched with kubectl", tool(false, specBy(FieldManagerImporter), specBy("kubectl-patch")), false},
+		{"another manager wrote only status", tool(false, specBy(FieldManagerImporter), statusBy("someone")), true},
+		{"already being deleted", deleting, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := collectable(tc.tool); got != tc.want {
+				t.Errorf("collectable = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIsServerOwnerMatchesAnyVersionOfTheGroup(t *testing.T) {
+	for _, tc := range []struct {
+		ref  metav1.OwnerReference
+		want bool
+	}{
+		{metav1.OwnerReference{APIVersion: "mcp.catalog.dev/v1alpha1", Kind: "McpServer"}, true},
+		{metav1.OwnerReference{APIVersion: "mcp.catalog.dev/v1", Kind: "McpServer"}, true},
+		{metav1.OwnerReference{APIVersion: "other.example.com/v1", Kind: "McpServer"}, false},
+		{metav1.OwnerReference{APIVersion: "mcp.catalog.dev/v1alpha1", Kind: "McpTool"}, false},
+		{metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap"}, false},
+	} {
+		if got := isServerOwner(tc.ref); got != tc.want {
+			t.Errorf("isServerOwner(%s %s) = %v, want %v", tc.ref.APIVersion, tc.ref.Kind, got, tc.want)
+		}
 	}
 }

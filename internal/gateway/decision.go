@@ -32,9 +32,10 @@ func refused(reason string, t *mcpv1alpha1.McpTool) verdict {
 // the first refusal wins; a rule on who may use which tool belongs here, so
 // that the list and the call cannot disagree.
 func (g *Gateway) decide(ctx context.Context, id *Identity, t *mcpv1alpha1.McpTool, ceiling mcpv1alpha1.DataClass) (verdict, error) {
-	// Step 1: enabled, Ready for the current generation, of the caller's
+	// Step 1: enabled, its current definition the approved one (whatever
+	// Ready says), Ready for the current generation, of the caller's
 	// namespace, and named.
-	if !servable(t) || t.Namespace != id.Namespace || t.Status.LocalName == "" {
+	if !servable(t) || unapproved(t) != "" || t.Namespace != id.Namespace || t.Status.LocalName == "" {
 		return refused(DenyNotServable, t), nil
 	}
 	// Step 2: Kubernetes RBAC.

@@ -29,9 +29,9 @@ func TestListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 	tool := func(name string, enabled, ready bool, class mcpv1alpha1.DataClass, local string) *mcpv1alpha1.McpTool {
 		t := &mcpv1alpha1.McpTool{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1},
-			Spec:       mcpv1alpha1.McpToolSpec{Enabled: enabled, ServerRef: mcpv1alpha1.LocalObjectReference{Name: "docs"}},
+			Spec:       mcpv1alpha1.McpToolSpec{Enabled: enabled, ServerRef: mcpv1alpha1.LocalObjectReference{Name: "docs"}, ApprovedDefinitionHash: hashA},
 		}
-		t.Status.LocalName, t.Status.EffectiveDataClass = local, class
+		t.Status.LocalName, t.Status.EffectiveDataClass, t.Status.DefinitionHash = local, class, hashA
 		status := metav1.ConditionFalse
 		if ready {
 			status = metav1.ConditionTrue
@@ -47,6 +47,10 @@ func TestListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 		tool("docs.not-ready", true, false, mcpv1alpha1.DataClassPublic, "mcp_docs_not_ready"),
 		tool("docs.forbidden", true, true, mcpv1alpha1.DataClassPublic, "mcp_docs_forbidden"),
 		tool("docs.unnamed", true, true, mcpv1alpha1.DataClassPublic, ""),
+		// Ready still True, as the tool controller left it, but an import
+		// wrote a definition nobody approved, or nobody approved any.
+		withDefinition(tool("docs.drifted", true, true, mcpv1alpha1.DataClassPublic, "mcp_docs_drifted"), hashB),
+		withApproval(tool("docs.unapproved", true, true, mcpv1alpha1.DataClassPublic, "mcp_docs_unapproved"), ""),
 		&mcpv1alpha1.McpAccessPolicy{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agents"},
 			Spec:       mcpv1alpha1.McpAccessPolicySpec{ServiceAccounts: []string{"agent"}, MaxDataClass: mcpv1alpha1.DataClassInternal},
@@ -58,7 +62,7 @@ func TestListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 	}
 	o := completeOptions()
 	o.Reader = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
-	o.Authz = allowList{"docs.public": true, "docs.internal": true, "docs.confidential": true, "docs.disabled": true, "docs.not-ready": true, "docs.unnamed": true}
+	o.Authz = allowList{"docs.public": true, "docs.internal": true, "docs.confidential": true, "docs.disabled": true, "docs.not-ready": true, "docs.unnamed": true, "docs.drifted": true, "docs.unapproved": true}
 	var audit bytes.Buffer
 	o.Audit = NewJSONLines(&audit)
 	g, err := New(o)

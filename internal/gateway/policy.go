@@ -18,8 +18,8 @@ const (
 	DenyAuditFailed       = "AuditUnavailable"
 )
 
-// servable is the gate's first step: the tool is enabled and its controller
-// found it Ready (imported, approved definition, server Ready) for the
+// servable is part of the gate's first step: the tool is enabled and its
+// controller found it Ready (imported, approved, server Ready) for the
 // current generation.
 func servable(t *mcpv1alpha1.McpTool) bool {
 	if !t.Spec.Enabled {
@@ -27,6 +27,23 @@ func servable(t *mcpv1alpha1.McpTool) bool {
 	}
 	c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionReady)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation
+}
+
+// unapproved is the other part of the gate's first step, decided on the
+// definition itself rather than through Ready: an import writes a new
+// definition before the tool controller turns Ready False, and in between
+// the gateway would serve what nobody approved. It says why the tool's
+// current definition may not be served
+// (DefinitionNotApproved: no approval on record; DefinitionChanged: another
+// definition was approved), or "" when it is the approved one.
+func unapproved(t *mcpv1alpha1.McpTool) string {
+	switch approved := t.Spec.ApprovedDefinitionHash; {
+	case approved == "":
+		return mcpv1alpha1.ReasonDefinitionNotApproved
+	case approved != t.Status.DefinitionHash:
+		return mcpv1alpha1.ReasonDefinitionChanged
+	}
+	return ""
 }
 
 // ceilingFor is the highest data class the caller may use: the highest

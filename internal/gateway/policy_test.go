@@ -64,8 +64,16 @@ func TestWithinCeilingComparesClassesAndTreatsAnUnknownClassAsRestricted(t *test
 	}
 }
 
+const (
+	hashA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	hashB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+)
+
+// readyTool is a tool whose definition hashA is the approved one, with the
+// given Ready condition.
 func readyTool(enabled bool, generation, observed int64, status metav1.ConditionStatus) *mcpv1alpha1.McpTool {
-	t := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Generation: generation}, Spec: mcpv1alpha1.McpToolSpec{Enabled: enabled}}
+	t := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Generation: generation}, Spec: mcpv1alpha1.McpToolSpec{Enabled: enabled, ApprovedDefinitionHash: hashA}}
+	t.Status.DefinitionHash = hashA
 	if status != "" {
 		t.Status.Conditions = []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: status, ObservedGeneration: observed, Reason: "X"}}
 	}
@@ -93,6 +101,36 @@ func TestServableNeedsEnabledAndReadyForTheCurrentGeneration(t *testing.T) {
 	}
 }
 
+func TestUnapprovedComparesTheCurrentDefinitionWithTheApprovedOne(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tool *mcpv1alpha1.McpTool
+		want string
+	}{
+		{"the approved definition", readyTool(true, 2, 2, metav1.ConditionTrue), ""},
+		{"an import wrote a definition nobody approved", withDefinition(readyTool(true, 2, 2, metav1.ConditionTrue), hashB), mcpv1alpha1.ReasonDefinitionChanged},
+		{"no approval on record", withApproval(readyTool(true, 2, 2, metav1.ConditionTrue), ""), mcpv1alpha1.ReasonDefinitionNotApproved},
+		{"no definition imported", withDefinition(readyTool(true, 2, 2, metav1.ConditionTrue), ""), mcpv1alpha1.ReasonDefinitionChanged},
+		{"neither", withApproval(withDefinition(readyTool(true, 2, 2, metav1.ConditionTrue), ""), ""), mcpv1alpha1.ReasonDefinitionNotApproved},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := unapproved(tc.tool); got != tc.want {
+				t.Errorf("unapproved = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func withDefinition(t *mcpv1alpha1.McpTool, hash string) *mcpv1alpha1.McpTool {
+	t.Status.DefinitionHash = hash
+	return t
+}
+
+func withApproval(t *mcpv1alpha1.McpTool, hash string) *mcpv1alpha1.McpTool {
+	t.Spec.ApprovedDefinitionHash = hash
+	return t
+}
+
 func TestApprovalRequiredUnlessTheStatusSaysFalse(t *testing.T) {
 	for _, tc := range []struct {
 		v    *bool
@@ -117,6 +155,8 @@ func TestDetailOfNamesWhyAToolIsNotServable(t *testing.T) {
 	}{
 		{"disabled", DenyNotServable, readyTool(false, 2, 2, metav1.ConditionTrue), mcpv1alpha1.ReasonDisabled, "it is disabled"},
 		{"the Ready reason", DenyNotServable, drifted, mcpv1alpha1.ReasonDefinitionChanged, "its definition changed"},
+		{"drifted while Ready still says True", DenyNotServable, withDefinition(readyTool(true, 2, 2, metav1.ConditionTrue), hashB), mcpv1alpha1.ReasonDefinitionChanged, "its definition changed"},
+		{"no approval on record while Ready still says True", DenyNotServable, withApproval(readyTool(true, 2, 2, metav1.ConditionTrue), ""), mcpv1alpha1.ReasonDefinitionNotApproved, "no definition of it is approved"},
 		{"not yet reconciled", DenyNotServable, readyTool(true, 3, 2, metav1.ConditionTrue), mcpv1alpha1.ReasonProgressing, "(Progressing)"},
 		{"never reconciled", DenyNotServable, readyTool(true, 1, 0, ""), mcpv1alpha1.ReasonNotImported, "(NotImported)"},
 		{"other reasons have none", DenyForbidden, drifted, "", "RBAC"},

@@ -35,15 +35,19 @@ func refusal(msg string) *sdk.CallToolResult {
 // session did not offer it when it began.
 const DetailNotInSession = "NotInSession"
 
-// detailOf refines a denial reason: for NotServable, the reason of the
-// tool's Ready condition (Disabled, DefinitionChanged, ServerNotReady, …),
-// which the tool controller writes from a fixed vocabulary.
+// detailOf refines a denial reason: for NotServable, why the definition is
+// not the approved one, else the reason of the tool's Ready condition
+// (Disabled, ServerNotReady, …), which the tool controller writes from a
+// fixed vocabulary.
 func detailOf(reason string, t *mcpv1alpha1.McpTool) string {
 	if reason != DenyNotServable {
 		return ""
 	}
 	if !t.Spec.Enabled {
 		return mcpv1alpha1.ReasonDisabled
+	}
+	if why := unapproved(t); why != "" {
+		return why
 	}
 	c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionReady)
 	switch {
@@ -71,6 +75,8 @@ func (v verdict) message() string {
 		msg += ": it is disabled"
 	case mcpv1alpha1.ReasonDefinitionChanged:
 		msg += ": its definition changed since it was approved"
+	case mcpv1alpha1.ReasonDefinitionNotApproved:
+		msg += ": no definition of it is approved"
 	case mcpv1alpha1.ReasonServerNotReady, mcpv1alpha1.ReasonServerNotFound:
 		msg += ": its server is not Ready (unreachable, or not yet probed)"
 	case mcpv1alpha1.ReasonRemovedFromServer:

@@ -71,7 +71,7 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 	if err := profiles.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpDelegationProfile controller: %w", err)
 	}
-	tools := &controller.McpToolReconciler{Client: mgr.GetClient()}
+	tools := &controller.McpToolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	if err := tools.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpTool controller: %w", err)
 	}

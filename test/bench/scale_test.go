@@ -411,9 +411,6 @@ func floorImport(ctx context.Context, c client.Client, owner *mcpv1alpha1.McpSer
 			name := "tickets-" + strings.ReplaceAll(t.Name, "_", "-")
 			obj := mcpac.McpTool(name, owner.Namespace).
 				WithLabels(map[string]string{mcpv1alpha1.LabelServer: owner.Name}).
-				WithOwnerReferences(metav1ac.OwnerReference().
-					WithAPIVersion(mcpv1alpha1.GroupVersion.String()).WithKind("McpServer").
-					WithName(owner.Name).WithUID(owner.UID).WithController(true).WithBlockOwnerDeletion(true)).
 				WithSpec(mcpac.McpToolSpec().
 					WithServerRef(mcpac.LocalObjectReference().WithName(owner.Name)).
 					WithRemoteName(t.Name))

@@ -298,7 +298,8 @@ func (s *suite) waitCatalog(t *testing.T, namespace, name string, offered []stri
 }
 
 // checkTools checks the McpTools of a server: one per offered tool, named
-// by the naming rule, owned by the server, with an imported definition.
+// by the naming rule, with no owner (the garbage collector must never take
+// a tool with its server) and an imported definition.
 func (s *suite) checkTools(t *testing.T, srv *mcpv1alpha1.McpServer, offered []string) {
 	t.Helper()
 	var list mcpv1alpha1.McpToolList
@@ -311,11 +312,11 @@ func (s *suite) checkTools(t *testing.T, srv *mcpv1alpha1.McpServer, offered []s
 		tl := &list.Items[i]
 		remote = append(remote, tl.Spec.RemoteName)
 		want, err := toolname.ObjectName(srv.Name, tl.Spec.RemoteName)
-		owner := metav1.GetControllerOf(tl)
-		if err != nil || tl.Name != want || owner == nil || owner.UID != srv.UID || tl.Status.DefinitionHash == "" ||
+		owners := tl.OwnerReferences
+		if err != nil || tl.Name != want || len(owners) != 0 || tl.Status.DefinitionHash == "" ||
 			!meta.IsStatusConditionTrue(tl.Status.Conditions, mcpv1alpha1.ConditionImported) {
 			if bad++; bad <= 5 {
-				t.Errorf("McpTool %s/%s: name want %q, owner %+v, definitionHash %q, conditions %+v", tl.Namespace, tl.Name, want, owner, tl.Status.DefinitionHash, tl.Status.Conditions)
+				t.Errorf("McpTool %s/%s: name want %q, owners %+v, definitionHash %q, conditions %+v", tl.Namespace, tl.Name, want, owners, tl.Status.DefinitionHash, tl.Status.Conditions)
 			}
 		}
 	}
@@ -580,6 +581,19 @@ func (s *suite) gatewayCall(t *testing.T) {
 	res := s.cli(t, "enable", "alpha/"+mcpserver.ToolEcho, "vault/"+mcpserver.ToolEcho, "-n", ns)
 	if res.code != 0 || !strings.Contains(res.stdout, "mcptool/"+alphaEcho+" enabled") || !strings.Contains(res.stdout, "mcptool/"+vaultEcho+" enabled") {
 		t.Fatalf("kubectl-mcp enable: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	// Enabling approves nothing; a person approves the imported definition
+	// by setting its hash, as kubectl patch does.
+	for _, name := range []string{alphaEcho, vaultEcho} {
+		tl := &mcpv1alpha1.McpTool{}
+		if err := s.admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, tl); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFromWithOptions(tl.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		tl.Spec.ApprovedDefinitionHash = tl.Status.DefinitionHash
+		if err := s.admin.Patch(ctx, tl, patch, client.FieldOwner("kubectl-patch")); err != nil {
+			t.Fatalf("approving %s: %v", name, err)
+		}
 	}
 	for _, name := range []string{alphaEcho, vaultEcho} {
 		eventually(t, 60*time.Second, "McpTool "+name+" Ready", s.manager().alive, func() error {

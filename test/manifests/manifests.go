@@ -83,7 +83,7 @@ func Apply(ctx context.Context, cfg *rest.Config, c client.Client, objs []*unstr
 			crds = append(crds, &crd)
 		case "Namespace":
 			if err := c.Create(ctx, o.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
-				errs = append(errs, fmt.Errorf("Namespace %s: %w", o.GetName(), err))
+				errs = append(errs, fmt.Errorf("namespace %s: %w", o.GetName(), err))
 			}
 		default:
 			rest = append(rest, o)

@@ -144,7 +144,8 @@ var _ = Describe("the API server rejects bad manifests", func() {
 		Entry("McpServer with a negative operationTimeout", validServer, []string{"spec.operationTimeout=-5s"}, "spec.operationTimeout", "more than 0s and at most 5m"),
 		Entry("McpServer with an operationTimeout above 5 minutes", validServer, []string{"spec.operationTimeout=5m1s"}, "spec.operationTimeout", "more than 0s and at most 5m"),
 		Entry("McpServer with a health-check interval below the minimum", validServer, []string{"spec.healthCheck={interval: 1s}"}, "spec.healthCheck.interval", "at least 5s"),
-		Entry("McpServer with an import interval below the minimum", validServer, []string{"spec.import={interval: 10s}"}, "spec.import.interval", "at least 1m"),
+		Entry("McpServer with an import interval below the minimum", validServer, []string{"spec.import={interval: 10s}"}, "spec.import.interval", "between 1m and 24h"),
+		Entry("McpServer with an import interval above a day", validServer, []string{"spec.import={interval: 25h}"}, "spec.import.interval", "between 1m and 24h"),
 		Entry("McpServer with a page ceiling of zero", validServer, []string{"spec.import={maxPages: 0}"}, "spec.import.maxPages", "should be greater than or equal to 1"),
 		Entry("McpServer sending a bearer token over plain http", validServer, []string{
 			"spec.url=http://mcp.example.com/mcp", "spec.auth={bearer: {secretRef: {name: s, key: k}}}",
@@ -210,6 +211,8 @@ var _ = Describe("the API server accepts and defaults good manifests", func() {
 		Expect(*s.Spec.ApprovalRequired).To(BeTrue())
 		Expect(s.Spec.OperationTimeout.Duration.String()).To(Equal("20s"))
 		Expect(s.Spec.HealthCheck.Interval.Duration.String()).To(Equal("1m0s"))
+		Expect(s.Spec.Import.Interval).NotTo(BeNil(), "catalogs are re-imported periodically unless told otherwise")
+		Expect(s.Spec.Import.Interval.Duration.String()).To(Equal("1h0m0s"))
 		Expect(s.Spec.Import.MaxPages).To(BeNumerically(">", 0))
 		Expect(s.Spec.Import.MaxTools).To(BeNumerically(">", 0))
 		Expect(s.Spec.Import.MaxCatalogBytes).To(Equal(int64(16 << 20)))

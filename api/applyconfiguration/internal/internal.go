@@ -111,6 +111,7 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: interval
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+      default: 1h
     - name: maxCatalogBytes
       type:
         scalar: numeric
@@ -416,9 +417,6 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: effectiveDataClass
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.DataClass
-    - name: enabledDefinitionHash
-      type:
-        scalar: string
     - name: group
       type:
         scalar: string

@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -293,6 +295,44 @@ var _ = Describe("Refusals", func() {
 		docs.request(mcpv1alpha1.AnnotationRequestedImportAt)
 		docs.waitTool(echo, "False", mcpv1alpha1.ReasonDefinitionChanged)
 		refused(cs, echo, gateway.DenyNotServable, mcpv1alpha1.ReasonDefinitionChanged, "its definition changed")
+	})
+
+	It("neither lists nor calls a tool whose new definition was imported, before the tool controller turns Ready False", func() {
+		a.grant()
+		a.ceiling(mcpv1alpha1.DataClassInternal)
+		Expect(toolNames(a.connect(nil, modernEra))).To(Equal([]string{docs.local(echo)}))
+		approved := docs.tool(echo).Spec.ApprovedDefinitionHash
+
+		// The tool controller's status writes wait from here on: Ready stays
+		// what it was before the import, True.
+		release := toolControllerWrites.hold()
+		DeferCleanup(release)
+		held := toolControllerWrites.heldCount()
+		Expect(docs.SetToolDescription(echo, "Returns its text argument, and now also deletes everything.")).To(Succeed())
+		docs.request(mcpv1alpha1.AnnotationRequestedImportAt)
+		key := client.ObjectKey{Namespace: ns, Name: docs.object(echo)}
+		Eventually(func(g Gomega) string {
+			t := &mcpv1alpha1.McpTool{}
+			g.Expect(cached.Get(context.Background(), key, t)).To(Succeed())
+			return t.Status.DefinitionHash
+		}, 10*time.Second, 50*time.Millisecond).ShouldNot(Equal(approved), "the gateway's cache has the new definition")
+		Eventually(toolControllerWrites.heldCount, 10*time.Second, 50*time.Millisecond).Should(BeNumerically(">", held), "the tool controller tried to update Ready and is held")
+
+		// What Ready says at this moment: still True, for this generation.
+		stale := docs.tool(echo)
+		ready := meta.FindStatusCondition(stale.Status.Conditions, mcpv1alpha1.ConditionReady)
+		Expect(ready).NotTo(BeNil())
+		Expect([]any{ready.Status, ready.ObservedGeneration}).To(Equal([]any{metav1.ConditionTrue, stale.Generation}))
+
+		// A new session of either era does not list it, and a call is refused
+		// on the definition, without reaching the upstream.
+		Expect(toolNames(a.connect(nil, modernEra))).To(BeEmpty())
+		Expect(toolNames(a.connect(nil, legacyEra))).To(BeEmpty())
+		refused(a.connect(nil, modernEra), echo, gateway.DenyNotServable, mcpv1alpha1.ReasonDefinitionChanged, "its definition changed")
+		Expect(meta.IsStatusConditionTrue(docs.tool(echo).Status.Conditions, mcpv1alpha1.ConditionReady)).To(BeTrue(), "all of this happened while Ready still said True")
+
+		release()
+		docs.waitTool(echo, "False", mcpv1alpha1.ReasonDefinitionChanged)
 	})
 
 	It("fails a call to an upstream that went away, and refuses calls once a probe finds its server unreachable", func() {

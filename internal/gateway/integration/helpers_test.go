@@ -128,16 +128,18 @@ func (u *upstream) object(remote string) string {
 // local is the name agents see.
 func (u *upstream) local(remote string) string { return toolname.LocalName(u.name, remote) }
 
-// enable waits for the import to create the tool, enables it and waits
-// until it is Ready.
+// enable waits for the import to create the tool, enables it, approves the
+// definition the import wrote and waits until it is Ready.
 func (u *upstream) enable(remote string) {
 	GinkgoHelper()
 	key := types.NamespacedName{Namespace: u.ns, Name: u.object(remote)}
 	Eventually(func(g Gomega) {
 		t := &mcpv1alpha1.McpTool{}
 		g.Expect(k8sClient.Get(context.Background(), key, t)).To(Succeed())
-		patch := client.MergeFrom(t.DeepCopy())
+		g.Expect(t.Status.DefinitionHash).NotTo(BeEmpty(), "imported")
+		patch := client.MergeFromWithOptions(t.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		t.Spec.Enabled = true
+		t.Spec.ApprovedDefinitionHash = t.Status.DefinitionHash
 		g.Expect(k8sClient.Patch(context.Background(), t, patch)).To(Succeed())
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 	u.waitTool(remote, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded)

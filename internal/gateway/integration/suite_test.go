@@ -74,7 +74,7 @@ var _ = BeforeSuite(func() {
 	tokenEndpoint = oauthserver.Start(GinkgoT(), delegationClientID, delegationClientSecret)
 
 	ready := make(chan string, 1)
-	mgr = testenv.StartManager(cfg, gatewayOptions(ready))
+	mgr = testenv.StartManager(managerConfig(cfg), gatewayOptions(ready))
 	cached = mgr.GetClient()
 	var addr string
 	Eventually(ready, 30*time.Second).Should(Receive(&addr))

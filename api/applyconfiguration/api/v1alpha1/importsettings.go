@@ -27,8 +27,10 @@ import (
 //
 // ImportSettings tunes catalog imports.
 type ImportSettingsApplyConfiguration struct {
-	// interval re-imports the catalog periodically. Unset means imports run
-	// only on create, on relevant spec changes and on request.
+	// interval re-imports the catalog periodically, so that a definition
+	// the server changed is found (and stops being served) without anyone
+	// asking. Between 1m and 24h; default 1h. An import of an unchanged
+	// catalog writes no McpTool.
 	Interval *v1.Duration `json:"interval,omitempty"`
 	// maxPages is the most tools/list pages one import follows.
 	MaxPages *int32 `json:"maxPages,omitempty"`

@@ -31,7 +31,7 @@ import (
 // with apply.
 //
 // McpTool is one tool of an McpServer's catalog. Imports create it disabled;
-// a human or GitOps enables it.
+// a human or GitOps enables it and approves its definition.
 type McpToolApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration `json:""`
 	// metadata is the standard object metadata.

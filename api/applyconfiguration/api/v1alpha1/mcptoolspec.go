@@ -44,11 +44,13 @@ type McpToolSpecApplyConfiguration struct {
 	// approvalRequired may only be true: it requires approval even where the
 	// server does not.
 	ApprovalRequired *bool `json:"approvalRequired,omitempty"`
-	// approvedDefinitionHash accepts one definition of the tool. When set,
-	// the tool is servable only while status.definitionHash equals it; when
-	// unset, the definition seen when the tool was first enabled is the
-	// approved one. Set it to the new status.definitionHash to re-approve a
-	// tool whose definition changed.
+	// approvedDefinitionHash is the one definition of the tool a person
+	// approved. The tool is servable only while status.definitionHash
+	// equals it; unset, the tool is not servable at all. Enabling approves
+	// nothing: set it to the status.definitionHash you reviewed (or run
+	// kubectl mcp approve), and again whenever the definition changes. It
+	// lives in spec so that Git can pin it and it survives the tool being
+	// deleted and created again.
 	ApprovedDefinitionHash *string `json:"approvedDefinitionHash,omitempty"`
 }
 

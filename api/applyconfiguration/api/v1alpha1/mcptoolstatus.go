@@ -58,10 +58,6 @@ type McpToolStatusApplyConfiguration struct {
 	// definitionHash is the hash of the normalised definition (name, title,
 	// description, input schema and hints), "sha256:<hex>".
 	DefinitionHash *string `json:"definitionHash,omitempty"`
-	// enabledDefinitionHash is the definition seen when the tool was
-	// enabled; it is the approved definition while
-	// spec.approvedDefinitionHash is unset.
-	EnabledDefinitionHash *string `json:"enabledDefinitionHash,omitempty"`
 }
 
 // McpToolStatusApplyConfiguration constructs a declarative configuration of the McpToolStatus type for use with
@@ -176,13 +172,5 @@ func (b *McpToolStatusApplyConfiguration) WithRequiresAdmin(value bool) *McpTool
 // If called multiple times, the DefinitionHash field is set to the value of the last call.
 func (b *McpToolStatusApplyConfiguration) WithDefinitionHash(value string) *McpToolStatusApplyConfiguration {
 	b.DefinitionHash = &value
-	return b
-}
-
-// WithEnabledDefinitionHash sets the EnabledDefinitionHash field in the declarative configuration to the given value
-// and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the EnabledDefinitionHash field is set to the value of the last call.
-func (b *McpToolStatusApplyConfiguration) WithEnabledDefinitionHash(value string) *McpToolStatusApplyConfiguration {
-	b.EnabledDefinitionHash = &value
 	return b
 }
