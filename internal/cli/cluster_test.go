@@ -15,6 +15,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -28,8 +29,9 @@ import (
 // clusterEnv is a control plane with the operator running, for the
 // commands that talk to a cluster.
 type clusterEnv struct {
-	c  client.Client
-	ns string
+	c   client.Client
+	cfg *rest.Config
+	ns  string
 }
 
 func startCluster(t *testing.T) *clusterEnv {
@@ -61,7 +63,7 @@ func startCluster(t *testing.T) *clusterEnv {
 	if err := c.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
-	return &clusterEnv{c: c, ns: ns.Name}
+	return &clusterEnv{c: c, cfg: cfg, ns: ns.Name}
 }
 
 func (e *clusterEnv) run(t *testing.T, args ...string) (int, string, string) {
