@@ -26,7 +26,7 @@ const (
 // by approvers who may not be cleared for the data the call carries.
 // +kubebuilder:validation:XValidation:rule="self.tool == oldSelf.tool && self.localName == oldSelf.localName && self.server == oldSelf.server && self.caller == oldSelf.caller && (has(self.callerGroups) ? self.callerGroups : []) == (has(oldSelf.callerGroups) ? oldSelf.callerGroups : []) && self.dataClass == oldSelf.dataClass && self.argumentsHash == oldSelf.argumentsHash && self.definitionHash == oldSelf.definitionHash && self.expiresAt == oldSelf.expiresAt && self.seal == oldSelf.seal",message="the call an approval is for cannot be changed; only decision, decidedBy and reason are set, once"
 // +kubebuilder:validation:XValidation:rule="oldSelf.decision == 'Pending' || (self.decision == oldSelf.decision && self.decidedBy == oldSelf.decidedBy && self.reason == oldSelf.reason)",message="a decision is final"
-// +kubebuilder:validation:XValidation:rule="self.decision == 'Pending' ? (self.decidedBy == '' && self.reason == '') : self.decidedBy != ''",message="decidedBy names who decided; an undecided approval has no decidedBy or reason"
+// +kubebuilder:validation:XValidation:rule="self.decision == 'Pending' ? (size(self.decidedBy) == 0 && size(self.reason) == 0) : size(self.decidedBy) > 0",message="decidedBy names who decided; an undecided approval has no decidedBy or reason"
 type McpCallApprovalSpec struct {
 	// tool is the McpTool called, in this namespace.
 	// +required
