@@ -83,9 +83,12 @@ var ErrMissingOption = errors.New("gateway: a required option is not set")
 // approval needs) only from a stateful one, so a request is routed by the
 // MCP-Protocol-Version header it carries: 2026-07-28 and later go to the
 // stateless handler, everything else (initialize, and requests of a session)
-// to the stateful one. Approval works in both: the initialize era asks the
-// client's human on the session, 2026-07-28 returns an input-required
-// result with signed request state.
+// to the stateful one. Approval works in both: by default a call that
+// needs it creates an McpCallApproval a person decides, and the agent is
+// told with a URL elicitation (the -32042 error in 2025-11-25, an
+// input-required result in 2026-07-28) and retries; with the
+// ClientElicitation opt-in the client's user is asked, on the session or
+// through an input-required result with signed request state.
 func New(o Options) (*Gateway, error) {
 	for _, req := range []struct {
 		name    string
