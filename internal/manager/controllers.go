@@ -109,7 +109,7 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 		if !ok || ns == "" || name == "" {
 			return fmt.Errorf("%w: the approval key Secret must be given as namespace/name", gateway.ErrBadKeySecret)
 		}
-		keys = &gateway.SecretKeys{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: ns, Name: name}}
+		keys = &gateway.SecretKeys{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: ns, Name: name}, Now: opts.GatewayNow}
 	}
 	gw, err := gateway.New(gateway.Options{
 		Reader:    mgr.GetClient(),

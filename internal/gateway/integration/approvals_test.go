@@ -456,3 +456,53 @@ var _ = Describe("Approval by a person", func() {
 		Expect(docs.Calls(echo)).To(BeZero())
 	})
 })
+
+var _ = Describe("The approval signing key", func() {
+	It("is rotated without refusing an approval sealed before, and a key dropped from the Secret no longer counts", func() {
+		ctx := context.Background()
+		ns := newNamespace()
+		docs := newUpstream(ns, "docs", mcpserver.Options{}, []string{echo}, withApproval())
+		bot := newAgent(ns, "bot")
+		bot.grant()
+		bot.ceiling(mcpv1alpha1.DataClassInternal)
+		alice := as("alice", "system:authenticated")
+		mayApprove(ns, alice)
+		cs := bot.connect((&urlCapable{}).options(false), modernEra)
+		setKeys := func(current, previous string) {
+			s := &corev1.Secret{}
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: keyNamespace, Name: "approval-key"}, s)).To(Succeed())
+			s.Data = map[string][]byte{"current": []byte(current)}
+			if previous != "" {
+				s.Data["previous"] = []byte(previous)
+			}
+			Expect(k8sClient.Update(ctx, s)).To(Succeed())
+			// Past the gateway's one-minute cache of the keys.
+			clock.advance(2 * time.Minute)
+		}
+		before := &corev1.Secret{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: keyNamespace, Name: "approval-key"}, before)).To(Succeed())
+		old := string(before.Data["current"])
+		next, third := strings.Repeat("n", 32)+fmt.Sprint(rand.Uint32()), strings.Repeat("t", 32)+fmt.Sprint(rand.Uint32())
+
+		one := map[string]any{"text": "sealed before the rotation"}
+		callWaiting(cs, modernEra, docs.local(echo), one)
+		first := approvals(ns)[0].Name
+
+		By("current moves to previous: the approval sealed with it is still used")
+		setKeys(next, old)
+		Expect(alice.decide(ns, first, mcpv1alpha1.CallApproved, "alice", "")).To(Succeed())
+		res, err := retry(cs, modernEra, docs.local(echo), one)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.IsError).To(BeFalse(), text(res))
+		Expect(docs.Calls(echo)).To(Equal(1))
+
+		By("a key no longer in the Secret seals nothing the gateway will use")
+		two := map[string]any{"text": "sealed with the second key"}
+		e := callWaiting(cs, modernEra, docs.local(echo), two)
+		_, second, _ := strings.Cut(e.ElicitationID, "/")
+		setKeys(third, "")
+		Expect(alice.decide(ns, second, mcpv1alpha1.CallApproved, "alice", "")).To(Succeed())
+		Expect(callWaiting(cs, modernEra, docs.local(echo), two).ElicitationID).NotTo(Equal(ns+"/"+second))
+		Expect(docs.Calls(echo)).To(Equal(1))
+	})
+})
