@@ -502,7 +502,7 @@ var _ = Describe("The approval signing key", func() {
 		_, second, _ := strings.Cut(e.ElicitationID, "/")
 		setKeys(third, "")
 		Expect(alice.decide(ns, second, mcpv1alpha1.CallApproved, "alice", "")).To(Succeed())
-		Expect(callWaiting(cs, modernEra, docs.local(echo), two).ElicitationID).NotTo(Equal(ns+"/"+second))
+		Expect(callWaiting(cs, modernEra, docs.local(echo), two).ElicitationID).NotTo(Equal(ns + "/" + second))
 		Expect(docs.Calls(echo)).To(Equal(1))
 	})
 })
