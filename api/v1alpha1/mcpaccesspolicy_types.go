@@ -34,7 +34,7 @@ type McpAccessPolicySpec struct {
 	// opt-in of whoever writes this policy, never of the agent. A caller
 	// any matching policy opts in gets ClientElicitation.
 	// +optional
-	// +kubebuilder:default=Person
+	// +default="Person"
 	ApprovalMode ApprovalMode `json:"approvalMode,omitempty"`
 }
 

@@ -67,6 +67,7 @@ type McpCallApprovalSpec struct {
 	// arguments themselves are not stored.
 	// +required
 	// +kubebuilder:validation:Pattern=`^sha256:[0-9a-f]{64}$`
+	// +kubebuilder:validation:MaxLength=71
 	ArgumentsHash string `json:"argumentsHash"`
 
 	// definitionHash is the tool's definition hash when it was called: an
@@ -87,20 +88,20 @@ type McpCallApprovalSpec struct {
 
 	// decision is Pending until a person sets Approved or Denied, once.
 	// +optional
-	// +kubebuilder:default=Pending
+	// +default="Pending"
 	Decision CallDecision `json:"decision,omitempty"`
 
 	// decidedBy is the user name of who decided; the API server refuses
 	// any other value than the name of the user making the change.
 	// +optional
-	// +kubebuilder:default=""
+	// +default=""
 	// +kubebuilder:validation:MaxLength=512
 	DecidedBy string `json:"decidedBy,omitempty"`
 
 	// reason is the decider's note, shown to the agent and in the audit
 	// trail's Event.
 	// +optional
-	// +kubebuilder:default=""
+	// +default=""
 	// +kubebuilder:validation:MaxLength=1024
 	Reason string `json:"reason,omitempty"`
 }
@@ -136,7 +137,9 @@ type McpCallApprovalStatus struct {
 // it, uses an approved one once for the call it names, and deletes it
 // after it expires.
 type McpCallApproval struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the call and its decision.

@@ -35,7 +35,8 @@ import (
 // it, uses an approved one once for the call it names, and deletes it
 // after it expires.
 type McpCallApprovalApplyConfiguration struct {
-	v1.TypeMetaApplyConfiguration    `json:""`
+	v1.TypeMetaApplyConfiguration `json:""`
+	// metadata is the standard object metadata.
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
 	// spec is the call and its decision.
 	Spec *McpCallApprovalSpecApplyConfiguration `json:"spec,omitempty"`
