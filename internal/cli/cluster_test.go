@@ -47,6 +47,8 @@ func startCluster(t *testing.T) *clusterEnv {
 	t.Cleanup(func() { _ = env.Stop() })
 	opts := manager.DefaultOptions()
 	opts.MetricsAddr, opts.ProbeAddr, opts.AllowPrivateNetworks = "0", "0", true
+	// Several tests of this package each run a manager in this process.
+	opts.SkipControllerNameValidation = true
 	mgr, err := manager.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
