@@ -121,7 +121,7 @@ type McpCallApprovalStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=mcpca,categories=mcp
+// +kubebuilder:resource:shortName=mcpca,categories={mcp,mcp-catalog}
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.decision`
 // +kubebuilder:printcolumn:name="Tool",type=string,JSONPath=`.spec.tool`
 // +kubebuilder:printcolumn:name="Caller",type=string,JSONPath=`.spec.caller`

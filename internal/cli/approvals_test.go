@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/manager"
 )
 
 // installApprovalPolicy creates the admission policy and approver role
@@ -93,7 +93,7 @@ func (e *clusterEnv) as(t *testing.T, user string) client.Client {
 	}
 	cfg := rest.CopyConfig(e.cfg)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-	c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,8 +77,10 @@ func (s *SecretKeys) Keys(ctx context.Context, fresh bool) (KeySet, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// A fresh read is still rate-limited, so that forged state cannot make
-	// every request a read of the Secret.
-	if s.keys.Current != nil && (now.Sub(s.fetched) < ttl && !fresh || now.Sub(s.fetched) < time.Second) {
+	// every request a read of the Secret. A clock that went backwards
+	// makes the cache stale rather than fresh for longer.
+	age := now.Sub(s.fetched)
+	if s.keys.Current != nil && age >= 0 && (age < ttl && !fresh || age < time.Second) {
 		return s.keys, nil
 	}
 	var sec corev1.Secret
