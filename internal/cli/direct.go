@@ -147,21 +147,17 @@ func newProbeCommand(s Streams) *cobra.Command {
 
 // printProbe is the probe's table; wide shows nothing more.
 func printProbe(s Streams, res *mcp.ProbeResult) error {
-	{
-		{
-			tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "SERVER\t%s\n", oneLine(res.Server.Name, 256))
-			if res.Server.Title != "" {
-				fmt.Fprintf(tw, "TITLE\t%s\n", oneLine(res.Server.Title, 256))
-			}
-			fmt.Fprintf(tw, "VERSION\t%s\n", oneLine(res.Server.Version, 128))
-			fmt.Fprintf(tw, "PROTOCOL\t%s\n", oneLine(res.ProtocolVersion, 64))
-			fmt.Fprintf(tw, "CAPABILITIES\t%s\n", oneLine(strings.Join(res.Capabilities, ", "), 512))
-			fmt.Fprintf(tw, "SESSION\t%t\n", res.SessionIssued)
-			fmt.Fprintf(tw, "LATENCY\t%s\n", res.Latency.Round(time.Millisecond))
-			return tw.Flush()
-		}
+	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "SERVER\t%s\n", oneLine(res.Server.Name, 256))
+	if res.Server.Title != "" {
+		fmt.Fprintf(tw, "TITLE\t%s\n", oneLine(res.Server.Title, 256))
 	}
+	fmt.Fprintf(tw, "VERSION\t%s\n", oneLine(res.Server.Version, 128))
+	fmt.Fprintf(tw, "PROTOCOL\t%s\n", oneLine(res.ProtocolVersion, 64))
+	fmt.Fprintf(tw, "CAPABILITIES\t%s\n", oneLine(strings.Join(res.Capabilities, ", "), 512))
+	fmt.Fprintf(tw, "SESSION\t%t\n", res.SessionIssued)
+	fmt.Fprintf(tw, "LATENCY\t%s\n", res.Latency.Round(time.Millisecond))
+	return tw.Flush()
 }
 
 type probeOut struct {

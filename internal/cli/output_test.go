@@ -261,3 +261,16 @@ func TestCompletionExecutableNameAndScript(t *testing.T) {
 		t.Errorf("the completion script does not call kubectl-mcp __complete:\n%s", script)
 	}
 }
+
+func TestUsageSaysKubectlMcp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"probe", "--help"}, {"tools", "--help"}, {"import", "--help"}} {
+		code, out, _ := run(t, nil, args...)
+		if code != ExitOK || !strings.Contains(out, "kubectl mcp") || strings.Contains(out, "kubectl-mcp ") {
+			t.Errorf("%v: exit %d:\n%s", args, code, out)
+		}
+	}
+	_, out, _ := run(t, nil, "tools", "--help")
+	if !strings.Contains(out, "kubectl mcp tools [SERVER | URL] [flags]") || !strings.Contains(out, "  kubectl mcp tools tickets -o wide") {
+		t.Errorf("tools usage and examples:\n%s", out)
+	}
+}
