@@ -201,6 +201,7 @@ func TestExitCodes(t *testing.T) {
 		{"disable: no tool", []string{"disable"}},
 		{"approve: unknown flag", []string{"approve", "x", "--nope"}},
 		{"approve: no tool", []string{"approve"}},
+		{"version: an argument", []string{"version", "x"}},
 	}
 	for _, c := range usage {
 		t.Run("usage/"+c.name, func(t *testing.T) {
