@@ -52,6 +52,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.McpAccessPolicySpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpAccessPolicyStatus"):
 		return &apiv1alpha1.McpAccessPolicyStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpCallApproval"):
+		return &apiv1alpha1.McpCallApprovalApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpCallApprovalSpec"):
+		return &apiv1alpha1.McpCallApprovalSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpCallApprovalStatus"):
+		return &apiv1alpha1.McpCallApprovalStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpDelegationProfile"):
 		return &apiv1alpha1.McpDelegationProfileApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpDelegationProfileSpec"):

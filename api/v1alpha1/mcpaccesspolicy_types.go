@@ -24,7 +24,32 @@ type McpAccessPolicySpec struct {
 	// list and call.
 	// +required
 	MaxDataClass DataClass `json:"maxDataClass"`
+
+	// approvalMode is how these callers' calls of tools that require
+	// approval are approved. Person (the default) creates an
+	// McpCallApproval that a person other than the caller decides with
+	// RBAC on that object. ClientElicitation asks the agent's own MCP
+	// client instead, which suits interactive clients with a human at the
+	// keyboard and cannot tell that human from the client itself; it is an
+	// opt-in of whoever writes this policy, never of the agent. A caller
+	// any matching policy opts in gets ClientElicitation.
+	// +optional
+	// +default="Person"
+	ApprovalMode ApprovalMode `json:"approvalMode,omitempty"`
 }
+
+// ApprovalMode is how a call that requires approval is approved.
+// +kubebuilder:validation:Enum=Person;ClientElicitation
+type ApprovalMode string
+
+const (
+	// ApprovalPerson: a person other than the caller decides an
+	// McpCallApproval.
+	ApprovalPerson ApprovalMode = "Person"
+	// ApprovalClientElicitation: the agent's own MCP client answers an
+	// elicitation.
+	ApprovalClientElicitation ApprovalMode = "ClientElicitation"
+)
 
 // McpAccessPolicyStatus is what the controller observed.
 type McpAccessPolicyStatus struct {
@@ -37,6 +62,7 @@ type McpAccessPolicyStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mcpap,categories={mcp,mcp-catalog}
 // +kubebuilder:printcolumn:name="Max Class",type=string,JSONPath=`.spec.maxDataClass`
+// +kubebuilder:printcolumn:name="Approval",type=string,JSONPath=`.spec.approvalMode`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // McpAccessPolicy is the platform's declaration of how sensitive the tools

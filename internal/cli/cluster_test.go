@@ -16,6 +16,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -30,8 +31,9 @@ import (
 // clusterEnv is a control plane with the operator running, for the
 // commands that talk to a cluster.
 type clusterEnv struct {
-	c  client.Client
-	ns string
+	c   client.Client
+	cfg *rest.Config
+	ns  string
 }
 
 func startCluster(t *testing.T) *clusterEnv {
@@ -47,6 +49,8 @@ func startCluster(t *testing.T) *clusterEnv {
 	t.Cleanup(func() { _ = env.Stop() })
 	opts := manager.DefaultOptions()
 	opts.MetricsAddr, opts.ProbeAddr, opts.AllowPrivateNetworks = "0", "0", true
+	// Several tests of this package each run a manager in this process.
+	opts.SkipControllerNameValidation = true
 	mgr, err := manager.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +67,7 @@ func startCluster(t *testing.T) *clusterEnv {
 	if err := c.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
-	return &clusterEnv{c: c, ns: ns.Name}
+	return &clusterEnv{c: c, cfg: cfg, ns: ns.Name}
 }
 
 func (e *clusterEnv) run(t *testing.T, args ...string) (int, string, string) {

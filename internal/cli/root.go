@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/version"
 )
@@ -96,7 +97,8 @@ func NewRootCommand(s Streams) *cobra.Command {
 	root.AddCommand(newProbeCommand(s), newToolsCommand(s), newCallCommand(s),
 		newRequestCommand(s, importRequest, "import [NAME...]", "Import McpServers' catalogs now and wait for the result"),
 		newRequestCommand(s, testRequest, "test [NAME...]", "Probe McpServers now and print their latency"),
-		newEnableCommand(s, true), newEnableCommand(s, false), newDiffCommand(s), newApproveCommand(s), newVersionCommand())
+		newEnableCommand(s, true), newEnableCommand(s, false), newDiffCommand(s), newApproveCommand(s), newVersionCommand(),
+		newApprovalsCommand(s), newDecideCommand(s, mcpv1alpha1.CallApproved), newDecideCommand(s, mcpv1alpha1.CallDenied))
 	return root
 }
 

@@ -1,9 +1,8 @@
 package gateway
 
 import (
-	"crypto/hmac"
+	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -37,22 +36,24 @@ type approvalState struct {
 const approvalWindow = 5 * time.Minute
 
 type approver struct {
-	key []byte
+	keys KeySource
 	// used holds the nonces of approvals already spent; nil in an approver
 	// that only signs and verifies.
 	used *nonceSet
 }
 
-func (a approver) sign(s approvalState) string {
+func (a approver) sign(ctx context.Context, s approvalState) (string, error) {
+	ks, err := a.keys.Keys(ctx, false)
+	if err != nil {
+		return "", err
+	}
 	b, _ := json.Marshal(s)
-	mac := hmac.New(sha256.New, a.key)
-	mac.Write(b)
-	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(mac(ks.Current, b)), nil
 }
 
 var errBadState = errors.New("the approval state is invalid or expired")
 
-func (a approver) verify(token string, want approvalState, now time.Time) error {
+func (a approver) verify(ctx context.Context, token string, want approvalState, now time.Time) error {
 	body, sig, ok := strings.Cut(token, ".")
 	if !ok {
 		return errBadState
@@ -62,10 +63,8 @@ func (a approver) verify(token string, want approvalState, now time.Time) error 
 	if err1 != nil || err2 != nil {
 		return errBadState
 	}
-	mac := hmac.New(sha256.New, a.key)
-	mac.Write(b)
-	if !hmac.Equal(mac.Sum(nil), got) {
-		return errBadState
+	if ok, err := verifyMAC(ctx, a.keys, b, got); err != nil || !ok {
+		return errors.Join(errBadState, err)
 	}
 	var s approvalState
 	if json.Unmarshal(b, &s) != nil {
@@ -85,8 +84,8 @@ func (a approver) verify(token string, want approvalState, now time.Time) error 
 
 // spend verifies token like verify and then uses it up: a second spend of
 // the same approval fails.
-func (a approver) spend(token string, want approvalState, now time.Time) error {
-	if err := a.verify(token, want, now); err != nil {
+func (a approver) spend(ctx context.Context, token string, want approvalState, now time.Time) error {
+	if err := a.verify(ctx, token, want, now); err != nil {
 		return err
 	}
 	body, _, _ := strings.Cut(token, ".")

@@ -1,8 +1,7 @@
 package gateway
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
+	"context"
 	"encoding/base64"
 	"errors"
 	"strconv"
@@ -12,6 +11,22 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+var ctx = context.Background()
+
+func keyed(k string) approver { return approver{keys: StaticKeys{Current: []byte(k)}} }
+
+func withNonces(a approver) approver { a.used = newNonceSet(); return a }
+
+// signT signs s or fails the test.
+func (a approver) signT(t *testing.T, s approvalState) string {
+	t.Helper()
+	tok, err := a.sign(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
 
 var stateNow = time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
 
@@ -27,30 +42,30 @@ func sampleState() approvalState {
 }
 
 func TestApproverVerifiesTheStateItSigned(t *testing.T) {
-	a := approver{key: []byte("k1")}
+	a := keyed("k1")
 	s := sampleState()
-	if err := a.verify(a.sign(s), s, stateNow); err != nil {
+	if err := a.verify(ctx, a.signT(t, s), s, stateNow); err != nil {
 		t.Fatalf("verify of a fresh state: %v", err)
 	}
 	// The expiry and nonce are part of the signed state, not of what the
 	// call must match: a retry computes its own state without them.
 	want := s
 	want.Expires, want.Nonce = 0, ""
-	if err := a.verify(a.sign(s), want, stateNow); err != nil {
+	if err := a.verify(ctx, a.signT(t, s), want, stateNow); err != nil {
 		t.Fatalf("verify against the call's state: %v", err)
 	}
 }
 
 func TestApproverRejectsATamperedOrForeignState(t *testing.T) {
-	a := approver{key: []byte("k1")}
+	a := keyed("k1")
 	s := sampleState()
-	token := a.sign(s)
+	token := a.signT(t, s)
 	body, sig, _ := strings.Cut(token, ".")
 
 	// Another caller's state, carrying this state's signature.
 	other := s
 	other.Caller = "uid-2/system:serviceaccount:team:evil"
-	otherBody, _, _ := strings.Cut(a.sign(other), ".")
+	otherBody, _, _ := strings.Cut(a.signT(t, other), ".")
 
 	rawSig, err := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil {
@@ -63,12 +78,12 @@ func TestApproverRejectsATamperedOrForeignState(t *testing.T) {
 		"no signature":                  body,
 		"body of another state":         otherBody + "." + sig,
 		"a flipped signature bit":       body + "." + base64.RawURLEncoding.EncodeToString(rawSig),
-		"signed with another key":       approver{key: []byte("k2")}.sign(s),
+		"signed with another key":       keyed("k2").signT(t, s),
 		"not base64":                    "!!!." + sig,
 		"signature not base64":          body + ".!!!",
 		"a signed body that is no JSON": signRaw(a, []byte("not json")),
 	} {
-		if err := a.verify(tok, s, stateNow); err == nil {
+		if err := a.verify(ctx, tok, s, stateNow); err == nil {
 			t.Errorf("%s: verify accepted it", name)
 		}
 	}
@@ -77,27 +92,26 @@ func TestApproverRejectsATamperedOrForeignState(t *testing.T) {
 // signRaw signs arbitrary bytes with the approver's key, as sign does
 // for the JSON of a state.
 func signRaw(a approver, b []byte) string {
-	mac := hmac.New(sha256.New, a.key)
-	mac.Write(b)
-	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	ks, _ := a.keys.Keys(ctx, false)
+	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(mac(ks.Current, b))
 }
 
 func TestApproverRejectsAnExpiredState(t *testing.T) {
-	a := approver{key: []byte("k1")}
+	a := keyed("k1")
 	s := sampleState()
-	tok := a.sign(s)
-	if err := a.verify(tok, s, time.Unix(s.Expires, 0)); err != nil {
+	tok := a.signT(t, s)
+	if err := a.verify(ctx, tok, s, time.Unix(s.Expires, 0)); err != nil {
 		t.Errorf("at the expiry second: %v", err)
 	}
-	if err := a.verify(tok, s, time.Unix(s.Expires+1, 0)); err == nil {
+	if err := a.verify(ctx, tok, s, time.Unix(s.Expires+1, 0)); err == nil {
 		t.Error("a second after expiry: accepted")
 	}
 }
 
 func TestApproverRejectsTheStateOfAnotherCall(t *testing.T) {
-	a := approver{key: []byte("k1")}
+	a := keyed("k1")
 	s := sampleState()
-	tok := a.sign(s)
+	tok := a.signT(t, s)
 	for name, change := range map[string]func(*approvalState){
 		"another caller":     func(x *approvalState) { x.Caller = "uid-9/system:serviceaccount:team:bot" },
 		"another tool":       func(x *approvalState) { x.Tool = "team/docs.fail" },
@@ -106,7 +120,7 @@ func TestApproverRejectsTheStateOfAnotherCall(t *testing.T) {
 	} {
 		want := s
 		change(&want)
-		if err := a.verify(tok, want, stateNow); err == nil {
+		if err := a.verify(ctx, tok, want, stateNow); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -134,35 +148,35 @@ func TestApprovedOnlyByAnAcceptedFormWithApproveTrue(t *testing.T) {
 }
 
 func TestApproverRejectsAStateWithoutNonce(t *testing.T) {
-	a := approver{key: []byte("k1")}
+	a := keyed("k1")
 	s := sampleState()
 	s.Nonce = ""
-	if err := a.verify(a.sign(s), s, stateNow); err == nil {
+	if err := a.verify(ctx, a.signT(t, s), s, stateNow); err == nil {
 		t.Error("a state without a nonce was accepted")
 	}
 }
 
 func TestApproverSpendsEachApprovalOnce(t *testing.T) {
-	a := approver{key: []byte("k1"), used: newNonceSet()}
+	a := withNonces(keyed("k1"))
 	s := sampleState()
-	tok := a.sign(s)
-	if err := a.spend(tok, s, stateNow); err != nil {
+	tok := a.signT(t, s)
+	if err := a.spend(ctx, tok, s, stateNow); err != nil {
 		t.Fatalf("first spend: %v", err)
 	}
-	if err := a.spend(tok, s, stateNow); err == nil {
+	if err := a.spend(ctx, tok, s, stateNow); err == nil {
 		t.Fatal("the same approval was spent twice")
 	}
 	// Another approval of an identical call is its own approval.
 	s2 := s
 	s2.Nonce = newNonce()
-	if err := a.spend(a.sign(s2), s2, stateNow); err != nil {
+	if err := a.spend(ctx, a.signT(t, s2), s2, stateNow); err != nil {
 		t.Fatalf("a second approval of the same call: %v", err)
 	}
 	// A forged token is refused before anything is spent.
-	if err := a.spend("forged", s, stateNow); err == nil {
+	if err := a.spend(ctx, "forged", s, stateNow); err == nil {
 		t.Fatal("a forged token was spent")
 	}
-	if err := (approver{key: []byte("k1")}).spend(a.sign(s2), s2, stateNow); err == nil {
+	if err := (keyed("k1")).spend(ctx, a.signT(t, s2), s2, stateNow); err == nil {
 		t.Fatal("an approver without a nonce set spent an approval")
 	}
 }
@@ -191,5 +205,20 @@ func TestNonceSetForgetsExpiredApprovalsAndRefusesWhenFullOfLiveOnes(t *testing.
 	}
 	if err := n.spend("one-too-many", later.Unix()+300, later); !errors.Is(err, errApprovalsFull) {
 		t.Errorf("full of live approvals: %v, want errApprovalsFull", err)
+	}
+}
+
+func TestApproverAcceptsStateSignedWithThePreviousKey(t *testing.T) {
+	s := sampleState()
+	tok := keyed("old").signT(t, s)
+	rotated := approver{keys: StaticKeys{Current: []byte("new"), Previous: []byte("old")}}
+	if err := rotated.verify(ctx, tok, s, stateNow); err != nil {
+		t.Fatalf("state signed before a rotation was refused: %v", err)
+	}
+	if err := keyed("new").verify(ctx, tok, s, stateNow); err == nil {
+		t.Fatal("state signed with a key no longer kept was accepted")
+	}
+	if tok2 := rotated.signT(t, s); keyed("new").verify(ctx, tok2, s, stateNow) != nil {
+		t.Fatal("a rotated approver does not sign with its current key")
 	}
 }

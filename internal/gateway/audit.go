@@ -23,23 +23,27 @@ const (
 // never holds argument values, results or credentials. ArgumentsHash lets a
 // reader match two records about the same arguments without seeing them.
 type Record struct {
-	Time          time.Time `json:"time"`
-	CallID        string    `json:"callID"`
-	Phase         string    `json:"phase"`
-	Caller        string    `json:"caller"`
-	Namespace     string    `json:"namespace"`
-	Tool          string    `json:"tool"`
-	LocalName     string    `json:"localName"`
-	Server        string    `json:"server"`
-	DataClass     string    `json:"dataClass"`
-	Approval      string    `json:"approval,omitempty"`
-	Decision      string    `json:"decision"`
-	Reason        string    `json:"reason,omitempty"`
-	Detail        string    `json:"detail,omitempty"`
-	Outcome       string    `json:"outcome,omitempty"`
-	ErrorKind     string    `json:"errorKind,omitempty"`
-	LatencyMillis int64     `json:"latencyMillis,omitempty"`
-	ArgumentsHash string    `json:"argumentsHash,omitempty"`
+	Time      time.Time `json:"time"`
+	CallID    string    `json:"callID"`
+	Phase     string    `json:"phase"`
+	Caller    string    `json:"caller"`
+	Namespace string    `json:"namespace"`
+	Tool      string    `json:"tool"`
+	LocalName string    `json:"localName"`
+	Server    string    `json:"server"`
+	DataClass string    `json:"dataClass"`
+	Approval  string    `json:"approval,omitempty"`
+	// ApprovalName is the McpCallApproval a call waited for or used.
+	ApprovalName string `json:"approvalName,omitempty"`
+	// ApprovedBy is the user name of the person who decided it.
+	ApprovedBy    string `json:"approvedBy,omitempty"`
+	Decision      string `json:"decision"`
+	Reason        string `json:"reason,omitempty"`
+	Detail        string `json:"detail,omitempty"`
+	Outcome       string `json:"outcome,omitempty"`
+	ErrorKind     string `json:"errorKind,omitempty"`
+	LatencyMillis int64  `json:"latencyMillis,omitempty"`
+	ArgumentsHash string `json:"argumentsHash,omitempty"`
 }
 
 // Sink stores audit records. Write must return only once the record is

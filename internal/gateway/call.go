@@ -44,36 +44,33 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 		return refused, nil
 	}
 
-	// Step 4: approval, through the client's human.
+	// Step 4: approval, by a person other than the caller unless the
+	// namespace's policy opts this caller into its client's elicitation.
 	rec.Approval = "NotRequired"
 	if approvalRequired(t) {
 		// A refusal from here on is a refusal of approval, and says so.
 		rec.Approval = "Required"
-		state := approvalState{Caller: id.UID + "/" + id.Username, Tool: key.String(), Definition: t.Status.DefinitionHash, Arguments: argsHash}
-		resp, answered := req.Params.InputResponses[approvalInput]
-		if !answered {
-			caps := req.ClientCapabilities()
-			if caps == nil || caps.Elicitation == nil {
-				return g.deny(ctx, rec, t, DenyApprovalNoChannel, "", "this tool needs a human's approval for every call, and this client did not declare the elicitation capability to ask for it; the call was not made"), nil
+		mode, err := g.approvalMode(ctx, id)
+		if err != nil {
+			log.Error(err, "gateway: deciding on a call failed")
+			return refusal("the gateway could not decide on this call; try again"), nil
+		}
+		if mode == mcpv1alpha1.ApprovalClientElicitation {
+			if answer := g.byClient(ctx, req, rec, id, key, t); answer != nil {
+				return answer, nil
 			}
-			state.Expires, state.Nonce = g.now().Add(approvalWindow).Unix(), newNonce()
-			return &sdk.CallToolResult{
-				InputRequests: sdk.InputRequestMap{approvalInput: approvalQuestion(t.Status.LocalName, t.Spec.ServerRef.Name, string(t.Status.EffectiveDataClass))},
-				RequestState:  g.approver.sign(state),
-			}, nil
-		}
-		if err := g.approver.verify(req.Params.RequestState, state, g.now()); err != nil {
-			return g.deny(ctx, rec, t, DenyApprovalDeclined, "", "the approval answer does not belong to this call or has expired; the call was not made"), nil
-		}
-		if !approved(resp) {
-			return g.deny(ctx, rec, t, DenyApprovalDeclined, "", "the call was not approved; it was not made"), nil
-		}
-		if err := g.approver.spend(req.Params.RequestState, state, g.now()); err != nil {
-			msg := "this approval was already used for a call, and every call needs its own; the call was not made"
-			if errors.Is(err, errApprovalsFull) {
-				msg = "the gateway holds too many recent approvals to take another; try again shortly"
+		} else {
+			p := g.byPerson(ctx, req, rec, id, t)
+			switch {
+			case p.err != nil:
+				log.Error(p.err, "gateway: the call approval could not be read or written", "tool", key.String())
+				return refusal("the gateway could not read or write this call's approval; try again"), nil
+			case p.protocolErr != nil:
+				return nil, p.protocolErr
+			case p.answer != nil:
+				return p.answer, nil
 			}
-			return g.deny(ctx, rec, t, DenyApprovalDeclined, "", msg), nil
+			rec.ApprovalName, rec.ApprovedBy = p.name, p.approvedBy
 		}
 		rec.Approval = "Approved"
 	}
@@ -211,4 +208,41 @@ func failureKind(err error) mcp.Kind {
 	default:
 		return "CredentialUnavailable"
 	}
+}
+
+// byClient asks the agent's own client for approval (the ClientElicitation
+// mode): an answer to give the agent, or nil when the client approved.
+func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, rec Record, id *Identity, key types.NamespacedName, t *mcpv1alpha1.McpTool) *sdk.CallToolResult {
+	state := approvalState{Caller: id.UID + "/" + id.Username, Tool: key.String(), Definition: t.Status.DefinitionHash, Arguments: rec.ArgumentsHash}
+	resp, answered := req.Params.InputResponses[approvalInput]
+	if !answered {
+		caps := req.ClientCapabilities()
+		if caps == nil || caps.Elicitation == nil {
+			return g.deny(ctx, rec, t, DenyApprovalNoChannel, "", "this tool needs a human's approval for every call, and this client did not declare the elicitation capability to ask for it; the call was not made")
+		}
+		state.Expires, state.Nonce = g.now().Add(approvalWindow).Unix(), newNonce()
+		signed, err := g.approver.sign(ctx, state)
+		if err != nil {
+			logf.FromContext(ctx).Error(err, "gateway: signing approval state failed")
+			return refusal("the gateway could not ask for approval; try again")
+		}
+		return &sdk.CallToolResult{
+			InputRequests: sdk.InputRequestMap{approvalInput: approvalQuestion(t.Status.LocalName, t.Spec.ServerRef.Name, string(t.Status.EffectiveDataClass))},
+			RequestState:  signed,
+		}
+	}
+	if err := g.approver.verify(ctx, req.Params.RequestState, state, g.now()); err != nil {
+		return g.deny(ctx, rec, t, DenyApprovalDeclined, "", "the approval answer does not belong to this call or has expired; the call was not made")
+	}
+	if !approved(resp) {
+		return g.deny(ctx, rec, t, DenyApprovalDeclined, "", "the call was not approved; it was not made")
+	}
+	if err := g.approver.spend(ctx, req.Params.RequestState, state, g.now()); err != nil {
+		msg := "this approval was already used for a call, and every call needs its own; the call was not made"
+		if errors.Is(err, errApprovalsFull) {
+			msg = "the gateway holds too many recent approvals to take another; try again shortly"
+		}
+		return g.deny(ctx, rec, t, DenyApprovalDeclined, "", msg)
+	}
+	return nil
 }

@@ -61,3 +61,13 @@ func (g *Gateway) ceiling(ctx context.Context, id *Identity) (mcpv1alpha1.DataCl
 	}
 	return ceilingFor(id, policies.Items), nil
 }
+
+// approvalMode is how the caller's calls of tools that require approval are
+// approved, from the access policies of its namespace.
+func (g *Gateway) approvalMode(ctx context.Context, id *Identity) (mcpv1alpha1.ApprovalMode, error) {
+	var policies mcpv1alpha1.McpAccessPolicyList
+	if err := g.Reader.List(ctx, &policies, client.InNamespace(id.Namespace)); err != nil {
+		return "", fmt.Errorf("reading access policies: %w", err)
+	}
+	return approvalModeFor(id, policies.Items), nil
+}

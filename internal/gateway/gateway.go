@@ -43,9 +43,20 @@ type Options struct {
 	Recorder events.EventRecorder
 	// Version is reported to clients.
 	Version string
-	// ApprovalKey signs approval state; empty means a random key per
-	// process (approvals then do not survive a restart, which is fine).
-	ApprovalKey []byte
+	// ApprovalKeys sign approval state and seal McpCallApprovals; they
+	// must be the same on every replica (SecretKeys). Nil means a random
+	// key per process, which is fine for one process in development.
+	ApprovalKeys KeySource
+	// Approvals reads, creates and uses McpCallApprovals, straight from the
+	// API server (not a cache). Nil refuses every call that needs a
+	// person's approval.
+	Approvals client.Client
+	// ApprovalTTL is how long an McpCallApproval can be decided and used;
+	// 0 means DefaultApprovalTTL.
+	ApprovalTTL time.Duration
+	// ApprovalURL is the URL of an approval a URL elicitation shows the
+	// agent's user; nil names the object in the Kubernetes API.
+	ApprovalURL func(namespace, name string) string
 	Now         func() time.Time
 }
 
@@ -54,8 +65,9 @@ type Options struct {
 type Gateway struct {
 	Options
 
-	approver approver
-	handler  http.Handler
+	approver     approver
+	approvalKeys KeySource
+	handler      http.Handler
 }
 
 // ErrMissingOption is returned by New when a required option is not set.
@@ -71,9 +83,12 @@ var ErrMissingOption = errors.New("gateway: a required option is not set")
 // approval needs) only from a stateful one, so a request is routed by the
 // MCP-Protocol-Version header it carries: 2026-07-28 and later go to the
 // stateless handler, everything else (initialize, and requests of a session)
-// to the stateful one. Approval works in both: the initialize era asks the
-// client's human on the session, 2026-07-28 returns an input-required
-// result with signed request state.
+// to the stateful one. Approval works in both: by default a call that
+// needs it creates an McpCallApproval a person decides, and the agent is
+// told with a URL elicitation (the -32042 error in 2025-11-25, an
+// input-required result in 2026-07-28) and retries; with the
+// ClientElicitation opt-in the client's user is asked, on the session or
+// through an input-required result with signed request state.
 func New(o Options) (*Gateway, error) {
 	for _, req := range []struct {
 		name    string
@@ -91,12 +106,13 @@ func New(o Options) (*Gateway, error) {
 	// would otherwise block until the agent gives up; bounded, it fails
 	// the request with an error the log names.
 	g.Reader = boundedReader{Reader: o.Reader, timeout: readTimeout}
-	key := o.ApprovalKey
-	if len(key) == 0 {
-		key = make([]byte, 32)
+	g.approvalKeys = o.ApprovalKeys
+	if g.approvalKeys == nil {
+		key := make([]byte, 32)
 		_, _ = rand.Read(key)
+		g.approvalKeys = StaticKeys{Current: key}
 	}
-	g.approver = approver{key: key, used: newNonceSet()}
+	g.approver = approver{keys: g.approvalKeys, used: newNonceSet()}
 	logger := slog.New(slog.DiscardHandler)
 	stateful := sdk.NewStreamableHTTPHandler(g.serverFor, &sdk.StreamableHTTPOptions{
 		SessionTimeout:               10 * time.Minute,

@@ -15,7 +15,10 @@ const (
 	DenyAboveCeiling      = "AboveDataClassCeiling"
 	DenyApprovalDeclined  = "ApprovalDeclined"
 	DenyApprovalNoChannel = "ApprovalUnavailable"
-	DenyAuditFailed       = "AuditUnavailable"
+	// DenyApprovalPending records a call not made because it waits for a
+	// person's decision on an McpCallApproval.
+	DenyApprovalPending = "ApprovalPending"
+	DenyAuditFailed     = "AuditUnavailable"
 )
 
 // servable is the gate's first step: the tool is enabled and its controller
@@ -61,4 +64,20 @@ func withinCeiling(t *mcpv1alpha1.McpTool, ceiling mcpv1alpha1.DataClass) bool {
 // required.
 func approvalRequired(t *mcpv1alpha1.McpTool) bool {
 	return t.Status.EffectiveApprovalRequired == nil || *t.Status.EffectiveApprovalRequired
+}
+
+// approvalModeFor is how the caller's calls are approved: ClientElicitation
+// when a policy of its namespace naming it opts in, and Person otherwise.
+func approvalModeFor(id *Identity, policies []mcpv1alpha1.McpAccessPolicy) mcpv1alpha1.ApprovalMode {
+	for _, p := range policies {
+		if p.Namespace != id.Namespace || p.Spec.ApprovalMode != mcpv1alpha1.ApprovalClientElicitation {
+			continue
+		}
+		for _, sa := range p.Spec.ServiceAccounts {
+			if sa == "*" || sa == id.ServiceAccount {
+				return mcpv1alpha1.ApprovalClientElicitation
+			}
+		}
+	}
+	return mcpv1alpha1.ApprovalPerson
 }

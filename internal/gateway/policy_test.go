@@ -131,3 +131,30 @@ func TestDetailOfNamesWhyAToolIsNotServable(t *testing.T) {
 		})
 	}
 }
+
+func TestApprovalModeIsPersonUnlessAPolicyNamingTheCallerOptsIn(t *testing.T) {
+	bot := &Identity{Namespace: "team", ServiceAccount: "bot", Username: "system:serviceaccount:team:bot"}
+	withMode := func(p mcpv1alpha1.McpAccessPolicy, m mcpv1alpha1.ApprovalMode) mcpv1alpha1.McpAccessPolicy {
+		p.Spec.ApprovalMode = m
+		return p
+	}
+	for _, tc := range []struct {
+		name     string
+		policies []mcpv1alpha1.McpAccessPolicy
+		want     mcpv1alpha1.ApprovalMode
+	}{
+		{"no policy", nil, mcpv1alpha1.ApprovalPerson},
+		{"a policy without a mode", []mcpv1alpha1.McpAccessPolicy{policy("team", mcpv1alpha1.DataClassInternal, "bot")}, mcpv1alpha1.ApprovalPerson},
+		{"an opt-in naming the caller", []mcpv1alpha1.McpAccessPolicy{
+			policy("team", mcpv1alpha1.DataClassInternal, "bot"),
+			withMode(policy("team", mcpv1alpha1.DataClassPublic, "bot"), mcpv1alpha1.ApprovalClientElicitation),
+		}, mcpv1alpha1.ApprovalClientElicitation},
+		{"an opt-in for every ServiceAccount", []mcpv1alpha1.McpAccessPolicy{withMode(policy("team", mcpv1alpha1.DataClassPublic, "*"), mcpv1alpha1.ApprovalClientElicitation)}, mcpv1alpha1.ApprovalClientElicitation},
+		{"an opt-in for another caller", []mcpv1alpha1.McpAccessPolicy{withMode(policy("team", mcpv1alpha1.DataClassPublic, "other"), mcpv1alpha1.ApprovalClientElicitation)}, mcpv1alpha1.ApprovalPerson},
+		{"an opt-in in another namespace", []mcpv1alpha1.McpAccessPolicy{withMode(policy("elsewhere", mcpv1alpha1.DataClassPublic, "bot"), mcpv1alpha1.ApprovalClientElicitation)}, mcpv1alpha1.ApprovalPerson},
+	} {
+		if got := approvalModeFor(bot, tc.policies); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

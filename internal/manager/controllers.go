@@ -3,7 +3,11 @@ package manager
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +33,8 @@ const EventSource = "mcp-catalog-operator"
 var Version = version.Get()
 
 // +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpaccesspolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpcallapprovals,verbs=get;list;create;delete
+// +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpcallapprovals/status,verbs=update
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
@@ -90,6 +96,21 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 	if audit == nil {
 		audit = os.Stdout
 	}
+	// Approvals are read and written straight at the API server: a
+	// decision must count the moment it is made, and using an approval
+	// needs its current resourceVersion.
+	approvals, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("setting up the approvals client: %w", err)
+	}
+	var keys gateway.KeySource
+	if opts.GatewayApprovalKeySecret != "" {
+		ns, name, ok := strings.Cut(opts.GatewayApprovalKeySecret, "/")
+		if !ok || ns == "" || name == "" {
+			return fmt.Errorf("%w: the approval key Secret must be given as namespace/name", gateway.ErrBadKeySecret)
+		}
+		keys = &gateway.SecretKeys{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: ns, Name: name}, Now: opts.GatewayNow}
+	}
 	gw, err := gateway.New(gateway.Options{
 		Reader:    mgr.GetClient(),
 		Authn:     &gateway.TokenReviewAuthenticator{Client: mgr.GetClient(), Audience: opts.GatewayAudience},
@@ -99,12 +120,33 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 		Audit:     gateway.NewJSONLines(audit),
 		Recorder:  mgr.GetEventRecorder(EventSource),
 		Version:   Version,
+
+		ApprovalKeys: keys,
+		Approvals:    approvals,
+		ApprovalTTL:  opts.GatewayApprovalTTL,
+		ApprovalURL:  approvalURL(opts.GatewayApprovalURL, mgr.GetConfig().Host),
+		Now:          opts.GatewayNow,
 	})
 	if err != nil {
 		return fmt.Errorf("building the gateway: %w", err)
+	}
+	if err := mgr.Add(&gateway.ApprovalSweeper{Client: approvals, Now: opts.GatewayNow}); err != nil {
+		return fmt.Errorf("adding the approval sweeper: %w", err)
 	}
 	if err := mgr.Add(&gateway.Listener{Addr: opts.GatewayAddr, Handler: gw.Handler(), CertDir: opts.GatewayCertDir, Insecure: opts.GatewayInsecure, Ready: opts.GatewayReady}); err != nil {
 		return fmt.Errorf("adding the gateway: %w", err)
 	}
 	return nil
+}
+
+// approvalURL builds the URL of an approval from a template with
+// {namespace} and {name}; without one, it is the object's path on the API
+// server the manager talks to.
+func approvalURL(template, apiServer string) func(ns, name string) string {
+	if template == "" {
+		template = strings.TrimSuffix(apiServer, "/") + "/apis/" + mcpv1alpha1.GroupVersion.String() + "/namespaces/{namespace}/mcpcallapprovals/{name}"
+	}
+	return func(ns, name string) string {
+		return strings.NewReplacer("{namespace}", url.PathEscape(ns), "{name}", url.PathEscape(name)).Replace(template)
+	}
 }

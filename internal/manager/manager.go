@@ -102,6 +102,20 @@ type Options struct {
 	GatewayAudit io.Writer
 	// GatewayReady, if set, receives the gateway's bound address.
 	GatewayReady chan<- string
+	// GatewayApprovalKeySecret names the Secret (namespace/name, keys
+	// "current" and optional "previous") every gateway replica signs
+	// approval state and McpCallApprovals with. Empty generates a key per
+	// process, which suits one process in development only.
+	GatewayApprovalKeySecret string
+	// GatewayApprovalTTL is how long an McpCallApproval can be decided and
+	// used; 0 means the gateway's default (15 minutes).
+	GatewayApprovalTTL time.Duration
+	// GatewayApprovalURL is the URL shown to an agent's user for an
+	// approval, with {namespace} and {name} replaced; empty names the
+	// object in the Kubernetes API.
+	GatewayApprovalURL string
+	// GatewayNow, if set, is the gateway's clock (tests).
+	GatewayNow func() time.Time
 	// TokenEndpointRootCAs, if set, replaces the system roots when
 	// verifying delegation profiles' token endpoints.
 	TokenEndpointRootCAs *x509.CertPool

@@ -39,12 +39,16 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ApprovalMode
+  scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.BearerAuth
   map:
     fields:
     - name: secretRef
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.SecretKeySelector
+- name: com.github.mcp-catalog.operator.api.v1alpha1.CallDecision
+  scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.DataClass
   scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.DelegatedAuth
@@ -150,6 +154,10 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.mcp-catalog.operator.api.v1alpha1.McpAccessPolicySpec
   map:
     fields:
+    - name: approvalMode
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.ApprovalMode
+      default: Person
     - name: maxDataClass
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.DataClass
@@ -165,6 +173,81 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: observedGeneration
       type:
         scalar: numeric
+- name: com.github.mcp-catalog.operator.api.v1alpha1.McpCallApproval
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+    - name: spec
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.McpCallApprovalSpec
+    - name: status
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.McpCallApprovalStatus
+- name: com.github.mcp-catalog.operator.api.v1alpha1.McpCallApprovalSpec
+  map:
+    fields:
+    - name: argumentsHash
+      type:
+        scalar: string
+    - name: caller
+      type:
+        scalar: string
+    - name: callerGroups
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: dataClass
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.DataClass
+    - name: decidedBy
+      type:
+        scalar: string
+      default: ""
+    - name: decision
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.CallDecision
+      default: Pending
+    - name: definitionHash
+      type:
+        scalar: string
+    - name: expiresAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: localName
+      type:
+        scalar: string
+    - name: reason
+      type:
+        scalar: string
+      default: ""
+    - name: seal
+      type:
+        scalar: string
+    - name: server
+      type:
+        scalar: string
+    - name: tool
+      type:
+        scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.McpCallApprovalStatus
+  map:
+    fields:
+    - name: callID
+      type:
+        scalar: string
+    - name: consumedAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
 - name: com.github.mcp-catalog.operator.api.v1alpha1.McpDelegationProfile
   map:
     fields:

@@ -77,3 +77,10 @@ The ServiceAccount subject of the manager's bindings.
   name: {{ include "mcp-catalog-operator.serviceAccountName" . }}
   namespace: {{ .Release.Namespace }}
 {{- end }}
+
+{{/*
+The Secret holding the gateway's approval signing keys.
+*/}}
+{{- define "mcp-catalog-operator.approvalKeySecret" -}}
+{{- default (printf "%s-approval-key" (include "mcp-catalog-operator.fullname" .)) .Values.gateway.approvalKeySecret }}
+{{- end }}

@@ -39,6 +39,21 @@
 - apiGroups:
   - mcp.catalog.dev
   resources:
+  - mcpcallapprovals
+  verbs:
+  - create
+  - delete
+  - get
+  - list
+- apiGroups:
+  - mcp.catalog.dev
+  resources:
+  - mcpcallapprovals/status
+  verbs:
+  - update
+- apiGroups:
+  - mcp.catalog.dev
+  resources:
   - mcpdelegationprofiles/status
   - mcpservers/status
   - mcptools/status

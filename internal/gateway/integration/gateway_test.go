@@ -342,7 +342,7 @@ var _ = Describe("Refusals", func() {
 	})
 })
 
-var _ = Describe("Approval", func() {
+var _ = Describe("Approval by the agent's client (the ClientElicitation opt-in)", func() {
 	DescribeTable("asks the client's human before each call of a tool that needs approval",
 		func(era string) {
 			ns := newNamespace()
@@ -350,7 +350,7 @@ var _ = Describe("Approval", func() {
 			Expect(*docs.tool(echo).Status.EffectiveApprovalRequired).To(BeTrue())
 			a := newAgent(ns, "bot")
 			a.grant()
-			a.ceiling(mcpv1alpha1.DataClassInternal)
+			a.ceiling(mcpv1alpha1.DataClassInternal, mcpv1alpha1.ApprovalClientElicitation)
 
 			By("a human who approves: the call is made")
 			yes := &approver{action: "accept", approve: true}
@@ -397,7 +397,7 @@ var _ = Describe("Approval", func() {
 		docs := newUpstream(ns, "docs", mcpserver.Options{}, []string{echo, fail}, withApproval())
 		a := newAgent(ns, "bot")
 		a.grant()
-		a.ceiling(mcpv1alpha1.DataClassInternal)
+		a.ceiling(mcpv1alpha1.DataClassInternal, mcpv1alpha1.ApprovalClientElicitation)
 		// The client answers by hand, so the test controls what comes back.
 		cs := a.connect(&sdk.ClientOptions{
 			ElicitationHandler: (&approver{action: "accept", approve: true}).handle,

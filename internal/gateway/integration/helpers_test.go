@@ -271,12 +271,16 @@ func (a *agent) grant(objects ...string) {
 	}, 10*time.Second, 50*time.Millisecond).Should(BeTrue())
 }
 
-// ceiling declares an McpAccessPolicy naming the agent.
-func (a *agent) ceiling(class mcpv1alpha1.DataClass) {
+// ceiling declares an McpAccessPolicy naming the agent, with the approval
+// mode given (the API's default, Person, when none is).
+func (a *agent) ceiling(class mcpv1alpha1.DataClass, mode ...mcpv1alpha1.ApprovalMode) {
 	GinkgoHelper()
 	p := &mcpv1alpha1.McpAccessPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: a.ns, Name: fmt.Sprintf("%s-%08x", a.name, rand.Uint32())},
 		Spec:       mcpv1alpha1.McpAccessPolicySpec{ServiceAccounts: []string{a.name}, MaxDataClass: class},
+	}
+	if len(mode) > 0 {
+		p.Spec.ApprovalMode = mode[0]
 	}
 	Expect(k8sClient.Create(context.Background(), p)).To(Succeed())
 	// The gateway reads policies from the manager's cache.

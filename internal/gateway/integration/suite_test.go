@@ -1,7 +1,9 @@
 package integration_test
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +12,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +51,10 @@ var (
 	audit = &auditWriter{}
 
 	mgr *testenv.Manager
+
+	// clock is the gateway's clock; a spec moves it forward to expire an
+	// approval without waiting.
+	clock = &testClock{}
 )
 
 func TestGateway(t *testing.T) {
@@ -73,6 +81,17 @@ var _ = BeforeSuite(func() {
 	// certificate is trusted the way --token-endpoint-ca-file trusts one.
 	tokenEndpoint = oauthserver.Start(GinkgoT(), delegationClientID, delegationClientSecret)
 
+	// The admission policy and approver role the operator ships: the API
+	// server, not the gateway, decides who may decide an approval.
+	installPolicy(filepath.Join("..", "..", "..", "config", "policy", "call_approvals.yaml"))
+	// The approval signing keys come from a Secret, as every replica of a
+	// scaled-out gateway reads them.
+	Expect(k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: keyNamespace}})).To(Succeed())
+	Expect(k8sClient.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: keyNamespace, Name: "approval-key"},
+		Data:       map[string][]byte{"current": []byte(strings.Repeat("k", 32))},
+	})).To(Succeed())
+
 	ready := make(chan string, 1)
 	mgr = testenv.StartManager(cfg, gatewayOptions(ready))
 	cached = mgr.GetClient()
@@ -96,6 +115,8 @@ func gatewayOptions(ready chan<- string) manager.Options {
 	opts.GatewayInsecure = true
 	opts.GatewayAudit = audit
 	opts.GatewayReady = ready
+	opts.GatewayApprovalKeySecret = keyNamespace + "/approval-key"
+	opts.GatewayNow = clock.now
 	return opts
 }
 
@@ -129,4 +150,31 @@ func (a *auditWriter) all() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]string(nil), a.lines...)
+}
+
+// keyNamespace holds the gateway's approval key Secret.
+const keyNamespace = "gateway-keys"
+
+// testClock is time.Now moved forward by a spec's offset.
+type testClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// advance moves the clock forward until the spec ends.
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+	DeferCleanup(func() {
+		c.mu.Lock()
+		c.offset -= d
+		c.mu.Unlock()
+	})
 }

@@ -37,6 +37,15 @@ type McpAccessPolicySpecApplyConfiguration struct {
 	// maxDataClass is the highest effective data class these callers may
 	// list and call.
 	MaxDataClass *apiv1alpha1.DataClass `json:"maxDataClass,omitempty"`
+	// approvalMode is how these callers' calls of tools that require
+	// approval are approved. Person (the default) creates an
+	// McpCallApproval that a person other than the caller decides with
+	// RBAC on that object. ClientElicitation asks the agent's own MCP
+	// client instead, which suits interactive clients with a human at the
+	// keyboard and cannot tell that human from the client itself; it is an
+	// opt-in of whoever writes this policy, never of the agent. A caller
+	// any matching policy opts in gets ClientElicitation.
+	ApprovalMode *apiv1alpha1.ApprovalMode `json:"approvalMode,omitempty"`
 }
 
 // McpAccessPolicySpecApplyConfiguration constructs a declarative configuration of the McpAccessPolicySpec type for use with
@@ -60,5 +69,13 @@ func (b *McpAccessPolicySpecApplyConfiguration) WithServiceAccounts(values ...st
 // If called multiple times, the MaxDataClass field is set to the value of the last call.
 func (b *McpAccessPolicySpecApplyConfiguration) WithMaxDataClass(value apiv1alpha1.DataClass) *McpAccessPolicySpecApplyConfiguration {
 	b.MaxDataClass = &value
+	return b
+}
+
+// WithApprovalMode sets the ApprovalMode field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ApprovalMode field is set to the value of the last call.
+func (b *McpAccessPolicySpecApplyConfiguration) WithApprovalMode(value apiv1alpha1.ApprovalMode) *McpAccessPolicySpecApplyConfiguration {
+	b.ApprovalMode = &value
 	return b
 }

@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+)
+
+// approvalRow is one McpCallApproval as a person deciding it sees it.
+type approvalRow struct {
+	Namespace     string `json:"namespace"`
+	Name          string `json:"name"`
+	State         string `json:"state"`
+	Tool          string `json:"tool"`
+	Server        string `json:"server"`
+	Caller        string `json:"caller"`
+	DataClass     string `json:"dataClass"`
+	ArgumentsHash string `json:"argumentsHash"`
+	Expires       string `json:"expires"`
+	DecidedBy     string `json:"decidedBy,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+}
+
+// approvalState is what became of an approval: Pending, Approved, Denied,
+// Used (approved and used by its call) or Expired (never used).
+func approvalState(a *mcpv1alpha1.McpCallApproval, now time.Time) string {
+	switch {
+	case a.Status.ConsumedAt != nil:
+		return "Used"
+	case !now.Before(a.Spec.ExpiresAt.Time):
+		return "Expired"
+	case a.Spec.Decision == "":
+		return string(mcpv1alpha1.CallPending)
+	}
+	return string(a.Spec.Decision)
+}
+
+func newApprovalsCommand(s Streams) *cobra.Command {
+	f := newClusterFlags()
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "approvals",
+		Short: "List tool calls waiting for a person's approval (McpCallApprovals)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, ns, err := f.client(s)
+			if err != nil {
+				return err
+			}
+			var list mcpv1alpha1.McpCallApprovalList
+			var opts []client.ListOption
+			if !f.allNamespaces {
+				opts = append(opts, client.InNamespace(ns))
+			}
+			if err := c.List(cmd.Context(), &list, opts...); err != nil {
+				return fmt.Errorf("listing McpCallApprovals: %w", err)
+			}
+			now := time.Now()
+			rows := make([]approvalRow, 0, len(list.Items))
+			for i := range list.Items {
+				a := &list.Items[i]
+				state := approvalState(a, now)
+				if !all && state != string(mcpv1alpha1.CallPending) {
+					continue
+				}
+				rows = append(rows, approvalRow{
+					Namespace: a.Namespace, Name: a.Name, State: state, Tool: a.Spec.Tool, Server: a.Spec.Server,
+					Caller: a.Spec.Caller, DataClass: string(a.Spec.DataClass), ArgumentsHash: a.Spec.ArgumentsHash,
+					Expires: a.Spec.ExpiresAt.UTC().Format(time.RFC3339), DecidedBy: a.Spec.DecidedBy, Reason: a.Spec.Reason,
+				})
+			}
+			sort.Slice(rows, func(i, j int) bool {
+				if rows[i].Namespace != rows[j].Namespace {
+					return rows[i].Namespace < rows[j].Namespace
+				}
+				return rows[i].Expires < rows[j].Expires
+			})
+			return f.print(s, rows, func() {
+				tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAMESPACE\tNAME\tSTATE\tTOOL\tCALLER\tCLASS\tEXPIRES\tDECIDED BY")
+				for _, r := range rows {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, r.Name, r.State, r.Tool, r.Caller, r.DataClass, r.Expires, dash(r.DecidedBy))
+				}
+				_ = tw.Flush()
+			})
+		},
+	}
+	f.bind(cmd, true)
+	cmd.Flags().BoolVar(&all, "all", false, "Also list decided, used and expired approvals.")
+	return cmd
+}
+
+func newDecideCommand(s Streams, d mcpv1alpha1.CallDecision) *cobra.Command {
+	f := newClusterFlags()
+	var reason string
+	verb, past := "approve-call", "approved"
+	short := "Approve a tool call waiting in an McpCallApproval; the agent's retry is then made once"
+	if d == mcpv1alpha1.CallDenied {
+		verb, past = "deny-call", "denied"
+		short = "Deny a tool call waiting in an McpCallApproval"
+	}
+	cmd := &cobra.Command{
+		Use:   verb + " NAME...",
+		Short: short,
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := f.client(s)
+			if err != nil {
+				return err
+			}
+			me, err := whoAmI(cmd.Context(), c)
+			if err != nil {
+				return err
+			}
+			var errs []error
+			for _, name := range args {
+				if err := decide(cmd.Context(), c, types.NamespacedName{Namespace: ns, Name: name}, d, me, reason); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", name, err))
+					continue
+				}
+				fmt.Fprintf(s.Out, "mcpcallapproval/%s %s by %s\n", name, past, me)
+			}
+			return joinExit(errs)
+		},
+	}
+	f.bind(cmd, false)
+	cmd.Flags().StringVar(&reason, "reason", "", "A note for the agent and the record (at most 1024 characters).")
+	return cmd
+}
+
+// whoAmI asks the API server who the current credentials are: the
+// decision records that name, and the API server refuses any other.
+func whoAmI(ctx context.Context, c client.Client) (string, error) {
+	r := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(ctx, r); err != nil {
+		return "", fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
+	}
+	if r.Status.UserInfo.Username == "" {
+		return "", fmt.Errorf("the API server did not say who you are")
+	}
+	return r.Status.UserInfo.Username, nil
+}
+
+// decide sets an undecided approval's decision as user.
+func decide(ctx context.Context, c client.Client, key types.NamespacedName, d mcpv1alpha1.CallDecision, user, reason string) error {
+	a := &mcpv1alpha1.McpCallApproval{}
+	if err := c.Get(ctx, key, a); err != nil {
+		if apierrors.IsNotFound(err) {
+			return &exitError{code: ExitFailed, err: fmt.Errorf("McpCallApproval %s not found", key)}
+		}
+		return err
+	}
+	switch state := approvalState(a, time.Now()); state {
+	case string(mcpv1alpha1.CallPending):
+	case "Expired":
+		return &exitError{code: ExitFailed, err: fmt.Errorf("the approval expired at %s; the agent's next call asks again", a.Spec.ExpiresAt.UTC().Format(time.RFC3339))}
+	default:
+		return &exitError{code: ExitFailed, err: fmt.Errorf("the call is already %s (by %s); a decision is final", state, dash(a.Spec.DecidedBy))}
+	}
+	if a.Spec.Caller == user {
+		return &exitError{code: ExitFailed, err: fmt.Errorf("%s is the caller of this call and cannot decide it", user)}
+	}
+	a.Spec.Decision, a.Spec.DecidedBy, a.Spec.Reason = d, user, reason
+	if err := c.Update(ctx, a); err != nil {
+		return &exitError{code: ExitFailed, err: fmt.Errorf("recording the decision: %w", err)}
+	}
+	return nil
+}

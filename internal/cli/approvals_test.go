@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mcp-catalog/operator/api/scheme"
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+)
+
+// installApprovalPolicy creates the admission policy and approver role
+// the operator ships, and waits until the API server enforces the policy.
+func (e *clusterEnv) installApprovalPolicy(t *testing.T) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "policy", "call_approvals.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			if err := e.c.Create(context.Background(), u); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a := e.pendingApproval(t, "probe", "someone")
+		// Nobody is this user: only an enforced policy refuses the write.
+		a.Spec.Decision, a.Spec.DecidedBy = mcpv1alpha1.CallApproved, "not-the-writer"
+		if err := e.c.Update(context.Background(), a); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the approval admission policy is not enforced")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// pendingApproval creates an undecided McpCallApproval for caller, as the
+// gateway does.
+func (e *clusterEnv) pendingApproval(t *testing.T, name, caller string) *mcpv1alpha1.McpCallApproval {
+	t.Helper()
+	a := &mcpv1alpha1.McpCallApproval{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, GenerateName: name + "-"},
+		Spec: mcpv1alpha1.McpCallApprovalSpec{
+			Tool: "docs.delete-page", LocalName: "mcp_docs_delete_page", Server: "docs", Caller: caller,
+			DataClass: mcpv1alpha1.DataClassInternal, ArgumentsHash: "sha256:" + strings.Repeat("ab", 32),
+			DefinitionHash: "sha256:def", ExpiresAt: metav1.Time{Time: time.Now().Add(time.Hour)}, Seal: "s",
+		},
+	}
+	if err := e.c.Create(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// as is a client acting as user, allowed to decide approvals in the
+// namespace through the shipped call-approver ClusterRole.
+func (e *clusterEnv) as(t *testing.T, user string) client.Client {
+	t.Helper()
+	if err := e.c.Create(context.Background(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, GenerateName: "approver-"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "call-approver"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(e.cfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// RBAC takes a moment to see a new binding.
+	deadline := time.Now().Add(10 * time.Second)
+	for c.List(context.Background(), &mcpv1alpha1.McpCallApprovalList{}, client.InNamespace(e.ns)) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never got to list approvals", user)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return c
+}
+
+func (e *clusterEnv) runAs(c client.Client, args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := Run(Streams{In: strings.NewReader(""), Out: &out, Err: &errb, NewKubeClient: func() (client.Client, string) { return c, e.ns }}, args)
+	return code, out.String(), errb.String()
+}
+
+func TestCallApprovalCommands(t *testing.T) {
+	e := startCluster(t)
+	e.installApprovalPolicy(t)
+	ctx := context.Background()
+	bot := "system:serviceaccount:" + e.ns + ":bot"
+	one := e.pendingApproval(t, "call", bot)
+	two := e.pendingApproval(t, "call", bot)
+	alice := e.as(t, "alice")
+
+	code, out, errOut := e.runAs(alice, "approvals")
+	if code != ExitOK {
+		t.Fatalf("approvals: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{one.Name, two.Name, "Pending", bot, "docs.delete-page"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("approvals does not show %q:\n%s", want, out)
+		}
+	}
+
+	code, out, errOut = e.runAs(alice, "approve-call", one.Name, "--reason", "checked the ticket")
+	if code != ExitOK || !strings.Contains(out, "mcpcallapproval/"+one.Name+" approved by alice") {
+		t.Fatalf("approve-call: exit %d: %s %s", code, out, errOut)
+	}
+	got := &mcpv1alpha1.McpCallApproval{}
+	if err := e.c.Get(ctx, client.ObjectKeyFromObject(one), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Decision != mcpv1alpha1.CallApproved || got.Spec.DecidedBy != "alice" || got.Spec.Reason != "checked the ticket" {
+		t.Errorf("recorded %q by %q (%q)", got.Spec.Decision, got.Spec.DecidedBy, got.Spec.Reason)
+	}
+
+	// A decision is final, through the command and through the API.
+	code, _, errOut = e.runAs(alice, "deny-call", one.Name)
+	if code != ExitFailed || !strings.Contains(errOut, "already Approved (by alice)") {
+		t.Errorf("deny-call of an approved call: exit %d: %s", code, errOut)
+	}
+
+	code, out, errOut = e.runAs(alice, "deny-call", two.Name, "--reason", "not now")
+	if code != ExitOK || !strings.Contains(out, "denied by alice") {
+		t.Fatalf("deny-call: exit %d: %s %s", code, out, errOut)
+	}
+
+	// Pending only by default; --all shows the decided ones, as JSON too.
+	code, out, _ = e.runAs(alice, "approvals")
+	if code != ExitOK || strings.Contains(out, one.Name) || strings.Contains(out, two.Name) {
+		t.Errorf("decided approvals listed as pending:\n%s", out)
+	}
+	code, out, _ = e.runAs(alice, "approvals", "--all", "-o", "json")
+	var rows []approvalRow
+	if code != ExitOK || json.Unmarshal([]byte(out), &rows) != nil {
+		t.Fatalf("approvals --all -o json: exit %d: %s", code, out)
+	}
+	states := map[string]string{}
+	for _, r := range rows {
+		states[r.Name] = r.State + "/" + r.DecidedBy
+	}
+	if states[one.Name] != "Approved/alice" || states[two.Name] != "Denied/alice" {
+		t.Errorf("states: %v", states)
+	}
+
+	// The caller cannot decide its own call: the command says so, and the
+	// API server refuses the same write made without the command.
+	three := e.pendingApproval(t, "call", "mallory")
+	mallory := e.as(t, "mallory")
+	code, _, errOut = e.runAs(mallory, "approve-call", three.Name)
+	if code != ExitFailed || !strings.Contains(errOut, "mallory is the caller of this call") {
+		t.Errorf("approve-call by the caller: exit %d: %s", code, errOut)
+	}
+	if err := mallory.Get(ctx, client.ObjectKeyFromObject(three), three); err != nil {
+		t.Fatal(err)
+	}
+	three.Spec.Decision, three.Spec.DecidedBy = mcpv1alpha1.CallApproved, "mallory"
+	if err := mallory.Update(ctx, three); err == nil || !strings.Contains(err.Error(), "cannot decide its own approval") {
+		t.Errorf("the API server let the caller approve its own call: %v", err)
+	}
+
+	// An unknown name fails with exit code 1.
+	if code, _, errOut := e.runAs(alice, "approve-call", "nope"); code != ExitFailed || !strings.Contains(errOut, "not found") {
+		t.Errorf("approve-call nope: exit %d: %s", code, errOut)
+	}
+}

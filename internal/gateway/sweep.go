@@ -1,0 +1,92 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+)
+
+// ApprovalSweeper deletes McpCallApprovals some time after they expire,
+// whatever became of them; the audit trail keeps what happened. Every
+// gateway replica may run one: a delete is conditional on the object's
+// UID and a second delete of the same object is harmless.
+type ApprovalSweeper struct {
+	Client client.Client
+	// Keep is how long an expired approval stays visible; 0 means one hour.
+	Keep time.Duration
+	// Interval between sweeps; 0 means five minutes.
+	Interval time.Duration
+	Now      func() time.Time
+}
+
+// One sweep reads at most sweepPages pages of sweepPage approvals.
+const (
+	sweepPage  = 500
+	sweepPages = 20
+)
+
+// NeedLeaderElection is false: the gateway's replicas all sweep.
+func (s *ApprovalSweeper) NeedLeaderElection() bool { return false }
+
+// Start sweeps every Interval until ctx ends.
+func (s *ApprovalSweeper) Start(ctx context.Context) error {
+	every := s.Interval
+	if every <= 0 {
+		every = 5 * time.Minute
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+			logf.FromContext(ctx).Error(err, "gateway: sweeping expired call approvals failed")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// Sweep deletes the approvals that expired more than Keep ago, among the
+// first sweepPages pages, and reports how many it deleted.
+func (s *ApprovalSweeper) Sweep(ctx context.Context) (int, error) {
+	now := time.Now()
+	if s.Now != nil {
+		now = s.Now()
+	}
+	keep := s.Keep
+	if keep <= 0 {
+		keep = time.Hour
+	}
+	deleted, cont := 0, ""
+	for range sweepPages {
+		var list mcpv1alpha1.McpCallApprovalList
+		if err := s.Client.List(ctx, &list, client.Limit(sweepPage), client.Continue(cont)); err != nil {
+			return deleted, fmt.Errorf("listing call approvals: %w", err)
+		}
+		for i := range list.Items {
+			a := &list.Items[i]
+			if now.Before(a.Spec.ExpiresAt.Add(keep)) {
+				continue
+			}
+			err := s.Client.Delete(ctx, a, client.Preconditions{UID: &a.UID})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return deleted, fmt.Errorf("deleting call approval %s/%s: %w", a.Namespace, a.Name, err)
+			}
+			if err == nil {
+				deleted++
+			}
+		}
+		if cont = list.Continue; cont == "" {
+			break
+		}
+	}
+	return deleted, nil
+}
