@@ -19,7 +19,7 @@ GOTEST_FLAGS  ?=
 UNIT_PKGS      = $(shell hack/unit-pkgs.sh)
 # A package that mixes both kinds: test-unit runs it without its control-plane tests.
 UNIT_MIXED     = ./internal/cli
-UNIT_MIXED_SKIP = ^TestClusterCommands$$
+UNIT_MIXED_SKIP = ^(TestClusterCommands|TestCallApprovalCommands)$$
 
 .PHONY: all
 all: build

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -494,6 +495,12 @@ func applyToolSpec(ctx context.Context, c client.Client, ns, name string, force 
 // printChanged prints the McpTools a command changed: by default one line
 // each (`mcptool/NAME OPERATION`), with -o the objects as they are now.
 func printChanged(ctx context.Context, s Streams, f *clusterFlags, c client.Client, ns string, names []string, line func(name string) string) error {
+	return printChangedObjects(ctx, s, f, c, ns, names, line, func() client.Object { return &mcpv1alpha1.McpTool{} }, mcpv1alpha1.GroupVersion.WithKind("McpTool"))
+}
+
+// printChangedObjects is printChanged for objects of any kind.
+func printChangedObjects(ctx context.Context, s Streams, f *clusterFlags, c client.Client, ns string, names []string, line func(name string) string,
+	newObj func() client.Object, gvk schema.GroupVersionKind) error {
 	if f.printer.format() == "" || f.printer.format() == "wide" {
 		for _, n := range names {
 			fmt.Fprintln(s.Out, line(n))
@@ -502,12 +509,12 @@ func printChanged(ctx context.Context, s Streams, f *clusterFlags, c client.Clie
 	}
 	objs := make([]runtime.Object, 0, len(names))
 	for _, n := range names {
-		t := &mcpv1alpha1.McpTool{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, t); err != nil {
-			return clusterError(err, "reading the changed McpTool")
+		o := newObj()
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, o); err != nil {
+			return clusterError(err, "reading the changed "+gvk.Kind)
 		}
-		t.SetGroupVersionKind(mcpv1alpha1.GroupVersion.WithKind("McpTool"))
-		objs = append(objs, t)
+		o.GetObjectKind().SetGroupVersionKind(gvk)
+		objs = append(objs, o)
 	}
 	list, err := objectList(objs)
 	if err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,4 +63,27 @@ func candidates(names, given []string, toComplete string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// completePendingApprovals completes the names of the McpCallApprovals
+// still waiting for a decision.
+func completePendingApprovals(s Streams, f *clusterFlags) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		c, ns, err := f.client(s)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+		}
+		var list mcpv1alpha1.McpCallApprovalList
+		if err := c.List(cmd.Context(), &list, client.InNamespace(ns)); err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+		}
+		now := time.Now()
+		names := make([]string, 0, len(list.Items))
+		for i := range list.Items {
+			if approvalState(&list.Items[i], now) == string(mcpv1alpha1.CallPending) {
+				names = append(names, list.Items[i].Name)
+			}
+		}
+		return candidates(names, args, toComplete), cobra.ShellCompDirectiveNoFileComp
+	}
 }
