@@ -19,7 +19,7 @@ GOTEST_FLAGS  ?=
 UNIT_PKGS      = $(shell hack/unit-pkgs.sh)
 # A package that mixes both kinds: test-unit runs it without its control-plane tests.
 UNIT_MIXED     = ./internal/cli
-UNIT_MIXED_SKIP = ^TestClusterCommands$$
+UNIT_MIXED_SKIP = ^(TestClusterCommands|TestCallApprovalCommands)$$
 
 .PHONY: all
 all: build
@@ -140,6 +140,7 @@ bench: ## Run the benchmark harness (test/bench) and regenerate docs/benchmarks.
 build: ## Build the manager and the kubectl plugin into BIN (bin/), stamped with VERSION.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/manager ./cmd/manager
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/kubectl-mcp ./cmd/kubectl-mcp
+	install -m 0755 cmd/kubectl-mcp/kubectl_complete-mcp $(BIN)/kubectl_complete-mcp
 
 .PHONY: version
 version: ## Print the version a build stamps.

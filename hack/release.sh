@@ -79,6 +79,9 @@ for p in ${cli_platforms}; do
 	(cd "${root}" && CGO_ENABLED=0 GOOS=${os} GOARCH=${arch} go build -trimpath -ldflags "-s -w ${ldflags}" -o "${stage}/${exe}" ./cmd/kubectl-mcp) >&2
 	files=("${exe}=${stage}/${exe}" "README.md=${root}/README.md")
 	[[ -f "${root}/LICENSE" ]] && files+=("LICENSE=${root}/LICENSE")
+	# kubectl's plugin completion runs kubectl_complete-mcp; Windows users
+	# copy kubectl-mcp.exe under that name instead (docs/cli.md).
+	[[ ${os} != windows ]] && files+=("kubectl_complete-mcp=${root}/cmd/kubectl-mcp/kubectl_complete-mcp")
 	archive="kubectl-mcp_${os}_${arch}.tar.gz"
 	[[ ${os} == windows ]] && archive="kubectl-mcp_${os}_${arch}.zip"
 	"${archiver}" -o "${dist}/${archive}" "${files[@]}"

@@ -1,5 +1,7 @@
 // Command kubectl-mcp is the mcp-catalog-operator's kubectl plugin
-// (`kubectl mcp ...`).
+// (`kubectl mcp ...`). Installed (or linked) a second time as
+// kubectl_complete-mcp, it answers kubectl's shell completion for the
+// plugin.
 package main
 
 import (
@@ -9,5 +11,5 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Run(cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Args[1:]))
+	os.Exit(cli.Run(cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, cli.Args(os.Args[0], os.Args[1:])))
 }

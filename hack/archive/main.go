@@ -4,7 +4,7 @@
 //	go run ./hack/archive -o kubectl-mcp_linux_amd64.tar.gz kubectl-mcp=bin/kubectl-mcp README.md=README.md
 //
 // Each argument is NAME=PATH: the file at PATH is stored as NAME. A name
-// starting with "kubectl-mcp" is stored executable.
+// starting with "kubectl-mcp" or "kubectl_complete-mcp" is stored executable.
 package main
 
 import (
@@ -66,7 +66,7 @@ func write(out string, args []string) (err error) {
 var mtime = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func mode(name string) int64 {
-	if strings.HasPrefix(name, "kubectl-mcp") {
+	if strings.HasPrefix(name, "kubectl-mcp") || strings.HasPrefix(name, "kubectl_complete-mcp") {
 		return 0o755
 	}
 	return 0o644

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,7 +47,7 @@ func approvalState(a *mcpv1alpha1.McpCallApproval, now time.Time) string {
 }
 
 func newApprovalsCommand(s Streams) *cobra.Command {
-	f := newClusterFlags()
+	f := newClusterFlags("")
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "approvals",
@@ -66,32 +67,39 @@ func newApprovalsCommand(s Streams) *cobra.Command {
 				return fmt.Errorf("listing McpCallApprovals: %w", err)
 			}
 			now := time.Now()
+			sort.Slice(list.Items, func(i, j int) bool {
+				if list.Items[i].Namespace != list.Items[j].Namespace {
+					return list.Items[i].Namespace < list.Items[j].Namespace
+				}
+				return list.Items[i].Spec.ExpiresAt.Before(&list.Items[j].Spec.ExpiresAt)
+			})
 			rows := make([]approvalRow, 0, len(list.Items))
+			objs := make([]runtime.Object, 0, len(list.Items))
 			for i := range list.Items {
 				a := &list.Items[i]
 				state := approvalState(a, now)
 				if !all && state != string(mcpv1alpha1.CallPending) {
 					continue
 				}
+				a.SetGroupVersionKind(mcpv1alpha1.GroupVersion.WithKind("McpCallApproval"))
+				objs = append(objs, a)
 				rows = append(rows, approvalRow{
 					Namespace: a.Namespace, Name: a.Name, State: state, Tool: a.Spec.Tool, Server: a.Spec.Server,
 					Caller: a.Spec.Caller, DataClass: string(a.Spec.DataClass), ArgumentsHash: a.Spec.ArgumentsHash,
 					Expires: a.Spec.ExpiresAt.UTC().Format(time.RFC3339), DecidedBy: a.Spec.DecidedBy, Reason: a.Spec.Reason,
 				})
 			}
-			sort.Slice(rows, func(i, j int) bool {
-				if rows[i].Namespace != rows[j].Namespace {
-					return rows[i].Namespace < rows[j].Namespace
-				}
-				return rows[i].Expires < rows[j].Expires
-			})
-			return f.print(s, rows, func() {
+			out, err := objectList(objs)
+			if err != nil {
+				return err
+			}
+			return f.printer.print(s.Out, out, func(bool) error {
 				tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "NAMESPACE\tNAME\tSTATE\tTOOL\tCALLER\tCLASS\tEXPIRES\tDECIDED BY")
 				for _, r := range rows {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, r.Name, r.State, r.Tool, r.Caller, r.DataClass, r.Expires, dash(r.DecidedBy))
 				}
-				_ = tw.Flush()
+				return tw.Flush()
 			})
 		},
 	}
@@ -101,7 +109,6 @@ func newApprovalsCommand(s Streams) *cobra.Command {
 }
 
 func newDecideCommand(s Streams, d mcpv1alpha1.CallDecision) *cobra.Command {
-	f := newClusterFlags()
 	var reason string
 	verb, past := "approve-call", "approved"
 	short := "Approve a tool call waiting in an McpCallApproval; the agent's retry is then made once"
@@ -109,10 +116,13 @@ func newDecideCommand(s Streams, d mcpv1alpha1.CallDecision) *cobra.Command {
 		verb, past = "deny-call", "denied"
 		short = "Deny a tool call waiting in an McpCallApproval"
 	}
+	f := newClusterFlags(past)
 	cmd := &cobra.Command{
-		Use:   verb + " NAME...",
-		Short: short,
-		Args:  cobra.MinimumNArgs(1),
+		Use:               verb + " NAME...",
+		Short:             short,
+		Example:           "  kubectl mcp " + verb + " call-3f9a1c27d0 -n agents --reason \"ticket OPS-12\"",
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completePendingApprovals(s, f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ns, err := f.client(s)
 			if err != nil {
@@ -123,12 +133,17 @@ func newDecideCommand(s Streams, d mcpv1alpha1.CallDecision) *cobra.Command {
 				return err
 			}
 			var errs []error
+			var done []string
 			for _, name := range args {
 				if err := decide(cmd.Context(), c, types.NamespacedName{Namespace: ns, Name: name}, d, me, reason); err != nil {
 					errs = append(errs, fmt.Errorf("%s: %w", name, err))
 					continue
 				}
-				fmt.Fprintf(s.Out, "mcpcallapproval/%s %s by %s\n", name, past, me)
+				done = append(done, name)
+			}
+			if err := printChangedObjects(cmd.Context(), s, f, c, ns, done, func(n string) string { return "mcpcallapproval/" + n + " " + past + " by " + me },
+				func() client.Object { return &mcpv1alpha1.McpCallApproval{} }, mcpv1alpha1.GroupVersion.WithKind("McpCallApproval")); err != nil {
+				errs = append(errs, err)
 			}
 			return joinExit(errs)
 		},
@@ -156,9 +171,9 @@ func decide(ctx context.Context, c client.Client, key types.NamespacedName, d mc
 	a := &mcpv1alpha1.McpCallApproval{}
 	if err := c.Get(ctx, key, a); err != nil {
 		if apierrors.IsNotFound(err) {
-			return &exitError{code: ExitFailed, err: fmt.Errorf("McpCallApproval %s not found", key)}
+			return notFound("McpCallApproval", key.Namespace, key.Name)
 		}
-		return err
+		return clusterError(err, "reading the McpCallApproval")
 	}
 	switch state := approvalState(a, time.Now()); state {
 	case string(mcpv1alpha1.CallPending):

@@ -151,9 +151,14 @@ func TestCallApprovalCommands(t *testing.T) {
 		t.Errorf("deny-call of an approved call: exit %d: %s", code, errOut)
 	}
 
-	code, out, errOut = e.runAs(alice, "deny-call", two.Name, "--reason", "not now")
-	if code != ExitOK || !strings.Contains(out, "denied by alice") {
-		t.Fatalf("deny-call: exit %d: %s %s", code, out, errOut)
+	// Completion offers the calls still waiting, from the API server.
+	if _, out, _ := e.runAs(alice, "__complete", "deny-call", ""); !strings.Contains(out, two.Name) || strings.Contains(out, one.Name) {
+		t.Errorf("deny-call completes to %q: want %s and not the decided %s", out, two.Name, one.Name)
+	}
+
+	code, out, errOut = e.runAs(alice, "deny-call", two.Name, "--reason", "not now", "-o", "name")
+	if code != ExitOK || out != "mcpcallapproval.mcp.catalog.dev/"+two.Name+"\n" {
+		t.Fatalf("deny-call -o name: exit %d: %q %s", code, out, errOut)
 	}
 
 	// Pending only by default; --all shows the decided ones, as JSON too.
@@ -162,13 +167,13 @@ func TestCallApprovalCommands(t *testing.T) {
 		t.Errorf("decided approvals listed as pending:\n%s", out)
 	}
 	code, out, _ = e.runAs(alice, "approvals", "--all", "-o", "json")
-	var rows []approvalRow
-	if code != ExitOK || json.Unmarshal([]byte(out), &rows) != nil {
+	var list resultListOf[mcpv1alpha1.McpCallApproval]
+	if code != ExitOK || json.Unmarshal([]byte(out), &list) != nil {
 		t.Fatalf("approvals --all -o json: exit %d: %s", code, out)
 	}
 	states := map[string]string{}
-	for _, r := range rows {
-		states[r.Name] = r.State + "/" + r.DecidedBy
+	for _, r := range list.Items {
+		states[r.Name] = string(r.Spec.Decision) + "/" + r.Spec.DecidedBy
 	}
 	if states[one.Name] != "Approved/alice" || states[two.Name] != "Denied/alice" {
 		t.Errorf("states: %v", states)

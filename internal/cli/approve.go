@@ -109,19 +109,22 @@ func getTool(ctx context.Context, c client.Client, ns, name string) (*mcpv1alpha
 	var t mcpv1alpha1.McpTool
 	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &t); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &exitError{code: ExitFailed, err: fmt.Errorf("McpTool %s/%s not found", ns, name)}
+			return nil, notFound("McpTool", ns, name)
 		}
-		return nil, err
+		return nil, clusterError(err, "reading the McpTool")
 	}
 	return &t, nil
 }
 
 func newDiffCommand(s Streams) *cobra.Command {
-	f := newClusterFlags()
+	f := newClusterFlags("")
 	cmd := &cobra.Command{
 		Use:   "diff TOOL",
 		Short: "Show an McpTool's current definition, what is approved, and the hash to approve",
-		Args:  cobra.ExactArgs(1),
+		Example: `  kubectl mcp diff tickets.create-ticket -n agents
+  kubectl mcp diff tickets.create-ticket -o jsonpath='{.currentHash}'`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeTools(s, f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ns, err := f.client(s)
 			if err != nil {
@@ -136,7 +139,14 @@ func newDiffCommand(s Streams) *cobra.Command {
 				return err
 			}
 			r := reviewOf(t)
-			return f.print(s, r, func() { printReview(s.Out, r) })
+			obj, err := resultObject("DefinitionReview", r.Namespace, r.Name, r)
+			if err != nil {
+				return err
+			}
+			return f.printer.print(s.Out, obj, func(bool) error {
+				printReview(s.Out, r)
+				return nil
+			})
 		},
 	}
 	f.bind(cmd, false)
@@ -144,7 +154,7 @@ func newDiffCommand(s Streams) *cobra.Command {
 }
 
 func newApproveCommand(s Streams) *cobra.Command {
-	f := newClusterFlags()
+	f := newClusterFlags("approved")
 	var force bool
 	var hash string
 	cmd := &cobra.Command{
@@ -154,7 +164,9 @@ func newApproveCommand(s Streams) *cobra.Command {
 			"that `kubectl mcp diff TOOL` (or `approve TOOL` without --hash) shows. The approval is\n" +
 			"refused when the tool's definition is no longer that one, including when it changes\n" +
 			"between this command's read and its write.",
-		Args: cobra.ExactArgs(1),
+		Example:           `  kubectl mcp approve tickets.create-ticket -n agents --hash sha256:…`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeTools(s, f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ns, err := f.client(s)
 			if err != nil {
@@ -178,8 +190,7 @@ func newApproveCommand(s Streams) *cobra.Command {
 			if err := approve(cmd.Context(), c, ns, name, hash, force); err != nil {
 				return err
 			}
-			fmt.Fprintf(s.Out, "mcptool/%s approved %s\n", name, hash)
-			return nil
+			return printChanged(cmd.Context(), s, f, c, ns, []string{name}, func(n string) string { return "mcptool/" + n + " approved " + hash })
 		},
 	}
 	f.bind(cmd, false)

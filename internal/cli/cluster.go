@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -13,10 +14,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
 	"github.com/mcp-catalog/operator/api/scheme"
@@ -28,15 +33,15 @@ import (
 // spec.approvedDefinitionHash of McpTools it is told to change.
 const FieldManager = "kubectl-mcp"
 
-// clusterFlags are the kubectl connection flags plus the output format.
+// clusterFlags are the kubectl connection flags plus the output flags.
 type clusterFlags struct {
 	config        *genericclioptions.ConfigFlags
 	allNamespaces bool
-	output        string
+	printer       *printFlags
 }
 
-func newClusterFlags() *clusterFlags {
-	return &clusterFlags{config: genericclioptions.NewConfigFlags(true)}
+func newClusterFlags(operation string) *clusterFlags {
+	return &clusterFlags{config: genericclioptions.NewConfigFlags(true), printer: newPrintFlags(operation)}
 }
 
 func (f *clusterFlags) bind(cmd *cobra.Command, withAll bool) {
@@ -44,12 +49,14 @@ func (f *clusterFlags) bind(cmd *cobra.Command, withAll bool) {
 	if withAll {
 		cmd.Flags().BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "Act in every namespace.")
 	}
-	cmd.Flags().StringVarP(&f.output, "output", "o", "table", "Output format: table, json or yaml.")
+	f.printer.bind(cmd)
 }
 
+// client connects to the cluster the kubeconfig flags name and returns the
+// namespace to act in. Every failure names the flag that fixes it.
 func (f *clusterFlags) client(s Streams) (client.Client, string, error) {
-	if f.output != "table" && f.output != "json" && f.output != "yaml" {
-		return nil, "", usageErr("--output must be table, json or yaml")
+	if err := f.printer.validate(); err != nil {
+		return nil, "", err
 	}
 	if s.NewKubeClient != nil {
 		c, ns := s.NewKubeClient()
@@ -60,39 +67,56 @@ func (f *clusterFlags) client(s Streams) (client.Client, string, error) {
 	}
 	cfg, err := f.config.ToRESTConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("loading the kubeconfig: %w", err)
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, "", &exitError{code: ExitFailed, err: fmt.Errorf("no cluster configured: set KUBECONFIG or use --kubeconfig/--context: %w", err)}
+		}
+		return nil, "", &exitError{code: ExitFailed, err: fmt.Errorf("cannot load the kubeconfig: check --kubeconfig/--context: %w", err)}
 	}
 	ns, _, err := f.config.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
-		return nil, "", fmt.Errorf("reading the namespace: %w", err)
+		return nil, "", &exitError{code: ExitFailed, err: fmt.Errorf("cannot read the namespace from the kubeconfig: check --kubeconfig/--context or use -n/--namespace: %w", err)}
+	}
+	if ns == "" && !f.allNamespaces {
+		return nil, "", usageErr("no namespace given: use -n/--namespace")
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
-		return nil, "", fmt.Errorf("connecting to the cluster: %w", err)
+		return nil, "", clusterError(err, "connecting to the cluster")
 	}
 	return c, ns, nil
 }
 
-func (f *clusterFlags) print(s Streams, v any, table func()) error {
-	switch f.output {
-	case "json":
-		return writeJSON(s.Out, v)
-	case "yaml":
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = s.Out.Write(b)
-		return err
+// clusterError says which flag fixes a failed API call; every such
+// failure is the operation failing (exit 1).
+func clusterError(err error, doing string) error {
+	switch {
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		err = fmt.Errorf("%s: the cluster refused your credentials: check --context/--user/--as: %w", doing, err)
+	case unreachable(err):
+		err = fmt.Errorf("%s: cannot reach the cluster: check --kubeconfig/--context/--server: %w", doing, err)
+	default:
+		err = fmt.Errorf("%s: %w", doing, err)
 	}
-	table()
-	return nil
+	return &exitError{code: ExitFailed, err: err}
+}
+
+// unreachable says the request never got an answer from the API server.
+func unreachable(err error) bool {
+	var ue *url.Error
+	return errors.As(err, &ue) || utilnet.IsConnectionRefused(err)
+}
+
+// notFound says where an object was looked for and how to look elsewhere.
+func notFound(kind, ns, name string) error {
+	return &exitError{code: ExitFailed, err: fmt.Errorf("%s %s not found in namespace %s: check -n/--namespace", kind, name, ns)}
 }
 
 // requestResult is one server's outcome of an import or test request.
 type requestResult struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
+	// Namespace and Name are the McpServer's; printed, they are the
+	// result's metadata.
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
 	Result    string `json:"result"`
 	Reason    string `json:"reason,omitempty"`
 	Message   string `json:"message,omitempty"`
@@ -105,6 +129,7 @@ type requestResult struct {
 // asks, which status field echoes it, and which condition says how it went.
 type requestKind struct {
 	verb       string
+	kind       string
 	annotation string
 	handled    func(*mcpv1alpha1.McpServer) string
 	condition  string
@@ -113,6 +138,7 @@ type requestKind struct {
 
 var importRequest = requestKind{
 	verb:       "import",
+	kind:       "ImportResult",
 	annotation: mcpv1alpha1.AnnotationRequestedImportAt,
 	handled:    func(s *mcpv1alpha1.McpServer) string { return s.Status.LastHandledImportAt },
 	condition:  mcpv1alpha1.ConditionCatalogSynced,
@@ -125,6 +151,7 @@ var importRequest = requestKind{
 
 var testRequest = requestKind{
 	verb:       "test",
+	kind:       "TestResult",
 	annotation: mcpv1alpha1.AnnotationRequestedProbeAt,
 	handled:    func(s *mcpv1alpha1.McpServer) string { return s.Status.LastHandledProbeAt },
 	condition:  mcpv1alpha1.ConditionReachable,
@@ -136,12 +163,16 @@ var testRequest = requestKind{
 }
 
 func newRequestCommand(s Streams, k requestKind, use, short string) *cobra.Command {
-	f := newClusterFlags()
+	f := newClusterFlags("")
 	var all bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
+		Example: fmt.Sprintf(`  kubectl mcp %[1]s tickets -n agents
+  kubectl mcp %[1]s --all -A -o json
+  kubectl mcp %[1]s tickets -o jsonpath='{.items[0].result}'`, k.verb),
+		ValidArgsFunction: completeServers(s, f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) > 0) {
 				return usageErr("name one or more McpServers, or give --all")
@@ -156,8 +187,15 @@ func newRequestCommand(s Streams, k requestKind, use, short string) *cobra.Comma
 			if err != nil {
 				return err
 			}
-			results := requestAndWait(ctx, s, c, k, targets, timeout)
-			if err := f.print(s, results, func() { printResults(s, results) }); err != nil {
+			results, err := requestAndWait(ctx, s, c, k, targets, timeout)
+			if err != nil {
+				return err
+			}
+			list, err := requestList(k, results)
+			if err != nil {
+				return err
+			}
+			if err := f.printer.print(s.Out, list, func(wide bool) error { return printResults(s, results, wide) }); err != nil {
 				return err
 			}
 			failed := 0
@@ -192,7 +230,7 @@ func selectServers(ctx context.Context, c client.Client, ns string, allNamespace
 		opts = append(opts, client.InNamespace(ns))
 	}
 	if err := c.List(ctx, &list, opts...); err != nil {
-		return nil, fmt.Errorf("listing McpServers: %w", err)
+		return nil, clusterError(err, "listing McpServers")
 	}
 	out := make([]types.NamespacedName, 0, len(list.Items))
 	for _, s := range list.Items {
@@ -204,7 +242,7 @@ func selectServers(ctx context.Context, c client.Client, ns string, allNamespace
 // requestAndWait asks every server at once, then waits for each to be
 // handled. A server that refuses or does not exist does not stop the
 // others.
-func requestAndWait(ctx context.Context, s Streams, c client.Client, k requestKind, targets []types.NamespacedName, timeout time.Duration) []requestResult {
+func requestAndWait(ctx context.Context, s Streams, c client.Client, k requestKind, targets []types.NamespacedName, timeout time.Duration) ([]requestResult, error) {
 	stamp := time.Now().UTC().Format(time.RFC3339Nano)
 	results := make([]requestResult, len(targets))
 	pending := map[int]bool{}
@@ -213,6 +251,11 @@ func requestAndWait(ctx context.Context, s Streams, c client.Client, k requestKi
 		patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, k.annotation, stamp)))
 		srv := &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name}}
 		if err := c.Patch(ctx, srv, patch); err != nil {
+			// Without the cluster no server can be asked: that is one
+			// failure, not one per server.
+			if unreachable(err) {
+				return nil, clusterError(err, "asking the operator")
+			}
 			results[i].Result, results[i].Message = "Failed", requestError(err)
 			continue
 		}
@@ -266,23 +309,44 @@ func requestAndWait(ctx context.Context, s Streams, c client.Client, k requestKi
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	return results
+	return results, nil
 }
 
 func requestError(err error) string {
 	if apierrors.IsNotFound(err) {
-		return "no such McpServer"
+		return "no such McpServer in this namespace (check -n/--namespace)"
 	}
-	return err.Error()
+	return clusterError(err, "asking the operator").Error()
 }
 
-func printResults(s Streams, results []requestResult) {
+// requestList is the results as a List of ImportResult or TestResult
+// objects, named after their McpServers.
+func requestList(k requestKind, results []requestResult) (*unstructured.UnstructuredList, error) {
+	items := make([]*unstructured.Unstructured, 0, len(results))
+	for _, r := range results {
+		fields := r
+		fields.Namespace, fields.Name = "", ""
+		u, err := resultObject(k.kind, r.Namespace, r.Name, fields)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, u)
+	}
+	return resultList(items, nil), nil
+}
+
+// printResults is the table; wide does not shorten the message.
+func printResults(s Streams, results []requestResult, wide bool) error {
+	msgLen := 80
+	if wide {
+		msgLen = 4096
+	}
 	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAMESPACE\tNAME\tRESULT\tREASON\tTOOLS\tSKIPPED\tLATENCY\tMESSAGE")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, r.Name, r.Result, dash(r.Reason), count(r.Tools), count(r.Skipped), dash(r.Latency), oneLine(r.Message, 80))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, r.Name, r.Result, dash(r.Reason), count(r.Tools), count(r.Skipped), dash(r.Latency), oneLine(r.Message, msgLen))
 	}
-	_ = tw.Flush()
+	return tw.Flush()
 }
 
 func dash(s string) string {
@@ -299,66 +363,93 @@ func count(n *int32) string {
 	return fmt.Sprint(*n)
 }
 
+// toolRow is one line of the McpTool table.
 type toolRow struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	LocalName string `json:"localName"`
-	Server    string `json:"server"`
-	Enabled   bool   `json:"enabled"`
-	DataClass string `json:"dataClass"`
-	Approval  bool   `json:"approvalRequired"`
-	Ready     string `json:"ready"`
-	Reason    string `json:"reason"`
+	Namespace  string
+	Name       string
+	LocalName  string
+	Server     string
+	RemoteName string
+	Enabled    bool
+	DataClass  string
+	Approval   bool
+	Ready      string
+	Reason     string
+	Message    string
 	// DefinitionHash is the current definition, as `approve --hash` takes it.
-	DefinitionHash string `json:"definitionHash,omitempty"`
+	DefinitionHash string
 }
 
-// listTools lists the catalog's McpTools; the tools command runs it when
-// given no URL.
+// listTools lists the catalog's McpTools (of one McpServer when server is
+// set); the tools command runs it when not given a URL. -o prints the
+// McpTool objects themselves.
 func listTools(cmd *cobra.Command, s Streams, f *clusterFlags, server string) error {
-	{
-		{
-			c, ns, err := f.client(s)
-			if err != nil {
-				return err
-			}
-			var list mcpv1alpha1.McpToolList
-			opts := []client.ListOption{}
-			if !f.allNamespaces {
-				opts = append(opts, client.InNamespace(ns))
-			}
-			if server != "" {
-				opts = append(opts, client.MatchingLabels{mcpv1alpha1.LabelServer: server})
-			}
-			if err := c.List(cmd.Context(), &list, opts...); err != nil {
-				return fmt.Errorf("listing McpTools: %w", err)
-			}
-			rows := make([]toolRow, 0, len(list.Items))
-			for _, t := range list.Items {
-				r := toolRow{Namespace: t.Namespace, Name: t.Name, LocalName: t.Status.LocalName, Server: t.Spec.ServerRef.Name, Enabled: t.Spec.Enabled,
-					DataClass: string(t.Status.EffectiveDataClass), Approval: t.Status.EffectiveApprovalRequired == nil || *t.Status.EffectiveApprovalRequired, Ready: "Unknown",
-					DefinitionHash: t.Status.DefinitionHash}
-				if c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionReady); c != nil {
-					r.Ready, r.Reason = string(c.Status), c.Reason
-				}
-				rows = append(rows, r)
-			}
-			sort.Slice(rows, func(i, j int) bool {
-				if rows[i].Namespace != rows[j].Namespace {
-					return rows[i].Namespace < rows[j].Namespace
-				}
-				return rows[i].Name < rows[j].Name
-			})
-			return f.print(s, rows, func() {
-				tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAMESPACE\tNAME\tLOCAL NAME\tENABLED\tCLASS\tAPPROVAL\tREADY\tREASON")
-				for _, r := range rows {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%t\t%s\t%s\n", r.Namespace, r.Name, dash(r.LocalName), r.Enabled, dash(r.DataClass), r.Approval, r.Ready, dash(r.Reason))
-				}
-				_ = tw.Flush()
-			})
-		}
+	c, ns, err := f.client(s)
+	if err != nil {
+		return err
 	}
+	opts := []client.ListOption{}
+	if !f.allNamespaces {
+		opts = append(opts, client.InNamespace(ns))
+	}
+	if server != "" {
+		if !f.allNamespaces {
+			// A name that is not a server is a mistake to report, not an
+			// empty list.
+			if err := c.Get(cmd.Context(), types.NamespacedName{Namespace: ns, Name: server}, &mcpv1alpha1.McpServer{}); err != nil {
+				if apierrors.IsNotFound(err) {
+					return notFound("McpServer", ns, server)
+				}
+				return clusterError(err, "reading the McpServer")
+			}
+		}
+		opts = append(opts, client.MatchingLabels{mcpv1alpha1.LabelServer: server})
+	}
+	var list mcpv1alpha1.McpToolList
+	if err := c.List(cmd.Context(), &list, opts...); err != nil {
+		return clusterError(err, "listing McpTools")
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		if list.Items[i].Namespace != list.Items[j].Namespace {
+			return list.Items[i].Namespace < list.Items[j].Namespace
+		}
+		return list.Items[i].Name < list.Items[j].Name
+	})
+	objs := make([]runtime.Object, 0, len(list.Items))
+	rows := make([]toolRow, 0, len(list.Items))
+	for i := range list.Items {
+		t := &list.Items[i]
+		t.SetGroupVersionKind(mcpv1alpha1.GroupVersion.WithKind("McpTool"))
+		objs = append(objs, t)
+		r := toolRow{Namespace: t.Namespace, Name: t.Name, LocalName: t.Status.LocalName, Server: t.Spec.ServerRef.Name, Enabled: t.Spec.Enabled,
+			DataClass: string(t.Status.EffectiveDataClass), Approval: t.Status.EffectiveApprovalRequired == nil || *t.Status.EffectiveApprovalRequired, Ready: "Unknown"}
+		if c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionReady); c != nil {
+			r.Ready, r.Reason, r.Message = string(c.Status), c.Reason, c.Message
+		}
+		r.RemoteName, r.DefinitionHash = t.Spec.RemoteName, t.Status.DefinitionHash
+		rows = append(rows, r)
+	}
+	out, err := objectList(objs)
+	if err != nil {
+		return err
+	}
+	return f.printer.print(s.Out, out, func(wide bool) error {
+		tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
+		if wide {
+			fmt.Fprintln(tw, "NAMESPACE\tNAME\tSERVER\tREMOTE NAME\tLOCAL NAME\tENABLED\tCLASS\tAPPROVAL\tREADY\tREASON\tDEFINITION\tMESSAGE")
+		} else {
+			fmt.Fprintln(tw, "NAMESPACE\tNAME\tLOCAL NAME\tENABLED\tCLASS\tAPPROVAL\tREADY\tREASON")
+		}
+		for _, r := range rows {
+			if wide {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%t\t%s\t%s\t%s\t%s\n", r.Namespace, r.Name, r.Server, oneLine(r.RemoteName, 128), dash(r.LocalName), r.Enabled,
+					dash(r.DataClass), r.Approval, r.Ready, dash(r.Reason), dash(r.DefinitionHash), dash(oneLine(r.Message, 4096)))
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%t\t%s\t%s\n", r.Namespace, r.Name, dash(r.LocalName), r.Enabled, dash(r.DataClass), r.Approval, r.Ready, dash(r.Reason))
+		}
+		return tw.Flush()
+	})
 }
 
 // resolveTool accepts an McpTool object name, or SERVER/REMOTE_NAME.
@@ -397,9 +488,9 @@ func applyToolSpec(ctx context.Context, c client.Client, ns, name string, force 
 	var t mcpv1alpha1.McpTool
 	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &t); err != nil {
 		if apierrors.IsNotFound(err) {
-			return &exitError{code: ExitFailed, err: fmt.Errorf("McpTool %s/%s not found", ns, name)}
+			return notFound("McpTool", ns, name)
 		}
-		return err
+		return clusterError(err, "reading the McpTool")
 	}
 	spec, err := ownedSpec(&t)
 	if err != nil {
@@ -414,28 +505,63 @@ func applyToolSpec(ctx context.Context, c client.Client, ns, name string, force 
 		if apierrors.IsConflict(err) {
 			return &exitError{code: ExitFailed, err: fmt.Errorf("another manager owns this field (change it there, for example in Git, or use --force): %w", err)}
 		}
-		return err
+		return clusterError(err, "writing the McpTool")
 	}
 	return nil
 }
 
+// printChanged prints the McpTools a command changed: by default one line
+// each (`mcptool/NAME OPERATION`), with -o the objects as they are now.
+func printChanged(ctx context.Context, s Streams, f *clusterFlags, c client.Client, ns string, names []string, line func(name string) string) error {
+	return printChangedObjects(ctx, s, f, c, ns, names, line, func() client.Object { return &mcpv1alpha1.McpTool{} }, mcpv1alpha1.GroupVersion.WithKind("McpTool"))
+}
+
+// printChangedObjects is printChanged for objects of any kind.
+func printChangedObjects(ctx context.Context, s Streams, f *clusterFlags, c client.Client, ns string, names []string, line func(name string) string,
+	newObj func() client.Object, gvk schema.GroupVersionKind) error {
+	if f.printer.format() == "" || f.printer.format() == "wide" {
+		for _, n := range names {
+			fmt.Fprintln(s.Out, line(n))
+		}
+		return nil
+	}
+	objs := make([]runtime.Object, 0, len(names))
+	for _, n := range names {
+		o := newObj()
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, o); err != nil {
+			return clusterError(err, "reading the changed "+gvk.Kind)
+		}
+		o.GetObjectKind().SetGroupVersionKind(gvk)
+		objs = append(objs, o)
+	}
+	list, err := objectList(objs)
+	if err != nil {
+		return err
+	}
+	return f.printer.print(s.Out, list, nil)
+}
+
 func newEnableCommand(s Streams, enable bool) *cobra.Command {
-	f := newClusterFlags()
-	var force bool
 	verb := "enable"
 	if !enable {
 		verb = "disable"
 	}
+	f := newClusterFlags(verb + "d")
+	var force bool
 	cmd := &cobra.Command{
 		Use:   verb + " TOOL...",
 		Short: strings.ToUpper(verb[:1]) + verb[1:] + " McpTools (by object name, or SERVER/REMOTE_NAME)",
-		Args:  cobra.MinimumNArgs(1),
+		Example: fmt.Sprintf(`  kubectl mcp %[1]s tickets/create_ticket -n agents
+  kubectl mcp %[1]s tickets.create-ticket tickets.close-ticket -o name`, verb),
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeTools(s, f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ns, err := f.client(s)
 			if err != nil {
 				return err
 			}
 			var errs []error
+			var done []string
 			for _, a := range args {
 				name, err := resolveTool(a)
 				if err == nil {
@@ -445,7 +571,10 @@ func newEnableCommand(s Streams, enable bool) *cobra.Command {
 					errs = append(errs, fmt.Errorf("%s: %w", a, err))
 					continue
 				}
-				fmt.Fprintf(s.Out, "mcptool/%s %sd\n", name, verb)
+				done = append(done, name)
+			}
+			if err := printChanged(cmd.Context(), s, f, c, ns, done, func(n string) string { return "mcptool/" + n + " " + verb + "d" }); err != nil {
+				errs = append(errs, err)
 			}
 			return joinExit(errs)
 		},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
 	"github.com/mcp-catalog/operator/api/scheme"
@@ -116,13 +118,16 @@ func TestClusterCommands(t *testing.T) {
 		if code != ExitFailed {
 			t.Fatalf("exit %d, want %d (one server refuses); stderr %s", code, ExitFailed, errOut)
 		}
-		var rows []requestResult
-		if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		var list resultListOf[printedResult]
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
 			t.Fatalf("output is not JSON: %v\n%s", err, out)
 		}
 		got := map[string]requestResult{}
-		for _, r := range rows {
-			got[r.Name] = r
+		for _, r := range list.Items {
+			if r.Kind != "ImportResult" || r.APIVersion != ResultGroupVersion || r.Metadata.Namespace != e.ns {
+				t.Errorf("item %+v", r.printed)
+			}
+			got[r.Metadata.Name] = r.requestResult
 		}
 		if r := got["good"]; r.Result != "Succeeded" || r.Tools == nil || *r.Tools != int32(3+len(mcpserver.BuiltinTools())) {
 			t.Errorf("good: %+v", r)
@@ -144,15 +149,15 @@ func TestClusterCommands(t *testing.T) {
 
 	t.Run("import of a missing server fails without waiting", func(t *testing.T) {
 		code, out, _ := e.run(t, "import", "nope", "--timeout", "5s")
-		if code != ExitFailed || !strings.Contains(out, "no such McpServer") {
+		if code != ExitFailed || !strings.Contains(out, "no such McpServer in this namespace (check -n/--namespace)") {
 			t.Errorf("exit %d, out %s", code, out)
 		}
 	})
 
 	t.Run("test probes now and prints the latency", func(t *testing.T) {
 		code, out, errOut := e.run(t, "test", "good", "-o", "json")
-		var rows []requestResult
-		if code != ExitOK || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 || rows[0].Latency == "" {
+		var rows resultListOf[printedResult]
+		if code != ExitOK || json.Unmarshal([]byte(out), &rows) != nil || len(rows.Items) != 1 || rows.Items[0].Kind != "TestResult" || rows.Items[0].Latency == "" {
 			t.Errorf("exit %d, out %s, err %s", code, out, errOut)
 		}
 	})
@@ -165,27 +170,126 @@ func TestClusterCommands(t *testing.T) {
 			t.Fatalf("good.echo is not enabled")
 		}
 		code, out, _ := e.run(t, "tools", "--mcp-server", "good", "-o", "json")
-		var rows []toolRow
-		if code != ExitOK || json.Unmarshal([]byte(out), &rows) != nil {
+		var list resultListOf[mcpv1alpha1.McpTool]
+		if code != ExitOK || json.Unmarshal([]byte(out), &list) != nil {
 			t.Fatalf("tools: exit %d, out %s", code, out)
 		}
 		enabled := 0
-		for _, r := range rows {
-			if r.Enabled {
+		for _, r := range list.Items {
+			if r.Spec.Enabled {
 				enabled++
-				if r.Name != "good.echo" || r.LocalName != "mcp_good_echo" {
-					t.Errorf("unexpected enabled row %+v", r)
+				if r.Name != "good.echo" || r.Status.LocalName != "mcp_good_echo" {
+					t.Errorf("unexpected enabled tool %s (%s)", r.Name, r.Status.LocalName)
 				}
 			}
 		}
-		if enabled != 1 || len(rows) != 3+len(mcpserver.BuiltinTools()) {
-			t.Errorf("tools lists %d rows, %d enabled", len(rows), enabled)
+		if enabled != 1 || len(list.Items) != 3+len(mcpserver.BuiltinTools()) {
+			t.Errorf("tools lists %d McpTools, %d enabled", len(list.Items), enabled)
 		}
 		if code, _, errOut := e.run(t, "disable", "good.echo"); code != ExitOK {
 			t.Fatalf("disable: exit %d: %s", code, errOut)
 		}
 		if tool := e.tool(t, "good.echo"); tool.Spec.Enabled {
 			t.Errorf("good.echo is still enabled")
+		}
+	})
+
+	t.Run("tools SERVER prints McpTool objects in every format", func(t *testing.T) {
+		want := 3 + len(mcpserver.BuiltinTools())
+		if code, _, errOut := e.run(t, "enable", "good.echo"); code != ExitOK {
+			t.Fatalf("enable: %s", errOut)
+		}
+		defer e.run(t, "disable", "good.echo")
+		code, out, errOut := e.run(t, "tools", "good", "-o", "yaml")
+		var list resultListOf[mcpv1alpha1.McpTool]
+		if code != ExitOK || yaml.Unmarshal([]byte(out), &list) != nil {
+			t.Fatalf("tools good -o yaml: exit %d: %s %s", code, out, errOut)
+		}
+		if list.Kind != "List" || len(list.Items) != want {
+			t.Fatalf("tools good -o yaml: %s with %d items", list.Kind, len(list.Items))
+		}
+		for _, it := range list.Items {
+			if it.APIVersion != mcpv1alpha1.GroupVersion.String() || it.Kind != "McpTool" || it.Spec.ServerRef.Name != "good" || len(it.ManagedFields) != 0 {
+				t.Errorf("item %s: %s %s of %s, %d managed fields", it.Name, it.APIVersion, it.Kind, it.Spec.ServerRef.Name, len(it.ManagedFields))
+			}
+		}
+		code, out, _ = e.run(t, "tools", "good", "-o", "name")
+		names := strings.Fields(out)
+		if code != ExitOK || len(names) != want || !slices.Contains(names, "mcptool.mcp.catalog.dev/good.echo") {
+			t.Errorf("-o name: exit %d: %v", code, names)
+		}
+		code, out, _ = e.run(t, "tools", "good", "-o", `jsonpath={range .items[?(@.spec.enabled==true)]}{.metadata.name}{"\n"}{end}`)
+		if code != ExitOK || out != "good.echo\n" {
+			t.Errorf("-o jsonpath of the enabled tools: exit %d: %q", code, out)
+		}
+		code, out, _ = e.run(t, "tools", "good", "-o", "custom-columns=NAME:.metadata.name,ENABLED:.spec.enabled,LOCAL:.status.localName")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code != ExitOK || len(lines) != want+1 || !slices.Contains(lines[1:], fieldsLine("good.echo true mcp_good_echo", lines[1:])) {
+			t.Errorf("-o custom-columns: exit %d:\n%s", code, out)
+		}
+		_, table, _ := e.run(t, "tools", "good")
+		_, wide, _ := e.run(t, "tools", "good", "-o", "wide")
+		if !strings.HasPrefix(table, "NAMESPACE") || strings.Contains(table, "REMOTE NAME") || !strings.Contains(wide, "REMOTE NAME") {
+			t.Errorf("table:\n%s\nwide:\n%s", table, wide)
+		}
+		// The argument and the flag select the same tools.
+		_, byFlag, _ := e.run(t, "tools", "--mcp-server", "good", "-o", "name")
+		if !slices.Equal(strings.Fields(byFlag), names) {
+			t.Errorf("--mcp-server good lists %q, the argument %v", byFlag, names)
+		}
+	})
+
+	t.Run("tools of a server not in the namespace names -n", func(t *testing.T) {
+		code, _, errOut := e.run(t, "tools", "nope")
+		if code != ExitFailed || !strings.Contains(errOut, "McpServer nope not found in namespace "+e.ns+": check -n/--namespace") {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+		code, _, errOut = e.run(t, "enable", "nope.x")
+		if code != ExitFailed || !strings.Contains(errOut, "not found in namespace "+e.ns+": check -n/--namespace") {
+			t.Errorf("enable: exit %d: %s", code, errOut)
+		}
+	})
+
+	t.Run("completion offers the names the API server has", func(t *testing.T) {
+		for _, c := range []struct {
+			args []string
+			want []string
+		}{
+			{[]string{"__complete", "import", ""}, []string{"down", "good"}},
+			{[]string{"__complete", "test", "good", ""}, []string{"down"}},
+			{[]string{"__complete", "tools", "g"}, []string{"good"}},
+			{[]string{"__complete", "tools", "good", ""}, nil},
+		} {
+			code, out, errOut := e.run(t, c.args...)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if code != ExitOK || len(lines) == 0 || lines[len(lines)-1] != ":4" {
+				t.Errorf("%v: exit %d, out %q, err %s", c.args, code, out, errOut)
+				continue
+			}
+			if got := lines[:len(lines)-1]; !slices.Equal(got, c.want) && (len(got) != 0 || len(c.want) != 0) {
+				t.Errorf("%v: completed %v, want %v", c.args, got, c.want)
+			}
+		}
+		_, out, _ := e.run(t, "__complete", "enable", "good.e")
+		if got := strings.Split(strings.TrimSpace(out), "\n"); !slices.Equal(got, []string{"good.echo", ":4"}) {
+			t.Errorf("enable good.e completes to %v", got)
+		}
+		// Another namespace has no such servers.
+		_, out, _ = e.run(t, "__complete", "import", "-n", "default", "")
+		if strings.TrimSpace(out) != ":4" {
+			t.Errorf("import -n default completes to %q", out)
+		}
+	})
+
+	t.Run("enable -o name and -o json print the changed McpTool", func(t *testing.T) {
+		code, out, errOut := e.run(t, "enable", "good/echo", "-o", "name")
+		if code != ExitOK || out != "mcptool.mcp.catalog.dev/good.echo\n" {
+			t.Errorf("enable -o name: exit %d: %q %s", code, out, errOut)
+		}
+		code, out, _ = e.run(t, "disable", "good.echo", "-o", "json")
+		var list resultListOf[mcpv1alpha1.McpTool]
+		if code != ExitOK || json.Unmarshal([]byte(out), &list) != nil || len(list.Items) != 1 || list.Items[0].Spec.Enabled {
+			t.Errorf("disable -o json: exit %d: %s", code, out)
 		}
 	})
 
@@ -313,15 +417,14 @@ func TestClusterCommands(t *testing.T) {
 	})
 
 	t.Run("tools shows the hash to approve", func(t *testing.T) {
-		code, out, _ := e.run(t, "tools", "--mcp-server", "good", "-o", "json")
-		var rows []toolRow
-		if code != ExitOK || json.Unmarshal([]byte(out), &rows) != nil {
-			t.Fatalf("tools: exit %d, out %s", code, out)
+		want := e.tool(t, "good.echo").Status.DefinitionHash
+		code, out, _ := e.run(t, "tools", "good", "-o", "wide")
+		if code != ExitOK || !strings.Contains(out, "DEFINITION") || !strings.Contains(out, want) {
+			t.Errorf("tools -o wide does not show %s for good.echo: exit %d\n%s", want, code, out)
 		}
-		for _, r := range rows {
-			if r.Name == "good.echo" && r.DefinitionHash != e.tool(t, "good.echo").Status.DefinitionHash {
-				t.Errorf("tools shows %q for good.echo", r.DefinitionHash)
-			}
+		code, out, _ = e.run(t, "tools", "good", "-o", "jsonpath={.items[?(@.metadata.name==\"good.echo\")].status.definitionHash}")
+		if code != ExitOK || out != want {
+			t.Errorf("tools -o jsonpath shows %q for good.echo, want %q", out, want)
 		}
 	})
 
@@ -355,4 +458,21 @@ func TestClusterCommands(t *testing.T) {
 			}
 		}
 	})
+}
+
+// printedResult is an ImportResult or TestResult as printed.
+type printedResult struct {
+	printed
+	requestResult
+}
+
+// fieldsLine returns the line of lines whose whitespace-separated fields
+// are those of want, or want itself when none is.
+func fieldsLine(want string, lines []string) string {
+	for _, l := range lines {
+		if strings.Join(strings.Fields(l), " ") == want {
+			return l
+		}
+	}
+	return want
 }

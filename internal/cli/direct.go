@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/safeurl"
@@ -29,7 +31,7 @@ type directFlags struct {
 	allowHTTPCredential   bool
 	allowPrivateNetwork   bool
 	timeout               time.Duration
-	output                string
+	printer               *printFlags
 	maxCatalogBytes       int64
 	maxDefinitionBytes    int64
 }
@@ -48,7 +50,8 @@ func (f *directFlags) bind(cmd *cobra.Command) {
 	// cannot exhaust the person checking it either.
 	fl.Int64Var(&f.maxCatalogBytes, "max-catalog-bytes", mcp.DefaultMaxCatalogBytes, "Budget in bytes for all tool definitions kept from tools/list.")
 	fl.Int64Var(&f.maxDefinitionBytes, "max-definition-bytes", mcp.DefaultMaxDefinitionBytes, "Bound in bytes on one tool definition; a larger one is skipped.")
-	fl.StringVarP(&f.output, "output", "o", "table", "Output format: table or json.")
+	f.printer = newPrintFlags("")
+	f.printer.bind(cmd)
 }
 
 func (f *directFlags) endpoint(s Streams, url string) (mcp.Endpoint, error) {
@@ -64,8 +67,8 @@ func (f *directFlags) endpoint(s Streams, url string) (mcp.Endpoint, error) {
 	if f.maxCatalogBytes <= 0 || f.maxDefinitionBytes <= 0 {
 		return ep, usageErr("--max-catalog-bytes and --max-definition-bytes must be positive")
 	}
-	if f.output != "table" && f.output != "json" {
-		return ep, usageErr("--output must be table or json for a server's own answers")
+	if err := f.printer.validate(); err != nil {
+		return ep, err
 	}
 	sources := 0
 	for _, v := range []string{f.bearerFile, f.bearerEnv, f.headerFile, f.headerEnv} {
@@ -111,18 +114,14 @@ func signalContext(parent context.Context) (context.Context, context.CancelFunc)
 	return signal.NotifyContext(parent, os.Interrupt)
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 func newProbeCommand(s Streams) *cobra.Command {
 	var f directFlags
 	cmd := &cobra.Command{
 		Use:   "probe URL",
 		Short: "Handshake with an MCP server and show what it says about itself",
-		Args:  cobra.ExactArgs(1),
+		Example: `  kubectl mcp probe https://tickets.example.com/mcp --bearer-env TICKETS_TOKEN
+  kubectl mcp probe https://tickets.example.com/mcp -o jsonpath='{.protocolVersion}'`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ep, err := f.endpoint(s, args[0])
 			if err != nil {
@@ -134,24 +133,31 @@ func newProbeCommand(s Streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if f.output == "json" {
-				return writeJSON(s.Out, probeJSON(res))
+			pr := probeJSON(res)
+			obj, err := resultObject("ProbeResult", "", pr.Name, pr)
+			if err != nil {
+				return err
 			}
-			tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "SERVER\t%s\n", oneLine(res.Server.Name, 256))
-			if res.Server.Title != "" {
-				fmt.Fprintf(tw, "TITLE\t%s\n", oneLine(res.Server.Title, 256))
-			}
-			fmt.Fprintf(tw, "VERSION\t%s\n", oneLine(res.Server.Version, 128))
-			fmt.Fprintf(tw, "PROTOCOL\t%s\n", oneLine(res.ProtocolVersion, 64))
-			fmt.Fprintf(tw, "CAPABILITIES\t%s\n", oneLine(strings.Join(res.Capabilities, ", "), 512))
-			fmt.Fprintf(tw, "SESSION\t%t\n", res.SessionIssued)
-			fmt.Fprintf(tw, "LATENCY\t%s\n", res.Latency.Round(time.Millisecond))
-			return tw.Flush()
+			return f.printer.print(s.Out, obj, func(bool) error { return printProbe(s, res) })
 		},
 	}
 	f.bind(cmd)
 	return cmd
+}
+
+// printProbe is the probe's table; wide shows nothing more.
+func printProbe(s Streams, res *mcp.ProbeResult) error {
+	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "SERVER\t%s\n", oneLine(res.Server.Name, 256))
+	if res.Server.Title != "" {
+		fmt.Fprintf(tw, "TITLE\t%s\n", oneLine(res.Server.Title, 256))
+	}
+	fmt.Fprintf(tw, "VERSION\t%s\n", oneLine(res.Server.Version, 128))
+	fmt.Fprintf(tw, "PROTOCOL\t%s\n", oneLine(res.ProtocolVersion, 64))
+	fmt.Fprintf(tw, "CAPABILITIES\t%s\n", oneLine(strings.Join(res.Capabilities, ", "), 512))
+	fmt.Fprintf(tw, "SESSION\t%t\n", res.SessionIssued)
+	fmt.Fprintf(tw, "LATENCY\t%s\n", res.Latency.Round(time.Millisecond))
+	return tw.Flush()
 }
 
 type probeOut struct {
@@ -176,25 +182,53 @@ func probeJSON(res *mcp.ProbeResult) probeOut {
 	}
 }
 
+// isURL says whether a tools argument is a server to talk to directly
+// rather than an McpServer name (which can never hold "://").
+func isURL(arg string) bool {
+	u, err := url.Parse(arg)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
 func newToolsCommand(s Streams) *cobra.Command {
 	var f directFlags
 	var maxPages, maxTools int
-	cf := newClusterFlags()
+	cf := newClusterFlags("")
 	var server string
 	cmd := &cobra.Command{
-		Use:   "tools [URL]",
-		Short: "List the catalog's McpTools, or (given a URL) a server's tools as the operator would import them",
-		Long: "Without a URL, list the McpTools in the cluster: name, enabled, data class,\n" +
-			"approval, Ready and its reason. With an http(s) URL, talk to that MCP server\n" +
-			"directly and list its tools as an import would accept them.",
+		Use:   "tools [SERVER | URL]",
+		Short: "List the catalog's McpTools (of one McpServer), or (given a URL) a server's tools as the operator would import them",
+		Long: "Without an argument, list the McpTools in the namespace: name, enabled, data class,\n" +
+			"approval, Ready and its reason. With an McpServer's name, list that server's\n" +
+			"McpTools. With an http(s) URL, talk to that MCP server directly and list its\n" +
+			"tools as an import would accept them.\n\n" +
+			"-o json|yaml|name|jsonpath|go-template|custom-columns prints the McpTool objects;\n" +
+			"for a URL, a List of Tool results (apiVersion " + ResultGroupVersion + ").",
+		Example: `  kubectl mcp tools -n agents
+  kubectl mcp tools tickets -o wide
+  kubectl mcp tools tickets -o custom-columns=NAME:.metadata.name,ENABLED:.spec.enabled
+  kubectl mcp tools https://tickets.example.com/mcp --bearer-env TICKETS_TOKEN -o name`,
 		Args: cobra.MaximumNArgs(1),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return completeServers(s, cf)(cmd, args, toComplete)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				cf.output = f.output
+			if len(args) == 0 || !isURL(args[0]) {
+				if len(args) == 1 {
+					if server != "" && server != args[0] {
+						return usageErr("give the McpServer once: as the argument or with --mcp-server")
+					}
+					if strings.Contains(args[0], "://") {
+						return usageErr("%s is neither an http(s) URL nor an McpServer name", safeurl.Display(args[0]))
+					}
+					server = args[0]
+				}
 				return listTools(cmd, s, cf, server)
 			}
-			if !strings.HasPrefix(args[0], "http://") && !strings.HasPrefix(args[0], "https://") {
-				return usageErr("the argument is not an http(s) URL (%s); to list the catalog, give no argument", safeurl.Display(args[0]))
+			if server != "" || cf.allNamespaces {
+				return usageErr("--mcp-server and -A/--all-namespaces list the catalog; a URL is listed directly")
 			}
 			ep, err := f.endpoint(s, args[0])
 			if err != nil {
@@ -207,38 +241,78 @@ func newToolsCommand(s Streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if f.output == "json" {
-				return writeJSON(s.Out, toolsJSON(cat))
-			}
-			tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tTITLE\tDESCRIPTION")
-			for _, t := range cat.Tools {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", oneLine(t.Name, 128), oneLine(t.Title, 30), oneLine(t.Description, 60))
-			}
-			if err := tw.Flush(); err != nil {
+			list, err := toolsList(cat)
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(s.Out, "\n%d tools in %d pages (protocol %s)", len(cat.Tools), cat.Pages, oneLine(cat.Probe.ProtocolVersion, 64))
-			if len(cat.Skipped) > 0 {
-				fmt.Fprintf(s.Out, "; %d skipped:\n", len(cat.Skipped))
-				sk := append([]mcp.SkippedTool(nil), cat.Skipped...)
-				sort.Slice(sk, func(i, j int) bool { return sk[i].Name < sk[j].Name })
-				for _, t := range sk {
-					fmt.Fprintf(s.Out, "  %s\t%s\n", oneLine(t.Name, 60), t.Reason)
-				}
-				return nil
-			}
-			fmt.Fprintln(s.Out)
-			return nil
+			return f.printer.print(s.Out, list, func(wide bool) error { return printServerTools(s, cat, wide) })
 		},
 	}
 	f.bind(cmd)
+	// One -o for both modes.
+	cf.printer = f.printer
 	cf.config.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVarP(&cf.allNamespaces, "all-namespaces", "A", false, "List McpTools in every namespace.")
-	cmd.Flags().StringVar(&server, "mcp-server", "", "List only the McpTools of this McpServer (--server is the API server, as in kubectl).")
+	cmd.Flags().StringVar(&server, "mcp-server", "", "List only the McpTools of this McpServer, as the SERVER argument does (--server is the API server, as in kubectl).")
 	cmd.Flags().IntVar(&maxPages, "max-pages", mcp.DefaultMaxPages, "Most tools/list pages to follow.")
 	cmd.Flags().IntVar(&maxTools, "max-tools", mcp.DefaultMaxTools, "Most tools to accept.")
 	return cmd
+}
+
+// printServerTools is the table of a server's tools; wide adds the
+// annotations the server declares (hints only, never trusted).
+func printServerTools(s Streams, cat *mcp.Catalog, wide bool) error {
+	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
+	if wide {
+		fmt.Fprintln(tw, "NAME\tTITLE\tDESCRIPTION\tHINTS")
+	} else {
+		fmt.Fprintln(tw, "NAME\tTITLE\tDESCRIPTION")
+	}
+	for _, t := range cat.Tools {
+		if wide {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", oneLine(t.Name, 128), oneLine(t.Title, 30), oneLine(t.Description, 60), dash(hints(t.Annotations)))
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", oneLine(t.Name, 128), oneLine(t.Title, 30), oneLine(t.Description, 60))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.Out, "\n%d tools in %d pages (protocol %s)", len(cat.Tools), cat.Pages, oneLine(cat.Probe.ProtocolVersion, 64))
+	if len(cat.Skipped) > 0 {
+		fmt.Fprintf(s.Out, "; %d skipped:\n", len(cat.Skipped))
+		sk := append([]mcp.SkippedTool(nil), cat.Skipped...)
+		sort.Slice(sk, func(i, j int) bool { return sk[i].Name < sk[j].Name })
+		for _, t := range sk {
+			fmt.Fprintf(s.Out, "  %s\t%s\n", oneLine(t.Name, 60), t.Reason)
+		}
+		return nil
+	}
+	fmt.Fprintln(s.Out)
+	return nil
+}
+
+// hints lists the annotations a server set to true.
+func hints(a *mcp.ToolAnnotations) string {
+	if a == nil {
+		return ""
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		return ""
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return ""
+	}
+	var out []string
+	for k, v := range m {
+		if v == true {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
 }
 
 type toolOut struct {
@@ -249,22 +323,31 @@ type toolOut struct {
 	Annotations *mcp.ToolAnnotations `json:"annotations,omitempty"`
 }
 
-type toolsOut struct {
-	Protocol string            `json:"protocolVersion"`
-	Pages    int               `json:"pages"`
-	Tools    []toolOut         `json:"tools"`
-	Skipped  []mcp.SkippedTool `json:"skipped"`
-}
-
-func toolsJSON(cat *mcp.Catalog) toolsOut {
-	out := toolsOut{Protocol: cat.Probe.ProtocolVersion, Pages: cat.Pages, Tools: []toolOut{}, Skipped: cat.Skipped}
-	if out.Skipped == nil {
-		out.Skipped = []mcp.SkippedTool{}
-	}
+// toolsList is a server's tools as a List of Tool results; the List
+// also says which protocol the server spoke, how many pages the listing
+// took, and which tools an import would skip and why.
+func toolsList(cat *mcp.Catalog) (*unstructured.UnstructuredList, error) {
+	items := make([]*unstructured.Unstructured, 0, len(cat.Tools))
 	for _, t := range cat.Tools {
-		out.Tools = append(out.Tools, toolOut{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations})
+		u, err := resultObject("Tool", "", t.Name, toolOut{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations})
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, u)
 	}
-	return out
+	skipped := cat.Skipped
+	if skipped == nil {
+		skipped = []mcp.SkippedTool{}
+	}
+	extra, err := toMap(struct {
+		Protocol string            `json:"protocolVersion"`
+		Pages    int               `json:"pages"`
+		Skipped  []mcp.SkippedTool `json:"skipped"`
+	}{cat.Probe.ProtocolVersion, cat.Pages, skipped})
+	if err != nil {
+		return nil, err
+	}
+	return resultList(items, extra), nil
 }
 
 func newCallCommand(s Streams) *cobra.Command {
@@ -275,6 +358,8 @@ func newCallCommand(s Streams) *cobra.Command {
 		Short: "Call one tool of an MCP server",
 		Long: "Call one tool of an MCP server and print its text. The exit code is 1 when the\n" +
 			"call fails or the tool reports an error (isError).",
+		Example: `  kubectl mcp call https://tickets.example.com/mcp search --args '{"q":"outage"}' --bearer-env TICKETS_TOKEN
+  kubectl mcp call https://tickets.example.com/mcp search --args @args.json -o jsonpath='{.isError}'`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ep, err := f.endpoint(s, args[0])
@@ -291,16 +376,19 @@ func newCallCommand(s Streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if f.output == "json" {
-				dropped := out.Dropped
-				if dropped == nil {
-					dropped = map[string]int{}
-				}
-				if err := writeJSON(s.Out, map[string]any{"isError": out.IsError, "text": out.Text, "dropped": dropped}); err != nil {
-					return err
-				}
-			} else {
-				fmt.Fprintln(s.Out, printable(out.Text, true))
+			dropped := out.Dropped
+			if dropped == nil {
+				dropped = map[string]int{}
+			}
+			obj, err := resultObject("CallResult", "", args[1], callOut{IsError: out.IsError, Text: out.Text, Dropped: dropped})
+			if err != nil {
+				return err
+			}
+			if err := f.printer.print(s.Out, obj, func(bool) error {
+				_, err := fmt.Fprintln(s.Out, printable(out.Text, true))
+				return err
+			}); err != nil {
+				return err
 			}
 			if out.IsError {
 				return &exitError{code: ExitFailed, err: fmt.Errorf("the tool reported an error (isError)")}
@@ -311,6 +399,14 @@ func newCallCommand(s Streams) *cobra.Command {
 	f.bind(cmd)
 	cmd.Flags().StringVar(&argsJSON, "args", "{}", "Arguments as a JSON object; @FILE reads them from a file, @- from standard input.")
 	return cmd
+}
+
+// callOut is a call's result: the tool's text, whether it reported an
+// error, and how many content blocks of each kind were left out.
+type callOut struct {
+	IsError bool           `json:"isError"`
+	Text    string         `json:"text"`
+	Dropped map[string]int `json:"dropped"`
 }
 
 func parseArgs(s Streams, v string) (map[string]any, error) {

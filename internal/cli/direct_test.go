@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
 
@@ -39,12 +40,12 @@ func TestProbeToolsAndCallAgainstAGoSDKServer(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("tools exit %d: %s", code, errOut)
 	}
-	var tools toolsOut
+	var tools resultListOf[toolOut]
 	if err := json.Unmarshal([]byte(out), &tools); err != nil {
 		t.Fatalf("tools -o json is not JSON: %v\n%s", err, out)
 	}
-	if want := 30 + len(mcpserver.BuiltinTools()); len(tools.Tools) != want || tools.Pages < 3 {
-		t.Errorf("tools: got %d tools in %d pages, want %d tools over at least 3 pages", len(tools.Tools), tools.Pages, want)
+	if want := 30 + len(mcpserver.BuiltinTools()); len(tools.Items) != want || tools.Pages < 3 {
+		t.Errorf("tools: got %d tools in %d pages, want %d tools over at least 3 pages", len(tools.Items), tools.Pages, want)
 	}
 
 	code, out, errOut = run(t, env, append([]string{"call", srv.URL, "echo", "--args", `{"text":"hello from the cli"}`}, auth...)...)
@@ -110,7 +111,9 @@ func TestRefusals(t *testing.T) {
 		{"header without a value source", nil, []string{"probe", srv.URL, "--header", "X-Key"}, ExitUsage, "--header"},
 		{"unset environment variable", nil, []string{"probe", srv.URL, "--bearer-env", "NOPE"}, ExitUsage, "NOPE"},
 		{"arguments that are not an object", nil, []string{"call", srv.URL, "echo", "--args", "[1]", "--allow-private-network"}, ExitUsage, "JSON object"},
-		{"unknown output", nil, []string{"probe", srv.URL, "-o", "yaml"}, ExitUsage, "table or json"},
+		{"unknown output", nil, []string{"probe", srv.URL, "-o", "xml"}, ExitUsage, "-o/--output"},
+		{"a jsonpath that does not parse", nil, []string{"probe", srv.URL, "-o", "jsonpath={.a["}, ExitUsage, "-o/--output"},
+		{"custom columns without a path", nil, []string{"tools", srv.URL, "-o", "custom-columns=NAME"}, ExitUsage, "custom-columns"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -152,11 +155,14 @@ func TestToolsObeysTheCatalogBudget(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var tools toolsOut
+	var tools struct {
+		Items   []toolOut         `json:"items"`
+		Skipped []mcp.SkippedTool `json:"skipped"`
+	}
 	if err := json.Unmarshal([]byte(out), &tools); err != nil {
 		t.Fatal(err)
 	}
-	if len(tools.Tools) != 0 || len(tools.Skipped) != 2*small.ToolsPerPage() {
-		t.Fatalf("%d tools kept, %d skipped: every definition is over 64 KiB", len(tools.Tools), len(tools.Skipped))
+	if len(tools.Items) != 0 || len(tools.Skipped) != 2*small.ToolsPerPage() {
+		t.Fatalf("%d tools kept, %d skipped: every definition is over 64 KiB", len(tools.Items), len(tools.Skipped))
 	}
 }

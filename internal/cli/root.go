@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,11 +70,18 @@ func (s Streams) client(allowPrivate bool) *mcp.Client {
 	return mcp.New(opts)
 }
 
-// NewRootCommand returns the kubectl-mcp command tree.
+// NewRootCommand returns the kubectl-mcp command tree. Its usage and
+// examples say `kubectl mcp`, the way kubectl runs the plugin.
 func NewRootCommand(s Streams) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "kubectl-mcp",
-		Short:         "Check MCP servers and manage the mcp-catalog-operator's catalog",
+		Use:   "kubectl-mcp",
+		Short: "Check MCP servers and manage the mcp-catalog-operator's catalog",
+		Long: "kubectl mcp checks MCP servers directly (probe, tools URL, call) and manages the\n" +
+			"catalog of McpServers and McpTools in the cluster.\n\n" +
+			"Exit codes: 0 success; 1 the operation ran and failed (a server unreachable, an\n" +
+			"import refused, a tool reporting an error, an object not found); 2 the command\n" +
+			"line was wrong (unknown flag or command, bad argument or flag value).",
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl mcp"},
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version.Get(),
@@ -81,6 +90,10 @@ func NewRootCommand(s Streams) *cobra.Command {
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetIn(s.In)
+	// Flag errors happen before a command runs: they are usage errors.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: ExitUsage, err: err}
+	})
 	root.AddCommand(newProbeCommand(s), newToolsCommand(s), newCallCommand(s),
 		newRequestCommand(s, importRequest, "import [NAME...]", "Import McpServers' catalogs now and wait for the result"),
 		newRequestCommand(s, testRequest, "test [NAME...]", "Probe McpServers now and print their latency"),
@@ -89,22 +102,44 @@ func NewRootCommand(s Streams) *cobra.Command {
 	return root
 }
 
-// Run executes the command line and returns the process exit code.
+// CompletionExecutable is the name kubectl (1.26 and later) looks for to
+// complete `kubectl mcp <TAB>`: it runs it with the words typed after
+// `kubectl mcp`.
+const CompletionExecutable = "kubectl_complete-mcp"
+
+// Args returns the command line to run for a process started as argv0 with
+// args: started under the completion name, it is a request for cobra's
+// completion.
+func Args(argv0 string, args []string) []string {
+	base := filepath.Base(argv0)
+	base = strings.TrimSuffix(base, ".exe")
+	if base == CompletionExecutable {
+		return append([]string{cobra.ShellCompRequestCmd}, args...)
+	}
+	return args
+}
+
+// Run executes the command line and returns the process exit code: 0 when
+// it succeeded, 1 when the operation ran and failed, 2 when the command
+// line was wrong.
 func Run(s Streams, args []string) int {
 	cmd := NewRootCommand(s)
 	cmd.SetArgs(args)
+	// Everything cobra refuses (unknown command, flag or argument count)
+	// happens before the persistent pre-run; an error after it without an
+	// exit code of its own is the operation failing.
+	started := false
+	cmd.PersistentPreRun = func(*cobra.Command, []string) { started = true }
 	err := cmd.Execute()
 	if err == nil {
 		return ExitOK
 	}
 	fmt.Fprintln(s.Err, "error:", err)
 	var ee *exitError
-	if errors.As(err, &ee) {
+	switch {
+	case errors.As(err, &ee):
 		return ee.code
-	}
-	// Cobra's own errors (unknown flag, wrong arguments) are usage errors.
-	var me *mcp.Error
-	if errors.As(err, &me) {
+	case started:
 		return ExitFailed
 	}
 	return ExitUsage

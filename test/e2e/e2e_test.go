@@ -259,7 +259,7 @@ func (s *suite) importAndProbe(t *testing.T) {
 	}
 	for _, r := range decodeResults(t, res.stdout) {
 		if r.Result != "Succeeded" || r.Latency == "" {
-			t.Errorf("kubectl-mcp test: %s = %+v, want Succeeded with a latency", r.Name, r)
+			t.Errorf("kubectl-mcp test: %s = %+v, want Succeeded with a latency", r.Metadata.Name, r)
 		}
 	}
 	if s.alpha.Requests() <= before {
@@ -332,26 +332,33 @@ func (s *suite) checkTools(t *testing.T, srv *mcpv1alpha1.McpServer, offered []s
 	}
 }
 
-// requestResult is one line of kubectl-mcp import/test -o json.
+// requestResult is one item of kubectl-mcp import/test -o json: an
+// ImportResult or TestResult named after its McpServer.
 type requestResult struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	Result    string `json:"result"`
-	Reason    string `json:"reason"`
-	Message   string `json:"message"`
-	Tools     *int32 `json:"tools"`
-	Latency   string `json:"latency"`
+	Kind     string `json:"kind"`
+	Metadata struct {
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+	} `json:"metadata"`
+	Result  string `json:"result"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	Tools   *int32 `json:"tools"`
+	Latency string `json:"latency"`
 }
 
 func decodeResults(t *testing.T, out string) map[string]requestResult {
 	t.Helper()
-	var rs []requestResult
-	if err := json.Unmarshal([]byte(out), &rs); err != nil {
-		t.Fatalf("kubectl-mcp -o json printed no JSON list: %v\n%s", err, out)
+	var list struct {
+		Kind  string          `json:"kind"`
+		Items []requestResult `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil || list.Kind != "List" {
+		t.Fatalf("kubectl-mcp -o json printed no List: %v\n%s", err, out)
 	}
 	m := map[string]requestResult{}
-	for _, r := range rs {
-		m[r.Name] = r
+	for _, r := range list.Items {
+		m[r.Metadata.Name] = r
 	}
 	return m
 }
