@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"golang.org/x/time/rate"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,7 +47,11 @@ type Options struct {
 	// ApprovalKey signs approval state; empty means a random key per
 	// process (approvals then do not survive a restart, which is fine).
 	ApprovalKey []byte
-	Now         func() time.Time
+	// UnauthenticatedRate and UnauthenticatedBurst limit, per client
+	// address, requests that fail authentication; zero means the defaults.
+	UnauthenticatedRate  rate.Limit
+	UnauthenticatedBurst int
+	Now                  func() time.Time
 }
 
 // Gateway is the MCP endpoint agents call. New builds it complete; it is
@@ -55,6 +60,7 @@ type Gateway struct {
 	Options
 
 	approver approver
+	unauth   *unauthLimiter
 	handler  http.Handler
 }
 
@@ -120,8 +126,9 @@ func New(o Options) (*Gateway, error) {
 		stateful.ServeHTTP(w, r)
 	})
 	verified := auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{})(route)
+	g.unauth = newUnauthLimiter(o.UnauthenticatedRate, o.UnauthenticatedBurst)
 	mux := http.NewServeMux()
-	mux.Handle(Path, verified)
+	mux.Handle(Path, g.unauth.middleware(g.now, verified))
 	g.handler = mux
 	return g, nil
 }
