@@ -47,6 +47,13 @@ type Options struct {
 	// ApprovalKey signs approval state; empty means a random key per
 	// process (approvals then do not survive a restart, which is fine).
 	ApprovalKey []byte
+	// Stateless serves the initialize era without sessions kept in this
+	// process, as the 2026-07-28 era always is, so that any replica answers
+	// any request of a session (docs/adr/009-gateway-deployment.md). Such a
+	// session cannot carry requests from the gateway to the client, so
+	// approval asked through the agent's own client works only in the
+	// 2026-07-28 era.
+	Stateless bool
 	// UnauthenticatedRate and UnauthenticatedBurst limit, per client
 	// address, requests that fail authentication; zero means the defaults.
 	UnauthenticatedRate  rate.Limit
@@ -119,7 +126,7 @@ func New(o Options) (*Gateway, error) {
 		// (once only to learn the protocol versions); the memo makes that one
 		// listing, not several.
 		r = r.WithContext(context.WithValue(r.Context(), memoKey{}, &serverMemo{}))
-		if modernRequest(r) {
+		if g.Stateless || modernRequest(r) {
 			stateless.ServeHTTP(w, r)
 			return
 		}

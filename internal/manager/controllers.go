@@ -117,6 +117,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		Audit:     gateway.NewJSONLinesTimeout(audit, opts.GatewayAuditTimeout),
 		Recorder:  mgr.GetEventRecorder(EventSource),
 		Version:   Version,
+		Stateless: opts.GatewayStateless,
 	})
 	if err != nil {
 		return fmt.Errorf("building the gateway: %w", err)
