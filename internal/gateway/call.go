@@ -97,7 +97,13 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 
 	start := g.now()
 	out, err := g.send(ctx, srv, t, id, args)
-	rec.Phase, rec.Time, rec.LatencyMillis = PhaseAfter, g.now(), g.now().Sub(start).Milliseconds()
+	end := g.now()
+	rec.Phase, rec.Time, rec.LatencyMillis = PhaseAfter, end, end.Sub(start).Milliseconds()
+	if err == nil && g.Contacts != nil {
+		// The server answered (a tool error is an answer too). Coalesced,
+		// and a failed write is only logged: it never fails the call.
+		g.Contacts.Record(ctx, types.NamespacedName{Namespace: srv.Namespace, Name: srv.Name}, end, end.Sub(start))
+	}
 	result := &sdk.CallToolResult{}
 	switch {
 	case err != nil:

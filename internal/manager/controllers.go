@@ -89,6 +89,8 @@ func setupControllers(mgr ctrl.Manager, opts Options, w *wire) error {
 	return nil
 }
 
+// +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpservers/status,verbs=patch
+
 // setupGateway adds the gateway to the manager. It runs on every replica,
 // leader or not.
 func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
@@ -118,6 +120,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		Recorder:  mgr.GetEventRecorder(EventSource),
 		Version:   Version,
 		Stateless: opts.GatewayStateless,
+		Contacts:  &gateway.Contacts{Client: mgr.GetClient(), Interval: opts.GatewayContactInterval},
 	})
 	if err != nil {
 		return fmt.Errorf("building the gateway: %w", err)

@@ -129,6 +129,9 @@ type Options struct {
 	// (docs/adr/009-gateway-deployment.md). A single process may keep
 	// sessions.
 	GatewayStateless bool
+	// GatewayContactInterval is how often, at most, the gateway writes one
+	// McpServer's last contact; 0 means gateway.DefaultContactInterval.
+	GatewayContactInterval time.Duration
 	// GatewayReady, if set, receives the gateway's bound address.
 	GatewayReady chan<- string
 	// TokenEndpointRootCAs, if set, replaces the system roots when

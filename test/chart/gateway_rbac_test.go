@@ -118,7 +118,7 @@ func TestGatewayRBACWithWatchNamespaces(t *testing.T) {
 	if can("elsewhere", "list", "mcp.catalog.dev", "mcptools") {
 		t.Error("the gateway can list McpTools in a namespace it does not watch")
 	}
-	if can("team-a", "update", "mcp.catalog.dev", "mcptools") || can("team-a", "patch", "mcp.catalog.dev", "mcpservers/status") {
-		t.Error("the gateway can change McpTools or McpServer status; it only reads")
+	if can("team-a", "update", "mcp.catalog.dev", "mcptools") || can("team-a", "update", "mcp.catalog.dev", "mcpservers") {
+		t.Error("the gateway can change McpTools or McpServers; it only reads them")
 	}
 }

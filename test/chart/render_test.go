@@ -849,10 +849,10 @@ func checkGatewayScoped(t *testing.T, objs []*unstructured.Unstructured) {
 	for _, r := range role.Rules {
 		for _, v := range r.Verbs {
 			if !slices.Contains([]string{"get", "list", "watch", "create", "patch"}, v) {
-				t.Errorf("the gateway role grants %s on %v; it changes nothing but Events", v, r.Resources)
+				t.Errorf("the gateway role grants %s on %v; it changes nothing but Events and last contacts", v, r.Resources)
 			}
 		}
-		if (slices.Contains(r.Verbs, "create") || slices.Contains(r.Verbs, "patch")) && !slices.Equal(r.Resources, []string{"events"}) {
+		if (slices.Contains(r.Verbs, "create") || slices.Contains(r.Verbs, "patch")) && !slices.Equal(r.Resources, []string{"events"}) && !slices.Equal(r.Resources, []string{"mcpservers/status"}) {
 			t.Errorf("the gateway role may write %v", r.Resources)
 		}
 	}
