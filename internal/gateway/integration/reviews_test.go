@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mcp-catalog/operator/api/scheme"
 	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/test/mcpserver"
@@ -62,7 +63,7 @@ var _ = Describe("Review caches", func() {
 
 		counter := &reviewCounter{}
 		counted := counter.wrap(cfg)
-		c, err := client.New(counted, client.Options{Scheme: manager.NewScheme()})
+		c, err := client.New(counted, client.Options{Scheme: scheme.New()})
 		Expect(err).NotTo(HaveOccurred())
 		sar, err := authorizationv1client.NewForConfig(counted)
 		Expect(err).NotTo(HaveOccurred())
