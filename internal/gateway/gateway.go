@@ -52,7 +52,7 @@ type Options struct {
 	ApprovalKey []byte
 	// Stateless serves the initialize era without sessions kept in this
 	// process, as the 2026-07-28 era always is, so that any replica answers
-	// any request of a session (docs/adr/009-gateway-deployment.md). Such a
+	// any request of a session (docs/adr/011-gateway-deployment.md). Such a
 	// session cannot carry requests from the gateway to the client, so
 	// approval asked through the agent's own client works only in the
 	// 2026-07-28 era.

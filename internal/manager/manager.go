@@ -126,7 +126,7 @@ type Options struct {
 	GatewayAuditTimeout time.Duration
 	// GatewayStateless serves the initialize-era protocol without sessions
 	// kept in memory, so that any replica answers any request
-	// (docs/adr/009-gateway-deployment.md). A single process may keep
+	// (docs/adr/011-gateway-deployment.md). A single process may keep
 	// sessions.
 	GatewayStateless bool
 	// GatewayContactInterval is how often, at most, the gateway writes one
