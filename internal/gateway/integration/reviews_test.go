@@ -101,5 +101,9 @@ var _ = Describe("Review caches", func() {
 		}
 		_, access := counter.counts()
 		Expect(access).To(Equal(2), "one SubjectAccessReview per answer, each used twice")
+
+		By("no token in the log")
+		Expect(logs.String()).NotTo(ContainSubstring(a.token))
+		Expect(logs.String()).NotTo(ContainSubstring("not-a-token"))
 	})
 })
