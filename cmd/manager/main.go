@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/version"
@@ -26,6 +27,7 @@ func main() {
 	fs.BoolVar(&opts.SecureMetrics, "metrics-secure", opts.SecureMetrics, "Serve metrics over HTTPS with authentication and authorisation.")
 	fs.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", opts.MetricsCertDir, "Directory with tls.crt and tls.key for the metrics server; empty generates a self-signed certificate.")
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", opts.ProbeAddr, "Address of the /healthz and /readyz endpoints.")
+	fs.StringVar(&opts.Components, "components", opts.Components, `What this process runs: "all" (controllers and gateway), "controllers", or "gateway" (no controllers, no leader election).`)
 	fs.BoolVar(&opts.LeaderElect, "leader-elect", opts.LeaderElect, "Elect a leader so that only one replica is active.")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", opts.LeaderElectionNamespace, "Namespace of the leader-election lease; defaults to the manager's own.")
 	fs.StringVar(&watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces to watch; empty watches all.")
@@ -49,7 +51,11 @@ func main() {
 	var tokenCAFile string
 	fs.StringVar(&tokenCAFile, "token-endpoint-ca-file", "", "PEM file of CAs to trust for delegation profiles' token endpoints instead of the system roots.")
 	var auditPath string
-	fs.StringVar(&auditPath, "gateway-audit-log", "-", `File the gateway appends audit records to; "-" is standard output.`)
+	fs.StringVar(&auditPath, "gateway-audit-file", "-", `File the gateway appends audit records to (opened append-only, never rotated by the gateway); "-" is standard output.`)
+	fs.StringVar(&auditPath, "gateway-audit-log", "-", `Deprecated name of --gateway-audit-file.`)
+	fs.DurationVar(&opts.GatewayAuditTimeout, "gateway-audit-timeout", opts.GatewayAuditTimeout, "How long one audit write may take before the call it describes is refused; 0 means 5s.")
+	fs.DurationVar(&opts.GatewayContactInterval, "gateway-contact-interval", opts.GatewayContactInterval, "How often, at most, the gateway writes one McpServer's last contact; 0 means 30s.")
+	fs.BoolVar(&opts.GatewayStateless, "gateway-stateless", opts.GatewayStateless, "Serve initialize-era sessions without server memory, so that any gateway replica answers any request.")
 
 	printVersion := fs.Bool("version", false, "Print the version and exit.")
 
@@ -90,7 +96,7 @@ func main() {
 	}
 
 	if auditPath != "-" {
-		f, err := os.OpenFile(auditPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		f, err := gateway.OpenAuditFile(auditPath)
 		if err != nil {
 			log.Error(err, "opening the gateway audit log")
 			os.Exit(1)

@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
-	"sync"
+	"os"
 	"time"
 )
 
@@ -52,25 +53,72 @@ type Sink interface {
 	Write(ctx context.Context, r Record) error
 }
 
+// DefaultAuditTimeout bounds one audit write when no other bound is given.
+const DefaultAuditTimeout = 5 * time.Second
+
+// ErrAuditTimeout is returned when an audit record could not be stored
+// within the sink's deadline. The call it describes is refused.
+var ErrAuditTimeout = errors.New("the audit sink did not take the record in time")
+
 // JSONLines writes one JSON object per line to a writer, for a log
-// collector to pick up.
+// collector to pick up, or to a file opened for appending.
+//
+// Every write has a deadline: a writer that blocks (a full pipe, a hung
+// network disk) refuses the calls it cannot record promptly instead of
+// holding them. A write that times out may still land later, so a record
+// can exist for a call that was refused; a call without its record cannot.
 type JSONLines struct {
-	mu sync.Mutex
-	w  io.Writer
+	// lock is held for one write at a time; a channel, so that waiting for
+	// it has a deadline too.
+	lock    chan struct{}
+	w       io.Writer
+	timeout time.Duration
 }
 
-// NewJSONLines returns a sink writing to w.
-func NewJSONLines(w io.Writer) *JSONLines { return &JSONLines{w: w} }
+// NewJSONLines returns a sink writing to w with DefaultAuditTimeout.
+func NewJSONLines(w io.Writer) *JSONLines { return NewJSONLinesTimeout(w, 0) }
 
-// Write encodes r as one line. A short write is an error.
-func (s *JSONLines) Write(_ context.Context, r Record) error {
+// NewJSONLinesTimeout returns a sink writing to w, each write bounded by
+// timeout (0 means DefaultAuditTimeout).
+func NewJSONLinesTimeout(w io.Writer, timeout time.Duration) *JSONLines {
+	if timeout <= 0 {
+		timeout = DefaultAuditTimeout
+	}
+	return &JSONLines{lock: make(chan struct{}, 1), w: w, timeout: timeout}
+}
+
+// Write encodes r as one line. A short write, a failed write and a write
+// that does not finish within the deadline are errors.
+func (s *JSONLines) Write(ctx context.Context, r Record) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
 	b = append(b, '\n')
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	select {
+	case s.lock <- struct{}{}:
+	case <-ctx.Done():
+		// An earlier write is still blocked.
+		return fmt.Errorf("writing the audit record: %w", ErrAuditTimeout)
+	}
+	done := make(chan error, 1)
+	go func() {
+		// The lock is released when the write returns, not when the caller
+		// gives up: one blocked write at a time, never a pile of them.
+		defer func() { <-s.lock }()
+		done <- s.write(b)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("writing the audit record: %w", ErrAuditTimeout)
+	}
+}
+
+func (s *JSONLines) write(b []byte) error {
 	n, err := s.w.Write(b)
 	if err == nil && n != len(b) {
 		err = io.ErrShortWrite
@@ -84,4 +132,16 @@ func (s *JSONLines) Write(_ context.Context, r Record) error {
 		_ = f.Sync()
 	}
 	return nil
+}
+
+// OpenAuditFile opens (or creates, readable by its owner only) a file for a
+// JSONLines sink. It is opened append-only, so that a record is never
+// written over another; rotating it is left to the platform (a sidecar or
+// logrotate with copytruncate), the gateway does not.
+func OpenAuditFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the audit file: %w", err)
+	}
+	return f, nil
 }

@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -55,5 +58,74 @@ func TestJSONLinesReportsAFailedOrShortWrite(t *testing.T) {
 	}
 	if err := NewJSONLines(brokenWriter{n: 3}).Write(context.Background(), Record{}); !errors.Is(err, io.ErrShortWrite) {
 		t.Errorf("short write: %v", err)
+	}
+}
+
+// blockingWriter holds every write until release is closed, as a full pipe
+// or a hung network disk does.
+type blockingWriter struct {
+	release chan struct{}
+	mu      sync.Mutex
+	got     bytes.Buffer
+}
+
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	<-w.release
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.got.Write(p)
+}
+
+func TestJSONLinesRefusesWhenTheWriterBlocksAndRecoversAfter(t *testing.T) {
+	w := &blockingWriter{release: make(chan struct{})}
+	s := NewJSONLinesTimeout(w, 20*time.Millisecond)
+	ctx := context.Background()
+	// The first write blocks in the writer; the second waits behind it.
+	// Both return ErrAuditTimeout rather than hanging.
+	for i, id := range []string{"held", "queued"} {
+		if err := s.Write(ctx, Record{CallID: id}); !errors.Is(err, ErrAuditTimeout) {
+			t.Fatalf("write %d to a blocked writer: %v, want ErrAuditTimeout", i, err)
+		}
+	}
+	close(w.release)
+	if err := s.Write(ctx, Record{CallID: "after"}); err != nil {
+		t.Fatalf("write after the writer unblocked: %v", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if got := w.got.String(); !strings.Contains(got, `"callID":"after"`) || strings.Contains(got, `"callID":"queued"`) {
+		t.Errorf("writer holds %q: want the record written after recovery, and not the one that never got the writer", got)
+	}
+}
+
+func TestJSONLinesFileSinkAppends(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	if err := os.WriteFile(path, []byte("{\"callID\":\"earlier\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenAuditFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := NewJSONLines(f).Write(context.Background(), Record{CallID: "now"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "earlier") || !strings.Contains(lines[1], `"callID":"now"`) {
+		t.Errorf("file holds %q, want the earlier line kept and the record appended", b)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		t.Errorf("file mode %v is readable by others", st.Mode().Perm())
 	}
 }

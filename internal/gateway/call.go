@@ -23,13 +23,12 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 	log := logf.FromContext(ctx)
 	id := identityOf(req.Extra.TokenInfo)
 	if id == nil || id.Namespace != key.Namespace {
-		return refusal("the caller is not authenticated for this namespace"), nil
+		return refusal(unknownTool), nil
 	}
 	rec := Record{CallID: newCallID(), Caller: id.Username, Namespace: key.Namespace, Tool: key.Name}
-	args, argsHash, err := arguments(req.Params.Arguments)
-	if err != nil {
-		return refusal("the arguments must be a JSON object"), nil
-	}
+	// Malformed arguments are refused only after the decision, so that the
+	// answer to a caller RBAC does not allow stays the uniform one.
+	args, argsHash, argsErr := arguments(req.Params.Arguments)
 	rec.ArgumentsHash = argsHash
 
 	// The call is decided again, by the decision that made the list: the
@@ -37,11 +36,14 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 	// session listed it.
 	t := &mcpv1alpha1.McpTool{}
 	if err := g.Reader.Get(ctx, key, t); err != nil {
-		return g.deny(ctx, rec, nil, DenyNotServable, "", "the tool no longer exists"), nil
+		return g.deny(ctx, rec, nil, DenyNotServable, "", unknownTool), nil
 	}
 	rec.LocalName, rec.Server, rec.DataClass = t.Status.LocalName, t.Spec.ServerRef.Name, string(t.Status.EffectiveDataClass)
 	if refused := g.gateCall(ctx, rec, id, t); refused != nil {
 		return refused, nil
+	}
+	if argsErr != nil {
+		return refusal("the arguments must be a JSON object"), nil
 	}
 
 	// Step 4: approval, by a person other than the caller unless the
@@ -92,7 +94,13 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 
 	start := g.now()
 	out, err := g.send(ctx, srv, t, id, args)
-	rec.Phase, rec.Time, rec.LatencyMillis = PhaseAfter, g.now(), g.now().Sub(start).Milliseconds()
+	end := g.now()
+	rec.Phase, rec.Time, rec.LatencyMillis = PhaseAfter, end, end.Sub(start).Milliseconds()
+	if err == nil && g.Contacts != nil {
+		// The server answered (a tool error is an answer too). Coalesced,
+		// and a failed write is only logged: it never fails the call.
+		g.Contacts.Record(ctx, types.NamespacedName{Namespace: srv.Namespace, Name: srv.Name}, end, end.Sub(start))
+	}
 	result := &sdk.CallToolResult{}
 	switch {
 	case err != nil:
@@ -162,7 +170,7 @@ func (g *Gateway) gateCall(ctx context.Context, rec Record, id *Identity, t *mcp
 func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest) *sdk.CallToolResult {
 	id := identityOf(req.Extra.TokenInfo)
 	if id == nil {
-		return refusal("the caller is not authenticated")
+		return refusal(unknownTool)
 	}
 	name := req.Params.Name
 	rec := Record{CallID: newCallID(), Caller: id.Username, Namespace: id.Namespace}
@@ -176,7 +184,7 @@ func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest)
 	object, err := toolname.ObjectNameOfLocal(name)
 	t := &mcpv1alpha1.McpTool{}
 	if err != nil || g.Reader.Get(ctx, types.NamespacedName{Namespace: id.Namespace, Name: object}, t) != nil || t.Status.LocalName != name {
-		return g.deny(ctx, rec, nil, DenyNotServable, "", "there is no tool of this name for the caller's namespace")
+		return g.deny(ctx, rec, nil, DenyNotServable, "", unknownTool)
 	}
 	rec.Tool, rec.Server, rec.DataClass = t.Name, t.Spec.ServerRef.Name, string(t.Status.EffectiveDataClass)
 	if refused := g.gateCall(ctx, rec, id, t); refused != nil {

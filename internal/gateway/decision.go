@@ -32,19 +32,23 @@ func refused(reason string, t *mcpv1alpha1.McpTool) verdict {
 // the first refusal wins; a rule on who may use which tool belongs here, so
 // that the list and the call cannot disagree.
 func (g *Gateway) decide(ctx context.Context, id *Identity, t *mcpv1alpha1.McpTool, ceiling mcpv1alpha1.DataClass) (verdict, error) {
-	// Step 1: enabled, its current definition the approved one (whatever
-	// Ready says), Ready for the current generation, of the caller's
-	// namespace, and named.
-	if !servable(t) || unapproved(t) != "" || t.Namespace != id.Namespace || t.Status.LocalName == "" {
-		return refused(DenyNotServable, t), nil
+	// Step 1: of the caller's namespace, and Kubernetes RBAC. They come
+	// first so that a caller the tool is not for learns nothing about it:
+	// not whether it is disabled, changed or waiting for its server.
+	if t.Namespace != id.Namespace {
+		return verdict{reason: DenyForbidden}, nil
 	}
-	// Step 2: Kubernetes RBAC.
 	ok, err := g.Authz.CanCall(ctx, id, t.Namespace, t.Name)
 	if err != nil {
 		return verdict{}, fmt.Errorf("authorising the call: %w", err)
 	}
 	if !ok {
-		return refused(DenyForbidden, t), nil
+		return verdict{reason: DenyForbidden}, nil
+	}
+	// Step 2: enabled, its current definition the approved one (whatever
+	// Ready says), Ready for the current generation, and named.
+	if !servable(t) || unapproved(t) != "" || t.Status.LocalName == "" {
+		return refused(DenyNotServable, t), nil
 	}
 	// Step 3: the data-class ceiling.
 	if !withinCeiling(t, ceiling) {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -94,5 +96,54 @@ func TestListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 	want := []string{"docs.internal", "docs.public"}
 	if !slices.Equal(listed, want) || !slices.Equal(callable, want) {
 		t.Fatalf("listed %v and callable %v, want both %v", listed, callable, want)
+	}
+}
+
+// A caller RBAC does not let call a tool is told the same thing whatever the
+// tool's state, and the same as for a tool that does not exist; only a
+// caller RBAC allows learns that the tool is disabled.
+func TestRefusalsBeforeRBACSayNothingAboutTheTool(t *testing.T) {
+	const ns = "team"
+	tool := func(name string, enabled bool) *mcpv1alpha1.McpTool {
+		t := &mcpv1alpha1.McpTool{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1},
+			Spec:       mcpv1alpha1.McpToolSpec{Enabled: enabled, ServerRef: mcpv1alpha1.LocalObjectReference{Name: "docs"}},
+		}
+		t.Status.LocalName, t.Status.EffectiveDataClass = "mcp_"+name, mcpv1alpha1.DataClassPublic
+		t.Status.Conditions = []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+		return t
+	}
+	scheme := runtime.NewScheme()
+	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	o := completeOptions()
+	o.Reader = fake.NewClientBuilder().WithScheme(scheme).Build()
+	o.Authz = allowList{"allowed-disabled": true}
+	g, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := &Identity{Username: "system:serviceaccount:team:agent", Namespace: ns, ServiceAccount: "agent"}
+	ctx := context.Background()
+	textOf := func(r *sdk.CallToolResult) string {
+		if r == nil || len(r.Content) != 1 {
+			t.Fatalf("result %+v, want one refusal text", r)
+		}
+		return r.Content[0].(*sdk.TextContent).Text
+	}
+	forbiddenReady := textOf(g.gateCall(ctx, Record{}, id, tool("forbidden-ready", true)))
+	forbiddenDisabled := textOf(g.gateCall(ctx, Record{}, id, tool("forbidden-disabled", false)))
+	if forbiddenReady != forbiddenDisabled || !strings.HasSuffix(forbiddenReady, unknownTool) {
+		t.Errorf("forbidden tools answered %q and %q, want both the uniform %q", forbiddenReady, forbiddenDisabled, unknownTool)
+	}
+	other := tool("allowed-disabled", true)
+	other.Namespace = "elsewhere"
+	if got := textOf(g.gateCall(ctx, Record{}, id, other)); got != forbiddenReady {
+		t.Errorf("another namespace's tool answered %q, want %q", got, forbiddenReady)
+	}
+	allowedDisabled := textOf(g.gateCall(ctx, Record{}, id, tool("allowed-disabled", false)))
+	if !strings.Contains(allowedDisabled, "disabled") {
+		t.Errorf("a caller RBAC allows was told %q, want that the tool is disabled", allowedDisabled)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,6 +42,9 @@ type Options struct {
 	// Recorder emits Events on McpTools for refusals and failures; may be
 	// nil.
 	Recorder events.EventRecorder
+	// Contacts records completed calls as the server's last contact; nil
+	// records nothing.
+	Contacts *Contacts
 	// Version is reported to clients.
 	Version string
 	// ApprovalKeys sign approval state and seal McpCallApprovals; they
@@ -57,7 +61,18 @@ type Options struct {
 	// ApprovalURL is the URL of an approval a URL elicitation shows the
 	// agent's user; nil names the object in the Kubernetes API.
 	ApprovalURL func(namespace, name string) string
-	Now         func() time.Time
+	// Stateless serves the initialize era without sessions kept in this
+	// process, as the 2026-07-28 era always is, so that any replica answers
+	// any request of a session (docs/adr/015-gateway-deployment.md). Such a
+	// session cannot carry requests from the gateway to the client, so
+	// approval asked through the agent's own client works only in the
+	// 2026-07-28 era.
+	Stateless bool
+	// UnauthenticatedRate and UnauthenticatedBurst limit, per client
+	// address, requests that fail authentication; zero means the defaults.
+	UnauthenticatedRate  rate.Limit
+	UnauthenticatedBurst int
+	Now                  func() time.Time
 }
 
 // Gateway is the MCP endpoint agents call. New builds it complete; it is
@@ -67,6 +82,7 @@ type Gateway struct {
 
 	approver     approver
 	approvalKeys KeySource
+	unauth       *unauthLimiter
 	handler      http.Handler
 }
 
@@ -129,15 +145,16 @@ func New(o Options) (*Gateway, error) {
 		// (once only to learn the protocol versions); the memo makes that one
 		// listing, not several.
 		r = r.WithContext(context.WithValue(r.Context(), memoKey{}, &serverMemo{}))
-		if modernRequest(r) {
+		if g.Stateless || modernRequest(r) {
 			stateless.ServeHTTP(w, r)
 			return
 		}
 		stateful.ServeHTTP(w, r)
 	})
 	verified := auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{})(route)
+	g.unauth = newUnauthLimiter(o.UnauthenticatedRate, o.UnauthenticatedBurst)
 	mux := http.NewServeMux()
-	mux.Handle(Path, verified)
+	mux.Handle(Path, g.unauth.middleware(g.now, verified))
 	g.handler = mux
 	return g, nil
 }

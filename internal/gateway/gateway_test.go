@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/mcp-catalog/operator/internal/credentials"
@@ -20,7 +21,7 @@ func completeOptions() Options {
 	return Options{
 		Reader:    c,
 		Authn:     &TokenReviewAuthenticator{Client: c},
-		Authz:     &SubjectAccessReviewAuthorizer{Client: c},
+		Authz:     &SubjectAccessReviewAuthorizer{Client: k8sfake.NewClientset().AuthorizationV1()},
 		Upstreams: &upstream.Endpoints{Credentials: &credentials.Resolver{Secrets: c, Profiles: c}},
 		MCP:       mcp.New(mcp.Options{}),
 		Audit:     NewJSONLines(io.Discard),

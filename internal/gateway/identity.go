@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,7 +9,12 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
@@ -41,16 +45,29 @@ type Authorizer interface {
 	CanCall(ctx context.Context, id *Identity, namespace, tool string) (bool, error)
 }
 
+// Default cache lifetimes of review answers. An allowed answer is kept
+// longer than a denied one: revoking access takes up to the allowed TTL to
+// show, while a newly granted RoleBinding or a freshly mounted token should
+// work soon.
+const (
+	DefaultAllowTTL = 30 * time.Second
+	DefaultDenyTTL  = 5 * time.Second
+)
+
 // TokenReviewAuthenticator verifies ServiceAccount tokens with TokenReview,
-// requiring them to be bound to Audience, and caches outcomes briefly so an
-// agent's burst of requests costs one review.
+// requiring them to be bound to Audience. Answers are cached by
+// k8s.io/apiserver's token cache: keyed by an HMAC of the token (never the
+// token), authenticated and rejected tokens with their own TTL, each entry
+// expiring on its own, and concurrent reviews of one token made once.
 type TokenReviewAuthenticator struct {
 	Client   client.Client
 	Audience string
-	TTL      time.Duration
-	Now      func() time.Time
+	// AllowTTL and DenyTTL are how long an authenticated and a rejected
+	// token are remembered; zero means the defaults.
+	AllowTTL, DenyTTL time.Duration
 
-	cache ttlCache[[32]byte, *Identity]
+	once   sync.Once
+	cached authenticator.Token
 }
 
 // Authenticate implements Authenticator.
@@ -58,40 +75,61 @@ func (a *TokenReviewAuthenticator) Authenticate(ctx context.Context, token strin
 	if token == "" {
 		return nil, ErrUnauthenticated
 	}
-	key := sha256.Sum256([]byte(token))
-	if id, ok := a.cache.get(key, a.now()); ok {
-		if id == nil {
-			return nil, ErrUnauthenticated
-		}
-		return id, nil
+	a.once.Do(func() {
+		// A failed review is an error and is not cached (cacheErrs false):
+		// it did not happen. A rejected token is an answer and is.
+		a.cached = tokencache.New(tokenReviewer{a}, false, ttlOr(a.AllowTTL, DefaultAllowTTL), ttlOr(a.DenyTTL, DefaultDenyTTL))
+	})
+	// The audience is part of the cache key.
+	ctx = authenticator.WithAudiences(ctx, authenticator.Audiences{a.Audience})
+	resp, ok, err := a.cached.AuthenticateToken(ctx, token)
+	if err != nil {
+		return nil, err
 	}
-	tr := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: []string{a.Audience}}}
-	if err := a.Client.Create(ctx, tr); err != nil {
-		// Not cached: the review did not happen.
-		return nil, fmt.Errorf("reviewing the token: %w", err)
+	if !ok || resp == nil {
+		return nil, ErrUnauthenticated
 	}
-	id := identityFrom(tr, a.Audience)
-	now := a.now()
-	a.cache.put(key, id, now.Add(a.ttl()), now)
+	id, _ := resp.User.(*identityInfo)
 	if id == nil {
 		return nil, ErrUnauthenticated
 	}
-	return id, nil
+	out := id.Identity
+	return &out, nil
 }
 
-func (a *TokenReviewAuthenticator) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
+func ttlOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
 	}
-	return time.Now()
+	return def
 }
 
-func (a *TokenReviewAuthenticator) ttl() time.Duration {
-	if a.TTL > 0 {
-		return a.TTL
+// tokenReviewer makes one TokenReview. It answers "not authenticated"
+// without an error for any token the review does not accept, so that the
+// cache keeps that answer; only a review that could not be made is an
+// error.
+type tokenReviewer struct{ a *TokenReviewAuthenticator }
+
+func (r tokenReviewer) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+	tr := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: []string{r.a.Audience}}}
+	if err := r.a.Client.Create(ctx, tr); err != nil {
+		return nil, false, fmt.Errorf("reviewing the token: %w", err)
 	}
-	return 30 * time.Second
+	id := identityFrom(tr, r.a.Audience)
+	if id == nil {
+		return nil, false, nil
+	}
+	return &authenticator.Response{User: &identityInfo{*id}, Audiences: authenticator.Audiences{r.a.Audience}}, true, nil
 }
+
+// identityInfo carries an Identity through the apiserver's cache, which
+// stores a user.Info.
+type identityInfo struct{ Identity }
+
+func (i *identityInfo) GetName() string               { return i.Username }
+func (i *identityInfo) GetUID() string                { return i.UID }
+func (i *identityInfo) GetGroups() []string           { return i.Groups }
+func (i *identityInfo) GetExtra() map[string][]string { return i.Extra }
 
 // identityFrom accepts only an authenticated ServiceAccount whose token is
 // bound to the audience.
@@ -133,88 +171,49 @@ func serviceAccountOf(username string) (namespace, name string, ok bool) {
 const VerbCall = "call"
 
 // SubjectAccessReviewAuthorizer asks the API server whether the caller may
-// "call" the McpTool (verb call on mcptools.mcp.catalog.dev, by name),
-// caching answers briefly.
+// "call" the McpTool (verb call on mcptools.mcp.catalog.dev, by name). It is
+// k8s.io/apiserver's delegating authorizer, as the metrics endpoint uses:
+// allowed and denied answers cached apart, each entry expiring on its own.
 type SubjectAccessReviewAuthorizer struct {
-	Client client.Client
-	TTL    time.Duration
-	Now    func() time.Time
+	Client authorizationv1client.AuthorizationV1Interface
+	// AllowTTL and DenyTTL are how long an allowed and a denied answer are
+	// remembered; zero means the defaults.
+	AllowTTL, DenyTTL time.Duration
 
-	cache ttlCache[string, bool]
+	once  sync.Once
+	authz authorizer.Authorizer
+	err   error
 }
+
+// reviewBackoff retries a review that failed for a reason worth retrying
+// (a 5xx, a connection reset) a few times, briefly: an agent is waiting.
+var reviewBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 3}
 
 // CanCall implements Authorizer.
 func (a *SubjectAccessReviewAuthorizer) CanCall(ctx context.Context, id *Identity, namespace, tool string) (bool, error) {
-	now := time.Now()
-	if a.Now != nil {
-		now = a.Now()
+	a.once.Do(func() {
+		a.authz, a.err = authorizerfactory.DelegatingAuthorizerConfig{
+			SubjectAccessReviewClient: a.Client,
+			AllowCacheTTL:             ttlOr(a.AllowTTL, DefaultAllowTTL),
+			DenyCacheTTL:              ttlOr(a.DenyTTL, DefaultDenyTTL),
+			WebhookRetryBackoff:       &reviewBackoff,
+		}.New()
+	})
+	if a.err != nil {
+		return false, fmt.Errorf("building the authorizer: %w", a.err)
 	}
-	key := id.UID + "\x00" + id.Username + "\x00" + namespace + "\x00" + tool
-	if ok, hit := a.cache.get(key, now); hit {
-		return ok, nil
-	}
-	extra := map[string]authorizationv1.ExtraValue{}
-	for k, v := range id.Extra {
-		extra[k] = v
-	}
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: id.Username, UID: id.UID, Groups: id.Groups, Extra: extra,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: namespace, Verb: VerbCall, Group: mcpv1alpha1.GroupVersion.Group, Resource: "mcptools", Name: tool,
-		},
-	}}
-	if err := a.Client.Create(ctx, sar); err != nil {
+	decision, _, err := a.authz.Authorize(ctx, authorizer.AttributesRecord{
+		User:            &identityInfo{*id},
+		Verb:            VerbCall,
+		Namespace:       namespace,
+		APIGroup:        mcpv1alpha1.GroupVersion.Group,
+		APIVersion:      mcpv1alpha1.GroupVersion.Version,
+		Resource:        "mcptools",
+		Name:            tool,
+		ResourceRequest: true,
+	})
+	if err != nil {
 		return false, fmt.Errorf("reviewing access: %w", err)
 	}
-	ttl := a.TTL
-	if ttl <= 0 {
-		ttl = 30 * time.Second
-	}
-	a.cache.put(key, sar.Status.Allowed, now.Add(ttl), now)
-	return sar.Status.Allowed, nil
-}
-
-// ttlCache is a small map with expiry. It is bounded: when full, expired
-// entries are dropped, and if none are, the whole map is, which costs only
-// repeated reviews.
-type ttlCache[K comparable, V any] struct {
-	mu      sync.Mutex
-	entries map[K]ttlEntry[V]
-}
-
-type ttlEntry[V any] struct {
-	v   V
-	exp time.Time
-}
-
-const ttlCacheMax = 10000
-
-func (c *ttlCache[K, V]) get(k K, now time.Time) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[k]
-	if !ok || !now.Before(e.exp) {
-		var zero V
-		return zero, false
-	}
-	return e.v, true
-}
-
-func (c *ttlCache[K, V]) put(k K, v V, exp, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries == nil {
-		c.entries = map[K]ttlEntry[V]{}
-	}
-	if len(c.entries) >= ttlCacheMax {
-		for key, e := range c.entries {
-			if !now.Before(e.exp) {
-				delete(c.entries, key)
-			}
-		}
-		if len(c.entries) >= ttlCacheMax {
-			c.entries = map[K]ttlEntry[V]{}
-		}
-	}
-	c.entries[k] = ttlEntry[V]{v: v, exp: exp}
+	return decision == authorizer.DecisionAllow, nil
 }

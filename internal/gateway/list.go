@@ -35,7 +35,7 @@ func (g *Gateway) serverFor(r *http.Request) *sdk.Server {
 	if memo != nil {
 		memo.s = s
 	}
-	if r.Header.Get("Mcp-Session-Id") != "" && !modernRequest(r) {
+	if !g.Stateless && r.Header.Get("Mcp-Session-Id") != "" && !modernRequest(r) {
 		// A request of an existing session is served by the server built
 		// when the session began; the SDK asks for one here only to read
 		// the protocol versions, which every server shares. Listing the

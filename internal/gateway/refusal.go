@@ -61,11 +61,18 @@ func detailOf(reason string, t *mcpv1alpha1.McpTool) string {
 	return ""
 }
 
-// message tells the agent why the call was refused.
+// unknownTool is the one answer to every call refused before RBAC allowed
+// it: no such tool, another namespace's tool, or RBAC says no. It says
+// nothing about which, nor about the tool's state; the audit record and
+// the log hold the reason.
+const unknownTool = "there is no tool of this name that the caller may call (RBAC verb \"call\" on mcptools)"
+
+// message tells the agent why the call was refused. Only a caller RBAC lets
+// call the tool is told more than unknownTool.
 func (v verdict) message() string {
 	switch v.reason {
 	case DenyForbidden:
-		return "the caller is not allowed to call this tool (RBAC verb \"call\" on mcptools)"
+		return unknownTool
 	case DenyAboveCeiling:
 		return "the tool's data class is above the caller's ceiling (McpAccessPolicy)"
 	}

@@ -11,9 +11,13 @@ import (
 )
 
 // verify authenticates a bearer token. Any failure is a plain 401.
-func (g *Gateway) verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+func (g *Gateway) verify(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
 	id, err := g.Authn.Authenticate(ctx, token)
 	if err != nil {
+		if errors.Is(err, ErrUnauthenticated) && g.unauth != nil && r != nil {
+			// A review that could not be made is not the caller's failure.
+			g.unauth.failed(r, g.now())
+		}
 		if !errors.Is(err, ErrUnauthenticated) {
 			logf.FromContext(ctx).Error(err, "gateway: authenticating a caller failed")
 		}

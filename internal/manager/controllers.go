@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,33 +39,43 @@ var Version = version.Get()
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
-// setupControllers registers the reconcilers and the gateway with the
-// manager.
-func setupControllers(mgr ctrl.Manager, opts Options) error {
+// wire is what the controllers and the gateway share: one MCP client and
+// one door to the wire for imports, probes and tool calls alike.
+type wire struct {
+	mcp       *mcp.Client
+	endpoints *upstream.Endpoints
+}
+
+func newWire(mgr ctrl.Manager, opts Options) (*wire, error) {
 	egress := mcp.EgressPolicy{
 		AllowAllPrivate: opts.AllowPrivateNetworks,
 		PrivateCIDRs:    opts.AllowedPrivateCIDRs,
 		NamespaceCIDRs:  opts.NamespacePrivateCIDRs,
 	}
-	mcpClient := mcp.New(mcp.Options{Egress: egress, ClientVersion: Version})
-	metrics.SetStateReader(mgr.GetCache())
 	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: opts.TokenEndpointRootCAs, Egress: egress, Proxy: opts.TokenEndpointProxy})
 	if err != nil {
-		return fmt.Errorf("setting up token exchange: %w", err)
+		return nil, fmt.Errorf("setting up token exchange: %w", err)
 	}
-	// One door to the wire for imports, probes and tool calls alike.
-	// Secrets are read directly from the API server (they are never cached),
-	// profiles from the cache.
-	endpoints := &upstream.Endpoints{Credentials: &credentials.Resolver{
-		Secrets:   mgr.GetAPIReader(),
-		Profiles:  mgr.GetClient(),
-		Exchanger: te,
-	}}
+	// Secrets are read directly from the API server (they are never
+	// cached), profiles from the cache.
+	return &wire{
+		mcp: mcp.New(mcp.Options{Egress: egress, ClientVersion: Version}),
+		endpoints: &upstream.Endpoints{Credentials: &credentials.Resolver{
+			Secrets:   mgr.GetAPIReader(),
+			Profiles:  mgr.GetClient(),
+			Exchanger: te,
+		}},
+	}, nil
+}
+
+// setupControllers registers the reconcilers with the manager.
+func setupControllers(mgr ctrl.Manager, opts Options, w *wire) error {
+	metrics.SetStateReader(mgr.GetCache())
 	servers := &controller.McpServerReconciler{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
-		Upstream:      endpoints,
-		MCP:           mcpClient,
+		Upstream:      w.endpoints,
+		MCP:           w.mcp,
 		Recorder:      mgr.GetEventRecorder(EventSource),
 		MaxConcurrent: opts.MaxConcurrentServers,
 
@@ -81,13 +92,18 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 	if err := tools.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpTool controller: %w", err)
 	}
-	if opts.GatewayAddr == "" {
-		return nil
-	}
+	return nil
+}
+
+// +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpservers/status,verbs=patch
+
+// setupGateway adds the gateway to the manager. It runs on every replica,
+// leader or not.
+func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	// The gateway reads these kinds from the cache. Registering their
 	// informers now makes a missing permission show in the log at start,
 	// not as a stalled agent later.
-	for _, obj := range []client.Object{&mcpv1alpha1.McpAccessPolicy{}, &mcpv1alpha1.McpTool{}, &mcpv1alpha1.McpServer{}} {
+	for _, obj := range []client.Object{&mcpv1alpha1.McpAccessPolicy{}, &mcpv1alpha1.McpTool{}, &mcpv1alpha1.McpServer{}, &mcpv1alpha1.McpDelegationProfile{}} {
 		if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {
 			return fmt.Errorf("registering the gateway's informers: %w", err)
 		}
@@ -111,13 +127,17 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 		}
 		keys = &gateway.SecretKeys{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: ns, Name: name}, Now: opts.GatewayNow}
 	}
+	authz, err := authorizationv1client.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("building the SubjectAccessReview client: %w", err)
+	}
 	gw, err := gateway.New(gateway.Options{
 		Reader:    mgr.GetClient(),
 		Authn:     &gateway.TokenReviewAuthenticator{Client: mgr.GetClient(), Audience: opts.GatewayAudience},
-		Authz:     &gateway.SubjectAccessReviewAuthorizer{Client: mgr.GetClient()},
-		Upstreams: endpoints,
-		MCP:       mcpClient,
-		Audit:     gateway.NewJSONLines(audit),
+		Authz:     &gateway.SubjectAccessReviewAuthorizer{Client: authz},
+		Upstreams: w.endpoints,
+		MCP:       w.mcp,
+		Audit:     gateway.NewJSONLinesTimeout(audit, opts.GatewayAuditTimeout),
 		Recorder:  mgr.GetEventRecorder(EventSource),
 		Version:   Version,
 
@@ -126,6 +146,8 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 		ApprovalTTL:  opts.GatewayApprovalTTL,
 		ApprovalURL:  approvalURL(opts.GatewayApprovalURL, mgr.GetConfig().Host),
 		Now:          opts.GatewayNow,
+		Stateless:    opts.GatewayStateless,
+		Contacts:     &gateway.Contacts{Client: mgr.GetClient(), Interval: opts.GatewayContactInterval},
 	})
 	if err != nil {
 		return fmt.Errorf("building the gateway: %w", err)

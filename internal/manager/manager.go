@@ -34,6 +34,23 @@ const DefaultGatewayAudience = "mcp-catalog-gateway"
 // LeaderElectionID names the lease the replicas of the manager compete for.
 const LeaderElectionID = "mcp-catalog-operator.mcp.catalog.dev"
 
+// Components name what one process of the binary runs.
+const (
+	// ComponentsAll runs the controllers and the gateway in one process, as
+	// a development run does.
+	ComponentsAll = "all"
+	// ComponentsControllers runs the controllers only, under leader
+	// election; the gateway runs as its own Deployment.
+	ComponentsControllers = "controllers"
+	// ComponentsGateway runs the gateway only: no controllers and no leader
+	// election, so that every replica serves agents.
+	ComponentsGateway = "gateway"
+)
+
+// ErrUnknownComponents is returned for a Components value that is none of
+// the above.
+var ErrUnknownComponents = errors.New("manager: unknown components (want all, controllers or gateway)")
+
 // Options configures the manager. The zero value is not useful; start from
 // DefaultOptions.
 type Options struct {
@@ -47,7 +64,11 @@ type Options struct {
 	MetricsCertDir string
 	// ProbeAddr serves /healthz and /readyz.
 	ProbeAddr string
-	// LeaderElect makes only one replica active at a time.
+	// Components is what this process runs: ComponentsAll (the default when
+	// empty), ComponentsControllers or ComponentsGateway.
+	Components string
+	// LeaderElect makes only one replica active at a time. It applies to the
+	// controllers; a gateway-only process never elects.
 	LeaderElect bool
 	// LeaderElectionNamespace is where the lease lives; empty means the
 	// namespace the manager runs in.
@@ -100,6 +121,17 @@ type Options struct {
 	// GatewayAudit receives the gateway's audit records; nil means standard
 	// output.
 	GatewayAudit io.Writer
+	// GatewayAuditTimeout bounds each audit write; 0 means the gateway's
+	// default.
+	GatewayAuditTimeout time.Duration
+	// GatewayStateless serves the initialize-era protocol without sessions
+	// kept in memory, so that any replica answers any request
+	// (docs/adr/015-gateway-deployment.md). A single process may keep
+	// sessions.
+	GatewayStateless bool
+	// GatewayContactInterval is how often, at most, the gateway writes one
+	// McpServer's last contact; 0 means gateway.DefaultContactInterval.
+	GatewayContactInterval time.Duration
 	// GatewayReady, if set, receives the gateway's bound address.
 	GatewayReady chan<- string
 	// GatewayApprovalKeySecret names the Secret (namespace/name, keys
@@ -130,6 +162,7 @@ func DefaultOptions() Options {
 		GracefulShutdownTimeout: 30 * time.Second,
 		MaxConcurrentServers:    controller.DefaultMaxConcurrentServers,
 		GatewayAudience:         DefaultGatewayAudience,
+		Components:              ComponentsAll,
 	}
 }
 
@@ -137,6 +170,10 @@ func DefaultOptions() Options {
 func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if cfg == nil {
 		return nil, errors.New("manager: no REST config")
+	}
+	controllers, gw, err := components(opts.Components)
+	if err != nil {
+		return nil, err
 	}
 	var tlsOpts []func(*tls.Config)
 	if !opts.EnableHTTP2 {
@@ -162,10 +199,12 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 
 	shutdown := opts.GracefulShutdownTimeout
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme.New(),
-		Metrics:                       metricsOpts,
-		HealthProbeBindAddress:        opts.ProbeAddr,
-		LeaderElection:                opts.LeaderElect,
+		Scheme:                 scheme.New(),
+		Metrics:                metricsOpts,
+		HealthProbeBindAddress: opts.ProbeAddr,
+		// Only the controllers need one writer; a gateway-only replica
+		// answers whether or not it would hold the lease.
+		LeaderElection:                opts.LeaderElect && controllers,
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
@@ -182,10 +221,35 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding readiness check: %w", err)
 	}
-	if err := setupControllers(mgr, opts); err != nil {
+	w, err := newWire(mgr, opts)
+	if err != nil {
 		return nil, err
 	}
+	if controllers {
+		if err := setupControllers(mgr, opts, w); err != nil {
+			return nil, err
+		}
+	}
+	if gw && opts.GatewayAddr != "" {
+		if err := setupGateway(mgr, opts, w); err != nil {
+			return nil, err
+		}
+	}
 	return mgr, nil
+}
+
+// components reports whether a Components value runs the controllers and
+// the gateway.
+func components(c string) (controllers, gateway bool, err error) {
+	switch c {
+	case "", ComponentsAll:
+		return true, true, nil
+	case ComponentsControllers:
+		return true, false, nil
+	case ComponentsGateway:
+		return false, true, nil
+	}
+	return false, false, fmt.Errorf("%w: %q", ErrUnknownComponents, c)
 }
 
 // Run builds the manager and runs it until ctx ends.
@@ -194,7 +258,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
-	ctrl.LoggerFrom(ctx).Info("starting manager", "leaderElection", opts.LeaderElect, "watchNamespaces", opts.WatchNamespaces)
+	ctrl.LoggerFrom(ctx).Info("starting manager", "components", opts.Components, "leaderElection", opts.LeaderElect, "watchNamespaces", opts.WatchNamespaces)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}

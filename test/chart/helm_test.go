@@ -269,6 +269,24 @@ extraArgs:
 		check: checkPinnedGateway,
 	},
 	{
+		name: "gateway-watch-namespaces-autoscaled",
+		values: `
+watchNamespaces: [team-a, team-b]
+gateway:
+  enabled: true
+  tls:
+    secretName: gateway-serving-cert
+  autoscaling:
+    enabled: true
+    minReplicas: 3
+    maxReplicas: 7
+networkPolicy:
+  enabled: true
+`,
+		namespaces: []string{"team-a", "team-b"},
+		check:      checkGatewayScoped,
+	},
+	{
 		name: "metrics-off-single-instance",
 		values: `
 metrics:

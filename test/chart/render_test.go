@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -24,7 +25,7 @@ const fullname = releaseName + "-mcp-catalog-operator"
 // namespacedKinds are the kinds the chart renders into a namespace.
 var namespacedKinds = map[string]bool{
 	"ServiceAccount": true, "Deployment": true, "Service": true, "Role": true, "RoleBinding": true,
-	"ServiceMonitor": true, "NetworkPolicy": true, "PodDisruptionBudget": true,
+	"ServiceMonitor": true, "NetworkPolicy": true, "PodDisruptionBudget": true, "HorizontalPodAutoscaler": true,
 	"PrometheusRule": true, "ConfigMap": true, "Secret": true,
 }
 
@@ -82,13 +83,30 @@ func one[T any](t *testing.T, objs []*unstructured.Unstructured, kind, name stri
 
 func manager(t *testing.T, objs []*unstructured.Unstructured) (*appsv1.Deployment, *corev1.Container) {
 	t.Helper()
-	if n := len(byKind(objs, "Deployment")); n != 1 {
-		t.Fatalf("rendered %d Deployments, want 1", n)
+	for _, u := range byKind(objs, "Deployment") {
+		if n := u.GetName(); n != fullname && n != fullname+"-gateway" {
+			t.Fatalf("rendered Deployment %s, want only the manager and the gateway", n)
+		}
 	}
 	d := one[appsv1.Deployment](t, objs, "Deployment", fullname)
 	cs := d.Spec.Template.Spec.Containers
 	if len(cs) != 1 || cs[0].Name != "manager" {
 		t.Fatalf("want one container named manager, got %d", len(cs))
+	}
+	return d, &cs[0]
+}
+
+// gatewayDeployment returns the gateway's Deployment and container, or nil
+// when the values deploy no gateway.
+func gatewayDeployment(t *testing.T, objs []*unstructured.Unstructured) (*appsv1.Deployment, *corev1.Container) {
+	t.Helper()
+	if find(objs, "Deployment", fullname+"-gateway") == nil {
+		return nil, nil
+	}
+	d := one[appsv1.Deployment](t, objs, "Deployment", fullname+"-gateway")
+	cs := d.Spec.Template.Spec.Containers
+	if len(cs) != 1 || cs[0].Name != "gateway" {
+		t.Fatalf("want one container named gateway, got %d", len(cs))
 	}
 	return d, &cs[0]
 }
@@ -158,7 +176,105 @@ func checkInvariants(t *testing.T, vs valueSet, objs []*unstructured.Unstructure
 		}
 	}
 
-	d, c := manager(t, objs)
+	md, mc := manager(t, objs)
+	deployments := []struct {
+		d *appsv1.Deployment
+		c *corev1.Container
+	}{{md, mc}}
+	if gd, gc := gatewayDeployment(t, objs); gd != nil {
+		deployments = append(deployments, struct {
+			d *appsv1.Deployment
+			c *corev1.Container
+		}{gd, gc})
+	}
+	for _, dc := range deployments {
+		checkPod(t, objs, dc.d, dc.c)
+	}
+	// Services, budgets, policies and autoscalers each serve the pods of one
+	// Deployment, on ports its container has.
+	owner := func(selector map[string]string) (*appsv1.Deployment, *corev1.Container) {
+		for _, dc := range deployments {
+			if selects(selector, dc.d.Spec.Template.Labels) {
+				return dc.d, dc.c
+			}
+		}
+		return nil, nil
+	}
+	for _, u := range byKind(objs, "Service") {
+		s := convert[corev1.Service](t, u)
+		_, c := owner(s.Spec.Selector)
+		if c == nil {
+			t.Errorf("Service %s selector %v selects no rendered pods", s.Name, s.Spec.Selector)
+			continue
+		}
+		for _, p := range s.Spec.Ports {
+			if _, ok := containerPort(c, p.TargetPort.StrVal); p.TargetPort.Type != intstr.String || !ok {
+				t.Errorf("Service %s port %s targets %s, which is no named container port", s.Name, p.Name, p.TargetPort.String())
+			}
+		}
+	}
+	for _, u := range byKind(objs, "PodDisruptionBudget") {
+		p := convert[policyv1.PodDisruptionBudget](t, u)
+		if d, _ := owner(p.Spec.Selector.MatchLabels); p.Spec.Selector == nil || d == nil {
+			t.Errorf("PodDisruptionBudget %s selects no rendered pods", p.Name)
+		}
+	}
+	for _, u := range byKind(objs, "NetworkPolicy") {
+		np := convert[networkingv1.NetworkPolicy](t, u)
+		_, c := owner(np.Spec.PodSelector.MatchLabels)
+		if c == nil {
+			t.Errorf("NetworkPolicy %s selects no rendered pods", np.Name)
+			continue
+		}
+		for _, r := range np.Spec.Ingress {
+			for _, p := range r.Ports {
+				if _, ok := containerPort(c, p.Port.StrVal); !ok {
+					t.Errorf("NetworkPolicy %s opens port %s, which is no named container port", np.Name, p.Port.String())
+				}
+			}
+		}
+	}
+
+	// Bindings name a rendered ServiceAccount of a pod (the gateway's
+	// bindings the gateway's) and roles the chart renders.
+	for _, dc := range deployments {
+		if sa := dc.d.Spec.Template.Spec.ServiceAccountName; find(objs, "ServiceAccount", sa) == nil {
+			t.Errorf("the pod's ServiceAccount %q is not rendered", sa)
+		}
+	}
+	for _, kind := range []string{"RoleBinding", "ClusterRoleBinding"} {
+		for _, u := range byKind(objs, kind) {
+			if u.GetName() == fullname+"-metrics-scraper" {
+				continue // the scraper's binding; checkMonitored checks it
+			}
+			var ref rbacv1.RoleRef
+			var subjects []rbacv1.Subject
+			if kind == "RoleBinding" {
+				b := convert[rbacv1.RoleBinding](t, u)
+				ref, subjects = b.RoleRef, b.Subjects
+			} else {
+				b := convert[rbacv1.ClusterRoleBinding](t, u)
+				ref, subjects = b.RoleRef, b.Subjects
+			}
+			sa := md.Spec.Template.Spec.ServiceAccountName
+			if strings.HasPrefix(u.GetName(), fullname+"-gateway") {
+				sa = fullname + "-gateway"
+			}
+			want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: releaseNS}}
+			if !slices.Equal(subjects, want) {
+				t.Errorf("%s %s/%s binds %v, want %v", kind, u.GetNamespace(), u.GetName(), subjects, want)
+			}
+			role := find(objs, ref.Kind, ref.Name)
+			if role == nil || (ref.Kind == "Role" && role.GetNamespace() != u.GetNamespace()) {
+				t.Errorf("%s %s/%s refers to %s %s, which is not rendered next to it", kind, u.GetNamespace(), u.GetName(), ref.Kind, ref.Name)
+			}
+		}
+	}
+}
+
+// checkPod asserts a hardened pod whose probes and ports fit together.
+func checkPod(t *testing.T, objs []*unstructured.Unstructured, d *appsv1.Deployment, c *corev1.Container) {
+	t.Helper()
 	pod := d.Spec.Template.Spec
 	podLabels := d.Spec.Template.Labels
 	if d.Spec.Selector == nil || !selects(d.Spec.Selector.MatchLabels, podLabels) {
@@ -226,68 +342,6 @@ func checkInvariants(t *testing.T, vs valueSet, objs []*unstructured.Unstructure
 		}
 	}
 
-	// Services, budgets and policies select the manager pods, on ports the
-	// container has.
-	for _, u := range byKind(objs, "Service") {
-		s := convert[corev1.Service](t, u)
-		if !selects(s.Spec.Selector, podLabels) {
-			t.Errorf("Service %s selector %v does not select the manager pods %v", s.Name, s.Spec.Selector, podLabels)
-		}
-		for _, p := range s.Spec.Ports {
-			if _, ok := containerPort(c, p.TargetPort.StrVal); p.TargetPort.Type != intstr.String || !ok {
-				t.Errorf("Service %s port %s targets %s, which is no named container port", s.Name, p.Name, p.TargetPort.String())
-			}
-		}
-	}
-	for _, u := range byKind(objs, "PodDisruptionBudget") {
-		p := convert[policyv1.PodDisruptionBudget](t, u)
-		if p.Spec.Selector == nil || !selects(p.Spec.Selector.MatchLabels, podLabels) {
-			t.Errorf("PodDisruptionBudget %s does not select the manager pods", p.Name)
-		}
-	}
-	for _, u := range byKind(objs, "NetworkPolicy") {
-		np := convert[networkingv1.NetworkPolicy](t, u)
-		if !selects(np.Spec.PodSelector.MatchLabels, podLabels) {
-			t.Errorf("NetworkPolicy %s does not select the manager pods", np.Name)
-		}
-		for _, r := range np.Spec.Ingress {
-			for _, p := range r.Ports {
-				if _, ok := containerPort(c, p.Port.StrVal); !ok {
-					t.Errorf("NetworkPolicy %s opens port %s, which is no named container port", np.Name, p.Port.String())
-				}
-			}
-		}
-	}
-
-	// Bindings name the manager's ServiceAccount and roles the chart renders.
-	sa := pod.ServiceAccountName
-	if find(objs, "ServiceAccount", sa) == nil {
-		t.Errorf("the pod's ServiceAccount %q is not rendered", sa)
-	}
-	for _, kind := range []string{"RoleBinding", "ClusterRoleBinding"} {
-		for _, u := range byKind(objs, kind) {
-			if u.GetName() == fullname+"-metrics-scraper" {
-				continue // the scraper's binding; checkMonitored checks it
-			}
-			var ref rbacv1.RoleRef
-			var subjects []rbacv1.Subject
-			if kind == "RoleBinding" {
-				b := convert[rbacv1.RoleBinding](t, u)
-				ref, subjects = b.RoleRef, b.Subjects
-			} else {
-				b := convert[rbacv1.ClusterRoleBinding](t, u)
-				ref, subjects = b.RoleRef, b.Subjects
-			}
-			want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: releaseNS}}
-			if !slices.Equal(subjects, want) {
-				t.Errorf("%s %s/%s binds %v, want %v", kind, u.GetNamespace(), u.GetName(), subjects, want)
-			}
-			role := find(objs, ref.Kind, ref.Name)
-			if role == nil || (ref.Kind == "Role" && role.GetNamespace() != u.GetNamespace()) {
-				t.Errorf("%s %s/%s refers to %s %s, which is not rendered next to it", kind, u.GetNamespace(), u.GetName(), ref.Kind, ref.Name)
-			}
-		}
-	}
 }
 
 func wantArgs(t *testing.T, c *corev1.Container, want []string) {
@@ -358,6 +412,7 @@ func crdNames(objs []*unstructured.Unstructured) []string {
 func checkDefaults(t *testing.T, objs []*unstructured.Unstructured) {
 	d, c := manager(t, objs)
 	wantArgs(t, c, []string{
+		"--components=controllers",
 		"--leader-elect=true",
 		"--metrics-bind-address=:8443",
 		"--metrics-secure=true",
@@ -592,7 +647,20 @@ func checkPinnedGateway(t *testing.T, objs []*unstructured.Unstructured) {
 		}
 	}
 
-	if p, ok := containerPort(c, "gateway"); !ok || p != 9444 {
+	if _, ok := containerPort(c, "gateway"); ok {
+		t.Error("the manager container has a gateway port; the gateway runs in its own Deployment")
+	}
+	if f := flags(t, c); f["--components"] != "controllers" || f["--gateway-bind-address"] != "" {
+		t.Errorf("manager flags %v: want --components=controllers and no gateway", f)
+	}
+	gd, gc := gatewayDeployment(t, objs)
+	if gd == nil {
+		t.Fatal("no gateway Deployment though gateway.enabled is true")
+	}
+	if gc.Image != c.Image {
+		t.Errorf("gateway image %q, want the manager's %q", gc.Image, c.Image)
+	}
+	if p, ok := containerPort(gc, "gateway"); !ok || p != 9444 {
 		t.Errorf("gateway container port %d (present %v), want 9444", p, ok)
 	}
 	svc := one[corev1.Service](t, objs, "Service", fullname+"-gateway")
@@ -616,14 +684,35 @@ func checkPinnedGateway(t *testing.T, objs []*unstructured.Unstructured) {
 	if !mounted {
 		t.Errorf("Secret metrics-serving-cert is not mounted read-only at %s", dir)
 	}
-	if f["--gateway-bind-address"] != ":9444" || f["--gateway-audience"] != "agents.example.com" {
-		t.Errorf("gateway flags: bind %q, audience %q", f["--gateway-bind-address"], f["--gateway-audience"])
+	gf := flags(t, gc)
+	if gf["--components"] != "gateway" || gf["--gateway-bind-address"] != ":9444" || gf["--gateway-audience"] != "agents.example.com" || gf["--gateway-stateless"] != "true" {
+		t.Errorf("gateway flags: %v", gf)
 	}
-	gwDir := f["--gateway-cert-dir"]
+	if _, ok := gf["--leader-elect"]; ok {
+		t.Error("the gateway is passed --leader-elect; it never elects")
+	}
+	if gd.Spec.Template.Spec.ServiceAccountName != fullname+"-gateway" {
+		t.Errorf("gateway ServiceAccount %q, want its own", gd.Spec.Template.Spec.ServiceAccountName)
+	}
+	if gd.Spec.Replicas == nil || *gd.Spec.Replicas != 2 {
+		t.Errorf("gateway replicas %v, want the default 2", gd.Spec.Replicas)
+	}
+	gpdb := one[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget", fullname+"-gateway")
+	if gpdb.Spec.MinAvailable == nil || gpdb.Spec.MinAvailable.IntValue() != 1 || !selects(gpdb.Spec.Selector.MatchLabels, gd.Spec.Template.Labels) || selects(gpdb.Spec.Selector.MatchLabels, d.Spec.Template.Labels) {
+		t.Errorf("gateway PodDisruptionBudget %+v: want minAvailable 1 over the gateway pods only", gpdb.Spec)
+	}
+	if !selects(svc.Spec.Selector, gd.Spec.Template.Labels) || selects(svc.Spec.Selector, d.Spec.Template.Labels) {
+		t.Errorf("gateway Service selector %v: want the gateway pods only", svc.Spec.Selector)
+	}
+	if svc.Spec.SessionAffinity != corev1.ServiceAffinityNone {
+		t.Errorf("gateway Service sessionAffinity %q, want None", svc.Spec.SessionAffinity)
+	}
+	wantAbsent(t, objs, "HorizontalPodAutoscaler")
+	gwDir := gf["--gateway-cert-dir"]
 	var gwMounted bool
-	for _, m := range c.VolumeMounts {
+	for _, m := range gc.VolumeMounts {
 		if gwDir != "" && m.MountPath == gwDir && m.ReadOnly {
-			for _, v := range d.Spec.Template.Spec.Volumes {
+			for _, v := range gd.Spec.Template.Spec.Volumes {
 				gwMounted = gwMounted || (v.Name == m.Name && v.Secret != nil && v.Secret.SecretName == "gateway-serving-cert")
 			}
 		}
@@ -720,5 +809,73 @@ func chartLabels(t *testing.T) map[string]string {
 		"app.kubernetes.io/version":    meta.AppVersion,
 		"app.kubernetes.io/managed-by": "Helm",
 		"app.kubernetes.io/part-of":    "mcp-catalog-operator",
+	}
+}
+
+// checkGatewayScoped: with watchNamespaces set, the gateway reads only the
+// watched namespaces but is still granted the cluster-scoped TokenReview and
+// SubjectAccessReview (a RoleBinding cannot grant them); an autoscaler owns
+// its replica count.
+func checkGatewayScoped(t *testing.T, objs []*unstructured.Unstructured) {
+	gd, gc := gatewayDeployment(t, objs)
+	if gd == nil {
+		t.Fatal("no gateway Deployment")
+	}
+	if gd.Spec.Replicas != nil {
+		t.Errorf("gateway replicas %d set though the autoscaler owns them", *gd.Spec.Replicas)
+	}
+	if f := flags(t, gc); f["--watch-namespaces"] != "team-a,team-b" {
+		t.Errorf("gateway --watch-namespaces=%q", f["--watch-namespaces"])
+	}
+	hpa := one[autoscalingv2.HorizontalPodAutoscaler](t, objs, "HorizontalPodAutoscaler", fullname+"-gateway")
+	if ref := hpa.Spec.ScaleTargetRef; ref.Kind != "Deployment" || ref.Name != gd.Name || ref.APIVersion != "apps/v1" {
+		t.Errorf("autoscaler targets %+v, want the gateway Deployment", ref)
+	}
+	if hpa.Spec.MinReplicas == nil || *hpa.Spec.MinReplicas != 3 || hpa.Spec.MaxReplicas != 7 {
+		t.Errorf("autoscaler bounds %v..%d, want 3..7", hpa.Spec.MinReplicas, hpa.Spec.MaxReplicas)
+	}
+	if len(hpa.Spec.Metrics) != 1 || hpa.Spec.Metrics[0].Resource == nil || hpa.Spec.Metrics[0].Resource.Name != corev1.ResourceCPU {
+		t.Errorf("autoscaler metrics %+v, want CPU", hpa.Spec.Metrics)
+	}
+	// The budget with an autoscaler needs no replicaCount of 2.
+	one[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget", fullname+"-gateway")
+
+	role := one[rbacv1.ClusterRole](t, objs, "ClusterRole", fullname+"-gateway")
+	for _, res := range []string{"mcptools", "mcpservers", "mcpaccesspolicies", "mcpdelegationprofiles"} {
+		if !grants(role.Rules, "mcp.catalog.dev", res, "get", "list", "watch") {
+			t.Errorf("the gateway role does not grant get, list, watch on %s", res)
+		}
+	}
+	for _, r := range role.Rules {
+		for _, v := range r.Verbs {
+			if !slices.Contains([]string{"get", "list", "watch", "create", "patch"}, v) {
+				t.Errorf("the gateway role grants %s on %v; it changes nothing but Events and last contacts", v, r.Resources)
+			}
+		}
+		if (slices.Contains(r.Verbs, "create") || slices.Contains(r.Verbs, "patch")) && !slices.Equal(r.Resources, []string{"events"}) && !slices.Equal(r.Resources, []string{"mcpservers/status"}) {
+			t.Errorf("the gateway role may write %v", r.Resources)
+		}
+	}
+	for _, ns := range []string{"team-a", "team-b"} {
+		var rb *rbacv1.RoleBinding
+		for _, u := range byKind(objs, "RoleBinding") {
+			if u.GetNamespace() == ns && u.GetName() == fullname+"-gateway" {
+				rb = convert[rbacv1.RoleBinding](t, u)
+			}
+		}
+		if rb == nil || rb.RoleRef.Name != role.Name {
+			t.Errorf("namespace %s: no RoleBinding of the gateway role", ns)
+		}
+	}
+	if find(objs, "ClusterRoleBinding", fullname+"-gateway") != nil {
+		t.Error("the gateway's read role is bound cluster-wide though watchNamespaces is set")
+	}
+	auth := one[rbacv1.ClusterRole](t, objs, "ClusterRole", fullname+"-gateway-auth")
+	if !grants(auth.Rules, "authentication.k8s.io", "tokenreviews", "create") || !grants(auth.Rules, "authorization.k8s.io", "subjectaccessreviews", "create") {
+		t.Errorf("gateway-auth rules %+v lack TokenReview or SubjectAccessReview create", auth.Rules)
+	}
+	crb := one[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", fullname+"-gateway-auth")
+	if crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.Name != auth.Name || len(crb.Subjects) != 1 || crb.Subjects[0].Name != fullname+"-gateway" {
+		t.Errorf("gateway-auth binding %+v, want the gateway ServiceAccount bound cluster-wide", crb)
 	}
 }

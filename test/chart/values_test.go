@@ -136,10 +136,17 @@ func TestManagerAcceptsRenderedArgs(t *testing.T) {
 	}
 	for _, vs := range valueSets {
 		t.Run(vs.name, func(t *testing.T) {
-			_, c := manager(t, render(t, vs.values, floorKubeVersion))
+			objs := render(t, vs.values, floorKubeVersion)
+			_, c := manager(t, objs)
 			if code, out := run(c.Args); code != 0 {
 				lines := strings.SplitN(out, "\n", 2)
 				t.Errorf("the manager rejects the chart's arguments %q (exit %d): %s", c.Args, code, lines[0])
+			}
+			if _, gc := gatewayDeployment(t, objs); gc != nil {
+				if code, out := run(gc.Args); code != 0 {
+					lines := strings.SplitN(out, "\n", 2)
+					t.Errorf("the binary rejects the gateway's arguments %q (exit %d): %s", gc.Args, code, lines[0])
+				}
 			}
 		})
 	}

@@ -139,7 +139,8 @@ func installChart(t *testing.T, cfg *rest.Config, admin client.Client, objs []*u
 		case !appliedKinds[kind]:
 			skipped = append(skipped, kind+"/"+o.GetName())
 			continue
-		case kind == "ServiceAccount":
+		case kind == "ServiceAccount" && !strings.HasSuffix(o.GetName(), "-gateway"):
+			// The gateway has its own; the test runs one process with both.
 			ic.serviceAccount = o.GetName()
 		case kind == "ClusterRole" && strings.HasSuffix(o.GetName(), "-metrics-reader"):
 			ic.metricsReader = o.GetName()

@@ -48,6 +48,8 @@ func TestKustomizationsApply(t *testing.T) {
 	}{
 		// First, so that its CRDs exist for the samples.
 		{dir: "default", kinds: []string{"CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment"}},
+		// The gateway's own Deployment, next to the controllers.
+		{dir: "gateway", kinds: []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "PodDisruptionBudget"}},
 		{dir: "samples", ns: "samples", kinds: []string{"McpServer", "McpTool", "McpDelegationProfile", "McpAccessPolicy", "Secret"}},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {

@@ -84,3 +84,25 @@ The Secret holding the gateway's approval signing keys.
 {{- define "mcp-catalog-operator.approvalKeySecret" -}}
 {{- default (printf "%s-approval-key" (include "mcp-catalog-operator.fullname" .)) .Values.gateway.approvalKeySecret }}
 {{- end }}
+
+{{/*
+Labels that select the gateway pods (immutable, like the manager's).
+*/}}
+{{- define "mcp-catalog-operator.gatewaySelectorLabels" -}}
+app.kubernetes.io/name: {{ include "mcp-catalog-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: gateway
+{{- end }}
+
+{{- define "mcp-catalog-operator.gatewayServiceAccountName" -}}
+{{- printf "%s-gateway" (include "mcp-catalog-operator.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The ServiceAccount subject of the gateway's bindings.
+*/}}
+{{- define "mcp-catalog-operator.gatewaySubject" -}}
+- kind: ServiceAccount
+  name: {{ include "mcp-catalog-operator.gatewayServiceAccountName" . }}
+  namespace: {{ .Release.Namespace }}
+{{- end }}

@@ -1,0 +1,64 @@
+package manager
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+func TestComponentsSelectWhatAProcessRuns(t *testing.T) {
+	for _, c := range []struct {
+		in                   string
+		controllers, gateway bool
+	}{
+		{"", true, true},
+		{ComponentsAll, true, true},
+		{ComponentsControllers, true, false},
+		{ComponentsGateway, false, true},
+	} {
+		ctrls, gw, err := components(c.in)
+		if err != nil || ctrls != c.controllers || gw != c.gateway {
+			t.Errorf("components(%q) = %v, %v, %v; want %v, %v", c.in, ctrls, gw, err, c.controllers, c.gateway)
+		}
+	}
+}
+
+func TestNewRefusesUnknownComponents(t *testing.T) {
+	opts := DefaultOptions()
+	opts.Components = "gateways"
+	if _, err := New(&rest.Config{Host: "https://127.0.0.1:1"}, opts); !errors.Is(err, ErrUnknownComponents) {
+		t.Fatalf("New with components %q: %v, want ErrUnknownComponents", opts.Components, err)
+	}
+}
+
+// A gateway-only process never elects: asked to, with no lease namespace
+// to be found outside a cluster, it still builds, where the controllers
+// (which do elect) cannot.
+func TestGatewayOnlyDoesNotElect(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run through `make test`, or set KUBEBUILDER_ASSETS=$(hack/envtest.sh)")
+	}
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	opts := DefaultOptions()
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.LeaderElect, opts.LeaderElectionNamespace = true, ""
+	opts.GatewayAddr, opts.GatewayInsecure = "127.0.0.1:0", true
+
+	opts.Components = ComponentsControllers
+	if _, err := New(cfg, opts); err == nil {
+		t.Fatal("the controllers built with leader election and no lease namespace; this test cannot tell electing from not")
+	}
+	opts.Components = ComponentsGateway
+	if _, err := New(cfg, opts); err != nil {
+		t.Fatalf("a gateway-only manager asked to elect: %v, want no election and no error", err)
+	}
+}

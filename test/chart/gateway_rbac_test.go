@@ -1,0 +1,124 @@
+package chart
+
+import (
+	"context"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// TestGatewayRBACWithWatchNamespaces applies the RBAC the chart renders for
+// a gateway limited to two namespaces to a real API server (which
+// authorises with RBAC), and acts as the gateway's ServiceAccount: it must
+// be able to create TokenReviews and SubjectAccessReviews, which are
+// cluster-scoped and so cannot come from the per-namespace RoleBindings,
+// and read McpTools in a watched namespace but not in another one.
+func TestGatewayRBACWithWatchNamespaces(t *testing.T) {
+	helmBinary(t)
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run the chart tests through `make test-chart`")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting envtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping envtest: %v", err)
+		}
+	})
+	admin, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ensureNamespaces(ctx, t, admin, releaseNS, "team-a", "team-b", "elsewhere")
+
+	// Metrics are off so that nothing but the gateway's own bindings can
+	// grant the reviews (the metrics binding names the manager anyway).
+	values := "watchNamespaces: [team-a, team-b]\nmetrics:\n  enabled: false\ngateway:\n  enabled: true\n  tls:\n    secretName: gw-tls\n"
+	applied := 0
+	for _, o := range render(t, values, floorKubeVersion) {
+		if !slices.Contains([]string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, o.GetKind()) {
+			continue
+		}
+		if err := admin.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), fieldOwner, client.ForceOwnership); err != nil {
+			t.Fatalf("applying %s %s: %v", o.GetKind(), nsName(o), err)
+		}
+		applied++
+	}
+	if applied == 0 {
+		t.Fatal("the chart rendered no RBAC")
+	}
+
+	asGateway := rest.CopyConfig(cfg)
+	asGateway.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + releaseNS + ":" + fullname + "-gateway",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNS, "system:authenticated"},
+	}
+	gw, err := kubernetes.NewForConfig(asGateway)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// RBAC grants take a moment to reach the authorizer's cache.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, errTR := gw.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+			Spec: authenticationv1.TokenReviewSpec{Token: "not-a-token", Audiences: []string{"mcp-catalog-gateway"}},
+		}, metav1.CreateOptions{})
+		_, errSAR := gw.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:               "system:serviceaccount:team-a:agent",
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "team-a", Verb: "call", Group: "mcp.catalog.dev", Resource: "mcptools", Name: "docs.echo"},
+			},
+		}, metav1.CreateOptions{})
+		if errTR == nil && errSAR == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway's ServiceAccount cannot review: TokenReview: %v; SubjectAccessReview: %v", errTR, errSAR)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// Reads are limited to the watched namespaces.
+	can := func(ns, verb, group, resource string) bool {
+		t.Helper()
+		r, err := gw.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group, Resource: resource}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("self review: %v", err)
+		}
+		return r.Status.Allowed
+	}
+	for _, ns := range []string{"team-a", "team-b"} {
+		for _, res := range []string{"mcptools", "mcpservers", "mcpaccesspolicies", "mcpdelegationprofiles"} {
+			if !can(ns, "watch", "mcp.catalog.dev", res) {
+				t.Errorf("the gateway cannot watch %s in %s", res, ns)
+			}
+		}
+		if !can(ns, "get", "", "secrets") || can(ns, "list", "", "secrets") {
+			t.Errorf("in %s the gateway must get Secrets by name and never list them", ns)
+		}
+	}
+	if can("elsewhere", "list", "mcp.catalog.dev", "mcptools") {
+		t.Error("the gateway can list McpTools in a namespace it does not watch")
+	}
+	if can("team-a", "update", "mcp.catalog.dev", "mcptools") || can("team-a", "update", "mcp.catalog.dev", "mcpservers") {
+		t.Error("the gateway can change McpTools or McpServers; it only reads them")
+	}
+}
