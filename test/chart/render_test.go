@@ -722,3 +722,38 @@ func chartLabels(t *testing.T) map[string]string {
 		"app.kubernetes.io/part-of":    "mcp-catalog-operator",
 	}
 }
+
+// checkPrivateCA: the extra volume, mount and environment reach the
+// manager, beside the chart's own metrics certificate mount.
+func checkPrivateCA(t *testing.T, objs []*unstructured.Unstructured) {
+	d, c := manager(t, objs)
+	var env string
+	for _, e := range c.Env {
+		if e.Name == "SSL_CERT_DIR" {
+			env = e.Value
+		}
+	}
+	if env != "/etc/ssl/corporate" {
+		t.Errorf("SSL_CERT_DIR = %q, want /etc/ssl/corporate (env %+v)", env, c.Env)
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m
+	}
+	if m, ok := mounts["corporate-ca"]; !ok || m.MountPath != "/etc/ssl/corporate" || !m.ReadOnly {
+		t.Errorf("corporate-ca mount %+v (present %v)", m, ok)
+	}
+	if _, ok := mounts["metrics-certs"]; !ok {
+		t.Error("the extra mount displaced the metrics certificate mount")
+	}
+	vols := map[string]corev1.Volume{}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		vols[v.Name] = v
+	}
+	if v, ok := vols["corporate-ca"]; !ok || v.ConfigMap == nil || v.ConfigMap.Name != "corporate-ca" {
+		t.Errorf("corporate-ca volume %+v (present %v)", v, ok)
+	}
+	if _, ok := vols["metrics-certs"]; !ok {
+		t.Error("the extra volume displaced the metrics certificate volume")
+	}
+}
