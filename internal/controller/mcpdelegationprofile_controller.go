@@ -97,7 +97,11 @@ func setProfileConditions(p *mcpv1alpha1.McpDelegationProfile, failure error) {
 		meta.RemoveStatusCondition(&p.Status.Conditions, mcpv1alpha1.ConditionReconciling)
 	case waiting:
 		set(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, w.reason, w.err.Error())
-		set(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing, "waiting for a referenced Secret or CA bundle")
+		waitingFor := "waiting for the client secret"
+		if w.reason == mcpv1alpha1.ReasonCABundleNotFound || w.reason == mcpv1alpha1.ReasonCABundleInvalid {
+			waitingFor = "waiting for the token endpoint's CA bundle"
+		}
+		set(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing, waitingFor)
 		meta.RemoveStatusCondition(&p.Status.Conditions, mcpv1alpha1.ConditionStalled)
 	default:
 		set(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "the token endpoint is an https URL and the client secret resolves")
