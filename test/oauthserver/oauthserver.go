@@ -10,9 +10,9 @@ package oauthserver
 import (
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/pem"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
