@@ -318,7 +318,7 @@ func TestDelegationSendsOnlySecretsThatOptedIn(t *testing.T) {
 func TestProfileCABundleTrustsTheTokenEndpoint(t *testing.T) {
 	ctx := context.Background()
 	f := setup(t, []string{"records.read"}, nil, true)
-	te, err := tokenexchange.New(tokenexchange.Options{})
+	te, err := tokenexchange.New(tokenexchange.Options{Egress: mcp.EgressPolicy{AllowAllPrivate: true}})
 	must(t, err)
 	f.resolver.Exchanger = te
 

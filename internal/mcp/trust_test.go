@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"math/big"
+	"net/netip"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -41,7 +42,9 @@ func tlsPeer(t *testing.T) (*httptest.Server, *cabundle.Bundle) {
 // bundle, and the bundle changes nothing else about the connection.
 func TestPrivateCATrust(t *testing.T) {
 	srv, bundle := tlsPeer(t)
-	cl := mcp.New(mcp.Options{})
+	// The administrator allows loopback for servers that opt in, so the
+	// server's own opt-in still decides.
+	cl := mcp.New(mcp.Options{Egress: mcp.EgressPolicy{PrivateCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})
 	ep := mcp.Endpoint{Name: "pki/private", URL: srv.URL + mcpserver.Path, AllowPrivateNetwork: true}
 
 	_, err := cl.Probe(t.Context(), ep)

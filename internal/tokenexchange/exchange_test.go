@@ -632,7 +632,7 @@ func TestTLSTrust(t *testing.T) {
 // only; the client's default trust is unchanged for the next request.
 func TestRequestCABundle(t *testing.T) {
 	as := newTestAS(t)
-	c, err := te.New(te.Options{})
+	c, err := te.New(te.Options{Egress: mcp.EgressPolicy{AllowAllPrivate: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
