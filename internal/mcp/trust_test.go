@@ -9,8 +9,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"math/big"
-	"net/netip"
 	"net/http/httptest"
+	"net/netip"
 	"testing"
 	"time"
 

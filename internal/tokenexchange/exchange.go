@@ -125,12 +125,12 @@ type Options struct {
 
 // Client performs token exchanges. It is safe for concurrent use.
 type Client struct {
-	hc              *http.Client
-	egress          mcp.EgressPolicy
-	trusted         *cabundle.Cache[*http.Client]
+	hc      *http.Client
+	egress  mcp.EgressPolicy
+	trusted *cabundle.Cache[*http.Client]
 	// transport builds the default transport for a TLS configuration; nil
 	// when Options.HTTPClient was given.
-	transport func(*tls.Config) http.RoundTripper
+	transport       func(*tls.Config) http.RoundTripper
 	allowHTTP       bool
 	maxBytes        int64
 	defaultLifetime time.Duration
