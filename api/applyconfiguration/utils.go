@@ -34,6 +34,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=mcp.catalog.dev, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithKind("BearerAuth"):
 		return &apiv1alpha1.BearerAuthApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CABundleReference"):
+		return &apiv1alpha1.CABundleReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ConfigMapKeySelector"):
+		return &apiv1alpha1.ConfigMapKeySelectorApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DelegatedAuth"):
 		return &apiv1alpha1.DelegatedAuthApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DelegationActor"):
@@ -84,6 +88,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ServerInfoApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SkippedTool"):
 		return &apiv1alpha1.SkippedToolApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TLSSettings"):
+		return &apiv1alpha1.TLSSettingsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ToolCounts"):
 		return &apiv1alpha1.ToolCountsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ToolHints"):

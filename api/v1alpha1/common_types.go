@@ -86,3 +86,47 @@ type LocalObjectReference struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 }
+
+// TLSSettings tunes how the operator verifies a server's TLS certificate.
+type TLSSettings struct {
+	// caBundleRef names PEM-encoded CA certificates, in the referring
+	// object's namespace, that are trusted instead of the system roots when
+	// verifying the server's certificate. Unset uses the system roots.
+	// +optional
+	CABundleRef *CABundleReference `json:"caBundleRef,omitempty"`
+}
+
+// CABundleReference names one key of a ConfigMap or of a Secret, in the
+// referring object's own namespace, holding PEM-encoded CA certificates. A
+// CA bundle is public: a ConfigMap is the natural home, a Secret is accepted
+// for teams that keep it there.
+// +kubebuilder:validation:XValidation:rule="[has(self.configMapKeyRef), has(self.secretKeyRef)].filter(x, x).size() == 1",message="caBundleRef needs exactly one of configMapKeyRef or secretKeyRef"
+type CABundleReference struct {
+	// configMapKeyRef names the ConfigMap key holding the bundle.
+	// +optional
+	ConfigMapKeyRef *ConfigMapKeySelector `json:"configMapKeyRef,omitempty"`
+
+	// secretKeyRef names the Secret key holding the bundle.
+	// +optional
+	SecretKeyRef *SecretKeySelector `json:"secretKeyRef,omitempty"`
+}
+
+// ConfigMapKeySelector names one key of a ConfigMap in the referring
+// object's own namespace.
+type ConfigMapKeySelector struct {
+	// name is the name of the ConfigMap, in the same namespace as the
+	// referring object.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// key is the key within the ConfigMap's data (or binaryData) that holds
+	// the value.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
+}

@@ -56,6 +56,12 @@ const (
 	// a usable URL (absolute http(s) with a host, no user information or
 	// fragment, https unless allowCredentialOverHTTP).
 	ReasonSecretURLInvalid = "SecretURLInvalid"
+	// ReasonCABundleNotFound: the ConfigMap or Secret spec.tls.caBundleRef
+	// names, or its key, does not exist.
+	ReasonCABundleNotFound = "CABundleNotFound"
+	// ReasonCABundleInvalid: the CA bundle holds no PEM certificate, or one
+	// that cannot be parsed.
+	ReasonCABundleInvalid = "CABundleInvalid"
 	// ReasonProfileNotFound: the referenced McpDelegationProfile is missing.
 	ReasonProfileNotFound = "ProfileNotFound"
 	// ReasonProfileNotReady: the referenced McpDelegationProfile is not Ready.
@@ -74,6 +80,10 @@ const (
 
 	// ReasonUnreachable: the server could not be connected to.
 	ReasonUnreachable = "Unreachable"
+	// ReasonUntrustedCertificate: the server's TLS certificate could not be
+	// verified against the trusted CAs (spec.tls.caBundleRef or the system
+	// roots).
+	ReasonUntrustedCertificate = "UntrustedCertificate"
 	// ReasonUnauthorized: the server answered 401.
 	ReasonUnauthorized = "Unauthorized"
 	// ReasonUnauthenticated: a delegated server answered 401 with a

@@ -37,6 +37,11 @@ type McpDelegationProfileSpec struct {
 	// +required
 	ClientSecretRef SecretKeySelector `json:"clientSecretRef"`
 
+	// tls tunes the verification of the token endpoint's certificate, for
+	// endpoints whose certificate a private CA issued.
+	// +optional
+	TLS *TLSSettings `json:"tls,omitempty"`
+
 	// allowedAudiences are the audiences any exchange may request.
 	// +required
 	// +listType=set

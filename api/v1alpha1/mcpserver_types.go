@@ -76,6 +76,11 @@ type McpServerSpec struct {
 	// +optional
 	AllowPrivateNetwork bool `json:"allowPrivateNetwork,omitempty"`
 
+	// tls tunes the verification of an https server's certificate, for
+	// servers whose certificate a private CA issued.
+	// +optional
+	TLS *TLSSettings `json:"tls,omitempty"`
+
 	// operationTimeout is the budget of one whole MCP operation (handshake
 	// and every page or call after it). More than 0 and at most 5m.
 	// +optional

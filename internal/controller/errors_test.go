@@ -25,15 +25,17 @@ func TestClassifyOperation(t *testing.T) {
 		mcp.KindToolLimit:          true,
 		// A Secret value that cannot be a header is cured by rotating the
 		// Secret, which is not watched.
-		mcp.KindInvalidEndpoint:    false,
-		mcp.KindUnauthorized:       false,
-		mcp.KindForbidden:          false,
-		mcp.KindUnreachable:        false,
-		mcp.KindBudgetExhausted:    false,
-		mcp.KindServerError:        false,
-		mcp.KindOversized:          false,
-		mcp.KindUnsupportedVersion: false,
-		mcp.KindRPCError:           false,
+		mcp.KindInvalidEndpoint: false,
+		mcp.KindUnauthorized:    false,
+		mcp.KindForbidden:       false,
+		mcp.KindUnreachable:     false,
+		// Cured on the server or in an unwatched CA bundle.
+		mcp.KindUntrustedCertificate: false,
+		mcp.KindBudgetExhausted:      false,
+		mcp.KindServerError:          false,
+		mcp.KindOversized:            false,
+		mcp.KindUnsupportedVersion:   false,
+		mcp.KindRPCError:             false,
 	}
 	for kind, want := range stalls {
 		err := fmt.Errorf("import: %w", &mcp.Error{Kind: kind})
@@ -59,6 +61,11 @@ func TestClassifyReference(t *testing.T) {
 	w, ok := asWaiting(classifyReference(fmt.Errorf("resolving: %w", missing), 7*time.Second))
 	if !ok || w.after != 7*time.Second || w.reason != mcpv1alpha1.ReasonProfileNotReady {
 		t.Errorf("missing reference = %+v, want a 7s wait with its reason", w)
+	}
+	invalid := &credentials.InvalidCABundleError{Err: errors.New("no certificate")}
+	w, ok = asWaiting(classifyReference(fmt.Errorf("resolving: %w", invalid), 7*time.Second))
+	if !ok || w.after != 7*time.Second || w.reason != mcpv1alpha1.ReasonCABundleInvalid {
+		t.Errorf("unusable CA bundle = %+v, want a 7s wait with CABundleInvalid", w)
 	}
 	boom := errors.New("the API server is away")
 	got := classifyReference(boom, time.Second)

@@ -23,7 +23,9 @@ import (
 
 // McpDelegationProfileReconciler decides whether a delegation profile can be
 // used: its token endpoint is an https URL and its client secret resolves.
-// It never calls the token endpoint; an exchange happens per tool call.
+// It never calls the token endpoint; an exchange happens per tool call. A
+// CA bundle named in spec.tls.caBundleRef must be present and hold a
+// certificate.
 type McpDelegationProfileReconciler struct {
 	client.Client
 	// APIReader reads Secrets directly from the API server.
@@ -48,7 +50,7 @@ func (r *McpDelegationProfileReconciler) Reconcile(ctx context.Context, req ctrl
 	var failure error
 	if err := validTokenEndpoint(p.Spec.TokenEndpoint); err != nil {
 		failure = &stallingError{reason: mcpv1alpha1.ReasonInvalidSpec, err: err}
-	} else if _, err := credentials.SecretValue(ctx, r.APIReader, p.Namespace, p.Spec.ClientSecretRef); err != nil {
+	} else if err := r.resolveReferences(ctx, p); err != nil {
 		failure = classifyReference(err, r.retry())
 		if _, ok := asWaiting(failure); !ok {
 			return ctrl.Result{}, failure
@@ -68,6 +70,16 @@ func (r *McpDelegationProfileReconciler) Reconcile(ctx context.Context, req ctrl
 	return result, nil
 }
 
+// resolveReferences reads what the profile references: the client secret
+// and, when spec.tls.caBundleRef is set, the token endpoint's CA bundle.
+func (r *McpDelegationProfileReconciler) resolveReferences(ctx context.Context, p *mcpv1alpha1.McpDelegationProfile) error {
+	if _, err := credentials.SecretValue(ctx, r.APIReader, p.Namespace, p.Spec.ClientSecretRef); err != nil {
+		return err
+	}
+	_, err := credentials.CABundle(ctx, r.APIReader, p.Namespace, p.Spec.TLS)
+	return err
+}
+
 // setProfileConditions sets a profile's Ready, Reconciling and Stalled from
 // the outcome of its checks: nil, a waitingError or a stallingError.
 func setProfileConditions(p *mcpv1alpha1.McpDelegationProfile, failure error) {
@@ -85,7 +97,11 @@ func setProfileConditions(p *mcpv1alpha1.McpDelegationProfile, failure error) {
 		meta.RemoveStatusCondition(&p.Status.Conditions, mcpv1alpha1.ConditionReconciling)
 	case waiting:
 		set(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, w.reason, w.err.Error())
-		set(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing, "waiting for the client secret")
+		waitingFor := "waiting for the client secret"
+		if w.reason == mcpv1alpha1.ReasonCABundleNotFound || w.reason == mcpv1alpha1.ReasonCABundleInvalid {
+			waitingFor = "waiting for the token endpoint's CA bundle"
+		}
+		set(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing, waitingFor)
 		meta.RemoveStatusCondition(&p.Status.Conditions, mcpv1alpha1.ConditionStalled)
 	default:
 		set(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "the token endpoint is an https URL and the client secret resolves")

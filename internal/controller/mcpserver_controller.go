@@ -171,8 +171,9 @@ func (s *serverScope) result(err error, now time.Time) (ctrl.Result, error) {
 // reconcileCredentials resolves the endpoint the server's imports and
 // probes use, with the Secret they present, at every reconcile, so a
 // rotated Secret is used at once. A delegated server also needs its
-// McpDelegationProfile to exist and be Ready. It sets CredentialsResolved;
-// a missing reference waits.
+// McpDelegationProfile to exist and be Ready, and a server with
+// spec.tls.caBundleRef a usable CA bundle. It sets CredentialsResolved; a
+// missing reference or an unusable bundle waits.
 func (r *McpServerReconciler) reconcileCredentials(ctx context.Context, sc *serverScope) error {
 	ep, err := r.Upstream.Discovery(ctx, sc.server)
 	if err != nil {
@@ -187,6 +188,9 @@ func (r *McpServerReconciler) reconcileCredentials(ctx context.Context, sc *serv
 		setCondition(sc.server, mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue, mcpv1alpha1.ReasonNoCredentials, "no credential is needed")
 	} else {
 		setCondition(sc.server, mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "every referenced Secret key was read")
+	}
+	if ep.CABundle != nil && ep.Credential == nil {
+		setCondition(sc.server, mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "the CA bundle was read; no credential is needed")
 	}
 	return nil
 }

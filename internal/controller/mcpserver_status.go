@@ -45,6 +45,8 @@ func failureReason(err error) (reason, message string) {
 		return mcpv1alpha1.ReasonTimeout, "the operation was cancelled"
 	case mcp.KindUnreachable:
 		return mcpv1alpha1.ReasonUnreachable, "the server could not be connected to"
+	case mcp.KindUntrustedCertificate:
+		return mcpv1alpha1.ReasonUntrustedCertificate, "the server's TLS certificate did not verify against the trusted CAs: if a private CA issued it, name its bundle in spec.tls.caBundleRef"
 	case mcp.KindBlockedAddress:
 		return mcpv1alpha1.ReasonBlockedAddress, "the URL resolves to an address the operator may not dial (link-local, metadata, or private without spec.allowPrivateNetwork)"
 	case mcp.KindServerError:

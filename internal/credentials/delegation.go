@@ -69,6 +69,12 @@ func (r *Resolver) exchange(ctx context.Context, srv *mcpv1alpha1.McpServer, act
 	if srv.Spec.URLFrom != nil {
 		resource = ""
 	}
+	// The token endpoint's CA bundle is read with the secrets, per call, so
+	// a rotated bundle is used at once.
+	bundle, err := CABundle(ctx, r.Secrets, srv.Namespace, p.Spec.TLS)
+	if err != nil {
+		return nil, err
+	}
 	profileAllowed, actorAllowed := allowedSets(p, entry)
 	tok, err := r.Exchanger.Exchange(ctx, tokenexchange.Request{
 		TokenEndpoint:    p.Spec.TokenEndpoint,
@@ -80,6 +86,7 @@ func (r *Resolver) exchange(ctx context.Context, srv *mcpv1alpha1.McpServer, act
 		Scopes:           del.Scopes,
 		Resource:         resource,
 		Namespace:        srv.Namespace,
+		CABundle:         bundle,
 	}, profileAllowed, actorAllowed)
 	if err != nil {
 		return nil, &DelegationError{Reason: ReasonExchangeFailed, Err: err}

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -308,5 +309,49 @@ func TestDelegationSendsOnlySecretsThatOptedIn(t *testing.T) {
 			}
 			f.noSecrets(t, err)
 		})
+	}
+}
+
+// A profile's CA bundle, read from a ConfigMap, is what the token endpoint
+// is verified against; without it the exchange fails as an untrusted
+// certificate and nothing reaches the endpoint's handler.
+func TestProfileCABundleTrustsTheTokenEndpoint(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, []string{"records.read"}, nil, true)
+	te, err := tokenexchange.New(tokenexchange.Options{Egress: mcp.EgressPolicy{AllowAllPrivate: true}})
+	must(t, err)
+	f.resolver.Exchanger = te
+
+	_, err = f.resolver.ForCall(ctx, f.server, credentials.Actor{Username: actor})
+	var de *credentials.DelegationError
+	if !errors.As(err, &de) || tokenexchange.KindOf(err) != tokenexchange.KindUntrustedCertificate {
+		t.Fatalf("without a bundle: %v, want a refused exchange of kind %s", err, tokenexchange.KindUntrustedCertificate)
+	}
+	if n := f.as.Requests(); n != 0 {
+		t.Fatalf("the untrusted endpoint handled %d requests", n)
+	}
+
+	var p mcpv1alpha1.McpDelegationProfile
+	must(t, kube.Get(ctx, types.NamespacedName{Namespace: f.ns, Name: "idp"}, &p))
+	p.Spec.TLS = &mcpv1alpha1.TLSSettings{CABundleRef: &mcpv1alpha1.CABundleReference{
+		ConfigMapKeyRef: &mcpv1alpha1.ConfigMapKeySelector{Name: "idp-ca", Key: "ca.crt"},
+	}}
+	must(t, kube.Update(ctx, &p))
+	_, err = f.resolver.ForCall(ctx, f.server, credentials.Actor{Username: actor})
+	var missing *credentials.MissingError
+	if !errors.As(err, &missing) || missing.Reason != mcpv1alpha1.ReasonCABundleNotFound {
+		t.Fatalf("bundle not there yet: %v, want %s", err, mcpv1alpha1.ReasonCABundleNotFound)
+	}
+
+	must(t, kube.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "idp-ca"},
+		Data:       map[string]string{"ca.crt": string(f.as.CAPEM)},
+	}))
+	cred, err := f.resolver.ForCall(ctx, f.server, credentials.Actor{Username: actor})
+	if err != nil {
+		t.Fatalf("with the profile's bundle: %v", err)
+	}
+	if out, err := f.call(t, cred); err != nil || out.Text != "hello" {
+		t.Fatalf("delegated call: %+v, %v", out, err)
 	}
 }

@@ -206,6 +206,7 @@ func newCallID() string {
 func failureKind(err error) mcp.Kind {
 	var de *credentials.DelegationError
 	var me *credentials.MissingError
+	var ce *credentials.InvalidCABundleError
 	switch {
 	case mcp.KindOf(err) != "":
 		return mcp.KindOf(err)
@@ -213,6 +214,8 @@ func failureKind(err error) mcp.Kind {
 		return mcp.Kind(de.Reason)
 	case errors.As(err, &me):
 		return mcp.Kind(me.Reason)
+	case errors.As(err, &ce):
+		return mcp.Kind(mcpv1alpha1.ReasonCABundleInvalid)
 	default:
 		return "CredentialUnavailable"
 	}

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/mcp-catalog/operator/internal/cabundle"
 )
 
 // Defaults for the Endpoint ceilings.
@@ -45,6 +47,10 @@ type Endpoint struct {
 	// Namespace is the namespace the server is declared in; it selects the
 	// per-namespace ranges of Options.Egress.
 	Namespace string
+	// CABundle, when set, replaces the system roots for verifying an https
+	// server's certificate. Connections are pooled per bundle, so a
+	// connection verified against one bundle is never reused for another.
+	CABundle *cabundle.Bundle
 	// Timeout is the budget of one whole operation; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// MaxPages is the tools/list page ceiling; 0 means DefaultMaxPages.
@@ -96,6 +102,8 @@ type Client struct {
 	egress        EgressPolicy
 	eras          *eraCache
 	ids           *idSource
+	// trusted holds one HTTP client per CA bundle, built from hc.
+	trusted *cabundle.Cache[*http.Client]
 }
 
 // New builds a Client.
@@ -106,6 +114,7 @@ func New(opts Options) *Client {
 		now:           opts.Now,
 		egress:        opts.Egress,
 		ids:           processIDs,
+		trusted:       cabundle.NewCache[*http.Client](0),
 	}
 	if c.clientName == "" {
 		c.clientName = "mcp-catalog-operator"
@@ -251,6 +260,8 @@ type operation struct {
 	origin string
 	budget *budget
 	grant  grant
+	// hc is the HTTP client for this endpoint's trust anchors.
+	hc *http.Client
 
 	era          era
 	version      string
@@ -277,6 +288,11 @@ func (c *Client) begin(ep Endpoint) (*operation, error) {
 	u.Fragment, u.RawFragment = "", ""
 	o.url = u
 	o.origin = originOf(u)
+	hc, err := c.httpClientFor(ep.CABundle)
+	if err != nil {
+		return nil, o.failDetail(KindInvalidEndpoint, "", err.Error())
+	}
+	o.hc = hc
 	if cr := ep.Credential; cr != nil {
 		if cr.Value.IsZero() || !validHeaderValue(cr.Value.Reveal()) {
 			return nil, o.failDetail(KindInvalidEndpoint, "", "credential value is empty or not a valid header value")

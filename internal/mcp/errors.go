@@ -25,6 +25,11 @@ const (
 	KindInvalidArgument Kind = "InvalidArgument"
 	// KindUnreachable: no HTTP exchange completed (DNS, connect, TLS, reset).
 	KindUnreachable Kind = "Unreachable"
+	// KindUntrustedCertificate: the TLS handshake failed because the
+	// server's certificate did not verify (unknown authority, wrong host,
+	// expired): the server is up, but not the one the trust anchors vouch
+	// for.
+	KindUntrustedCertificate Kind = "UntrustedCertificate"
 	// KindBlockedAddress: the dialer refused the resolved address (SSRF guard).
 	KindBlockedAddress Kind = "BlockedAddress"
 	// KindBudgetExhausted: the operation's time budget ran out, either before
@@ -177,6 +182,8 @@ func kindPhrase(k Kind) string {
 		return "server unreachable"
 	case KindBlockedAddress:
 		return "server address is blocked"
+	case KindUntrustedCertificate:
+		return "server certificate not trusted"
 	case KindBudgetExhausted:
 		return "operation budget exhausted"
 	case KindCancelled:

@@ -122,7 +122,7 @@ func (o *operation) exchange(ctx context.Context, l leg) (*legResult, error) {
 	}
 	res := &legResult{sentSession: req.Header.Get(headerSessionID) != ""}
 
-	resp, err := o.c.hc.Do(req)
+	resp, err := o.hc.Do(req)
 	if err != nil {
 		return nil, o.transportErr(ctx, legCtx, l.method, err)
 	}
@@ -359,6 +359,13 @@ func (o *operation) transportErr(ctx, legCtx context.Context, method string, err
 			e.Detail = "link-local, metadata or reserved address"
 		}
 		return e
+	}
+	if untrustedCertificate(err) {
+		d := "the certificate is not signed by a trusted CA or does not name the host"
+		if o.ep.CABundle != nil {
+			d = "the certificate is not signed by a CA of the endpoint's bundle or does not name the host"
+		}
+		return &Error{Kind: KindUntrustedCertificate, Server: o.ep.Name, Method: method, Err: err, Detail: d}
 	}
 	e := &Error{Kind: KindUnreachable, Server: o.ep.Name, Method: method, Err: err}
 	e.Detail = unreachableDetail(err)

@@ -33,6 +33,9 @@ const (
 	// policy refuses (private outside the administrator's ranges, loopback,
 	// link-local, metadata). Err is the *mcp.BlockedAddressError.
 	KindBlockedAddress Kind = "BlockedAddress"
+	// KindUntrustedCertificate: the token endpoint's TLS certificate did not
+	// verify against the trusted CAs (the request's bundle or the roots).
+	KindUntrustedCertificate Kind = "UntrustedCertificate"
 	// KindTimeout: the context's deadline or Options.Timeout passed.
 	KindTimeout Kind = "Timeout"
 	// KindCancelled: the caller cancelled the context.
@@ -160,6 +163,8 @@ func kindPhrase(k Kind) string {
 		return "audience not allowed"
 	case KindScopeNotAllowed:
 		return "scope not allowed"
+	case KindUntrustedCertificate:
+		return "token endpoint certificate not trusted"
 	case KindUnreachable:
 		return "token endpoint unreachable"
 	case KindBlockedAddress:
@@ -231,4 +236,5 @@ const (
 	detailErrorMember         = "success response carries an error member"
 	detailEmptyTokenValue     = "token value is empty"
 	detailHTTPClientAndRootCA = "HTTPClient and RootCAs are mutually exclusive"
+	detailTransportTrust      = "the HTTP client's transport cannot take a CA bundle"
 )

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/cabundle"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/secret"
 )
@@ -72,6 +73,10 @@ type Request struct {
 	// Namespace is where the delegation profile lives; it selects the
 	// per-namespace private ranges of Options.Egress.
 	Namespace string
+	// CABundle, when set, is trusted instead of Options.RootCAs (or the
+	// system roots) for this request's token endpoint: each profile may
+	// name its own private CA.
+	CABundle *cabundle.Bundle
 }
 
 // Allowed is a policy input: the audiences and scopes one party (the
@@ -90,7 +95,8 @@ type Options struct {
 	// redirects are never followed. Mutually exclusive with RootCAs.
 	HTTPClient *http.Client
 	// RootCAs replaces the system roots for TLS verification of the token
-	// endpoint. nil uses the system roots.
+	// endpoint, for requests without a CABundle of their own. nil uses the
+	// system roots.
 	RootCAs *x509.CertPool
 	// Egress is the administrator's private-network policy. Token endpoints
 	// are dialled through the MCP client's address guard: a private one is
@@ -119,8 +125,12 @@ type Options struct {
 
 // Client performs token exchanges. It is safe for concurrent use.
 type Client struct {
-	hc              *http.Client
-	egress          mcp.EgressPolicy
+	hc      *http.Client
+	egress  mcp.EgressPolicy
+	trusted *cabundle.Cache[*http.Client]
+	// transport builds the default transport for a TLS configuration; nil
+	// when Options.HTTPClient was given.
+	transport       func(*tls.Config) http.RoundTripper
 	allowHTTP       bool
 	maxBytes        int64
 	defaultLifetime time.Duration
@@ -142,6 +152,7 @@ func New(opts Options) (*Client, error) {
 		defaultLifetime: opts.DefaultLifetime,
 		timeout:         opts.Timeout,
 		now:             opts.Now,
+		trusted:         cabundle.NewCache[*http.Client](0),
 	}
 	if c.maxBytes <= 0 {
 		c.maxBytes = DefaultMaxResponseBytes
@@ -159,19 +170,20 @@ func New(opts Options) (*Client, error) {
 	if opts.HTTPClient != nil {
 		hc = *opts.HTTPClient
 	} else {
-		tlsConfig := &tls.Config{RootCAs: opts.RootCAs, MinVersion: tls.VersionTLS12}
-		if opts.Proxy != nil {
-			hc.Transport = &http.Transport{
-				Proxy:               http.ProxyURL(opts.Proxy),
-				TLSClientConfig:     tlsConfig,
-				ForceAttemptHTTP2:   true,
-				TLSHandshakeTimeout: 10 * time.Second,
-				IdleConnTimeout:     90 * time.Second,
-				MaxIdleConns:        16,
+		c.transport = func(tlsConfig *tls.Config) http.RoundTripper {
+			if opts.Proxy != nil {
+				return &http.Transport{
+					Proxy:               http.ProxyURL(opts.Proxy),
+					TLSClientConfig:     tlsConfig,
+					ForceAttemptHTTP2:   true,
+					TLSHandshakeTimeout: 10 * time.Second,
+					IdleConnTimeout:     90 * time.Second,
+					MaxIdleConns:        16,
+				}
 			}
-		} else {
-			hc.Transport = mcp.NewGuardedTransport(tlsConfig)
+			return mcp.NewGuardedTransport(tlsConfig)
 		}
+		hc.Transport = c.transport(&tls.Config{RootCAs: opts.RootCAs, MinVersion: tls.VersionTLS12})
 	}
 	// A redirect would resend the form (subject token included) and, for
 	// some codes, the Authorization header to a place the profile never
@@ -247,8 +259,12 @@ func (c *Client) Exchange(ctx context.Context, req Request, profile, actor Allow
 
 	// The lifetime is counted from before the request left: the issuer's
 	// clock started later, so our expiry is never later than the real one.
+	hc, err := c.httpClientFor(req.CABundle)
+	if err != nil {
+		return Token{}, err
+	}
 	sentAt := c.now()
-	resp, err := c.hc.Do(hr)
+	resp, err := hc.Do(hr)
 	if err != nil {
 		return Token{}, transportError(ctx, err, 0)
 	}
@@ -338,9 +354,58 @@ func transportError(ctx context.Context, err error, status int) error {
 		return &Error{Kind: KindTimeout, StatusCode: status, Err: err}
 	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
 		return &Error{Kind: KindCancelled, StatusCode: status, Err: err}
+	case untrustedCertificate(err):
+		return &Error{Kind: KindUntrustedCertificate, StatusCode: status, Err: err}
 	default:
 		return &Error{Kind: KindUnreachable, StatusCode: status, Err: err}
 	}
+}
+
+// untrustedCertificate reports whether err is a failed verification of the
+// endpoint's certificate, as opposed to a handshake that broke.
+func untrustedCertificate(err error) bool {
+	var certErr *tls.CertificateVerificationError
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostnameErr x509.HostnameError
+	var invalidErr x509.CertificateInvalidError
+	return errors.As(err, &certErr) || errors.As(err, &unknownAuthority) ||
+		errors.As(err, &hostnameErr) || errors.As(err, &invalidErr)
+}
+
+// httpClientFor returns the client that trusts b, or the default one for
+// nil. A bundle's client is a copy of the default whose transport differs
+// only in RootCAs (for Options.HTTPClient, a clone of its *http.Transport), kept in a bounded cache by the bundle's key so that its
+// connections are pooled and never shared with another bundle's.
+func (c *Client) httpClientFor(b *cabundle.Bundle) (*http.Client, error) {
+	if b == nil {
+		return c.hc, nil
+	}
+	if c.transport != nil {
+		// The operator's own transport: the same address guard (or proxy)
+		// and timeouts, with the bundle as the only roots.
+		return c.trusted.Get(b, func(b *cabundle.Bundle) *http.Client {
+			hc := *c.hc
+			hc.Transport = c.transport(&tls.Config{RootCAs: b.Pool(), MinVersion: tls.VersionTLS12})
+			return &hc
+		}), nil
+	}
+	base, ok := c.hc.Transport.(*http.Transport)
+	if !ok && c.hc.Transport != nil {
+		return nil, &Error{Kind: KindInvalidInput, Detail: detailTransportTrust}
+	}
+	if base == nil {
+		base = http.DefaultTransport.(*http.Transport)
+	}
+	return c.trusted.Get(b, func(b *cabundle.Bundle) *http.Client {
+		t := base.Clone()
+		if t.TLSClientConfig == nil {
+			t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		t.TLSClientConfig.RootCAs = b.Pool()
+		hc := *c.hc
+		hc.Transport = t
+		return &hc
+	}), nil
 }
 
 var errOversized = errors.New("oversized")

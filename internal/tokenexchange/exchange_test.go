@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/cabundle"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/secret"
 	te "github.com/mcp-catalog/operator/internal/tokenexchange"
@@ -603,9 +605,10 @@ func TestTLSTrust(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.Exchange(context.Background(), baseRequest(as), profileAllowed, actorAllowed)
-	e := wantKind(t, err, te.KindUnreachable)
-	if e.Err == nil {
-		t.Errorf("cause not kept for errors.Is/As")
+	e := wantKind(t, err, te.KindUntrustedCertificate)
+	var unknown x509.UnknownAuthorityError
+	if !errors.As(e, &unknown) {
+		t.Errorf("cause %v not kept for errors.Is/As", e.Err)
 	}
 	if n := as.requests.Load(); n != 0 {
 		t.Fatalf("untrusted endpoint handled %d requests", n)
@@ -624,6 +627,46 @@ func TestTLSTrust(t *testing.T) {
 	_, err = te.New(te.Options{RootCAs: pool, HTTPClient: as.srv.Client()})
 	wantKind(t, err, te.KindInvalidInput)
 }
+
+// TestRequestCABundle: a request's CA bundle is trusted for that request
+// only; the client's default trust is unchanged for the next request.
+func TestRequestCABundle(t *testing.T) {
+	as := newTestAS(t)
+	c, err := te.New(te.Options{Egress: mcp.EgressPolicy{AllowAllPrivate: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle, err := cabundle.Parse(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: as.srv.Certificate().Raw}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := baseRequest(as)
+	req.CABundle = bundle
+	if _, err := c.Exchange(context.Background(), req, profileAllowed, actorAllowed); err != nil {
+		t.Fatalf("Exchange with the request's bundle: %v", err)
+	}
+	if _, err := c.Exchange(context.Background(), baseRequest(as), profileAllowed, actorAllowed); te.KindOf(err) != te.KindUntrustedCertificate {
+		t.Fatalf("Exchange without a bundle after one with it: %v", err)
+	}
+	if n := as.requests.Load(); n != 1 {
+		t.Fatalf("the endpoint handled %d requests, want 1", n)
+	}
+	// A transport the client cannot copy is refused before anything is
+	// sent rather than silently ignoring the bundle.
+	odd, err := te.New(te.Options{HTTPClient: &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
+		t.Fatal("a request was sent")
+		return nil, nil
+	})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = odd.Exchange(context.Background(), req, profileAllowed, actorAllowed)
+	wantKind(t, err, te.KindInvalidInput)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestUnreachableEndpoint(t *testing.T) {
 	as := newTestAS(t)

@@ -18,9 +18,11 @@ import (
 
 // Endpoints builds ready endpoints. Its errors are those of
 // credentials.Resolver: *credentials.MissingError when a referenced object
-// is not there yet, *credentials.DelegationError when no token can be had
-// for the actor, credentials.ErrDelegationUnavailable, and otherwise a
-// failure to read from the API server.
+// is not there yet (a CA bundle included), *credentials.InvalidCABundleError
+// when spec.tls.caBundleRef holds no usable certificate,
+// *credentials.DelegationError when no token can be had for the actor,
+// credentials.ErrDelegationUnavailable, and otherwise a failure to read from
+// the API server.
 type Endpoints struct {
 	Credentials *credentials.Resolver
 }
@@ -50,7 +52,7 @@ func (e *Endpoints) Discovery(ctx context.Context, srv *mcpv1alpha1.McpServer) (
 	}
 	ep := Endpoint(srv, cred)
 	ep.URL = u
-	return ep, nil
+	return e.withTrust(ctx, srv, ep)
 }
 
 // Call returns the endpoint a tool call made for actor uses; for a
@@ -66,6 +68,17 @@ func (e *Endpoints) Call(ctx context.Context, srv *mcpv1alpha1.McpServer, actor 
 	}
 	ep := Endpoint(srv, cred)
 	ep.URL = u
+	return e.withTrust(ctx, srv, ep)
+}
+
+// withTrust adds the CA bundle spec.tls.caBundleRef names, read at every
+// operation like a credential, so a rotated bundle is used at once.
+func (e *Endpoints) withTrust(ctx context.Context, srv *mcpv1alpha1.McpServer, ep mcp.Endpoint) (mcp.Endpoint, error) {
+	b, err := credentials.CABundle(ctx, e.Credentials.Secrets, srv.Namespace, srv.Spec.TLS)
+	if err != nil {
+		return mcp.Endpoint{}, err
+	}
+	ep.CABundle = b
 	return ep, nil
 }
 

@@ -287,6 +287,25 @@ networkPolicy:
 		check:      checkGatewayScoped,
 	},
 	{
+		name: "private-ca-for-the-manager",
+		values: `
+metrics:
+  certSecretName: metrics-serving-cert
+extraVolumes:
+  - name: corporate-ca
+    configMap:
+      name: corporate-ca
+extraVolumeMounts:
+  - name: corporate-ca
+    mountPath: /etc/ssl/corporate
+    readOnly: true
+extraEnv:
+  - name: SSL_CERT_DIR
+    value: /etc/ssl/corporate
+`,
+		check: checkPrivateCA,
+	},
+	{
 		name: "metrics-off-single-instance",
 		values: `
 metrics:

@@ -257,7 +257,8 @@ func checkInvariants(t *testing.T, vs valueSet, objs []*unstructured.Unstructure
 				ref, subjects = b.RoleRef, b.Subjects
 			}
 			sa := md.Spec.Template.Spec.ServiceAccountName
-			if strings.HasPrefix(u.GetName(), fullname+"-gateway") {
+			// The gateway signs call approvals, so it reads the approval key.
+			if strings.HasPrefix(u.GetName(), fullname+"-gateway") || u.GetName() == fullname+"-approval-key" {
 				sa = fullname + "-gateway"
 			}
 			want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: releaseNS}}
@@ -846,15 +847,23 @@ func checkGatewayScoped(t *testing.T, objs []*unstructured.Unstructured) {
 			t.Errorf("the gateway role does not grant get, list, watch on %s", res)
 		}
 	}
+	// It writes Events, last contacts and the McpCallApprovals of calls
+	// that wait for a person (created, used through status, swept), and
+	// nothing else.
+	writable := [][]string{{"events"}, {"mcpservers/status"}, {"mcpcallapprovals"}, {"mcpcallapprovals/status"}}
 	for _, r := range role.Rules {
 		for _, v := range r.Verbs {
-			if !slices.Contains([]string{"get", "list", "watch", "create", "patch"}, v) {
-				t.Errorf("the gateway role grants %s on %v; it changes nothing but Events and last contacts", v, r.Resources)
+			if !slices.Contains([]string{"get", "list", "watch", "create", "patch", "update", "delete"}, v) {
+				t.Errorf("the gateway role grants %s on %v", v, r.Resources)
 			}
 		}
-		if (slices.Contains(r.Verbs, "create") || slices.Contains(r.Verbs, "patch")) && !slices.Equal(r.Resources, []string{"events"}) && !slices.Equal(r.Resources, []string{"mcpservers/status"}) {
+		writes := slices.ContainsFunc(r.Verbs, func(v string) bool { return v == "create" || v == "patch" || v == "update" || v == "delete" })
+		if writes && !slices.ContainsFunc(writable, func(w []string) bool { return slices.Equal(r.Resources, w) }) {
 			t.Errorf("the gateway role may write %v", r.Resources)
 		}
+	}
+	if !grants(role.Rules, "mcp.catalog.dev", "mcpcallapprovals", "create", "delete") || !grants(role.Rules, "mcp.catalog.dev", "mcpcallapprovals/status", "update") {
+		t.Error("the gateway role cannot create, use and sweep McpCallApprovals")
 	}
 	for _, ns := range []string{"team-a", "team-b"} {
 		var rb *rbacv1.RoleBinding
@@ -877,5 +886,40 @@ func checkGatewayScoped(t *testing.T, objs []*unstructured.Unstructured) {
 	crb := one[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", fullname+"-gateway-auth")
 	if crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.Name != auth.Name || len(crb.Subjects) != 1 || crb.Subjects[0].Name != fullname+"-gateway" {
 		t.Errorf("gateway-auth binding %+v, want the gateway ServiceAccount bound cluster-wide", crb)
+	}
+}
+
+// checkPrivateCA: the extra volume, mount and environment reach the
+// manager, beside the chart's own metrics certificate mount.
+func checkPrivateCA(t *testing.T, objs []*unstructured.Unstructured) {
+	d, c := manager(t, objs)
+	var env string
+	for _, e := range c.Env {
+		if e.Name == "SSL_CERT_DIR" {
+			env = e.Value
+		}
+	}
+	if env != "/etc/ssl/corporate" {
+		t.Errorf("SSL_CERT_DIR = %q, want /etc/ssl/corporate (env %+v)", env, c.Env)
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m
+	}
+	if m, ok := mounts["corporate-ca"]; !ok || m.MountPath != "/etc/ssl/corporate" || !m.ReadOnly {
+		t.Errorf("corporate-ca mount %+v (present %v)", m, ok)
+	}
+	if _, ok := mounts["metrics-certs"]; !ok {
+		t.Error("the extra mount displaced the metrics certificate mount")
+	}
+	vols := map[string]corev1.Volume{}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		vols[v.Name] = v
+	}
+	if v, ok := vols["corporate-ca"]; !ok || v.ConfigMap == nil || v.ConfigMap.Name != "corporate-ca" {
+		t.Errorf("corporate-ca volume %+v (present %v)", v, ok)
+	}
+	if _, ok := vols["metrics-certs"]; !ok {
+		t.Error("the extra volume displaced the metrics certificate volume")
 	}
 }

@@ -35,6 +35,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"unknown log format", "logging:\n  format: xml", "/logging/format"},
 		{"extra argument that is no flag", "extraArgs: [leader-elect]", "/extraArgs/0"},
 		{"resources as a string", "resources: small", "/resources"},
+		{"extra env without a name", "extraEnv: [{value: x}]", "/extraEnv/0"},
+		{"extra volume mount without a path", "extraVolumeMounts: [{name: ca}]", "/extraVolumeMounts/0"},
 		{"budget with one replica", "podDisruptionBudget:\n  enabled: true", "/replicaCount"},
 		{"budget as a fraction", "replicaCount: 2\npodDisruptionBudget:\n  enabled: true\n  minAvailable: 0.5", "/podDisruptionBudget/minAvailable"},
 		{"gateway port not a number", "gateway:\n  port: http", "/gateway/port"},

@@ -12,6 +12,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -33,6 +34,8 @@ type Server struct {
 	URL string
 	// Roots trusts the server's certificate.
 	Roots *x509.CertPool
+	// CAPEM is the same certificate, PEM-encoded, as a CA bundle holds it.
+	CAPEM []byte
 
 	clientID, clientSecret string
 	srv                    *httptest.Server
@@ -55,6 +58,7 @@ func Start(t TB, clientID, clientSecret string) *Server {
 	s.URL = s.srv.URL + "/token"
 	s.Roots = x509.NewCertPool()
 	s.Roots.AddCert(s.srv.Certificate())
+	s.CAPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.srv.Certificate().Raw})
 	return s
 }
 

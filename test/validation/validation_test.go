@@ -166,6 +166,14 @@ var _ = Describe("the API server rejects bad manifests", func() {
 
 		Entry("McpDelegationProfile with an http token endpoint", validProfile, []string{"spec.tokenEndpoint=http://idp.example.com/token"}, "spec.tokenEndpoint", "must be an https URL"),
 		Entry("McpDelegationProfile without a client secret reference", validProfile, []string{"spec.clientSecretRef=<delete>"}, "spec.clientSecretRef", "Required value"),
+		Entry("McpServer with a CA bundle reference naming neither kind", validServer, []string{"spec.tls={caBundleRef: {}}"}, "spec.tls.caBundleRef", "exactly one of configMapKeyRef or secretKeyRef"),
+		Entry("McpServer with a CA bundle reference naming both kinds", validServer,
+			[]string{"spec.tls={caBundleRef: {configMapKeyRef: {name: ca, key: ca.crt}, secretKeyRef: {name: ca, key: ca.crt}}}"}, "spec.tls.caBundleRef", "exactly one of configMapKeyRef or secretKeyRef"),
+		Entry("McpServer reading a CA bundle Secret from another namespace", validServer,
+			[]string{"spec.tls={caBundleRef: {secretKeyRef: {name: ca, key: ca.crt, namespace: other}}}"}, "spec.tls.caBundleRef.secretKeyRef", "cannot name a namespace"),
+		Entry("McpServer with a CA bundle ConfigMap name that is no object name", validServer,
+			[]string{"spec.tls={caBundleRef: {configMapKeyRef: {name: Corporate_CA, key: ca.crt}}}"}, "spec.tls.caBundleRef.configMapKeyRef.name", "should match"),
+		Entry("McpDelegationProfile with a CA bundle reference naming neither kind", validProfile, []string{"spec.tls={caBundleRef: {}}"}, "spec.tls.caBundleRef", "exactly one of configMapKeyRef or secretKeyRef"),
 		Entry("McpDelegationProfile reading its client secret from another namespace", validProfile, []string{"spec.clientSecretRef={name: s, key: k, namespace: other}"}, "spec.clientSecretRef", "cannot name a namespace"),
 		Entry("McpDelegationProfile without audiences", validProfile, []string{"spec.allowedAudiences=[]"}, "spec.allowedAudiences", "should have at least 1 items"),
 		Entry("McpDelegationProfile actor with an audience outside the profile's", validProfile, []string{
@@ -245,6 +253,8 @@ var _ = Describe("the API server accepts and defaults good manifests", func() {
 		Entry("an operationTimeout of exactly 5 minutes", validServer, "spec.operationTimeout=5m"),
 		Entry("an empty auth block (no authentication)", validServer, "spec.auth={}"),
 		Entry("a custom header credential", validServer, "spec.auth={header: {name: X-Api-Key, secretRef: {name: s, key: k}}}"),
+		Entry("a CA bundle from a ConfigMap", validServer, "spec.tls={caBundleRef: {configMapKeyRef: {name: corporate-ca, key: ca.crt}}}"),
+		Entry("a CA bundle from a Secret for the token endpoint", validProfile, "spec.tls={caBundleRef: {secretKeyRef: {name: corporate-ca, key: ca.crt}}}"),
 		Entry("a tool name with every allowed character", validTool, "spec.remoteName=Aa0_.-", "metadata.name=srv.x.ifqtaxzofu"),
 		Entry("a tool tightening approval and class", validTool, "spec.approvalRequired=true", "spec.dataClass=Restricted"),
 		Entry("an actor within the profile's sets", validProfile,

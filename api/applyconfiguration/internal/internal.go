@@ -47,8 +47,26 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: secretRef
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.SecretKeySelector
+- name: com.github.mcp-catalog.operator.api.v1alpha1.CABundleReference
+  map:
+    fields:
+    - name: configMapKeyRef
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.ConfigMapKeySelector
+    - name: secretKeyRef
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.SecretKeySelector
 - name: com.github.mcp-catalog.operator.api.v1alpha1.CallDecision
   scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ConfigMapKeySelector
+  map:
+    fields:
+    - name: key
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.DataClass
   scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.DelegatedAuth
@@ -302,6 +320,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: urn:ietf:params:oauth:token-type:access_token
+    - name: tls
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.TLSSettings
     - name: tokenEndpoint
       type:
         scalar: string
@@ -385,6 +406,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: suspend
       type:
         scalar: boolean
+    - name: tls
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.TLSSettings
     - name: url
       type:
         scalar: string
@@ -573,6 +597,12 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: reason
       type:
         scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.TLSSettings
+  map:
+    fields:
+    - name: caBundleRef
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.CABundleReference
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ToolCounts
   map:
     fields:

@@ -3,6 +3,7 @@
 - apiGroups:
   - ""
   resources:
+  - configmaps
   - secrets
   verbs:
   - get

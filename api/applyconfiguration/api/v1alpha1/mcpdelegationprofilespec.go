@@ -31,6 +31,9 @@ type McpDelegationProfileSpecApplyConfiguration struct {
 	ClientID *string `json:"clientID,omitempty"`
 	// clientSecretRef names the Secret key holding the client secret.
 	ClientSecretRef *SecretKeySelectorApplyConfiguration `json:"clientSecretRef,omitempty"`
+	// tls tunes the verification of the token endpoint's certificate, for
+	// endpoints whose certificate a private CA issued.
+	TLS *TLSSettingsApplyConfiguration `json:"tls,omitempty"`
 	// allowedAudiences are the audiences any exchange may request.
 	AllowedAudiences []string `json:"allowedAudiences,omitempty"`
 	// allowedScopes are the scopes any exchange may request.
@@ -69,6 +72,14 @@ func (b *McpDelegationProfileSpecApplyConfiguration) WithClientID(value string) 
 // If called multiple times, the ClientSecretRef field is set to the value of the last call.
 func (b *McpDelegationProfileSpecApplyConfiguration) WithClientSecretRef(value *SecretKeySelectorApplyConfiguration) *McpDelegationProfileSpecApplyConfiguration {
 	b.ClientSecretRef = value
+	return b
+}
+
+// WithTLS sets the TLS field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TLS field is set to the value of the last call.
+func (b *McpDelegationProfileSpecApplyConfiguration) WithTLS(value *TLSSettingsApplyConfiguration) *McpDelegationProfileSpecApplyConfiguration {
+	b.TLS = value
 	return b
 }
 

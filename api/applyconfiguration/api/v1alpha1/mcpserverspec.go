@@ -69,6 +69,9 @@ type McpServerSpecApplyConfiguration struct {
 	// --namespace-private-cidrs); link-local and cloud metadata addresses
 	// are refused even when this is true.
 	AllowPrivateNetwork *bool `json:"allowPrivateNetwork,omitempty"`
+	// tls tunes the verification of an https server's certificate, for
+	// servers whose certificate a private CA issued.
+	TLS *TLSSettingsApplyConfiguration `json:"tls,omitempty"`
 	// operationTimeout is the budget of one whole MCP operation (handshake
 	// and every page or call after it). More than 0 and at most 5m.
 	OperationTimeout *v1.Duration `json:"operationTimeout,omitempty"`
@@ -145,6 +148,14 @@ func (b *McpServerSpecApplyConfiguration) WithAllowCredentialOverHTTP(value bool
 // If called multiple times, the AllowPrivateNetwork field is set to the value of the last call.
 func (b *McpServerSpecApplyConfiguration) WithAllowPrivateNetwork(value bool) *McpServerSpecApplyConfiguration {
 	b.AllowPrivateNetwork = &value
+	return b
+}
+
+// WithTLS sets the TLS field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TLS field is set to the value of the last call.
+func (b *McpServerSpecApplyConfiguration) WithTLS(value *TLSSettingsApplyConfiguration) *McpServerSpecApplyConfiguration {
+	b.TLS = value
 	return b
 }
 
