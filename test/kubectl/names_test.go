@@ -148,7 +148,8 @@ func TestNamesWithACollidingCRD(t *testing.T) {
 var ourResources = []string{
 	"mcpservers", "mcpserver", "mcptools", "mcptool",
 	"mcpdelegationprofiles", "mcpdelegationprofile", "mcpaccesspolicies", "mcpaccesspolicy",
-	"mcps", "mcpt", "mcpdp", "mcpap", "mcp",
+	"mcpcallapprovals", "mcpcallapproval",
+	"mcps", "mcpt", "mcpdp", "mcpap", "mcpca", "mcp",
 }
 
 // TestShownCommandsAreQualified reads every document, sample, chart note and
@@ -219,6 +220,8 @@ func qualified(name string) string {
 		return "mcpdelegationprofiles." + group
 	case "mcpap", "mcpaccesspolicy", "mcpaccesspolicies":
 		return "mcpaccesspolicies." + group
+	case "mcpca", "mcpcallapproval", "mcpcallapprovals":
+		return "mcpcallapprovals." + group
 	default: // the shared category
 		return "mcp-catalog, the category no other project shares"
 	}
