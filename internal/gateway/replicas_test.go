@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,9 +52,11 @@ func replicaSession(t *testing.T, stateless bool) (tools []string, err error) {
 	const ns = "team"
 	tool := &mcpv1alpha1.McpTool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "docs.echo", Generation: 1},
-		Spec:       mcpv1alpha1.McpToolSpec{Enabled: true, ServerRef: mcpv1alpha1.LocalObjectReference{Name: "docs"}},
+		Spec: mcpv1alpha1.McpToolSpec{Enabled: true, ServerRef: mcpv1alpha1.LocalObjectReference{Name: "docs"},
+			ApprovedDefinitionHash: "sha256:" + strings.Repeat("a", 64)},
 	}
 	tool.Status.LocalName, tool.Status.EffectiveDataClass = "docs_echo", mcpv1alpha1.DataClassPublic
+	tool.Status.DefinitionHash = tool.Spec.ApprovedDefinitionHash
 	tool.Status.Conditions = []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: "Ready", LastTransitionTime: metav1.Now()}}
 	policy := &mcpv1alpha1.McpAccessPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agents"},
