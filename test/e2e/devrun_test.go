@@ -65,10 +65,11 @@ func TestMakeRunDemo(t *testing.T) {
 		// Ctrl-C, as a person stops make run; it stops the control plane too.
 		_ = cmd.Process.Signal(syscall.SIGINT)
 		select {
-		case <-exited:
+		case err := <-exited:
+			t.Logf("devrun stopped: %v", err)
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
-			<-exited
+			t.Logf("devrun killed after 30 s: %v", <-exited)
 		}
 		_ = logFile.Close()
 	})
@@ -76,7 +77,7 @@ func TestMakeRunDemo(t *testing.T) {
 		select {
 		case err := <-exited:
 			exited <- err
-			return fmt.Errorf("devrun exited (%v); its log ends with:\n%s", err, tail(logPath, 30))
+			return fmt.Errorf("devrun exited (%w); its log ends with:\n%s", err, tail(logPath, 30))
 		default:
 			return nil
 		}
