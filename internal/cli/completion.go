@@ -6,47 +6,49 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 )
 
 // completeServers completes McpServer names in the namespace the flags
-// name, from the API server. A failure completes nothing rather than
-// printing an error into the shell.
+// name, from the API server.
 func completeServers(s Streams, f *clusterFlags) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		c, ns, err := f.client(s)
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
-		}
-		var list mcpv1alpha1.McpServerList
-		if err := c.List(cmd.Context(), &list, client.InNamespace(ns)); err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
-		}
-		names := make([]string, 0, len(list.Items))
-		for _, it := range list.Items {
-			names = append(names, it.Name)
-		}
-		return candidates(names, args, toComplete), cobra.ShellCompDirectiveNoFileComp
-	}
+	return completeNames(s, f, func() client.ObjectList { return &mcpv1alpha1.McpServerList{} }, nil)
 }
 
 // completeTools completes McpTool object names in the namespace the flags
 // name, from the API server.
 func completeTools(s Streams, f *clusterFlags) cobra.CompletionFunc {
+	return completeNames(s, f, func() client.ObjectList { return &mcpv1alpha1.McpToolList{} }, nil)
+}
+
+// completeNames completes the names of the objects of one list kind in the
+// namespace the flags name, those keep accepts (every one when nil). A
+// failure completes nothing rather than printing an error into the shell.
+func completeNames(s Streams, f *clusterFlags, newList func() client.ObjectList, keep func(runtime.Object) bool) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		c, ns, err := f.client(s)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
 		}
-		var list mcpv1alpha1.McpToolList
-		if err := c.List(cmd.Context(), &list, client.InNamespace(ns)); err != nil {
+		list := newList()
+		if err := c.List(cmd.Context(), list, client.InNamespace(ns)); err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
 		}
-		names := make([]string, 0, len(list.Items))
-		for _, it := range list.Items {
-			names = append(names, it.Name)
+		var names []string
+		err = meta.EachListItem(list, func(o runtime.Object) error {
+			if keep == nil || keep(o) {
+				if m, err := meta.Accessor(o); err == nil {
+					names = append(names, m.GetName())
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
 		}
 		return candidates(names, args, toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
@@ -68,22 +70,8 @@ func candidates(names, given []string, toComplete string) []string {
 // completePendingApprovals completes the names of the McpCallApprovals
 // still waiting for a decision.
 func completePendingApprovals(s Streams, f *clusterFlags) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		c, ns, err := f.client(s)
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
-		}
-		var list mcpv1alpha1.McpCallApprovalList
-		if err := c.List(cmd.Context(), &list, client.InNamespace(ns)); err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
-		}
-		now := time.Now()
-		names := make([]string, 0, len(list.Items))
-		for i := range list.Items {
-			if approvalState(&list.Items[i], now) == string(mcpv1alpha1.CallPending) {
-				names = append(names, list.Items[i].Name)
-			}
-		}
-		return candidates(names, args, toComplete), cobra.ShellCompDirectiveNoFileComp
-	}
+	return completeNames(s, f, func() client.ObjectList { return &mcpv1alpha1.McpCallApprovalList{} }, func(o runtime.Object) bool {
+		a, ok := o.(*mcpv1alpha1.McpCallApproval)
+		return ok && approvalState(a, time.Now()) == string(mcpv1alpha1.CallPending)
+	})
 }
