@@ -92,6 +92,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.TLSSettingsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ToolCounts"):
 		return &apiv1alpha1.ToolCountsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ToolDefinition"):
+		return &apiv1alpha1.ToolDefinitionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ToolHints"):
 		return &apiv1alpha1.ToolHintsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("URLSource"):

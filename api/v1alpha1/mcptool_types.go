@@ -149,6 +149,47 @@ type McpToolStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=71
 	DefinitionHash string `json:"definitionHash,omitempty"`
+
+	// approvedDefinition is the text of the approved definition, kept by the
+	// importer when it replaces that definition with a changed one, so that a
+	// person can review what changed. It is absent when the approved text
+	// was never seen by the importer (approved after it was replaced), and
+	// only describes the approval while its hash is
+	// spec.approvedDefinitionHash: after a new approval it is stale until
+	// the next import drops it. It is a record for review, never an
+	// approval: the approval is spec.approvedDefinitionHash.
+	// +optional
+	ApprovedDefinition *ToolDefinition `json:"approvedDefinition,omitempty"`
+}
+
+// ToolDefinition is one definition of a tool as the importer stored it.
+type ToolDefinition struct {
+	// hash of this definition, "sha256:<hex>".
+	// +required
+	// +kubebuilder:validation:MinLength=71
+	// +kubebuilder:validation:MaxLength=71
+	Hash string `json:"hash"`
+
+	// title the server gave the tool.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Title string `json:"title,omitempty"`
+
+	// description the server gave the tool.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	Description string `json:"description,omitempty"`
+
+	// inputSchema is the normalised JSON Schema of the tool's arguments.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	InputSchema *apiextensionsv1.JSON `json:"inputSchema,omitempty"`
+
+	// hints are the server's annotations, untrusted.
+	// +optional
+	Hints *ToolHints `json:"hints,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -10,7 +10,9 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,8 +42,7 @@ type review struct {
 	// `approve --hash`.
 	CurrentHash string `json:"currentHash"`
 	// ApprovedHash is the approved definition, and ApprovedBy says where
-	// that comes from: spec.approvedDefinitionHash, the definition seen
-	// when the tool was enabled, or none.
+	// that comes from: spec.approvedDefinitionHash, or none.
 	ApprovedHash string `json:"approvedHash,omitempty"`
 	ApprovedBy   string `json:"approvedBy"`
 	Changed      bool   `json:"changed"`
@@ -51,6 +52,11 @@ type review struct {
 	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	// Approved is the text of the approved definition when the cluster
+	// kept it (status.approvedDefinition), and Diff the line difference
+	// from it to the current definition, as printed.
+	Approved *mcpv1alpha1.ToolDefinition `json:"approved,omitempty"`
+	Diff     string                      `json:"diff,omitempty"`
 }
 
 func reviewOf(t *mcpv1alpha1.McpTool) review {
@@ -64,12 +70,71 @@ func reviewOf(t *mcpv1alpha1.McpTool) review {
 	if t.Status.InputSchema != nil && len(t.Status.InputSchema.Raw) > 0 {
 		r.InputSchema = json.RawMessage(t.Status.InputSchema.Raw)
 	}
+	// A kept text counts only while it is the one approved now.
+	if rec := t.Status.ApprovedDefinition; r.Changed && r.CurrentHash != "" && rec != nil && rec.Hash == r.ApprovedHash {
+		r.Approved = rec
+		current := &mcpv1alpha1.ToolDefinition{Hash: t.Status.DefinitionHash, Title: t.Status.Title,
+			Description: t.Status.Description, InputSchema: t.Status.InputSchema, Hints: t.Status.Hints}
+		r.Diff = definitionDiff(rec, current)
+	}
 	return r
 }
 
-// printReview shows the current definition next to what is approved. The
-// cluster stores the approved definition only as a hash, so a changed
-// definition is shown in full with both hashes rather than as a line diff.
+// definitionLines renders a definition as the lines a person reads and a
+// diff compares, with control characters removed.
+func definitionLines(d *mcpv1alpha1.ToolDefinition) []string {
+	lines := []string{"title: " + oneLine(d.Title, 256), "description:"}
+	for _, l := range strings.Split(printable(d.Description, true), "\n") {
+		lines = append(lines, "  "+l)
+	}
+	lines = append(lines, "input schema (normalised):")
+	var pretty bytes.Buffer
+	if d.InputSchema == nil || len(d.InputSchema.Raw) == 0 || json.Indent(&pretty, d.InputSchema.Raw, "  ", "  ") != nil {
+		lines = append(lines, "  (none)")
+	} else {
+		for _, l := range strings.Split(printable(pretty.String(), true), "\n") {
+			lines = append(lines, "  "+l)
+		}
+	}
+	if h := d.Hints; h != nil {
+		lines = append(lines, "hints (untrusted):")
+		if h.Title != "" {
+			lines = append(lines, "  title: "+oneLine(h.Title, 256))
+		}
+		for _, b := range []struct {
+			name string
+			v    *bool
+		}{{"readOnlyHint", h.ReadOnlyHint}, {"destructiveHint", h.DestructiveHint}, {"idempotentHint", h.IdempotentHint}, {"openWorldHint", h.OpenWorldHint}} {
+			if b.v != nil {
+				lines = append(lines, fmt.Sprintf("  %s: %t", b.name, *b.v))
+			}
+		}
+	}
+	return lines
+}
+
+// definitionDiff is a unified line diff from the approved definition to the
+// current one.
+func definitionDiff(approved, current *mcpv1alpha1.ToolDefinition) string {
+	withEOL := func(ls []string) []string {
+		for i := range ls {
+			ls[i] += "\n"
+		}
+		return ls
+	}
+	out, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: withEOL(definitionLines(approved)), B: withEOL(definitionLines(current)),
+		FromFile: "approved " + approved.Hash, ToFile: "current " + current.Hash, Context: 3,
+	})
+	if err != nil {
+		// Writing to a strings.Builder does not fail.
+		return ""
+	}
+	return out
+}
+
+// printReview shows the current definition next to what is approved: as a
+// line diff when the cluster kept the approved text, in full otherwise.
 func printReview(w io.Writer, r review) {
 	fmt.Fprintf(w, "McpTool %s/%s: tool %s of McpServer %s\n", r.Namespace, r.Name, oneLine(r.RemoteName, 128), r.Server)
 	fmt.Fprintf(w, "current definition:  %s\n", dash(r.CurrentHash))
@@ -82,22 +147,24 @@ func printReview(w io.Writer, r review) {
 		fmt.Fprintln(w, "The current definition is the approved one.")
 	case r.ApprovedHash == "":
 		fmt.Fprintln(w, "No definition is approved yet. The current definition follows in full.")
+	case r.Approved != nil:
+		fmt.Fprintln(w, "The definition CHANGED since it was approved. What changed, from the approved definition (-) to the current one (+):")
+		fmt.Fprintln(w, "---")
+		fmt.Fprint(w, r.Diff)
+		fmt.Fprintln(w, "---")
+		fmt.Fprintf(w, "To approve exactly the current definition:\n  kubectl mcp approve %s -n %s --hash %s\n", r.Name, r.Namespace, r.CurrentHash)
+		return
 	default:
-		fmt.Fprintln(w, "The definition CHANGED. The cluster keeps only the hash of the approved definition,")
-		fmt.Fprintln(w, "not its text, so the current definition follows in full: compare it with what you approved.")
+		fmt.Fprintln(w, "The definition CHANGED. The text of the approved definition is not on record (it was approved")
+		fmt.Fprintln(w, "after the importer last replaced it), so the current definition follows in full: compare it with what you approved.")
+	}
+	current := &mcpv1alpha1.ToolDefinition{Title: r.Title, Description: r.Description}
+	if len(r.InputSchema) > 0 {
+		current.InputSchema = &apiextensionsv1.JSON{Raw: r.InputSchema}
 	}
 	fmt.Fprintln(w, "---")
-	fmt.Fprintf(w, "title: %s\n", oneLine(r.Title, 256))
-	fmt.Fprintln(w, "description:")
-	for _, line := range strings.Split(printable(r.Description, true), "\n") {
-		fmt.Fprintf(w, "  %s\n", line)
-	}
-	fmt.Fprintln(w, "input schema (normalised):")
-	var pretty bytes.Buffer
-	if len(r.InputSchema) == 0 || json.Indent(&pretty, r.InputSchema, "  ", "  ") != nil {
-		fmt.Fprintln(w, "  (none)")
-	} else {
-		fmt.Fprintf(w, "  %s\n", printable(pretty.String(), true))
+	for _, l := range definitionLines(current) {
+		fmt.Fprintln(w, l)
 	}
 	fmt.Fprintln(w, "---")
 	if r.Changed {

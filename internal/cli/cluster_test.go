@@ -337,7 +337,9 @@ func TestClusterCommands(t *testing.T) {
 		if code != ExitFailed {
 			t.Errorf("approve without --hash: exit %d, want %d", code, ExitFailed)
 		}
-		for _, want := range []string{"CHANGED", "a changed description", "--hash " + tool.Status.DefinitionHash, reviewed.Status.DefinitionHash} {
+		// It is a line diff from the approved text, which the import kept.
+		oldLine := "-  " + strings.Split(printable(reviewed.Status.Description, true), "\n")[0]
+		for _, want := range []string{"CHANGED", "+  a changed description", oldLine, "--hash " + tool.Status.DefinitionHash, "approved " + reviewed.Status.DefinitionHash} {
 			if !strings.Contains(out, want) {
 				t.Errorf("the review does not show %q:\n%s", want, out)
 			}
@@ -363,6 +365,9 @@ func TestClusterCommands(t *testing.T) {
 		var r review
 		if code != ExitOK || json.Unmarshal([]byte(out), &r) != nil || !r.Changed || r.CurrentHash != tool.Status.DefinitionHash {
 			t.Fatalf("diff: exit %d, out %s, err %s", code, out, errOut)
+		}
+		if r.Approved == nil || r.Approved.Hash != reviewed.Status.DefinitionHash || r.Approved.Description != reviewed.Status.Description || !strings.Contains(r.Diff, "+  a changed description") {
+			t.Errorf("diff -o json does not carry the approved text and the line diff: %s", out)
 		}
 		code, out, errOut = e.run(t, "approve", "good.image-and-text", "--hash", r.CurrentHash)
 		if code != ExitOK || !strings.Contains(out, r.CurrentHash) {

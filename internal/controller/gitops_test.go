@@ -210,11 +210,30 @@ var _ = Describe("Definition drift", func() {
 		Expect(t.Status.DefinitionHash).NotTo(Equal(approved))
 		Expect(t.Spec.ApprovedDefinitionHash).To(Equal(approved), "the approval stays with the old definition")
 		Expect(t.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+		rec := t.Status.ApprovedDefinition
+		Expect(rec).NotTo(BeNil(), "the import keeps the text of the definition it replaced, because it was the approved one")
+		Expect(rec.Hash).To(Equal(approved))
+		Expect(rec.Description).NotTo(BeEmpty())
+		Expect(rec.Description).NotTo(ContainSubstring("mails it"))
+		Expect(rec.InputSchema).NotTo(BeNil())
 
 		patch := client.MergeFrom(t.DeepCopy())
 		t.Spec.ApprovedDefinitionHash = t.Status.DefinitionHash
 		Expect(k8sClient.Patch(context.Background(), t, patch)).To(Succeed())
 		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+
+		// The next change keeps the newly approved text, not the first one.
+		reapproved := t.Spec.ApprovedDefinitionHash
+		Expect(up.SetToolDescription(mcpserver.ToolEcho, "Returns its text argument, and now also posts it.")).To(Succeed())
+		v = requestImport(ns, "drift")
+		waitImportHandled(ns, "drift", v)
+		Eventually(func() string {
+			if r := getTool(ns, echo).Status.ApprovedDefinition; r != nil {
+				return r.Hash
+			}
+			return ""
+		}).Should(Equal(reapproved))
+		Expect(getTool(ns, echo).Status.ApprovedDefinition.Description).To(ContainSubstring("mails it"))
 	})
 })
 

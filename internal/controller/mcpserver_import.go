@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -336,10 +337,44 @@ func (r *McpServerReconciler) applyTool(ctx context.Context, srv *mcpv1alpha1.Mc
 		status.WithHints(hintsApply(h))
 	}
 	status.WithConditions(importedCondition(ex, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "offered by the server at the last import", r.now()))
-	if err := r.Status().Apply(ctx, mcpac.McpTool(name, srv.Namespace).WithStatus(status), client.FieldOwner(FieldManagerImporter), client.ForceOwnership); err != nil {
-		return fmt.Errorf("applying the status of McpTool %s: %w", name, err)
+	if ex == nil || ex.Status.DefinitionHash == "" || ex.Status.DefinitionHash == hash {
+		if err := r.Status().Apply(ctx, mcpac.McpTool(name, srv.Namespace).WithStatus(status), client.FieldOwner(FieldManagerImporter), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying the status of McpTool %s: %w", name, err)
+		}
+		return nil
 	}
-	return nil
+	return r.replaceDefinition(ctx, types.NamespacedName{Namespace: srv.Namespace, Name: name}, hash, status)
+}
+
+// replaceDefinitionAttempts bounds the retries of a definition change that
+// races a change of the tool's spec.
+const replaceDefinitionAttempts = 4
+
+// replaceDefinition writes a changed definition. The approved text must be
+// kept when it is the one being replaced, and a person may approve at any
+// moment, so the decision is made on a live read and the write carries that
+// read's resourceVersion: an approval landing in between makes the write
+// fail, and it is decided again. Definitions change rarely, so the extra
+// read costs little.
+func (r *McpServerReconciler) replaceDefinition(ctx context.Context, key types.NamespacedName, hash string, status *mcpac.McpToolStatusApplyConfiguration) error {
+	for range replaceDefinitionAttempts {
+		live := &mcpv1alpha1.McpTool{}
+		if err := r.APIReader.Get(ctx, key, live); err != nil {
+			return fmt.Errorf("reading McpTool %s before changing its definition: %w", key.Name, err)
+		}
+		status.ApprovedDefinition = nil
+		if rec := approvedRecord(live, hash); rec != nil {
+			status.WithApprovedDefinition(definitionApply(rec))
+		}
+		obj := mcpac.McpTool(key.Name, key.Namespace).WithResourceVersion(live.ResourceVersion).WithStatus(status)
+		switch err := r.Status().Apply(ctx, obj, client.FieldOwner(FieldManagerImporter), client.ForceOwnership); {
+		case err == nil:
+			return nil
+		case !apierrors.IsConflict(err):
+			return fmt.Errorf("applying the status of McpTool %s: %w", key.Name, err)
+		}
+	}
+	return fmt.Errorf("applying the status of McpTool %s: its spec kept changing while its definition was replaced", key.Name)
 }
 
 // markNotOffered keeps an enabled tool the server stopped offering, with
@@ -360,6 +395,9 @@ func (r *McpServerReconciler) markNotOffered(ctx context.Context, t *mcpv1alpha1
 	}
 	if t.Status.Hints != nil {
 		status.WithHints(hintsApply(t.Status.Hints))
+	}
+	if rec := approvedRecord(t, t.Status.DefinitionHash); rec != nil {
+		status.WithApprovedDefinition(definitionApply(rec))
 	}
 	msg := "the server no longer offers this tool; it is kept because it is enabled, and is not served"
 	if !t.Spec.Enabled {
@@ -420,6 +458,54 @@ func importedCondition(ex *mcpv1alpha1.McpTool, status metav1.ConditionStatus, r
 		WithReason(reason).
 		WithMessage(msg).
 		WithLastTransitionTime(ltt)
+}
+
+// approvedRecord is the approved definition's text that a status write
+// replacing ex's definition with the one hashed newHash must keep, or nil.
+// The importer is the only writer that replaces a definition, so it is the
+// one place that can keep the text a person approved before it is gone.
+func approvedRecord(ex *mcpv1alpha1.McpTool, newHash string) *mcpv1alpha1.ToolDefinition {
+	if ex == nil {
+		return nil
+	}
+	approved := ex.Spec.ApprovedDefinitionHash
+	switch {
+	case approved == "" || approved == newHash:
+		// Nothing is approved, or the new definition is the approved one:
+		// there is no other text to review.
+		return nil
+	case ex.Status.DefinitionHash == approved:
+		// The approved definition is about to be replaced.
+		return &mcpv1alpha1.ToolDefinition{
+			Hash:        ex.Status.DefinitionHash,
+			Title:       ex.Status.Title,
+			Description: ex.Status.Description,
+			InputSchema: ex.Status.InputSchema,
+			Hints:       ex.Status.Hints,
+		}
+	case ex.Status.ApprovedDefinition != nil && ex.Status.ApprovedDefinition.Hash == approved:
+		// Kept by an earlier import; a record of a definition that is no
+		// longer the approved one is dropped.
+		return ex.Status.ApprovedDefinition
+	}
+	return nil
+}
+
+func definitionApply(d *mcpv1alpha1.ToolDefinition) *mcpac.ToolDefinitionApplyConfiguration {
+	a := mcpac.ToolDefinition().WithHash(d.Hash)
+	if d.Title != "" {
+		a.WithTitle(d.Title)
+	}
+	if d.Description != "" {
+		a.WithDescription(d.Description)
+	}
+	if d.InputSchema != nil {
+		a.WithInputSchema(*d.InputSchema)
+	}
+	if d.Hints != nil {
+		a.WithHints(hintsApply(d.Hints))
+	}
+	return a
 }
 
 func hintsApply(h *mcpv1alpha1.ToolHints) *mcpac.ToolHintsApplyConfiguration {

@@ -501,6 +501,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.mcp-catalog.operator.api.v1alpha1.McpToolStatus
   map:
     fields:
+    - name: approvedDefinition
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.ToolDefinition
     - name: conditions
       type:
         list:
@@ -621,6 +624,34 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: skipped
       type:
         scalar: numeric
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ToolDefinition
+  map:
+    fields:
+    - name: description
+      type:
+        scalar: string
+    - name: hash
+      type:
+        scalar: string
+    - name: hints
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.ToolHints
+    - name: inputSchema
+      type:
+        map:
+          elementType:
+            scalar: untyped
+            list:
+              elementType:
+                namedType: __untyped_atomic_
+              elementRelationship: atomic
+            map:
+              elementType:
+                namedType: __untyped_deduced_
+              elementRelationship: separable
+    - name: title
+      type:
+        scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ToolHints
   map:
     fields:

@@ -58,6 +58,15 @@ type McpToolStatusApplyConfiguration struct {
 	// definitionHash is the hash of the normalised definition (name, title,
 	// description, input schema and hints), "sha256:<hex>".
 	DefinitionHash *string `json:"definitionHash,omitempty"`
+	// approvedDefinition is the text of the approved definition, kept by the
+	// importer when it replaces that definition with a changed one, so that a
+	// person can review what changed. It is absent when the approved text
+	// was never seen by the importer (approved after it was replaced), and
+	// only describes the approval while its hash is
+	// spec.approvedDefinitionHash: after a new approval it is stale until
+	// the next import drops it. It is a record for review, never an
+	// approval: the approval is spec.approvedDefinitionHash.
+	ApprovedDefinition *ToolDefinitionApplyConfiguration `json:"approvedDefinition,omitempty"`
 }
 
 // McpToolStatusApplyConfiguration constructs a declarative configuration of the McpToolStatus type for use with
@@ -172,5 +181,13 @@ func (b *McpToolStatusApplyConfiguration) WithRequiresAdmin(value bool) *McpTool
 // If called multiple times, the DefinitionHash field is set to the value of the last call.
 func (b *McpToolStatusApplyConfiguration) WithDefinitionHash(value string) *McpToolStatusApplyConfiguration {
 	b.DefinitionHash = &value
+	return b
+}
+
+// WithApprovedDefinition sets the ApprovedDefinition field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ApprovedDefinition field is set to the value of the last call.
+func (b *McpToolStatusApplyConfiguration) WithApprovedDefinition(value *ToolDefinitionApplyConfiguration) *McpToolStatusApplyConfiguration {
+	b.ApprovedDefinition = value
 	return b
 }

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+)
+
+func TestReviewShowsALineDiffFromTheKeptApprovedText(t *testing.T) {
+	const approvedHash = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	const currentHash = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	yes := true
+	tool := &mcpv1alpha1.McpTool{}
+	tool.Namespace, tool.Name = "agents", "tickets.create"
+	tool.Spec.ApprovedDefinitionHash = approvedHash
+	tool.Status.DefinitionHash = currentHash
+	tool.Status.Title = "Create ticket"
+	tool.Status.Description = "Creates a ticket.\nAlso sends it to \x1b[31mbackup\x1b[0m."
+	tool.Status.InputSchema = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"summary":{"type":"string"},"cc":{"type":"string"}}}`)}
+	tool.Status.Hints = &mcpv1alpha1.ToolHints{DestructiveHint: &yes}
+	tool.Status.ApprovedDefinition = &mcpv1alpha1.ToolDefinition{
+		Hash: approvedHash, Title: "Create ticket", Description: "Creates a ticket.",
+		InputSchema: &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"summary":{"type":"string"}}}`)},
+	}
+
+	r := reviewOf(tool)
+	var out bytes.Buffer
+	printReview(&out, r)
+	got := out.String()
+	for _, want := range []string{
+		"--- approved " + approvedHash,
+		"+++ current " + currentHash,
+		"+  Also sends it to",
+		`+        "cc": {`,
+		"+  destructiveHint: true",
+		"--hash " + currentHash,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the review lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "\x1b") {
+		t.Errorf("the review passes a server's escape sequence to the terminal:\n%q", got)
+	}
+	if strings.Contains(got, "-  Creates a ticket.") {
+		t.Errorf("an unchanged line is shown as removed:\n%s", got)
+	}
+
+	// A kept text of another definition than the approved one is stale:
+	// the review falls back to the full current definition.
+	tool.Status.ApprovedDefinition.Hash = "sha256:3333333333333333333333333333333333333333333333333333333333333333"
+	r = reviewOf(tool)
+	if r.Approved != nil || r.Diff != "" {
+		t.Fatalf("a stale record was used: %+v", r.Approved)
+	}
+	out.Reset()
+	printReview(&out, r)
+	if !strings.Contains(out.String(), "not on record") || !strings.Contains(out.String(), "  Creates a ticket.") {
+		t.Errorf("without the approved text the review must say so and show the current definition:\n%s", out.String())
+	}
+}
