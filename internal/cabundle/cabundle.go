@@ -9,6 +9,7 @@ package cabundle
 import (
 	"container/list"
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
@@ -137,4 +138,17 @@ func (c *Cache[T]) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.order.Len()
+}
+
+// IsVerificationFailure reports whether err is a failed verification of a
+// peer's certificate (unknown authority, wrong host name, invalid
+// certificate), as opposed to a handshake or connection that broke. Only
+// the former is cured by a CA bundle.
+func IsVerificationFailure(err error) bool {
+	var certErr *tls.CertificateVerificationError
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostnameErr x509.HostnameError
+	var invalidErr x509.CertificateInvalidError
+	return errors.As(err, &certErr) || errors.As(err, &unknownAuthority) ||
+		errors.As(err, &hostnameErr) || errors.As(err, &invalidErr)
 }

@@ -172,6 +172,20 @@ func printReview(w io.Writer, r review) {
 	}
 }
 
+// toolClient connects to the cluster and resolves the McpTool an argument
+// names (object name, or server/remote-name).
+func (f *clusterFlags) toolClient(s Streams, arg string) (client.Client, string, string, error) {
+	c, ns, err := f.client(s)
+	if err != nil {
+		return nil, "", "", err
+	}
+	name, err := resolveTool(arg)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return c, ns, name, nil
+}
+
 func getTool(ctx context.Context, c client.Client, ns, name string) (*mcpv1alpha1.McpTool, error) {
 	var t mcpv1alpha1.McpTool
 	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &t); err != nil {
@@ -193,11 +207,7 @@ func newDiffCommand(s Streams) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeTools(s, f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := f.client(s)
-			if err != nil {
-				return err
-			}
-			name, err := resolveTool(args[0])
+			c, ns, name, err := f.toolClient(s, args[0])
 			if err != nil {
 				return err
 			}
@@ -235,11 +245,7 @@ func newApproveCommand(s Streams) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeTools(s, f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := f.client(s)
-			if err != nil {
-				return err
-			}
-			name, err := resolveTool(args[0])
+			c, ns, name, err := f.toolClient(s, args[0])
 			if err != nil {
 				return err
 			}

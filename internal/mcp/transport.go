@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/mcp-catalog/operator/internal/cabundle"
 )
 
 // MaxBodyBytes caps every response body the client reads. A body of
@@ -360,7 +362,7 @@ func (o *operation) transportErr(ctx, legCtx context.Context, method string, err
 		}
 		return e
 	}
-	if untrustedCertificate(err) {
+	if cabundle.IsVerificationFailure(err) {
 		d := "the certificate is not signed by a trusted CA or does not name the host"
 		if o.ep.CABundle != nil {
 			d = "the certificate is not signed by a CA of the endpoint's bundle or does not name the host"

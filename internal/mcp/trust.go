@@ -63,14 +63,3 @@ func (p *policyTransport) CloseIdleConnections() {
 		t.CloseIdleConnections()
 	}
 }
-
-// untrustedCertificate reports whether err is a failed verification of the
-// server's certificate, as opposed to a handshake that broke.
-func untrustedCertificate(err error) bool {
-	var certErr *tls.CertificateVerificationError
-	var unknownAuthority x509.UnknownAuthorityError
-	var hostnameErr x509.HostnameError
-	var invalidErr x509.CertificateInvalidError
-	return errors.As(err, &certErr) || errors.As(err, &unknownAuthority) ||
-		errors.As(err, &hostnameErr) || errors.As(err, &invalidErr)
-}

@@ -354,22 +354,11 @@ func transportError(ctx context.Context, err error, status int) error {
 		return &Error{Kind: KindTimeout, StatusCode: status, Err: err}
 	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
 		return &Error{Kind: KindCancelled, StatusCode: status, Err: err}
-	case untrustedCertificate(err):
+	case cabundle.IsVerificationFailure(err):
 		return &Error{Kind: KindUntrustedCertificate, StatusCode: status, Err: err}
 	default:
 		return &Error{Kind: KindUnreachable, StatusCode: status, Err: err}
 	}
-}
-
-// untrustedCertificate reports whether err is a failed verification of the
-// endpoint's certificate, as opposed to a handshake that broke.
-func untrustedCertificate(err error) bool {
-	var certErr *tls.CertificateVerificationError
-	var unknownAuthority x509.UnknownAuthorityError
-	var hostnameErr x509.HostnameError
-	var invalidErr x509.CertificateInvalidError
-	return errors.As(err, &certErr) || errors.As(err, &unknownAuthority) ||
-		errors.As(err, &hostnameErr) || errors.As(err, &invalidErr)
 }
 
 // httpClientFor returns the client that trusts b, or the default one for

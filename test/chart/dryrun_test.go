@@ -68,23 +68,11 @@ func dryRunApply(ctx context.Context, c client.Client, obj *unstructured.Unstruc
 // stands in for prometheus-operator.
 func TestServerSideDryRun(t *testing.T) {
 	helmBinary(t)
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the chart tests through `make test` (or `make test-chart`), " +
-			"or set KUBEBUILDER_ASSETS=$(hack/envtest.sh) yourself")
-	}
+	env := startAPIServer(t)
+	cfg := env.Config
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting envtest: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping envtest: %v", err)
-		}
-	})
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -241,4 +229,24 @@ func nsName(o *unstructured.Unstructured) string {
 		return o.GetName()
 	}
 	return fmt.Sprintf("%s/%s", o.GetNamespace(), o.GetName())
+}
+
+// startAPIServer starts a kube-apiserver and etcd for one test and stops
+// them when it ends.
+func startAPIServer(t *testing.T) *envtest.Environment {
+	t.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run the chart tests through `make test` (or `make test-chart`), " +
+			"or set KUBEBUILDER_ASSETS=$(hack/envtest.sh) yourself")
+	}
+	env := &envtest.Environment{}
+	if _, err := env.Start(); err != nil {
+		t.Fatalf("starting envtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping envtest: %v", err)
+		}
+	})
+	return env
 }

@@ -2,7 +2,6 @@ package chart
 
 import (
 	"context"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // TestGatewayRBACWithWatchNamespaces applies the RBAC the chart renders for
@@ -25,21 +23,9 @@ import (
 // and read McpTools in a watched namespace but not in another one.
 func TestGatewayRBACWithWatchNamespaces(t *testing.T) {
 	helmBinary(t)
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the chart tests through `make test-chart`")
-	}
+	cfg := startAPIServer(t).Config
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting envtest: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping envtest: %v", err)
-		}
-	})
 	admin, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
 	if err != nil {
 		t.Fatal(err)

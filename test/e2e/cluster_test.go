@@ -12,6 +12,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -239,5 +240,23 @@ func eventually(t *testing.T, timeout time.Duration, what string, check func() e
 			t.Fatalf("%s: not within %s: %v", what, timeout, err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// agentObjects are an agent of namespace ns: the ServiceAccount "agent",
+// allowed by RBAC to call every McpTool of ns, and an access policy that
+// admits it up to the Internal data class.
+func agentObjects(ns string) []client.Object {
+	return []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent-call"}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{"mcptools"}, Verbs: []string{"call"},
+		}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent-call"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "agent-call"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "agent"}}},
+		&mcpv1alpha1.McpAccessPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agents"}, Spec: mcpv1alpha1.McpAccessPolicySpec{
+			ServiceAccounts: []string{"agent"}, MaxDataClass: mcpv1alpha1.DataClassInternal,
+		}},
 	}
 }

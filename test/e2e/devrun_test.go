@@ -13,10 +13,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -151,18 +148,7 @@ func TestMakeRunDemo(t *testing.T) {
 	})
 
 	// An agent: a ServiceAccount allowed to call tools, within Internal.
-	mustCreate(t, c,
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent-call"}, Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{"mcptools"}, Verbs: []string{"call"},
-		}}},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent-call"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "agent-call"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "agent"}}},
-		&mcpv1alpha1.McpAccessPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agents"}, Spec: mcpv1alpha1.McpAccessPolicySpec{
-			ServiceAccounts: []string{"agent"}, MaxDataClass: mcpv1alpha1.DataClassInternal,
-		}},
-	)
+	mustCreate(t, c, agentObjects(ns)...)
 	token := tokenFor(t, cs, ns, "agent", gatewayAudience)
 	want := toolname.LocalName("demo", "echo")
 	eventually(t, time.Minute, "the development gateway offering "+want, alive, func() error {

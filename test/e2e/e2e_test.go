@@ -571,18 +571,7 @@ func (s *suite) killDuringImport(t *testing.T) {
 // it without contacting its server.
 func (s *suite) gatewayCall(t *testing.T) {
 	ctx := context.Background()
-	mustCreate(t, s.admin,
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent-call"}, Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{"mcptools"}, Verbs: []string{"call"},
-		}}},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent-call"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "agent-call"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "agent"}}},
-		&mcpv1alpha1.McpAccessPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agents"}, Spec: mcpv1alpha1.McpAccessPolicySpec{
-			ServiceAccounts: []string{"agent"}, MaxDataClass: mcpv1alpha1.DataClassInternal,
-		}},
-	)
+	mustCreate(t, s.admin, agentObjects(ns)...)
 	alphaEcho := objectName(t, "alpha", mcpserver.ToolEcho)
 	vaultEcho := objectName(t, "vault", mcpserver.ToolEcho)
 	res := s.cli(t, "enable", "alpha/"+mcpserver.ToolEcho, "vault/"+mcpserver.ToolEcho, "-n", ns)
