@@ -223,9 +223,7 @@ var _ = Describe("Approval by a person", func() {
 				Expect(k8sClient.DeleteAllOf(ctx, &mcpv1alpha1.McpCallApproval{}, client.InNamespace(ns))).To(Succeed())
 			})
 			docs := newUpstream(ns, "docs", mcpserver.Options{}, []string{echo}, withApproval())
-			bot := newAgent(ns, "bot")
-			bot.grant()
-			bot.ceiling(mcpv1alpha1.DataClassInternal)
+			bot := newAgent(ns, "bot").allowInternal()
 			cs := bot.connect((&urlCapable{}).options(false), era)
 			args := map[string]any{"text": "secret-ish argument value"}
 
@@ -319,9 +317,7 @@ var _ = Describe("Approval by a person", func() {
 	It("lets the go-sdk client wait and retry by itself in 2026-07-28", func() {
 		ns := newNamespace()
 		docs := newUpstream(ns, "docs", mcpserver.Options{}, []string{echo}, withApproval())
-		bot := newAgent(ns, "bot")
-		bot.grant()
-		bot.ceiling(mcpv1alpha1.DataClassInternal)
+		bot := newAgent(ns, "bot").allowInternal()
 		alice := as("alice", "system:authenticated")
 		mayApprove(ns, alice)
 		// The client's user is shown the URL and comes back once the
@@ -340,9 +336,7 @@ var _ = Describe("Approval by a person", func() {
 	It("tells a client without URL elicitation in a tool result, and makes the call on its retry", func() {
 		ns := newNamespace()
 		docs := newUpstream(ns, "docs", mcpserver.Options{}, []string{echo}, withApproval())
-		bot := newAgent(ns, "bot")
-		bot.grant()
-		bot.ceiling(mcpv1alpha1.DataClassInternal)
+		bot := newAgent(ns, "bot").allowInternal()
 		cs := bot.connect(nil, legacyEra)
 		isErr, txt := call(cs, docs.local(echo), map[string]any{"text": "x"})
 		Expect(isErr).To(BeTrue())
@@ -362,9 +356,7 @@ var _ = Describe("Approval by a person", func() {
 		ctx := context.Background()
 		ns := newNamespace()
 		docs := newUpstream(ns, "docs", mcpserver.Options{}, []string{echo}, withApproval())
-		bot := newAgent(ns, "bot")
-		bot.grant()
-		bot.ceiling(mcpv1alpha1.DataClassInternal)
+		bot := newAgent(ns, "bot").allowInternal()
 		args := map[string]any{"text": "once"}
 		callWaiting(bot.connect((&urlCapable{}).options(false), modernEra), modernEra, docs.local(echo), args)
 		name := approvals(ns)[0].Name
@@ -410,9 +402,7 @@ var _ = Describe("Approval by a person", func() {
 		ctx := context.Background()
 		ns := newNamespace()
 		docs := newUpstream(ns, "docs", mcpserver.Options{}, []string{echo}, withApproval())
-		bot := newAgent(ns, "bot")
-		bot.grant()
-		bot.ceiling(mcpv1alpha1.DataClassInternal)
+		bot := newAgent(ns, "bot").allowInternal()
 		cs := bot.connect((&urlCapable{}).options(false), modernEra)
 		args := map[string]any{"text": "late"}
 		callWaiting(cs, modernEra, docs.local(echo), args)
@@ -435,9 +425,7 @@ var _ = Describe("Approval by a person", func() {
 	It("never uses an approval object the gateway did not write", func() {
 		ns := newNamespace()
 		docs := newUpstream(ns, "docs", mcpserver.Options{}, []string{echo}, withApproval())
-		bot := newAgent(ns, "bot")
-		bot.grant()
-		bot.ceiling(mcpv1alpha1.DataClassInternal)
+		bot := newAgent(ns, "bot").allowInternal()
 		cs := bot.connect((&urlCapable{}).options(false), modernEra)
 		args := map[string]any{"text": "x"}
 		callWaiting(cs, modernEra, docs.local(echo), args)
@@ -462,9 +450,7 @@ var _ = Describe("The approval signing key", func() {
 		ctx := context.Background()
 		ns := newNamespace()
 		docs := newUpstream(ns, "docs", mcpserver.Options{}, []string{echo}, withApproval())
-		bot := newAgent(ns, "bot")
-		bot.grant()
-		bot.ceiling(mcpv1alpha1.DataClassInternal)
+		bot := newAgent(ns, "bot").allowInternal()
 		alice := as("alice", "system:authenticated")
 		mayApprove(ns, alice)
 		cs := bot.connect((&urlCapable{}).options(false), modernEra)

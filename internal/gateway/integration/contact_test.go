@@ -17,9 +17,7 @@ var _ = Describe("Last contact", func() {
 	It("records a completed call as the server's last contact and latency", func() {
 		ns := newNamespace()
 		docs := newUpstream(ns, "docs", mcpserver.Options{}, []string{echo})
-		a := newAgent(ns, "bot")
-		a.grant()
-		a.ceiling(mcpv1alpha1.DataClassInternal)
+		a := newAgent(ns, "bot").allowInternal()
 		key := types.NamespacedName{Namespace: ns, Name: "docs"}
 		srv := &mcpv1alpha1.McpServer{}
 		Expect(k8sClient.Get(context.Background(), key, srv)).To(Succeed())

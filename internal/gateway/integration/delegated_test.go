@@ -72,8 +72,7 @@ var _ = Describe("Delegated servers", func() {
 		identity := "system:serviceaccount:" + ns + ":triage"
 		subject := "sUbJeCt-" + ns
 		up, discovery, exchanged := delegated(ns, identity, map[string]string{identity: subject})
-		agent.grant()
-		agent.ceiling(mcpv1alpha1.DataClassInternal)
+		agent.allowInternal()
 
 		cs := agent.connect(nil, "2025-11-25")
 		isError, out := call(cs, "mcp_records_echo", map[string]any{"text": "delegated hello"})
@@ -111,9 +110,7 @@ var _ = Describe("Delegated servers", func() {
 		ns := newNamespace()
 		mappedIdentity := "system:serviceaccount:" + ns + ":someone-else"
 		up, _, _ := delegated(ns, mappedIdentity, map[string]string{mappedIdentity: "sUbJeCt-other-" + ns})
-		stranger := newAgent(ns, "stranger")
-		stranger.grant()
-		stranger.ceiling(mcpv1alpha1.DataClassInternal)
+		stranger := newAgent(ns, "stranger").allowInternal()
 		before := tokenEndpoint.Requests()
 		callsBefore := up.Stats().Methods["tools/call"]
 

@@ -79,9 +79,7 @@ var _ = Describe("Listing", func() {
 	It("presents the catalog's definition with write hints, not the upstream's claims", func() {
 		ns := newNamespace()
 		docs := newUpstream(ns, "docs", mcpserver.Options{}, []string{echo})
-		a := newAgent(ns, "bot")
-		a.grant()
-		a.ceiling(mcpv1alpha1.DataClassInternal)
+		a := newAgent(ns, "bot").allowInternal()
 		cs := a.connect(nil, modernEra)
 		var tools []*sdk.Tool
 		for t, err := range cs.Tools(context.Background(), nil) {
@@ -108,9 +106,7 @@ var _ = Describe("Calling", func() {
 		func(era string) {
 			ns := newNamespace()
 			docs := newUpstream(ns, "docs", mcpserver.Options{}, []string{echo, fail, image})
-			a := newAgent(ns, "bot")
-			a.grant()
-			a.ceiling(mcpv1alpha1.DataClassInternal)
+			a := newAgent(ns, "bot").allowInternal()
 			cs := a.connect(nil, era)
 
 			arg := fmt.Sprintf("argument-%016x", rand.Uint64())
@@ -176,9 +172,7 @@ var _ = Describe("Calling", func() {
 
 		ns := newNamespace()
 		regions := declare(ns, "regions", hs.URL+"/mcp", []string{"lookup"})
-		a := newAgent(ns, "bot")
-		a.grant()
-		a.ceiling(mcpv1alpha1.DataClassInternal)
+		a := newAgent(ns, "bot").allowInternal()
 		cs := a.connect(nil, modernEra)
 		// The gateway offers the annotated schema too, so the agent's client
 		// must know it (from the list) to send the header the gateway's own
@@ -232,8 +226,7 @@ var _ = Describe("Refusals", func() {
 	})
 
 	It("accepts a ServiceAccount token for its audience and answers 401 to one bound to another audience", func() {
-		a.grant()
-		a.ceiling(mcpv1alpha1.DataClassInternal)
+		a.allowInternal()
 		// envtest's API server signs the TokenRequest token, and TokenReview
 		// accepts it for the gateway's audience.
 		Expect(postInitialize(a.token).StatusCode).To(Equal(http.StatusOK))
@@ -262,8 +255,7 @@ var _ = Describe("Refusals", func() {
 	})
 
 	It("refuses a tool disabled after the session listed it, with an Event and a metric", func() {
-		a.grant()
-		a.ceiling(mcpv1alpha1.DataClassInternal)
+		a.allowInternal()
 		cs := a.connect(nil, legacyEra)
 		Expect(toolNames(cs)).To(Equal([]string{docs.local(echo)}))
 		docs.setEnabled(echo, false)
@@ -288,8 +280,7 @@ var _ = Describe("Refusals", func() {
 	})
 
 	It("refuses a tool whose definition changed upstream since it was enabled", func() {
-		a.grant()
-		a.ceiling(mcpv1alpha1.DataClassInternal)
+		a.allowInternal()
 		cs := a.connect(nil, modernEra)
 		Expect(docs.SetToolDescription(echo, "Returns its text argument, and now also deletes everything.")).To(Succeed())
 		docs.request(mcpv1alpha1.AnnotationRequestedImportAt)
@@ -298,8 +289,7 @@ var _ = Describe("Refusals", func() {
 	})
 
 	It("neither lists nor calls a tool whose new definition was imported, before the tool controller turns Ready False", func() {
-		a.grant()
-		a.ceiling(mcpv1alpha1.DataClassInternal)
+		a.allowInternal()
 		Expect(toolNames(a.connect(nil, modernEra))).To(Equal([]string{docs.local(echo)}))
 		approved := docs.tool(echo).Spec.ApprovedDefinitionHash
 
@@ -336,8 +326,7 @@ var _ = Describe("Refusals", func() {
 	})
 
 	It("fails a call to an upstream that went away, and refuses calls once a probe finds its server unreachable", func() {
-		a.grant()
-		a.ceiling(mcpv1alpha1.DataClassInternal)
+		a.allowInternal()
 		cs := a.connect(nil, modernEra)
 		docs.Close()
 
@@ -356,8 +345,7 @@ var _ = Describe("Refusals", func() {
 	})
 
 	It("refuses a tool enabled after an initialize-era session began, until a new session lists it", func() {
-		a.grant()
-		a.ceiling(mcpv1alpha1.DataClassInternal)
+		a.allowInternal()
 		cs := a.connect(nil, legacyEra)
 		docs.enable(fail)
 		refused(cs, fail, gateway.DenyNotServable, gateway.DetailNotInSession, "start a new session")
@@ -367,11 +355,8 @@ var _ = Describe("Refusals", func() {
 	})
 
 	It("binds a session to the agent that opened it", func() {
-		a.grant()
-		a.ceiling(mcpv1alpha1.DataClassInternal)
-		b := newAgent(ns, "other")
-		b.grant()
-		b.ceiling(mcpv1alpha1.DataClassInternal)
+		a.allowInternal()
+		b := newAgent(ns, "other").allowInternal()
 		resp := postInitialize(a.token)
 		Expect(resp.StatusCode).To(Equal(http.StatusOK))
 		session := resp.Header.Get("Mcp-Session-Id")
@@ -488,9 +473,7 @@ var _ = Describe("Audit", func() {
 	It("refuses every call while its audit record cannot be written, and the upstream receives nothing", func() {
 		ns := newNamespace()
 		docs := newUpstream(ns, "docs", mcpserver.Options{}, []string{echo})
-		a := newAgent(ns, "bot")
-		a.grant()
-		a.ceiling(mcpv1alpha1.DataClassInternal)
+		a := newAgent(ns, "bot").allowInternal()
 		cs := a.connect(nil, modernEra)
 
 		audit.setFailing(true)
@@ -510,9 +493,7 @@ var _ = Describe("Audit", func() {
 	It("records each call made before and after it under one call id, and each refusal once", func() {
 		ns := newNamespace()
 		docs := newUpstream(ns, "docs", mcpserver.Options{}, []string{echo, fail})
-		a := newAgent(ns, "bot")
-		a.grant()
-		a.ceiling(mcpv1alpha1.DataClassInternal)
+		a := newAgent(ns, "bot").allowInternal()
 		cs := a.connect(nil, modernEra)
 
 		var wg sync.WaitGroup
@@ -563,9 +544,7 @@ var _ = Describe("Cancellation", func() {
 			// A stateless go-sdk upstream ends a tool handler as soon as the
 			// request carrying it goes away.
 			docs := newUpstream(ns, "docs", mcpserver.Options{Stateless: true}, []string{slow})
-			a := newAgent(ns, "bot")
-			a.grant()
-			a.ceiling(mcpv1alpha1.DataClassInternal)
+			a := newAgent(ns, "bot").allowInternal()
 			cs := a.connect(nil, era)
 
 			ctx, cancel := context.WithCancel(context.Background())

@@ -273,6 +273,15 @@ func (a *agent) grant(objects ...string) {
 	}, 10*time.Second, 50*time.Millisecond).Should(BeTrue())
 }
 
+// allowInternal lets the agent call every McpTool of its namespace up to
+// the Internal data class: the usual agent of a spec.
+func (a *agent) allowInternal() *agent {
+	GinkgoHelper()
+	a.grant()
+	a.ceiling(mcpv1alpha1.DataClassInternal)
+	return a
+}
+
 // ceiling declares an McpAccessPolicy naming the agent, with the approval
 // mode given (the API's default, Person, when none is).
 func (a *agent) ceiling(class mcpv1alpha1.DataClass, mode ...mcpv1alpha1.ApprovalMode) {
