@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -275,6 +276,29 @@ const (
 	indexServerProfile = "spec.auth.delegated.profileRef.name"
 )
 
+// byIndex maps an object to a request for each object of list type L in
+// its namespace whose index field names it: the tools of a server, the
+// servers of a delegation profile.
+func byIndex[L any, PL interface {
+	*L
+	client.ObjectList
+}](c client.Reader, field, what string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		list := PL(new(L))
+		if err := c.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{field: o.GetName()}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "listing "+what)
+			return nil
+		}
+		var reqs []reconcile.Request
+		// Every item of a typed list is a client.Object.
+		_ = meta.EachListItem(list, func(item runtime.Object) error {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(item.(client.Object))})
+			return nil
+		})
+		return reqs
+	}
+}
+
 // SetupWithManager registers the controller and the field indexes it uses.
 func (r *McpServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.sched = newSchedule()
@@ -309,22 +333,9 @@ func (r *McpServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A tool enabled or disabled changes its server's counts.
 		Watches(&mcpv1alpha1.McpTool{}, handler.EnqueueRequestsFromMapFunc(toolToServer), builder.WithPredicates(enabledChanged{})).
 		// A delegated server's credentials depend on its profile's readiness.
-		Watches(&mcpv1alpha1.McpDelegationProfile{}, handler.EnqueueRequestsFromMapFunc(r.profileToServers), builder.WithPredicates(readyChanged{})).
+		Watches(&mcpv1alpha1.McpDelegationProfile{}, handler.EnqueueRequestsFromMapFunc(byIndex[mcpv1alpha1.McpServerList](r.Client, indexServerProfile, "the servers of a delegation profile")), builder.WithPredicates(readyChanged{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrent}).
 		Complete(r)
-}
-
-func (r *McpServerReconciler) profileToServers(ctx context.Context, o client.Object) []reconcile.Request {
-	var servers mcpv1alpha1.McpServerList
-	if err := r.List(ctx, &servers, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexServerProfile: o.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing the servers of a delegation profile")
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(servers.Items))
-	for _, s := range servers.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
-	}
-	return reqs
 }
 
 // readyChanged passes creations, deletions and changes of the Ready

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
@@ -177,21 +176,8 @@ func (r *McpToolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("mcptool").
 		For(&mcpv1alpha1.McpTool{}).
-		Watches(&mcpv1alpha1.McpServer{}, handler.EnqueueRequestsFromMapFunc(r.serverToTools), builder.WithPredicates(serverDeclarationChanged{})).
+		Watches(&mcpv1alpha1.McpServer{}, handler.EnqueueRequestsFromMapFunc(byIndex[mcpv1alpha1.McpToolList](r.Client, indexToolServer, "the tools of a server")), builder.WithPredicates(serverDeclarationChanged{})).
 		Complete(r)
-}
-
-func (r *McpToolReconciler) serverToTools(ctx context.Context, o client.Object) []reconcile.Request {
-	var tools mcpv1alpha1.McpToolList
-	if err := r.List(ctx, &tools, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexToolServer: o.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing the tools of a server")
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(tools.Items))
-	for _, t := range tools.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: t.Namespace, Name: t.Name}})
-	}
-	return reqs
 }
 
 // serverDeclarationChanged passes server events that can change a tool's
