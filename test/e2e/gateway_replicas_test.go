@@ -195,7 +195,7 @@ func TestGatewayReplicas(t *testing.T) {
 	var agents []*agent
 	for _, era := range []string{eraLegacy, eraModern} {
 		for n := range agentsPerEra {
-			agents = append(agents, &agent{name: fmt.Sprintf("%s%d", era[:4], n), era: era, token: tokens[era], endpoint: endpoint, human: human, rec: rec})
+			agents = append(agents, &agent{name: fmt.Sprintf("%s%d", strings.TrimPrefix(agentSA(era), "agent-"), n), era: era, token: tokens[era], endpoint: endpoint, human: human, rec: rec})
 		}
 	}
 	for _, a := range agents {
@@ -1116,6 +1116,7 @@ func (v *verdict) check() {
 				}
 			case "failed":
 				failed++
+				t.Logf("call %s by %s got no answer: %v", id, a.agent, a.err)
 				if !v.cutOnVictim(id) {
 					t.Errorf("call %s by %s failed without a request cut by the kill: %v", id, a.agent, a.err)
 				}
