@@ -83,8 +83,10 @@ const (
 //
 // The upstream is a go-sdk server in this process that counts executions
 // per call id: every call carries a unique id argument. Agents are go-sdk
-// clients in both eras (2025-11-25 with initialize, 2026-07-28 stateless),
-// calling concurrently; every third call needs approval, which the test
+// clients in both eras, calling concurrently: 2025-11-25 agents open their
+// session with initialize, which a stateless replica answers without an
+// Mcp-Session-Id (docs/adr/015-gateway-deployment.md; the test checks that
+// no answer carries one), and 2026-07-28 agents are stateless anyway; every third call needs approval, which the test
 // gives as a person other than the agent by updating the McpCallApproval
 // through the API. A 2026-07-28 agent waits in its URL elicitation handler
 // and its SDK retries by itself, then replays the finished call once; an
@@ -160,10 +162,12 @@ func TestGatewayReplicas(t *testing.T) {
 	audits := make([]string, replicaCount)
 	for i := range gateways {
 		audits[i] = filepath.Join(work, fmt.Sprintf("audit-%d.jsonl", i))
+		addr := freeAddr(t)
 		gateways[i] = startProc(t, bins.manager, work, fmt.Sprintf("gateway-%d", i), gwToken, cfg,
-			"--components=gateway", "--gateway-insecure", "--gateway-stateless",
+			"--components=gateway", "--gateway-bind-address="+addr, "--gateway-insecure", "--gateway-stateless",
 			"--gateway-approval-key-secret="+releaseNS+"/"+keySecret,
 			"--gateway-audit-file="+audits[i])
+		gateways[i].gateway = addr
 	}
 	for _, g := range gateways {
 		g.waitHealthy(t)
@@ -248,6 +252,9 @@ func TestGatewayReplicas(t *testing.T) {
 	}
 	ledger.releaseHeld()
 	holdWG.Wait()
+	for _, h := range holders {
+		_ = h.cs.Close()
+	}
 
 	waitAll("every agent finishing 5 more calls over the survivors", func(a *agent) bool { return a.finished.Load() >= killedAt[a]+5 })
 	stopAgents()
@@ -264,7 +271,7 @@ func TestGatewayReplicas(t *testing.T) {
 	}
 	v := verdict{
 		t: t, victim: victim, runs: ledger.snapshot(), answers: rec.snapshot(), routes: proxy.snapshot(),
-		audit: readAudits(t, audits), approvals: list.Items,
+		audit: readAudits(t, audits), approvals: list.Items, sessionIDs: proxy.sessionCount(),
 	}
 	v.check()
 }
@@ -323,8 +330,8 @@ func startProc(t *testing.T, binary, dir, name, token string, cfg *rest.Config, 
 	t.Helper()
 	m := &managerProc{
 		logPath: filepath.Join(dir, name+".log"),
-		probe:   freeAddr(t), gateway: freeAddr(t),
-		done: make(chan struct{}),
+		probe:   freeAddr(t),
+		done:    make(chan struct{}),
 	}
 	kubeconfig := filepath.Join(dir, name+".kubeconfig")
 	writeKubeconfig(t, kubeconfig, cfg, token)
@@ -336,7 +343,6 @@ func startProc(t *testing.T, binary, dir, name, token string, cfg *rest.Config, 
 		"--kubeconfig=" + kubeconfig,
 		"--metrics-bind-address=0",
 		"--health-probe-bind-address=" + m.probe,
-		"--gateway-bind-address=" + m.gateway,
 		"--allow-private-networks",
 	}, args...)...)
 	m.cmd.Stdout, m.cmd.Stderr = f, f
@@ -545,6 +551,9 @@ type roundRobin struct {
 	next      int
 	routes    []route
 	killed    int
+	// sessionIDs counts answers that carried an Mcp-Session-Id: a
+	// stateless replica issues none.
+	sessionIDs int
 }
 
 func newRoundRobin(gws []*managerProc) *roundRobin {
@@ -585,6 +594,11 @@ func (rr *roundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rr.cut(n)
 			http.Error(w, "the replica did not answer", http.StatusBadGateway)
 			return
+		}
+		if resp.Header.Get("Mcp-Session-Id") != "" {
+			rr.mu.Lock()
+			rr.sessionIDs++
+			rr.mu.Unlock()
 		}
 		for k, vs := range resp.Header {
 			w.Header()[k] = vs
@@ -692,6 +706,12 @@ func (rr *roundRobin) countWith(replica int, prefix string) int {
 	return n
 }
 
+func (rr *roundRobin) sessionCount() int {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	return rr.sessionIDs
+}
+
 func (rr *roundRobin) snapshot() []route {
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
@@ -753,9 +773,9 @@ func (h *human) run(ctx context.Context) {
 			h.mu.Lock()
 			if !seen {
 				h.first[a.Spec.ArgumentsHash] = a.Name
-				close(h.chanFor(h.byHash, a.Spec.ArgumentsHash))
+				closeOnce(h.chanFor(h.byHash, a.Spec.ArgumentsHash))
 			}
-			close(h.chanFor(h.decided, a.Name))
+			closeOnce(h.chanFor(h.decided, a.Name))
 			h.mu.Unlock()
 		}
 	}
@@ -769,6 +789,14 @@ func (h *human) chanFor(m map[string]chan struct{}, key string) chan struct{} {
 		m[key] = ch
 	}
 	return ch
+}
+
+func closeOnce(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
 }
 
 // await returns once the approval name is decided.
@@ -1055,13 +1083,14 @@ func readAudits(t *testing.T, paths []string) []auditRecord {
 
 // verdict holds what the run left and checks the promises on it.
 type verdict struct {
-	t         *testing.T
-	victim    int
-	runs      map[string]int
-	answers   map[string][]answer
-	routes    []route
-	audit     []auditRecord
-	approvals []mcpv1alpha1.McpCallApproval
+	t          *testing.T
+	victim     int
+	runs       map[string]int
+	answers    map[string][]answer
+	routes     []route
+	audit      []auditRecord
+	approvals  []mcpv1alpha1.McpCallApproval
+	sessionIDs int
 }
 
 // cutOnVictim reports whether a request of call id was cut on the killed
@@ -1246,6 +1275,12 @@ func (v *verdict) check() {
 				t.Errorf("call %s used approval %q, whose status does not name it", b.CallID, b.ApprovalName)
 			}
 		}
+	}
+
+	// An initialize-era agent's requests can land on any replica only
+	// because no replica keeps its session.
+	if v.sessionIDs != 0 {
+		t.Errorf("%d answers carried an Mcp-Session-Id: a replica kept a session", v.sessionIDs)
 	}
 
 	// The run was what it claims to be.
