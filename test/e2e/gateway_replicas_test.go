@@ -24,7 +24,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -177,7 +176,9 @@ func TestGatewayReplicas(t *testing.T) {
 	t.Cleanup(front.Close)
 	endpoint := front.URL + "/mcp"
 
-	agentRBAC(t, admin, approverRole)
+	// One agent identity for every client: a person must not share it.
+	mustCreate(t, admin, agentObjects(replicaNS)...)
+	allowApprover(t, admin, approverRole)
 	human := newHuman(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -187,10 +188,7 @@ func TestGatewayReplicas(t *testing.T) {
 	stopHuman := sync.OnceFunc(func() { cancelHuman(); <-humanDone })
 	defer stopHuman()
 
-	tokens := map[string]string{}
-	for _, era := range []string{eraLegacy, eraModern} {
-		tokens[era] = tokenFor(t, clientset, replicaNS, agentSA(era), gatewayAudience)
-	}
+	token := tokenFor(t, clientset, replicaNS, "agent", gatewayAudience)
 	rec := &outcomes{byID: map[string][]answer{}}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -199,7 +197,7 @@ func TestGatewayReplicas(t *testing.T) {
 	var agents []*agent
 	for _, era := range []string{eraLegacy, eraModern} {
 		for n := range agentsPerEra {
-			agents = append(agents, &agent{name: fmt.Sprintf("%s%d", strings.TrimPrefix(agentSA(era), "agent-"), n), era: era, token: tokens[era], endpoint: endpoint, human: human, rec: rec})
+			agents = append(agents, &agent{name: fmt.Sprintf("%s%d", eraName(era), n), era: era, token: token, endpoint: endpoint, human: human, rec: rec})
 		}
 	}
 	for _, a := range agents {
@@ -225,7 +223,7 @@ func TestGatewayReplicas(t *testing.T) {
 	// Calls in flight on every replica: the upstream holds them.
 	holders := map[string]*agent{}
 	for _, era := range []string{eraLegacy, eraModern} {
-		h := &agent{name: "holder-" + era, era: era, token: tokens[era], endpoint: endpoint, human: human, rec: rec}
+		h := &agent{name: "holder-" + era, era: era, token: token, endpoint: endpoint, human: human, rec: rec}
 		if err := h.connect(ctx); err != nil {
 			t.Fatalf("holder %s connecting: %v", era, err)
 		}
@@ -282,12 +280,12 @@ const (
 	eraModern = "2026-07-28"
 )
 
-// agentSA is the ServiceAccount of an era's agents.
-func agentSA(era string) string {
+// eraName names an era in the agents' names.
+func eraName(era string) string {
 	if era == eraModern {
-		return "agent-modern"
+		return "modern"
 	}
-	return "agent-legacy"
+	return "legacy"
 }
 
 // applyRendered creates the rendered objects of the given kinds and returns
@@ -427,29 +425,13 @@ func enableLedgerTools(t *testing.T, admin client.Client, controllers *managerPr
 	}
 }
 
-// agentRBAC lets both agents' ServiceAccounts call the ledger's tools
-// within an Internal ceiling, and binds the chart's call-approver role to
-// the person.
-func agentRBAC(t *testing.T, admin client.Client, approverRole string) {
+// allowApprover binds the chart's call-approver role to the person in
+// the agents' namespace.
+func allowApprover(t *testing.T, admin client.Client, approverRole string) {
 	t.Helper()
-	var subjects []rbacv1.Subject
-	for _, era := range []string{eraLegacy, eraModern} {
-		mustCreate(t, admin, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: replicaNS, Name: agentSA(era)}})
-		subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: replicaNS, Name: agentSA(era)})
-	}
-	mustCreate(t, admin,
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: replicaNS, Name: "agents-call"}, Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{"mcptools"}, Verbs: []string{"call"},
-		}}},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: replicaNS, Name: "agents-call"},
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "agents-call"}, Subjects: subjects},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: replicaNS, Name: "call-approvers"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: approverRole},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: approverName}}},
-		&mcpv1alpha1.McpAccessPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: replicaNS, Name: "agents"}, Spec: mcpv1alpha1.McpAccessPolicySpec{
-			ServiceAccounts: []string{"*"}, MaxDataClass: mcpv1alpha1.DataClassInternal,
-		}},
-	)
+	mustCreate(t, admin, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: replicaNS, Name: "call-approvers"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: approverRole},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: approverName}}})
 }
 
 // ledger is the upstream MCP server: two tools that count their executions
