@@ -94,9 +94,10 @@ const (
 // replicas. The human approves the first approval of a call and denies any
 // later one, so that a replay must not be made.
 //
-// In the middle, calls are held in the upstream while in flight, and the
-// replica serving the most of them is killed with SIGKILL. Traffic goes on
-// over the survivors. The test then asserts, from the upstream's counts,
+// In the middle, calls are held in the upstream while in flight (appends,
+// and transfers whose approval was already used), and a replica serving a
+// held transfer, the one serving the most held calls, is killed with
+// SIGKILL. Traffic goes on over the survivors. The test then asserts, from the upstream's counts,
 // the proxy's routing, every replica's audit file and the approvals left in
 // the API server:
 //
@@ -229,10 +230,16 @@ func TestGatewayReplicas(t *testing.T) {
 		}
 		holders[era] = h
 	}
+	// The initialize-era holder holds appends; the 2026-07-28 one holds
+	// transfers, which its SDK first waits for and retries once approved,
+	// so those are held with their approval already used.
 	var holdWG sync.WaitGroup
 	for i := range holdCalls {
-		h := holders[[]string{eraLegacy, eraModern}[i%2]]
-		holdWG.Go(func() { h.callOnce(ctx, toolAppend, fmt.Sprintf("%s%s-%d", holdPrefix, h.era, i)) })
+		h, tool := holders[eraLegacy], toolAppend
+		if i%2 == 1 {
+			h, tool = holders[eraModern], toolTransfer
+		}
+		holdWG.Go(func() { h.callOnce(ctx, tool, fmt.Sprintf("%s%s-%s-%d", holdPrefix, eraName(h.era), tool, i)) })
 	}
 	eventually(t, time.Minute, "the upstream holding every held call", anyDied(gateways, controllers), func() error {
 		if n := ledger.heldCount(); n < holdCalls {
@@ -240,8 +247,22 @@ func TestGatewayReplicas(t *testing.T) {
 		}
 		return nil
 	})
-	victim := proxy.busiestWith(holdPrefix)
-	t.Logf("killing gateway %d with SIGKILL while it has %d held calls in flight", victim, proxy.countWith(victim, holdPrefix))
+	// The victim: of the replicas with a held transfer in flight, the one
+	// with the most held calls in flight.
+	flying := proxy.inFlight(holdPrefix)
+	victim := -1
+	for i := range replicaCount {
+		if !slices.ContainsFunc(flying[i], func(id string) bool { return strings.Contains(id, toolTransfer) }) {
+			continue
+		}
+		if victim < 0 || len(flying[i]) > len(flying[victim]) {
+			victim = i
+		}
+	}
+	if victim < 0 {
+		t.Fatalf("no held transfer is in flight on any replica: %v", flying)
+	}
+	t.Logf("killing gateway %d with SIGKILL while it has the held calls %v in flight", victim, flying[victim])
 	gateways[victim].kill()
 	proxy.markKilled(victim)
 	killedAt := make(map[*agent]int64, len(agents))
@@ -520,6 +541,8 @@ type route struct {
 	// refused is set when the replica's port refused the connection: the
 	// request never reached it and went to the next replica.
 	refused bool
+	// open is set while the replica is serving the request.
+	open bool
 }
 
 // roundRobin is the stand-in for a Service without session affinity: each
@@ -567,6 +590,7 @@ func (rr *roundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Recorded before it is sent: a call the upstream holds has not
 		// been answered, and the test picks the replica to kill by it.
 		n := rr.record(i, id)
+		defer rr.finish(n)
 		resp, err := rr.transport.RoundTrip(out)
 		if errors.Is(err, syscall.ECONNREFUSED) {
 			rr.refused(n)
@@ -642,7 +666,7 @@ func toolCallID(body []byte) string {
 func (rr *roundRobin) record(replica int, id string) int {
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
-	rr.routes = append(rr.routes, route{replica: replica, callID: id, afterKill: rr.killed >= 0})
+	rr.routes = append(rr.routes, route{replica: replica, callID: id, afterKill: rr.killed >= 0, open: true})
 	return len(rr.routes) - 1
 }
 
@@ -664,28 +688,24 @@ func (rr *roundRobin) markKilled(replica int) {
 	rr.killed = replica
 }
 
-// busiestWith returns the replica that was handed the most calls whose id
-// starts with prefix.
-func (rr *roundRobin) busiestWith(prefix string) int {
-	best, most := 0, -1
-	for i := range rr.addrs {
-		if n := rr.countWith(i, prefix); n > most {
-			best, most = i, n
-		}
-	}
-	return best
-}
-
-func (rr *roundRobin) countWith(replica int, prefix string) int {
+// inFlight returns, per replica, the calls whose id starts with prefix
+// and whose request it is serving now.
+func (rr *roundRobin) inFlight(prefix string) map[int][]string {
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
-	n := 0
+	out := map[int][]string{}
 	for _, r := range rr.routes {
-		if !r.refused && r.replica == replica && r.callID != "" && strings.HasPrefix(r.callID, prefix) {
-			n++
+		if r.open && !r.refused && strings.HasPrefix(r.callID, prefix) {
+			out[r.replica] = append(out[r.replica], r.callID)
 		}
 	}
-	return n
+	return out
+}
+
+func (rr *roundRobin) finish(n int) {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	rr.routes[n].open = false
 }
 
 func (rr *roundRobin) sessionCount() int {
@@ -1153,7 +1173,7 @@ func (v *verdict) check() {
 	}
 
 	// One "before" and one "after" per execution, across replicas.
-	heldOnVictim := 0
+	heldOnVictim, heldTransfersOnVictim := 0, 0
 	for id, n := range v.runs {
 		bs := befores[id]
 		if n == 0 {
@@ -1168,6 +1188,11 @@ func (v *verdict) check() {
 		switch {
 		case b.replica == v.victim && strings.HasPrefix(id, holdPrefix):
 			heldOnVictim++
+			if strings.Contains(id, toolTransfer) {
+				// Its approval stays used by this call (checked below
+				// with every other use), and is never used again.
+				heldTransfersOnVictim++
+			}
 			if len(as) != 0 {
 				t.Errorf("held call %s has an after record although its replica was killed while the upstream held it", id)
 			}
@@ -1303,10 +1328,10 @@ func (v *verdict) check() {
 		}
 	}
 	t.Logf("tools/call requests per replica %v (after the kill %v); executed %d calls; before records per replica %v; "+
-		"%d calls failed for the agent; %d held calls and %d other calls were in flight on the killed replica; "+
+		"%d calls failed for the agent; %d held calls (%d approved transfers) and %d other calls were in flight on the killed replica; "+
 		"%d approvals used, %d spent by the kill; refused: %d racing retries (%d of them on an approval another replica had just used), %d replays; "+
 		"initialize-era agents told to wait by %v",
-		perReplica, afterKill, executed, beforePerReplica, failed, heldOnVictim, onVictim, used, spentByKill,
+		perReplica, afterKill, executed, beforePerReplica, failed, heldOnVictim, heldTransfersOnVictim, onVictim, used, spentByKill,
 		racersRefused, conflicts, replaysRefused, legacyWaits)
 	for i, n := range beforePerReplica {
 		if n == 0 {
@@ -1317,6 +1342,9 @@ func (v *verdict) check() {
 		if i != v.victim && n == 0 {
 			t.Errorf("survivor %d was handed no call after the kill", i)
 		}
+	}
+	if heldTransfersOnVictim == 0 {
+		t.Errorf("no approved call was in flight on the killed replica")
 	}
 	if heldOnVictim == 0 {
 		t.Errorf("no held call was in flight on the killed replica: the kill was not in the middle")
