@@ -85,21 +85,22 @@ const (
 // clients in both eras, calling concurrently: 2025-11-25 agents open their
 // session with initialize, which a stateless replica answers without an
 // Mcp-Session-Id (docs/adr/015-gateway-deployment.md; the test checks that
-// no answer carries one), and 2026-07-28 agents are stateless anyway; every third call needs approval, which the test
-// gives as a person other than the agent by updating the McpCallApproval
-// through the API. A 2026-07-28 agent waits in its URL elicitation handler
-// and its SDK retries by itself, then replays the finished call once; an
-// initialize-era agent retries until approved and then sends several
-// retries of the same call at once, which round robin spreads over
-// replicas. The human approves the first approval of a call and denies any
-// later one, so that a replay must not be made.
+// no answer carries one), and 2026-07-28 agents have no session at all.
+// Every third call needs approval, which the test gives as a person other
+// than the agent by updating the McpCallApproval through the API. A
+// 2026-07-28 agent waits in its URL elicitation handler and its SDK retries
+// by itself, then replays the finished call once; an initialize-era agent
+// retries until approved and then sends several retries of the same call
+// at once, which round robin spreads over replicas. The person approves
+// the first approval of a call and denies any later one, so a replay or a
+// losing retry must not be made.
 //
 // In the middle, calls are held in the upstream while in flight (appends,
 // and transfers whose approval was already used), and a replica serving a
 // held transfer, the one serving the most held calls, is killed with
-// SIGKILL. Traffic goes on over the survivors. The test then asserts, from the upstream's counts,
-// the proxy's routing, every replica's audit file and the approvals left in
-// the API server:
+// SIGKILL. Traffic goes on over the survivors. The test then asserts, from
+// the upstream's counts, the proxy's routing, every replica's audit file
+// and the approvals left in the API server:
 //
 //   - every call id was executed upstream at most once, and an agent that
 //     was answered with the tool's result was answered for that execution;
@@ -115,9 +116,11 @@ const (
 //     and losing racers were refused;
 //   - a consumed approval without a "before" record exists only for a call
 //     whose request was cut by the kill: the gateway marks the approval
-//     used before it writes the record, so a replica dying between the two
-//     leaves an approval spent on a call that was never made; that is the
-//     only way an approval is lost, and it is not reused;
+//     used before it writes the record (using it is one of the checks the
+//     record follows), so a replica dying between the two leaves an
+//     approval spent on a call that was never made, and not used again.
+//     A kill cannot be timed into that window from outside; when it
+//     happens, the test requires the kill to explain it;
 //   - an agent's call fails only when one of its requests was cut on the
 //     killed replica; every other call gets its answer.
 //
@@ -177,7 +180,8 @@ func TestGatewayReplicas(t *testing.T) {
 	t.Cleanup(front.Close)
 	endpoint := front.URL + "/mcp"
 
-	// One agent identity for every client: a person must not share it.
+	// Every agent client is the ServiceAccount "agent"; approvals are
+	// decided by another identity, the person.
 	mustCreate(t, admin, agentObjects(replicaNS)...)
 	allowApprover(t, admin, approverRole)
 	human := newHuman(t, cfg)
