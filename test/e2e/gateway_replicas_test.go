@@ -1356,6 +1356,12 @@ func (v *verdict) check() {
 	if eras[eraLegacy] == 0 || eras[eraModern] == 0 {
 		t.Errorf("approved transfers made per era %v; want some in both", eras)
 	}
+	// A stateless replica does not keep what an initialize-era client
+	// declared at initialize, so it tells it to wait in a tool result,
+	// never with -32042 (docs/gateway.md, section 6).
+	if legacyWaits["error"] != 0 || legacyWaits["result"] == 0 {
+		t.Errorf("initialize-era agents were told to wait by %v; want by a tool result only", legacyWaits)
+	}
 	if replaysRefused == 0 {
 		t.Errorf("no replay of a finished call was refused")
 	}
