@@ -184,7 +184,7 @@ func toolConditions(ns, name string) func(g Gomega) []metav1.Condition {
 
 // waitReady waits for a server's first import and probe to succeed.
 func waitReady(ns, name string, timeout time.Duration) *mcpv1alpha1.McpServer {
-	EventuallyWithOffset(1, serverConditions(ns, name), timeout, 100*time.Millisecond).
+	EventuallyWithOffset(1, serverConditions(ns, name), bound(timeout), 100*time.Millisecond).
 		Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
 	return getServer(ns, name)
 }
@@ -335,3 +335,13 @@ var tokensUsed testenv.Secrets
 
 // newToken returns a fresh credential value, registered in tokensUsed.
 func newToken() string { return tokensUsed.New("sEcReT", "ToKeN") }
+
+// bound scales how long a spec waits for the manager: the race detector
+// slows everything it runs several times over. What a spec asserts does not
+// change, only how long it is willing to wait for it.
+func bound(d time.Duration) time.Duration {
+	if raceDetector {
+		return 4 * d
+	}
+	return d
+}

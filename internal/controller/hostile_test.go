@@ -23,14 +23,15 @@ var _ = Describe("A server that amplifies its catalog", func() {
 		// under the API's default ceilings.
 		hostile := mcpserver.StartHostile(GinkgoT(), mcpserver.HostileOptions{})
 		Expect(hostile.ToolsPerPage()*100).To(BeNumerically("<=", 2000), "the catalog fits the default maxTools, so only the byte budget stops it")
-		// Reading up to 64 MiB takes long under the race detector on a
-		// small machine: the bounds are generous, the assertions exact.
-		const bound = 3 * time.Minute
-		slow := withTimeout(bound)
+		// Reading up to 64 MiB takes long on a small machine: the bounds are
+		// generous, the assertions exact. The operation timeout has a
+		// ceiling of 5m.
+		wait := bound(90 * time.Second)
+		slow := withTimeout(min(wait, 5*time.Minute))
 
 		// A server that was never good: nothing is written for it.
 		createServer(ns, "bloat", hostile.URL, slow)
-		Eventually(serverConditions(ns, "bloat"), bound).
+		Eventually(serverConditions(ns, "bloat"), wait).
 			Should(haveCondition(mcpv1alpha1.ConditionCatalogSynced, metav1.ConditionFalse, mcpv1alpha1.ReasonCatalogTooLarge))
 		Expect(listTools(ns)).To(BeEmpty(), "no McpTool is written for a refused import")
 		Expect(hostile.PagesServed()).To(BeNumerically("<", 100), "the import stopped at the page that crossed the budget")
@@ -42,7 +43,7 @@ var _ = Describe("A server that amplifies its catalog", func() {
 		// exactly as they were.
 		good := startMCP(mcpserver.Options{Tools: 3})
 		createServer(ns, "turns", good.URL, slow)
-		waitReady(ns, "turns", bound)
+		waitReady(ns, "turns", 90*time.Second)
 		Expect(listTools(ns)).To(HaveLen(3 + len(mcpserver.BuiltinTools())))
 		before := catalogOf(ns)
 		imported := getServer(ns, "turns").Status.LastImportTime
@@ -51,7 +52,7 @@ var _ = Describe("A server that amplifies its catalog", func() {
 		patch := client.MergeFrom(s.DeepCopy())
 		s.Spec.URL = hostile.URL
 		Expect(k8sClient.Patch(context.Background(), s, patch)).To(Succeed())
-		Eventually(serverConditions(ns, "turns"), bound).
+		Eventually(serverConditions(ns, "turns"), wait).
 			Should(haveCondition(mcpv1alpha1.ConditionCatalogSynced, metav1.ConditionFalse, mcpv1alpha1.ReasonCatalogTooLarge))
 		// The McpTool controller may still note that the server is not
 		// Ready; what the import writes (the definitions, their Imported
@@ -76,7 +77,7 @@ var _ = Describe("A server that amplifies its catalog", func() {
 				}
 			}
 			return 0
-		}, bound).Should(BeNumerically(">", 1))
+		}, wait).Should(BeNumerically(">", 1))
 		Expect(listTools(ns)).To(HaveLen(3 + len(mcpserver.BuiltinTools())))
 	})
 })

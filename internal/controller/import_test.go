@@ -23,7 +23,9 @@ var _ = Describe("Import", func() {
 			ns := newNamespace()
 			opts.Tools = catalogSize
 			up := startMCP(opts)
-			createServer(ns, "big", up.URL, withMaxTools(3000))
+			// The default 20s budget is for one server; a 2,500-tool catalog
+			// read under the race detector can need more.
+			createServer(ns, "big", up.URL, withMaxTools(3000), withTimeout(min(bound(20*time.Second), 5*time.Minute)))
 
 			srv := waitReady(ns, "big", 2*time.Minute)
 			Expect(srv.Status.Tools).To(Equal(&mcpv1alpha1.ToolCounts{Offered: offered, Imported: offered}))
@@ -44,7 +46,7 @@ var _ = Describe("Import", func() {
 
 			// One tool in full: what the import and the tool controller write.
 			last := mcpserver.CatalogToolName(catalogSize)
-			Eventually(toolConditions(ns, toolObjectName("big", last)), time.Minute).
+			Eventually(toolConditions(ns, toolObjectName("big", last)), bound(time.Minute)).
 				Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonDisabled))
 			t := getTool(ns, toolObjectName("big", last))
 			Expect(t.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))

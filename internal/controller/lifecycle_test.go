@@ -30,7 +30,7 @@ func settledTools(ns string, n int) {
 			}
 		}
 		return c
-	}, 30*time.Second, 100*time.Millisecond).Should(Equal(n))
+	}, bound(30*time.Second), 100*time.Millisecond).Should(Equal(n))
 }
 
 // kstatusOf computes what kstatus (kubectl wait, Argo CD, Flux) reports for

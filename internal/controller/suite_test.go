@@ -44,7 +44,7 @@ var _ = BeforeSuite(func() {
 	logs = testenv.CaptureLogs()
 
 	// A reconcile on a busy two-core machine can take a few seconds.
-	SetDefaultEventuallyTimeout(10 * time.Second)
+	SetDefaultEventuallyTimeout(bound(10 * time.Second))
 	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
 
 	plane = testenv.StartControlPlane()
