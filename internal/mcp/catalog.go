@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -32,31 +33,13 @@ func (o *operation) listTools(ctx context.Context, b *catalogBuilder) (int, erro
 		if cursor != nil {
 			params["cursor"] = *cursor
 		}
-		result, err := o.request(ctx, o.workLeg(method, params))
+		msg, err := o.requestMessage(ctx, o.workLeg(method, params))
 		if err != nil {
 			return 0, err
 		}
-		m, err := decodeObject(result)
-		if err != nil {
-			return 0, o.failDetail(KindInvalidResponse, method, "result is malformed")
-		}
-		raw, ok := m["tools"]
-		if !ok {
-			return 0, o.failDetail(KindInvalidResponse, method, "tools is not a list")
-		}
-		tools, ok := decodeArray(raw)
-		if !ok {
-			return 0, o.failDetail(KindInvalidResponse, method, "tools is not a list")
-		}
-		if b.offered+len(tools) > o.ep.MaxTools {
-			return 0, &Error{Kind: KindToolLimit, Server: o.ep.Name, Method: method, Limit: o.ep.MaxTools}
-		}
-		for _, t := range tools {
-			if !b.add(t) {
-				return 0, &Error{Kind: KindCatalogTooLarge, Server: o.ep.Name, Method: method, Limit: int(b.maxBytes)}
-			}
-		}
-		next, more, err := o.nextCursor(m)
+		next, more, err := o.readPage(msg, b)
+		// Everything kept from the page was copied out of it.
+		msg.release()
 		if err != nil {
 			return 0, err
 		}
@@ -74,13 +57,39 @@ func (o *operation) listTools(ctx context.Context, b *catalogBuilder) (int, erro
 	}
 }
 
-// nextCursor reads nextCursor with the era's end-of-list rule.
-func (o *operation) nextCursor(m map[string]json.RawMessage) (string, bool, error) {
-	raw, ok := m["nextCursor"]
-	if !ok || isJSONNull(raw) {
+// readPage validates one tools/list result, hands its definitions to the
+// builder and returns the cursor of the next page, if any. It reads the tape
+// the message was indexed into, so the page's bytes are not scanned again.
+func (o *operation) readPage(msg *message, b *catalogBuilder) (string, bool, error) {
+	const method = "tools/list"
+	t, r := msg.tape, msg.resultAt
+	if t.hasDuplicate(r) {
+		return "", false, o.failDetail(KindInvalidResponse, method, "result is malformed")
+	}
+	tools := t.member(r, "tools")
+	if tools < 0 || t.e[tools].kind != kArray {
+		return "", false, o.failDetail(KindInvalidResponse, method, "tools is not a list")
+	}
+	n := t.elements(tools)
+	if b.offered+n > o.ep.MaxTools {
+		return "", false, &Error{Kind: KindToolLimit, Server: o.ep.Name, Method: method, Limit: o.ep.MaxTools}
+	}
+	b.entries = slices.Grow(b.entries, n)
+	for k, end := tools+1, t.next(tools); k < end; k = t.next(k) {
+		if !b.addAt(t, k) {
+			return "", false, &Error{Kind: KindCatalogTooLarge, Server: o.ep.Name, Method: method, Limit: int(b.maxBytes)}
+		}
+	}
+	return o.nextCursor(t, t.member(r, "nextCursor"))
+}
+
+// nextCursor reads nextCursor (the value at entry v, -1 when absent) with
+// the era's end-of-list rule.
+func (o *operation) nextCursor(t *tape, v int) (string, bool, error) {
+	if v < 0 || t.e[v].kind == kNull {
 		return "", false, nil
 	}
-	c, ok := decodeString(raw)
+	c, ok := t.stringAt(v)
 	if !ok {
 		return "", false, o.failDetail(KindInvalidResponse, "tools/list", "nextCursor is not a string")
 	}
@@ -104,6 +113,8 @@ type catalogBuilder struct {
 	stored  int64
 	entries []catalogEntry
 	count   map[string]int
+	// norm is the schema normaliser's scratch space, kept for the import.
+	norm *normalizer
 }
 
 type catalogEntry struct {
@@ -122,15 +133,19 @@ func newCatalogBuilder(maxBytes, maxDefinition int64) *catalogBuilder {
 	return &catalogBuilder{maxBytes: maxBytes, maxDefinition: maxDefinition, count: map[string]int{}}
 }
 
-// add validates one definition and keeps it, or records why it was skipped.
-// It returns false once the kept definitions exceed the budget.
-func (b *catalogBuilder) add(raw json.RawMessage) bool {
+// addAt validates the definition at entry i of t and keeps it, or records
+// why it was skipped. It returns false once the kept definitions exceed the
+// budget.
+func (b *catalogBuilder) addAt(t *tape, i int) bool {
 	b.offered++
-	t, name, reason := validateTool(raw)
-	if reason == "" && DefinitionSize(t) > b.maxDefinition {
+	if b.norm == nil {
+		b.norm = getNormalizer()
+	}
+	t1, name, reason := validateToolAt(b.norm, t, i)
+	if reason == "" && DefinitionSize(t1) > b.maxDefinition {
 		// A skipped definition is not kept, so it is not charged either;
 		// only its name stays, to say why.
-		t, reason = Tool{}, SkipDefinitionTooLarge
+		t1, reason = Tool{}, SkipDefinitionTooLarge
 	}
 	if ValidToolName(name) {
 		b.count[name]++
@@ -139,18 +154,31 @@ func (b *catalogBuilder) add(raw json.RawMessage) bool {
 		b.entries = append(b.entries, catalogEntry{name: name, reason: reason})
 		return true
 	}
-	b.stored += DefinitionSize(t)
-	b.entries = append(b.entries, catalogEntry{tool: t, name: name})
+	b.stored += DefinitionSize(t1)
+	b.entries = append(b.entries, catalogEntry{tool: t1, name: name})
 	return b.stored <= b.maxBytes
 }
 
 // finish applies the rules that need the whole list: a name offered more than
 // once is skipped in every occurrence.
 func (b *catalogBuilder) finish() ([]Tool, []SkippedTool) {
+	if b.norm != nil {
+		putNormalizer(b.norm)
+		b.norm = nil
+	}
+	kept := 0
+	for _, e := range b.entries {
+		if e.reason == "" {
+			kept++
+		}
+	}
 	var (
 		tools   []Tool
 		skipped []SkippedTool
 	)
+	if kept > 0 {
+		tools = make([]Tool, 0, kept)
+	}
 	for _, e := range b.entries {
 		reason := e.reason
 		if reason == "" && b.count[e.name] > 1 {
@@ -176,50 +204,139 @@ func DefinitionSize(t Tool) int64 {
 	return int64(n)
 }
 
-// validateTool checks one definition; reason is "" when it is importable.
-func validateTool(raw json.RawMessage) (Tool, string, string) {
-	m, err := decodeObject(raw)
-	if err != nil {
+// validateToolAt checks the definition at entry i of t; reason is "" when
+// it is importable. The checks run in a fixed order, so a definition with
+// several faults is always skipped for the same one: the definition's
+// shape, the name, title and description, annotations, the schema.
+func validateToolAt(n *normalizer, t *tape, i int) (Tool, string, string) {
+	if t.e[i].kind != kObject || t.hasDuplicate(i) {
 		return Tool{}, "", SkipInvalidDefinition
 	}
+	nameAt, titleAt, descAt, annAt, schemaAt := -1, -1, -1, -1, -1
+	for k, end := i+1, t.next(i); k < end; k = t.next(k + 1) {
+		var key []byte
+		if e := &t.e[k]; e.plain {
+			key = t.b[e.start+1 : e.end-1]
+		} else {
+			s, _ := t.text(k)
+			key = []byte(s)
+		}
+		switch string(key) {
+		case "name":
+			nameAt = k + 1
+		case "title":
+			titleAt = k + 1
+		case "description":
+			descAt = k + 1
+		case "annotations":
+			annAt = k + 1
+		case "inputSchema":
+			schemaAt = k + 1
+		}
+	}
 	// A missing, null or non-string name is an invalid one.
-	name, ok := decodeString(m["name"])
+	if nameAt < 0 {
+		return Tool{}, "", SkipInvalidName
+	}
+	name, ok := t.stringAt(nameAt)
 	if !ok {
 		return Tool{}, "", SkipInvalidName
 	}
 	if !ValidToolName(name) {
 		return Tool{}, name, SkipInvalidName
 	}
-	t := Tool{Name: name}
+	tool := Tool{Name: name}
 	for _, f := range [...]struct {
-		key string
+		at  int
 		dst *string
-	}{{"title", &t.Title}, {"description", &t.Description}} {
-		if v, ok := m[f.key]; ok && !isJSONNull(v) {
-			s, ok := decodeString(v)
+	}{{titleAt, &tool.Title}, {descAt, &tool.Description}} {
+		if f.at >= 0 && t.e[f.at].kind != kNull {
+			s, ok := t.stringAt(f.at)
 			if !ok {
 				return Tool{}, name, SkipInvalidDefinition
 			}
 			*f.dst = s
 		}
 	}
-	if v, ok := m["annotations"]; ok && !isJSONNull(v) {
-		a, err := parseAnnotations(v)
+	if annAt >= 0 && t.e[annAt].kind != kNull {
+		a, err := parseAnnotationsAt(t, annAt)
 		if err != nil {
 			return Tool{}, name, SkipInvalidDefinition
 		}
-		t.Annotations = a
+		tool.Annotations = a
 	}
-	schema, ok := m["inputSchema"]
-	if !ok || isJSONNull(schema) {
+	if schemaAt < 0 || t.e[schemaAt].kind == kNull {
 		return Tool{}, name, SkipMissingSchema
 	}
-	norm, err := NormalizeSchema(schema)
+	norm, err := n.normalize(t, schemaAt)
 	if err != nil {
 		return Tool{}, name, SkipInvalidSchema
 	}
-	t.InputSchema = norm
-	return t, name, ""
+	tool.InputSchema = norm
+	return tool, name, ""
+}
+
+// parseAnnotationsAt reads the annotations at entry i. Annotations whose
+// member names are exactly the known ones (or unrelated) and whose values
+// have the expected types are read from the tape; anything else is left to
+// parseAnnotations, which decides as encoding/json would.
+func parseAnnotationsAt(t *tape, i int) (*ToolAnnotations, error) {
+	if t.e[i].kind != kObject || t.hasDuplicate(i) {
+		return nil, errNotObject
+	}
+	// One allocation holds the annotations and the hints they point to.
+	store := &struct {
+		ToolAnnotations
+		hints [4]bool
+	}{}
+	out := &store.ToolAnnotations
+	for k, end := i+1, t.next(i); k < end; k = t.next(k + 1) {
+		if !t.e[k].plain {
+			return parseAnnotations(t.raw(i))
+		}
+		key := t.b[t.e[k].start+1 : t.e[k].end-1]
+		v := k + 1
+		var (
+			dst  **bool
+			slot int
+		)
+		switch string(key) {
+		case "title":
+			switch t.e[v].kind {
+			case kNull:
+			case kString:
+				out.Title, _ = t.text(v)
+			default:
+				return parseAnnotations(t.raw(i))
+			}
+			continue
+		case "readOnlyHint":
+			dst, slot = &out.ReadOnlyHint, 0
+		case "destructiveHint":
+			dst, slot = &out.DestructiveHint, 1
+		case "idempotentHint":
+			dst, slot = &out.IdempotentHint, 2
+		case "openWorldHint":
+			dst, slot = &out.OpenWorldHint, 3
+		default:
+			// encoding/json matches member names case-insensitively.
+			for _, known := range annotationKeys {
+				if strings.EqualFold(string(key), known) {
+					return parseAnnotations(t.raw(i))
+				}
+			}
+			continue
+		}
+		switch t.e[v].kind {
+		case kNull:
+		case kTrue, kFalse:
+			store.hints[slot] = t.e[v].kind == kTrue
+			*dst = &store.hints[slot]
+		default:
+			return parseAnnotations(t.raw(i))
+		}
+	}
+	return out, nil
 }
 
 func parseAnnotations(raw json.RawMessage) (*ToolAnnotations, error) {

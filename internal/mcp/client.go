@@ -453,11 +453,13 @@ func (o *operation) callTool(ctx context.Context, name string, args map[string]a
 	if o.era == eraModern {
 		l.extra = params
 	}
-	result, err := o.request(ctx, l)
+	msg, err := o.requestMessage(ctx, l)
 	if err != nil {
 		return nil, err
 	}
-	res, err := flattenCallResult(result)
+	res, err := flattenCallResult(msg.result)
+	// The outcome holds copies only.
+	msg.release()
 	if err != nil {
 		return nil, o.protoFail("tools/call", err)
 	}
@@ -486,23 +488,25 @@ func (o *operation) withMeta(params map[string]any) map[string]any {
 	return params
 }
 
-// request performs a leg whose answer must be a JSON-RPC result object.
-func (o *operation) request(ctx context.Context, l leg) (json.RawMessage, error) {
-	result, err := o.answer(ctx, l)
+// requestMessage performs a leg whose answer must be a JSON-RPC result
+// object and returns the message, whose tape the caller may read and then
+// release.
+func (o *operation) requestMessage(ctx context.Context, l leg) (*message, error) {
+	msg, err := o.answerMessage(ctx, l)
 	if err != nil {
 		return nil, err
 	}
 	if l.modern {
-		if err := o.checkResultType(l.method, result); err != nil {
+		if err := o.checkResultType(l.method, msg.tape, msg.resultAt); err != nil {
 			return nil, err
 		}
 	}
-	return result, nil
+	return msg, nil
 }
 
-// answer performs a leg and returns its JSON-RPC result as sent, before any
-// check of the result's shape.
-func (o *operation) answer(ctx context.Context, l leg) (json.RawMessage, error) {
+// answerMessage performs a leg and returns its message with the JSON-RPC
+// result as sent, before any check of the result's shape.
+func (o *operation) answerMessage(ctx context.Context, l leg) (*message, error) {
 	r, err := o.exchange(ctx, l)
 	if err != nil {
 		return nil, err
@@ -513,23 +517,22 @@ func (o *operation) answer(ctx context.Context, l leg) (json.RawMessage, error) 
 	if r.msg.err != nil {
 		return nil, o.rpcErr(l.method, r.status, r.msg.err)
 	}
-	return r.msg.result, nil
+	return r.msg, nil
 }
 
-// checkResultType applies the 2026-07-28 resultType rules: absent means
-// "complete"; "input_required" asks for client input this client does not
-// provide; any other value is invalid.
-func (o *operation) checkResultType(method string, result json.RawMessage) error {
-	m, err := decodeObject(result)
-	if err != nil {
+// checkResultType applies the 2026-07-28 resultType rules to the result at
+// entry r of t: absent means "complete"; "input_required" asks for client
+// input this client does not provide; any other value is invalid.
+func (o *operation) checkResultType(method string, t *tape, r int) error {
+	if t.hasDuplicate(r) {
 		return o.failDetail(KindInvalidResponse, method, "result is malformed")
 	}
-	raw, ok := m["resultType"]
-	if !ok {
+	v := t.member(r, "resultType")
+	if v < 0 {
 		return nil
 	}
-	var rt string
-	if json.Unmarshal(raw, &rt) != nil {
+	rt, ok := t.stringAt(v)
+	if !ok && t.e[v].kind != kNull {
 		return o.failDetail(KindInvalidResponse, method, "resultType is not a string")
 	}
 	switch rt {

@@ -54,20 +54,23 @@ func FuzzSSEDecode(f *testing.F) {
 	})
 }
 
+// responseSeeds are JSON-RPC responses to the request "mcpc-fuzz-1".
+var responseSeeds = []string{
+	`{"jsonrpc":"2.0","id":"mcpc-fuzz-1","result":{}}`,
+	`{"jsonrpc":"2.0","id":"mcpc-fuzz-1","error":{"code":-32601,"message":"x","data":null}}`,
+	`{"jsonrpc":"2.0","id":"mcpc-fuzz-1","result":{},"error":{}}`,
+	`{"jsonrpc":"2.0","id":"other","result":{}}`,
+	`{"jsonrpc":"2.0","method":"notifications/progress"}`,
+	`{"jsonrpc":"2.0","id":"mcpc-fuzz-1","result":[]}`,
+	`{"jsonrpc":"2.0","id":"mcpc-fuzz-1","id":"mcpc-fuzz-1","result":{}}`,
+	`[{"jsonrpc":"2.0"}]`,
+	`<html>`,
+	``,
+}
+
 func FuzzResponseValidate(f *testing.F) {
 	const id = "mcpc-fuzz-1"
-	for _, s := range []string{
-		`{"jsonrpc":"2.0","id":"mcpc-fuzz-1","result":{}}`,
-		`{"jsonrpc":"2.0","id":"mcpc-fuzz-1","error":{"code":-32601,"message":"x","data":null}}`,
-		`{"jsonrpc":"2.0","id":"mcpc-fuzz-1","result":{},"error":{}}`,
-		`{"jsonrpc":"2.0","id":"other","result":{}}`,
-		`{"jsonrpc":"2.0","method":"notifications/progress"}`,
-		`{"jsonrpc":"2.0","id":"mcpc-fuzz-1","result":[]}`,
-		`{"jsonrpc":"2.0","id":"mcpc-fuzz-1","id":"mcpc-fuzz-1","result":{}}`,
-		`[{"jsonrpc":"2.0"}]`,
-		`<html>`,
-		``,
-	} {
+	for _, s := range responseSeeds {
 		f.Add([]byte(s), false)
 		f.Add([]byte("event: message\ndata: "+s+"\n\n"), true)
 	}
@@ -133,18 +136,21 @@ func assertStrictResponse(t *testing.T, body []byte, id string) {
 	}
 }
 
+// schemaSeeds are input schemas: accepted ones, and one per kind of refusal.
+var schemaSeeds = []string{
+	`{"type":"object"}`,
+	`{"type":"object","properties":{"a":{"type":"string","description":"d","minLength":1}},"required":["a"]}`,
+	`{"type":"object","properties":{"l":{"type":"array","items":{"type":"object","properties":{"x":{"enum":[1,"a",null]}}}}}}`,
+	`{"type":"object","properties":{"a":{"$ref":"#/$defs/a"}},"$defs":{"a":{}}}`,
+	`{"type":"object","properties":{"a":{"anyOf":[{"type":"string"}]}}}`,
+	`{"type":"object","properties":{"r":{"type":"string","x-mcp-header":"Region"}}}`,
+	`{"type":["string","null"]}`,
+	`{"type":"object","type":"object"}`,
+	`[]`, `true`, `{`, ``,
+}
+
 func FuzzNormalizeSchema(f *testing.F) {
-	for _, s := range []string{
-		`{"type":"object"}`,
-		`{"type":"object","properties":{"a":{"type":"string","description":"d","minLength":1}},"required":["a"]}`,
-		`{"type":"object","properties":{"l":{"type":"array","items":{"type":"object","properties":{"x":{"enum":[1,"a",null]}}}}}}`,
-		`{"type":"object","properties":{"a":{"$ref":"#/$defs/a"}},"$defs":{"a":{}}}`,
-		`{"type":"object","properties":{"a":{"anyOf":[{"type":"string"}]}}}`,
-		`{"type":"object","properties":{"r":{"type":"string","x-mcp-header":"Region"}}}`,
-		`{"type":["string","null"]}`,
-		`{"type":"object","type":"object"}`,
-		`[]`, `true`, `{`, ``,
-	} {
+	for _, s := range schemaSeeds {
 		f.Add([]byte(s))
 	}
 	allowed := map[string]bool{"type": true, "properties": true, "required": true, "items": true, "enum": true, "description": true, "x-mcp-header": true}

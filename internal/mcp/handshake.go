@@ -185,10 +185,13 @@ type serverSelf struct {
 func (o *operation) discover(ctx context.Context, version string) (*serverSelf, error) {
 	o.era, o.version = eraModern, version
 	l := o.workLeg("server/discover", nil)
-	result, err := o.answer(ctx, l)
+	msg, err := o.answerMessage(ctx, l)
 	if err != nil {
 		return nil, err
 	}
+	// Everything kept from the result is copied out of it.
+	defer msg.release()
+	result := msg.result
 	// Only a result naming supportedVersions is a discovery result. Any other
 	// result object ({} from a server that answers every unknown method
 	// leniently) is not a recognised modern answer, so under the 2026-07-28
@@ -199,7 +202,7 @@ func (o *operation) discover(ctx context.Context, version string) (*serverSelf, 
 		return nil, &Error{Kind: KindInvalidResponse, Server: o.ep.Name, Method: l.method,
 			Detail: "result is not a discovery result", Err: errNotDiscoverResult}
 	}
-	if err := o.checkResultType(l.method, result); err != nil {
+	if err := o.checkResultType(l.method, msg.tape, msg.resultAt); err != nil {
 		return nil, err
 	}
 	self := &serverSelf{}
@@ -245,6 +248,8 @@ func (o *operation) initialize(ctx context.Context, version string) error {
 	if r.msg.err != nil {
 		return o.rpcErr(l.method, r.status, r.msg.err)
 	}
+	// Everything kept from the result is copied out of it.
+	defer r.msg.release()
 	if sid := r.header.Get(headerSessionID); sid != "" {
 		if !validSessionID(sid) {
 			return o.failDetail(KindInvalidResponse, l.method, "session id is not visible ASCII within bounds")

@@ -75,6 +75,32 @@ type message struct {
 	kind   messageKind
 	result json.RawMessage // kindResponse with a result
 	err    *rpcError       // kindResponse with an error
+	// tape indexes the message when it carries a result, and resultAt is
+	// the result's entry, so that the result is not scanned again.
+	tape     *tape
+	resultAt int
+}
+
+// own makes the message responsible for the pooled buffer its bytes are
+// in: release hands it back. A message without a result holds nothing of
+// the buffer (an error's data is copied), so the buffer goes back at once.
+func (m *message) own(buf []byte) {
+	if m.tape != nil {
+		m.tape.body = buf
+		return
+	}
+	putBody(buf)
+}
+
+// release returns the message's tape and buffer for reuse. The result must
+// not be used afterwards. Releasing is optional: an unreleased message is
+// collected as usual.
+func (m *message) release() {
+	if m == nil || m.tape == nil {
+		return
+	}
+	m.tape.release()
+	m.tape, m.result = nil, nil
 }
 
 type messageKind int
@@ -110,21 +136,21 @@ func isJSONNull(raw json.RawMessage) bool {
 	return string(bytes.TrimSpace(raw)) == "null"
 }
 
-// isJSONObject reports whether raw starts an object (decodeObject-level
-// validity was already established by the caller's decoding).
-func isJSONObject(raw json.RawMessage) bool {
-	t := bytes.TrimLeft(raw, " \t\r\n")
-	return len(t) > 0 && t[0] == '{'
-}
-
 // parseMessage decodes one JSON-RPC message from the server and applies the
 // strictness rules to a response: "jsonrpc" is exactly "2.0", the id is
 // exactly wantID (a JSON string), exactly one of result/error is present, a
 // result is an object, an error has an integer code and a string message.
 // Notifications and server-to-client requests are returned as such for the
 // caller to skip.
+//
+// The message is indexed into a tape in one pass over its bytes; a response
+// with a result keeps the tape for the caller (see message.release).
 func parseMessage(raw []byte, wantID string) (*message, error) {
-	m, err := decodeObject(raw)
+	t, err := indexObject(raw)
+	if err == nil && t.hasDuplicate(0) {
+		t.release()
+		err = errDuplicateMember
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, errBatch):
@@ -136,39 +162,83 @@ func parseMessage(raw []byte, wantID string) (*message, error) {
 	default:
 		return nil, protoErr(KindNotMCP, "body is not a JSON-RPC message")
 	}
-	if version, ok := decodeString(m["jsonrpc"]); !ok || version != "2.0" {
+	m, err := readMessage(t, wantID)
+	if m == nil || m.tape == nil {
+		t.release()
+	}
+	return m, err
+}
+
+// indexObject indexes raw, which must be one JSON object. Its errors are
+// decodeObject's for the same bytes: when the tape cannot be built, the
+// byte-level reader decides which fault comes first.
+func indexObject(raw []byte) (*tape, error) {
+	s := jsonScanner{b: raw}
+	s.skipSpace()
+	switch {
+	case s.i >= len(raw):
+		return nil, errNotJSON
+	case raw[s.i] == '[':
+		return nil, errBatch
+	case raw[s.i] == '{':
+		if t, ok := parseTape(raw); ok {
+			return t, nil
+		}
+	}
+	if _, err := decodeObject(raw); err != nil {
+		return nil, err
+	}
+	return nil, errNotJSON // not reached: both readers accept the same bytes
+}
+
+// readMessage applies parseMessage's rules to the indexed message. The
+// returned message holds t only when it is a response with a result.
+func readMessage(t *tape, wantID string) (*message, error) {
+	version, id, method, result, rpcErr := -1, -1, -1, -1, -1
+	for k, end := 1, t.next(0); k < end; k = t.next(k + 1) {
+		switch {
+		case t.is(k, "jsonrpc"):
+			version = k + 1
+		case t.is(k, "id"):
+			id = k + 1
+		case t.is(k, "method"):
+			method = k + 1
+		case t.is(k, "result"):
+			result = k + 1
+		case t.is(k, "error"):
+			rpcErr = k + 1
+		}
+	}
+	if version < 0 || !t.stringIs(version, "2.0") {
 		return nil, protoErr(KindInvalidResponse, `"jsonrpc" is not "2.0"`)
 	}
-	if rawMethod, ok := m["method"]; ok {
-		if _, ok := decodeString(rawMethod); !ok && !isJSONNull(rawMethod) {
+	if method >= 0 {
+		if k := t.e[method].kind; k != kString && k != kNull {
 			return nil, protoErr(KindInvalidResponse, "method is not a string")
 		}
-		if id, ok := m["id"]; ok && !isJSONNull(id) {
+		if id >= 0 && t.e[id].kind != kNull {
 			return &message{kind: kindServerRequest}, nil
 		}
 		return &message{kind: kindNotification}, nil
 	}
-	rawID, ok := m["id"]
-	if !ok {
+	if id < 0 {
 		return nil, protoErr(KindInvalidResponse, "response has no id")
 	}
-	if id, ok := decodeString(rawID); !ok || id != wantID {
+	if !t.stringIs(id, wantID) {
 		return nil, protoErr(KindInvalidResponse, "response id does not match the request")
 	}
-	rawResult, hasResult := m["result"]
-	rawErr, hasErr := m["error"]
 	switch {
-	case hasResult && hasErr:
+	case result >= 0 && rpcErr >= 0:
 		return nil, protoErr(KindInvalidResponse, "response has both result and error")
-	case !hasResult && !hasErr:
+	case result < 0 && rpcErr < 0:
 		return nil, protoErr(KindInvalidResponse, "response has neither result nor error")
-	case hasResult:
-		if !isJSONObject(rawResult) {
+	case result >= 0:
+		if t.e[result].kind != kObject {
 			return nil, protoErr(KindInvalidResponse, "result is not an object")
 		}
-		return &message{kind: kindResponse, result: rawResult}, nil
+		return &message{kind: kindResponse, result: t.raw(result), tape: t, resultAt: result}, nil
 	default:
-		e, perr := parseErrorObject(rawErr)
+		e, perr := parseErrorObject(t.raw(rpcErr))
 		if perr != nil {
 			return nil, perr
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Limits of the schema normaliser. A schema beyond them is rejected whole.
@@ -50,32 +51,14 @@ const (
 	ruleHeaderAnnotation = `"x-mcp-header" annotation is invalid`
 )
 
-// Keywords whose meaning cannot be kept by dropping them: a reference needs
-// resolving, a composition or condition changes which inputs are valid, a
-// tuple changes what "items" means.
-var (
-	referenceKeywords   = []string{"$ref", "$dynamicRef", "$recursiveRef"}
-	compositionKeywords = []string{"allOf", "anyOf", "oneOf", "not", "if", "then", "else"}
-	// Schema-valued keywords that are dropped; they are searched for a
-	// misplaced x-mcp-header annotation, which makes the whole tool invalid.
-	droppedSchemaKeywords = []string{
-		"additionalProperties", "patternProperties", "propertyNames", "contains",
-		"unevaluatedItems", "unevaluatedProperties", "dependentSchemas",
-		"contentSchema", "additionalItems", "$defs", "definitions",
-	}
-	knownTypes = map[string]bool{
-		"object": true, "array": true, "string": true, "number": true,
-		"integer": true, "boolean": true, "null": true,
-	}
-	// Dialects whose meaning of the kept keywords is the one emitted.
-	knownDialects = map[string]bool{
-		"json-schema.org/draft-04/schema":      true,
-		"json-schema.org/draft-06/schema":      true,
-		"json-schema.org/draft-07/schema":      true,
-		"json-schema.org/draft/2019-09/schema": true,
-		"json-schema.org/draft/2020-12/schema": true,
-	}
-)
+// Dialects whose meaning of the kept keywords is the one emitted.
+var knownDialects = map[string]bool{
+	"json-schema.org/draft-04/schema":      true,
+	"json-schema.org/draft-06/schema":      true,
+	"json-schema.org/draft-07/schema":      true,
+	"json-schema.org/draft/2019-09/schema": true,
+	"json-schema.org/draft/2020-12/schema": true,
+}
 
 const headerAnnotation = "x-mcp-header"
 
@@ -102,226 +85,554 @@ const headerAnnotation = "x-mcp-header"
 // The output is compact JSON with members in sorted order, so equal schemas
 // give equal bytes (useful for a definition hash). Errors are *SchemaError.
 func NormalizeSchema(raw json.RawMessage) (json.RawMessage, error) {
-	n := &normalizer{headers: make(map[string]bool)}
-	out, err := n.node(raw, 1, true, true)
-	if err != nil {
-		return nil, err
-	}
-	b, err := appendSchemaJSON(nil, out)
-	if err != nil {
-		return nil, &SchemaError{Rule: ruleNotObject}
-	}
-	if len(b) > MaxNormalizedSchemaBytes {
-		return nil, &SchemaError{Rule: ruleSize}
-	}
-	return json.RawMessage(b), nil
-}
-
-type normalizer struct {
-	nodes   int
-	headers map[string]bool // lower-cased x-mcp-header names seen
-}
-
-func reject(rule string) error { return &SchemaError{Rule: rule} }
-
-// node normalises one schema. reachable is true while the path from the root
-// consists only of "properties" steps (where x-mcp-header may appear).
-func (n *normalizer) node(raw json.RawMessage, depth int, root, reachable bool) (map[string]any, error) {
-	if depth > MaxSchemaDepth {
-		return nil, reject(ruleDepth)
-	}
-	n.nodes++
-	if n.nodes > MaxSchemaNodes {
-		return nil, reject(ruleNodes)
-	}
-	trimmed := bytes.TrimSpace(raw)
-	if string(trimmed) == "true" || string(trimmed) == "false" {
-		if root {
-			return nil, reject(ruleNotObject)
-		}
-		return nil, reject(ruleBooleanSchema)
-	}
-	m, err := decodeObject(raw)
-	if err != nil {
-		if errors.Is(err, errDuplicateMember) {
+	t, ok := parseTape(raw)
+	if !ok {
+		// Not one JSON value. Which rule it breaks depends on what comes
+		// first in the bytes: a repeated root member before the syntax
+		// error is a duplicate, anything else is not an object.
+		if _, err := decodeObject(raw); errors.Is(err, errDuplicateMember) {
 			return nil, reject(ruleDuplicate)
 		}
 		return nil, reject(ruleNotObject)
 	}
-	for _, k := range referenceKeywords {
-		if _, ok := m[k]; ok {
-			return nil, reject(ruleReference)
+	defer t.release()
+	n := getNormalizer()
+	defer putNormalizer(n)
+	return n.normalize(t, 0)
+}
+
+// normalizer holds the scratch space of schema normalisation, reused from
+// one schema to the next: output is written into out as the schema is
+// walked, with no map per node and no copy of the input.
+type normalizer struct {
+	t       *tape
+	nodes   int
+	headers []string // lower-cased x-mcp-header names seen
+	out     []byte
+	props   []propOut // properties of the nodes being written, a stack
+}
+
+// propOut is one written property: its name and where its schema's output
+// lies in out.
+type propOut struct {
+	name       []byte
+	start, end int
+}
+
+var normalizerPool = sync.Pool{New: func() any { return new(normalizer) }}
+
+func getNormalizer() *normalizer { return normalizerPool.Get().(*normalizer) }
+
+func putNormalizer(n *normalizer) {
+	n.t = nil
+	if cap(n.out) > 4*MaxNormalizedSchemaBytes {
+		n.out = nil
+	}
+	clear(n.props[:cap(n.props)])
+	n.props = n.props[:0]
+	normalizerPool.Put(n)
+}
+
+// normalize normalises the schema at entry i of t.
+func (n *normalizer) normalize(t *tape, i int) (json.RawMessage, error) {
+	n.t, n.nodes, n.headers, n.out, n.props = t, 0, n.headers[:0], n.out[:0], n.props[:0]
+	start, err := n.node(i, 1, true, true)
+	if err != nil {
+		return nil, err
+	}
+	b := n.out[start:]
+	if len(b) > MaxNormalizedSchemaBytes {
+		return nil, reject(ruleSize)
+	}
+	return json.RawMessage(bytes.Clone(b)), nil
+}
+
+func reject(rule string) error { return &SchemaError{Rule: rule} }
+
+// The member names a schema node is read for.
+const (
+	kwOther = iota
+	kwType
+	kwDescription
+	kwProperties
+	kwRequired
+	kwItems
+	kwEnum
+	kwHeader
+	kwDialect
+	kwPrefixItems
+	kwReference
+	kwComposition
+	kwDroppedSchema
+	kwCount
+)
+
+func keywordOf(name []byte) int {
+	switch string(name) {
+	case "type":
+		return kwType
+	case "description":
+		return kwDescription
+	case "properties":
+		return kwProperties
+	case "required":
+		return kwRequired
+	case "items":
+		return kwItems
+	case "enum":
+		return kwEnum
+	case headerAnnotation:
+		return kwHeader
+	case "$schema":
+		return kwDialect
+	case "prefixItems":
+		return kwPrefixItems
+	case "$ref", "$dynamicRef", "$recursiveRef":
+		return kwReference
+	case "allOf", "anyOf", "oneOf", "not", "if", "then", "else":
+		return kwComposition
+	case "additionalProperties", "patternProperties", "propertyNames", "contains",
+		"unevaluatedItems", "unevaluatedProperties", "dependentSchemas",
+		"contentSchema", "additionalItems", "$defs", "definitions":
+		return kwDroppedSchema
+	}
+	return kwOther
+}
+
+// keyword classifies the member name at entry k.
+func (n *normalizer) keyword(k int) int {
+	e := &n.t.e[k]
+	if e.plain {
+		return keywordOf(n.t.b[e.start+1 : e.end-1])
+	}
+	s, ok := n.t.text(k)
+	if !ok {
+		return kwOther
+	}
+	return keywordOf([]byte(s))
+}
+
+// node checks the schema at entry i and writes its normalised form at the
+// end of n.out, returning where it starts. The checks run in a fixed order
+// (this node's own keywords, then "properties" in member order, "required",
+// "items", "enum", the header annotation), so the rule reported for a
+// schema that breaks several is always the same one.
+//
+// reachable is true while the path from the root consists only of
+// "properties" steps (where x-mcp-header may appear).
+func (n *normalizer) node(i, depth int, root, reachable bool) (int, error) {
+	if depth > MaxSchemaDepth {
+		return 0, reject(ruleDepth)
+	}
+	n.nodes++
+	if n.nodes > MaxSchemaNodes {
+		return 0, reject(ruleNodes)
+	}
+	t := n.t
+	switch t.e[i].kind {
+	case kObject:
+	case kTrue, kFalse:
+		if root {
+			return 0, reject(ruleNotObject)
 		}
+		return 0, reject(ruleBooleanSchema)
+	default:
+		return 0, reject(ruleNotObject)
 	}
-	for _, k := range compositionKeywords {
-		if _, ok := m[k]; ok {
-			return nil, reject(ruleComposition)
-		}
+	if t.hasDuplicate(i) {
+		return 0, reject(ruleDuplicate)
 	}
-	if _, ok := m["prefixItems"]; ok {
-		return nil, reject(ruleTuple)
+	// slot holds the value entry of each kept or checked keyword; 0 (the
+	// tape's first entry, never a member's value) means absent.
+	var slot [kwCount]int
+	end := t.next(i)
+	for k := i + 1; k < end; k = t.next(k + 1) {
+		slot[n.keyword(k)] = k + 1
 	}
-	if d, ok := m["$schema"]; ok {
-		if !dialectKnown(d) {
-			return nil, reject(ruleDialect)
-		}
+	switch {
+	case slot[kwReference] != 0:
+		return 0, reject(ruleReference)
+	case slot[kwComposition] != 0:
+		return 0, reject(ruleComposition)
+	case slot[kwPrefixItems] != 0:
+		return 0, reject(ruleTuple)
+	case slot[kwDialect] != 0 && !dialectKnown(t.raw(slot[kwDialect])):
+		return 0, reject(ruleDialect)
 	}
-	for _, k := range droppedSchemaKeywords {
-		if v, ok := m[k]; ok && mentionsHeaderAnnotation(v) {
-			return nil, reject(ruleHeaderAnnotation)
+	if slot[kwDroppedSchema] != 0 {
+		for k := i + 1; k < end; k = t.next(k + 1) {
+			if n.keyword(k) == kwDroppedSchema && mentionsHeaderAnnotation(t.raw(k+1)) {
+				return 0, reject(ruleHeaderAnnotation)
+			}
 		}
 	}
 
-	out := make(map[string]any)
 	var singleType string
-	if t, ok := m["type"]; ok {
-		v, single, err := normalizeType(t)
+	if v := slot[kwType]; v != 0 {
+		s, err := n.checkType(v)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		out["type"] = v
-		singleType = single
+		singleType = s
 	}
 	if root && singleType != "object" {
-		return nil, reject(ruleRootType)
+		return 0, reject(ruleRootType)
 	}
-	if d, ok := m["description"]; ok {
-		s, ok := decodeString(d)
-		if !ok && !isJSONNull(d) {
-			return nil, reject(ruleDescription)
+	if v := slot[kwDescription]; v != 0 {
+		if k := t.e[v].kind; k != kString && k != kNull {
+			return 0, reject(ruleDescription)
 		}
-		out["description"] = s
 	}
-	if p, ok := m["properties"]; ok {
-		props, err := n.properties(p, depth, reachable)
+
+	base := len(n.out)
+	propsBase := len(n.props)
+	if v := slot[kwProperties]; v != 0 {
+		if t.e[v].kind != kObject {
+			return 0, reject(ruleProperties)
+		}
+		if t.hasDuplicate(v) {
+			return 0, reject(ruleDuplicate)
+		}
+		for k, pend := v+1, t.next(v); k < pend; k = t.next(k + 1) {
+			name, ok := n.propertyName(k)
+			if !ok {
+				return 0, reject(rulePropertyName)
+			}
+			cs, err := n.node(k+1, depth+1, false, reachable)
+			if err != nil {
+				return 0, err
+			}
+			n.props = append(n.props, propOut{name: name, start: cs, end: len(n.out)})
+		}
+	}
+	required := 0
+	if v := slot[kwRequired]; v != 0 {
+		c, err := n.checkRequired(v)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		out["properties"] = props
+		required = c
 	}
-	if r, ok := m["required"]; ok {
-		req, err := normalizeRequired(r)
+	itemsStart, itemsEnd := 0, 0
+	if v := slot[kwItems]; v != 0 {
+		if t.e[v].kind == kArray {
+			return 0, reject(ruleTuple)
+		}
+		cs, err := n.node(v, depth+1, false, false)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		if len(req) > 0 {
-			out["required"] = req
+		itemsStart, itemsEnd = cs, len(n.out)
+	}
+	if v := slot[kwEnum]; v != 0 {
+		if t.e[v].kind != kArray {
+			return 0, reject(ruleEnum)
+		}
+		if c := t.elements(v); c == 0 || c > MaxEnumValues {
+			return 0, reject(ruleEnum)
 		}
 	}
-	if it, ok := m["items"]; ok {
-		if t := bytes.TrimSpace(it); len(t) > 0 && t[0] == '[' {
-			return nil, reject(ruleTuple)
-		}
-		child, err := n.node(it, depth+1, false, false)
+	var header string
+	if v := slot[kwHeader]; v != 0 {
+		h, err := n.headerName(v, root, reachable, singleType)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		out["items"] = child
+		header = h
 	}
-	if e, ok := m["enum"]; ok {
-		vals, err := normalizeEnum(e)
-		if err != nil {
-			return nil, err
+
+	// Written in sorted member order, which is the fixed order below.
+	out := len(n.out)
+	b := append(n.out, '{')
+	w := memberWriter{b: b}
+	if v := slot[kwDescription]; v != 0 {
+		w.key("description")
+		w.b = n.appendString(w.b, v)
+	}
+	if v := slot[kwEnum]; v != 0 {
+		w.key("enum")
+		w.b = append(w.b, '[')
+		for k, aend := v+1, t.next(v); k < aend; k = t.next(k) {
+			if k != v+1 {
+				w.b = append(w.b, ',')
+			}
+			w.b = appendCompact(w.b, t.raw(k))
 		}
-		out["enum"] = vals
+		w.b = append(w.b, ']')
 	}
-	if h, ok := m[headerAnnotation]; ok {
-		name, err := n.headerName(h, root, reachable, singleType)
-		if err != nil {
-			return nil, err
+	if itemsEnd != 0 {
+		w.key("items")
+		w.b = append(w.b, w.b[itemsStart:itemsEnd]...)
+	}
+	if slot[kwProperties] != 0 {
+		w.key("properties")
+		props := n.props[propsBase:]
+		slices.SortFunc(props, func(a, b propOut) int { return bytes.Compare(a.name, b.name) })
+		w.b = append(w.b, '{')
+		for j, p := range props {
+			if j > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.b = append(w.b, '"')
+			w.b = append(w.b, p.name...)
+			w.b = append(w.b, '"', ':')
+			w.b = append(w.b, w.b[p.start:p.end]...)
 		}
-		out[headerAnnotation] = name
+		w.b = append(w.b, '}')
+		clear(props)
+		n.props = n.props[:propsBase]
 	}
-	return out, nil
+	if required > 0 {
+		w.key("required")
+		w.b = n.appendStrings(w.b, slot[kwRequired])
+	}
+	if v := slot[kwType]; v != 0 {
+		w.key("type")
+		if singleType != "" {
+			w.b = appendJSONString(w.b, singleType)
+		} else {
+			w.b = n.appendStrings(w.b, v)
+		}
+	}
+	if slot[kwHeader] != 0 {
+		w.key(headerAnnotation)
+		w.b = appendJSONString(w.b, header)
+	}
+	w.b = append(w.b, '}')
+	// Move this node's output over its children's, which it now contains.
+	size := copy(w.b[base:], w.b[out:])
+	n.out = w.b[:base+size]
+	return base, nil
 }
 
-func (n *normalizer) properties(raw json.RawMessage, depth int, reachable bool) (map[string]any, error) {
-	m, err := decodeObject(raw)
-	if err != nil {
-		if errors.Is(err, errDuplicateMember) {
-			return nil, reject(ruleDuplicate)
-		}
-		return nil, reject(ruleProperties)
-	}
-	props := make(map[string]any, len(m))
-	for name, sub := range m {
-		if !ValidToolName(name) {
-			return nil, reject(rulePropertyName)
-		}
-		child, err := n.node(sub, depth+1, false, reachable)
-		if err != nil {
-			return nil, err
-		}
-		props[name] = child
-	}
-	return props, nil
+// memberWriter writes the members of one object, commas included.
+type memberWriter struct {
+	b    []byte
+	more bool
 }
 
-// normalizeType accepts a type name or a non-empty list of distinct names;
-// single is the name when exactly one was given as a string.
-func normalizeType(raw json.RawMessage) (v any, single string, err error) {
-	if s, ok := decodeString(raw); ok || isJSONNull(raw) {
-		if !knownTypes[s] {
-			return nil, "", reject(ruleType)
-		}
-		return s, s, nil
+func (w *memberWriter) key(k string) {
+	if w.more {
+		w.b = append(w.b, ',')
 	}
-	var list []string
-	if json.Unmarshal(raw, &list) != nil || len(list) == 0 {
-		return nil, "", reject(ruleType)
-	}
-	seen := make(map[string]bool, len(list))
-	for _, t := range list {
-		if !knownTypes[t] || seen[t] {
-			return nil, "", reject(ruleType)
-		}
-		seen[t] = true
-	}
-	return list, "", nil
+	w.more = true
+	w.b = append(w.b, '"')
+	w.b = append(w.b, k...)
+	w.b = append(w.b, '"', ':')
 }
 
-func normalizeRequired(raw json.RawMessage) ([]string, error) {
-	elems, ok := decodeArray(raw)
-	if !ok {
-		return nil, reject(ruleRequired)
+// propertyName returns the decoded name of the property at key entry k and
+// whether it is a valid one. The bytes are the input's when it was written
+// plainly.
+func (n *normalizer) propertyName(k int) ([]byte, bool) {
+	e := &n.t.e[k]
+	if e.plain {
+		name := n.t.b[e.start+1 : e.end-1]
+		return name, validNameBytes(name)
 	}
-	list := make([]string, 0, len(elems))
-	seen := make(map[string]bool, len(elems))
-	for _, e := range elems {
-		// A null element reads as "" in encoding/json: not a valid name.
-		name, _ := decodeString(e)
-		list = append(list, name)
-		if !ValidToolName(name) || seen[name] {
-			return nil, reject(ruleRequired)
-		}
-		seen[name] = true
-	}
-	return list, nil
+	s, ok := n.t.text(k)
+	return []byte(s), ok && ValidToolName(s)
 }
 
-func normalizeEnum(raw json.RawMessage) ([]json.RawMessage, error) {
-	var list []json.RawMessage
-	if isJSONNull(raw) || json.Unmarshal(raw, &list) != nil || len(list) == 0 || len(list) > MaxEnumValues {
-		return nil, reject(ruleEnum)
+// validNameAt reports whether the value at entry v is a string decoding to
+// a valid name.
+func (n *normalizer) validNameAt(v int) bool {
+	t := n.t
+	e := &t.e[v]
+	switch {
+	case e.kind != kString:
+		return false
+	case e.plain:
+		return validNameBytes(t.b[e.start+1 : e.end-1])
 	}
-	out := make([]json.RawMessage, len(list))
-	for i, v := range list {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, v); err != nil {
-			return nil, reject(ruleEnum)
+	s, ok := t.text(v)
+	return ok && ValidToolName(s)
+}
+
+func validNameBytes(name []byte) bool {
+	if len(name) == 0 || len(name) > MaxToolNameLength {
+		return false
+	}
+	for _, c := range name {
+		if !toolNameByte(c) {
+			return false
 		}
-		out[i] = buf.Bytes()
 	}
-	return out, nil
+	return true
+}
+
+// checkType accepts a type name or a non-empty list of distinct names;
+// single is the name when exactly one was given as a string. A null, or a
+// null element of the list, reads as "" (as encoding/json reads it), which
+// is no type name.
+func (n *normalizer) checkType(v int) (single string, err error) {
+	t := n.t
+	switch t.e[v].kind {
+	case kString:
+		if name, ok := n.knownTypeAt(v); ok {
+			return name, nil
+		}
+		return "", reject(ruleType)
+	case kArray:
+		var seen [8]string
+		c := 0
+		for k, end := v+1, t.next(v); k < end; k = t.next(k) {
+			name, ok := n.knownTypeAt(k)
+			if !ok || slices.Contains(seen[:c], name) {
+				return "", reject(ruleType)
+			}
+			seen[c] = name
+			c++
+		}
+		if c == 0 {
+			return "", reject(ruleType)
+		}
+		return "", nil
+	}
+	return "", reject(ruleType)
+}
+
+// knownTypeAt returns the type name the value at entry v decodes to, as
+// the package's own constant, and whether it is a known one. A null reads
+// as "" (as encoding/json reads it into a string), which is not; so does
+// anything else that is not a string.
+func (n *normalizer) knownTypeAt(v int) (string, bool) {
+	t := n.t
+	e := &t.e[v]
+	if e.kind != kString {
+		return "", false
+	}
+	if e.plain {
+		return knownType(t.b[e.start+1 : e.end-1])
+	}
+	s, _ := t.text(v)
+	return knownType([]byte(s))
+}
+
+func knownType(name []byte) (string, bool) {
+	for _, k := range typeNames {
+		if string(name) == k {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+var typeNames = [...]string{"object", "array", "string", "number", "integer", "boolean", "null"}
+
+// checkRequired accepts a list of distinct valid names and returns its
+// length. A null or non-string element reads as "", not a valid name.
+func (n *normalizer) checkRequired(v int) (int, error) {
+	t := n.t
+	if t.e[v].kind != kArray {
+		return 0, reject(ruleRequired)
+	}
+	c := 0
+	for k, end := v+1, t.next(v); k < end; k = t.next(k) {
+		if !n.validNameAt(k) {
+			return 0, reject(ruleRequired)
+		}
+		c++
+	}
+	switch {
+	case c > 1 && c <= 16:
+		for k, end := v+1, t.next(v); k < end; k = t.next(k) {
+			for p := t.next(k); p < end; p = t.next(p) {
+				if t.sameKey(k, p) {
+					return 0, reject(ruleRequired)
+				}
+			}
+		}
+	case c > 16:
+		seen := make(map[string]struct{}, c)
+		for k, end := v+1, t.next(v); k < end; k = t.next(k) {
+			name, _ := t.text(k)
+			if _, dup := seen[name]; dup {
+				return 0, reject(ruleRequired)
+			}
+			seen[name] = struct{}{}
+		}
+	}
+	return c, nil
+}
+
+// appendString writes the string (or null, written as "") at entry v as
+// encoding/json would re-encode its decoded text.
+func (n *normalizer) appendString(dst []byte, v int) []byte {
+	t := n.t
+	e := &t.e[v]
+	switch {
+	case e.kind == kNull:
+		return append(dst, '"', '"')
+	case e.plain:
+		// Plain text is printable ASCII without quote or backslash,
+		// which the encoder writes as it is.
+		return append(dst, t.b[e.start:e.end]...)
+	}
+	s, _ := t.text(v)
+	return appendJSONString(dst, s)
+}
+
+// appendStrings writes the array of strings at entry v, re-encoded.
+func (n *normalizer) appendStrings(dst []byte, v int) []byte {
+	t := n.t
+	dst = append(dst, '[')
+	for k, end := v+1, t.next(v); k < end; k = t.next(k) {
+		if k != v+1 {
+			dst = append(dst, ',')
+		}
+		dst = n.appendString(dst, k)
+	}
+	return append(dst, ']')
+}
+
+// appendCompact appends a validated JSON value without its insignificant
+// whitespace, as json.Compact writes it.
+func appendCompact(dst, v []byte) []byte {
+	for i := 0; i < len(v); {
+		c := v[i]
+		switch {
+		case isJSONSpace(c):
+			i++
+		case c == '"':
+			j := i + 1
+			for v[j] != '"' {
+				if v[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			dst = append(dst, v[i:j+1]...)
+			i = j + 1
+		default:
+			j := i + 1
+			for j < len(v) && !isJSONSpace(v[j]) && v[j] != '"' {
+				j++
+			}
+			dst = append(dst, v[i:j]...)
+			i = j
+		}
+	}
+	return dst
 }
 
 // headerName validates an x-mcp-header annotation per the 2026-07-28 rules:
 // a non-empty RFC 9110 token, unique case-insensitively within the schema, on
 // a property reached only through "properties", whose type is string,
 // integer or boolean.
-func (n *normalizer) headerName(raw json.RawMessage, root, reachable bool, singleType string) (string, error) {
+func (n *normalizer) headerName(v int, root, reachable bool, singleType string) (string, error) {
+	if root || !reachable {
+		return "", reject(ruleHeaderAnnotation)
+	}
 	var name string
-	if root || !reachable || json.Unmarshal(raw, &name) != nil || !isToken(name) {
+	switch n.t.e[v].kind {
+	case kString:
+		name, _ = n.t.text(v)
+	case kNull:
+	default:
+		return "", reject(ruleHeaderAnnotation)
+	}
+	if !isToken(name) {
 		return "", reject(ruleHeaderAnnotation)
 	}
 	switch singleType {
@@ -330,10 +641,10 @@ func (n *normalizer) headerName(raw json.RawMessage, root, reachable bool, singl
 		return "", reject(ruleHeaderAnnotation)
 	}
 	key := strings.ToLower(name)
-	if n.headers[key] {
+	if slices.Contains(n.headers, key) {
 		return "", reject(ruleHeaderAnnotation)
 	}
-	n.headers[key] = true
+	n.headers = append(n.headers, key)
 	return name, nil
 }
 
@@ -395,65 +706,6 @@ func hasMember(v any, key string) bool {
 		}
 	}
 	return false
-}
-
-// appendSchemaJSON appends v, a value built by the normaliser, as
-// encoding/json would encode it with HTML escaping off: objects with their
-// members sorted by name, compact, no trailing newline. It exists because
-// encoding/json's reflection over nested map[string]any was a large share
-// of an import's CPU time; TestNormalizeSchemaCanonical checks that the
-// bytes are the same as encoding/json's.
-func appendSchemaJSON(dst []byte, v any) ([]byte, error) {
-	var err error
-	switch t := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		dst = append(dst, '{')
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSONString(dst, k)
-			dst = append(dst, ':')
-			if dst, err = appendSchemaJSON(dst, t[k]); err != nil {
-				return nil, err
-			}
-		}
-		return append(dst, '}'), nil
-	case string:
-		return appendJSONString(dst, t), nil
-	case []string:
-		dst = append(dst, '[')
-		for i, s := range t {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSONString(dst, s)
-		}
-		return append(dst, ']'), nil
-	case []json.RawMessage:
-		// Enum values were compacted by normalizeEnum; encoding/json would
-		// only compact them again.
-		dst = append(dst, '[')
-		for i, r := range t {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, r...)
-		}
-		return append(dst, ']'), nil
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return append(dst, bytes.TrimRight(buf.Bytes(), "\n")...), nil
 }
 
 // appendJSONString quotes s as encoding/json does with HTML escaping off.

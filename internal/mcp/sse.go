@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 )
 
 // sseEvent is one dispatched Server-Sent Event.
@@ -24,17 +25,42 @@ type sseEvent struct {
 //
 // The decoder does not bound what it reads; the reader it is given does.
 type sseDecoder struct {
-	r         *bufio.Reader
-	line      []byte
-	data      bytes.Buffer
+	r    *bufio.Reader
+	line []byte
+	// data is the event being assembled.
+	data      []byte
 	hasData   bool
 	eventType string
 	skipLF    bool // the previous line ended in CR; a following LF belongs to it
 	started   bool
+	// last is the buffer of the last dispatched event until claimed.
+	last []byte
 }
 
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
+
 func newSSEDecoder(r io.Reader) *sseDecoder {
-	return &sseDecoder{r: bufio.NewReaderSize(r, 16<<10)}
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &sseDecoder{r: br}
+}
+
+// claim hands the caller the pooled buffer holding the data of the event
+// Next returned last, to give back with putBody once the data is no longer
+// used. A buffer not claimed is left to the garbage collector.
+func (d *sseDecoder) claim() []byte {
+	b := d.last
+	d.last = nil
+	return b
+}
+
+// close returns the decoder's own buffers for reuse.
+func (d *sseDecoder) close() {
+	putBody(d.line)
+	putBody(d.data)
+	d.r.Reset(nil)
+	readerPool.Put(d.r)
+	d.r, d.data, d.line = nil, nil, nil
 }
 
 // Next returns the next dispatched event. At the end of the stream it returns
@@ -106,11 +132,10 @@ func (d *sseDecoder) readLine() ([]byte, error) {
 		i := bytes.IndexAny(buf, "\r\n")
 		if i < 0 {
 			// A line longer than the buffer (a large page is one data
-			// line): grow by doubling, since append's gentler growth for
-			// large slices copied a 2 MiB line about ten times over.
-			if need := len(d.line) + len(buf); need > cap(d.line) {
-				d.line = append(make([]byte, 0, max(2*cap(d.line), need)), d.line...)
-			}
+			// line): grow by doubling, or take a pooled buffer, since
+			// append's gentler growth for large slices copied a 2 MiB line
+			// about ten times over.
+			d.line = growBody(d.line, len(buf))
 			d.line = append(d.line, buf...)
 			_, _ = d.r.Discard(len(buf))
 			continue
@@ -138,8 +163,16 @@ func (d *sseDecoder) field(line []byte) {
 	}
 	switch string(name) {
 	case "data":
-		d.data.Write(value)
-		d.data.WriteByte('\n')
+		if len(d.data) == 0 && len(value) >= largeInput {
+			// A large first data line (a tools/list page) becomes the
+			// event's buffer instead of being copied into another one.
+			n := copy(d.line, value)
+			d.line, d.data = d.data[:0], growBody(d.line[:n], 1)
+		} else {
+			d.data = growBody(d.data, len(value)+1)
+			d.data = append(d.data, value...)
+		}
+		d.data = append(d.data, '\n')
 		d.hasData = true
 	case "event":
 		d.eventType = string(value)
@@ -149,26 +182,26 @@ func (d *sseDecoder) field(line []byte) {
 // dispatch completes the current event; ok is false when it carried no data.
 func (d *sseDecoder) dispatch() (sseEvent, bool) {
 	defer func() {
-		d.data.Reset()
 		d.hasData = false
 		d.eventType = ""
 	}()
 	if !d.hasData {
 		return sseEvent{}, false
 	}
-	data := d.data.Bytes()
-	data = data[:len(data)-1] // the last data line's line feed
+	// The event takes the buffer instead of a copy (a tools/list page is
+	// one event of up to MaxBodyBytes); the next event starts another.
+	buf := d.data
+	d.data = nil
+	data := buf[:len(buf)-1] // the last data line's line feed
 	typ := d.eventType
 	if typ == "" {
 		typ = "message"
 	}
-	// The event takes the buffer's bytes and the decoder starts a new
-	// buffer, instead of copying: a tools/list page is one event of up to
-	// MaxBodyBytes.
-	d.data = bytes.Buffer{}
 	if len(data) == 0 {
-		data = nil
+		putBody(buf)
+		return sseEvent{Type: typ}, true
 	}
+	d.last = buf
 	return sseEvent{Type: typ, Data: data}, true
 }
 

@@ -167,21 +167,45 @@ func (o *operation) readResponse(ctx, legCtx context.Context, cancel context.Can
 	if mediaType == "text/event-stream" {
 		return o.readStream(ctx, legCtx, cancel, method, id, body)
 	}
-	b, err := io.ReadAll(body)
+	buf, err := readBody(body)
 	if err != nil {
+		putBody(buf)
 		return nil, o.readErr(ctx, legCtx, method, err)
 	}
+	b := buf
 	if len(bytes.TrimSpace(b)) == 0 {
+		putBody(buf)
 		return nil, o.fail(KindEmptyBody, method, nil)
 	}
 	msg, err := parseMessage(b, id)
 	if err != nil {
+		putBody(buf)
 		return nil, o.protoFail(method, err)
 	}
 	if msg.kind != kindResponse {
+		putBody(buf)
 		return nil, o.failDetail(KindNoResponse, method, "body holds a notification or request, not a response")
 	}
+	msg.own(buf)
 	return msg, nil
+}
+
+// readBody reads r to its end. A large body's buffer comes from bodyPool;
+// the caller hands it back with putBody (or passes it on with
+// message.own).
+func readBody(r io.Reader) ([]byte, error) {
+	var b []byte
+	for {
+		b = growBody(b, 4<<10)
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return b, nil
+			}
+			return b, err
+		}
+	}
 }
 
 // readStream reads an event stream to its end, skipping notifications and
@@ -191,6 +215,7 @@ func (o *operation) readResponse(ctx, legCtx context.Context, cancel context.Can
 // what is read is rejected.
 func (o *operation) readStream(ctx, legCtx context.Context, cancel context.CancelFunc, method, id string, body io.Reader) (*message, error) {
 	dec := newSSEDecoder(body)
+	defer dec.close()
 	var (
 		found  *message
 		linger *time.Timer
@@ -219,16 +244,22 @@ func (o *operation) readStream(ctx, legCtx context.Context, cancel context.Cance
 			continue
 		}
 		msg, perr := parseMessage(ev.Data, id)
+		buf := dec.claim()
 		if perr != nil {
+			putBody(buf)
 			return nil, o.protoFail(method, perr)
 		}
 		switch msg.kind {
 		case kindNotification, kindServerRequest:
+			putBody(buf)
 			continue
 		}
 		if found != nil {
+			msg.release()
+			putBody(buf)
 			return nil, o.failDetail(KindInvalidResponse, method, "event stream carries a second response")
 		}
+		msg.own(buf)
 		found = msg
 		linger = time.AfterFunc(responseLinger, cancel)
 	}
