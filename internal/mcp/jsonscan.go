@@ -10,11 +10,11 @@ import (
 // with the grammar encoding/json accepts and returns the members as slices of
 // the input (no copies).
 //
-// It replaces json.Decoder.Token, which the client used to walk objects:
-// Token allocates per token and rescans every value it hands over, and each
-// level of a tools/list page (message, result, tools, tool, schema, nested
-// schemas) was walked that way again, which made decoding the dominant cost
-// of an import (see docs/benchmarks.md).
+// It replaced json.Decoder.Token, which allocates per token and rescans
+// every value it hands over. It reads the small results (handshake, call);
+// a JSON-RPC message is indexed once into a tape with the same grammar
+// (tape.go), and when that fails this scanner decides which error the
+// bytes get.
 
 // maxJSONDepth matches encoding/json's nesting limit, so a value refused
 // here is one encoding/json refuses too.

@@ -70,6 +70,11 @@ func parseTape(b []byte) (*tape, bool) {
 	t := new(tape)
 	if len(b) >= largeInput {
 		t = tapePool.Get().(*tape)
+		if cap(t.e) == 0 {
+			// A page has about one entry per ten bytes; growing to that
+			// from nothing would allocate the tape about twice over.
+			t.e = make([]tapeEntry, 0, len(b)/8)
+		}
 	}
 	t.b, t.e, t.body = b, t.e[:0], nil
 	p := tapeParser{t: t, b: b}
