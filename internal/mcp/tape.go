@@ -53,9 +53,9 @@ var tapePool = sync.Pool{New: func() any { return new(tape) }}
 
 const (
 	// largeInput is the size from which buffers and tapes are pooled.
-	largeInput = 32 << 10
+	largeInput = 8 << 10
 	// minPooledEntries and maxPooledEntries bound the tapes kept.
-	minPooledEntries = 4 << 10
+	minPooledEntries = largeInput / 8
 	maxPooledEntries = 1 << 20
 )
 
