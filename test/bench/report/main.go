@@ -204,9 +204,13 @@ func clientSection(p printer, r results) {
 		p("| %s | %s | %s |\n", what, cells[0], cells[1])
 	}
 	get := func(op, c, unit string) float64 { v, _ := r.get("BenchmarkClient/"+op+"/"+c, unit); return v }
-	row("ours ≤ 1.25× the floor's time", func(op string) (float64, bool) {
+	// The floor does the same exchanges without validating anything, so
+	// list (where ours validates and normalises 1,000 definitions) is
+	// allowed more over it than call.
+	ceiling := map[string]float64{"list": 1.15, "call": 1.05}
+	row("ours ÷ the floor's time ≤ 1.15 (list), ≤ 1.05 (call)", func(op string) (float64, bool) {
 		x := get(op, "ours", "ns/op") / get(op, "floor", "ns/op")
-		return x, x <= 1.25
+		return x, x <= ceiling[op]
 	})
 	row("go-sdk time ÷ ours ≥ 2", func(op string) (float64, bool) {
 		x := get(op, "go-sdk", "ns/op") / get(op, "ours", "ns/op")
@@ -225,9 +229,9 @@ func clientSection(p printer, r results) {
 	p("Where the floor itself is not 2× faster than the go-sdk client or below a\n")
 	p("quarter of its bytes, the target cannot be met in this set-up by any client\n")
 	p("that makes the same exchanges; the gap is then the server's share, not the\n")
-	p("client's. On *list* the remaining difference between ours and the floor is\n")
-	p("validation the floor skips: per-definition checks and schema normalisation\n")
-	p("(see section 2 and the profile notes below).\n\n")
+	p("client's. On *list* ours does work the floor skips (per-definition checks\n")
+	p("and schema normalisation) but reads each page once, into a tape, where the\n")
+	p("floor decodes it by reflection (see section 2).\n\n")
 }
 
 func decodeSection(p printer, r results) {
@@ -255,7 +259,18 @@ func decodeSection(p printer, r results) {
 		p("| %s | %s | %s | %s | %s |\n", c, fixed(mbs), ms(ns), mib(bop), num(al))
 	}
 	x := ours / base
-	p("\nTarget: ours ≥ 0.8 of the baseline's throughput: %s %s.\n\n", fixed(x), verdict(x >= 0.8))
+	baseB, _ := r.get("BenchmarkDecode/baseline", "B/op")
+	oursB, _ := r.get("BenchmarkDecode/ours", "B/op")
+	y := oursB / baseB
+	p("\nTargets: ours ≥ 0.8 of the baseline's throughput: %s %s; ours ≤ 2× the baseline's bytes: %s %s.\n\n",
+		fixed(x), verdict(x >= 0.8), fixed(y), verdict(y <= 2))
+	p("Our client reads the page once: the JSON-RPC message is indexed into a\n")
+	p("flat tape (one entry per value, containers say where they end) by a\n")
+	p("single validating scan, and the envelope, the definitions and every schema\n")
+	p("node are read from it, the normalised schema written as it is walked. The\n")
+	p("body buffer and the tape are pooled. The bytes left are what the catalog\n")
+	p("keeps (names, titles, descriptions, normalised schemas, annotations) and\n")
+	p("the catalog's own slices.\n\n")
 }
 
 func importSection(p printer, r results) {
