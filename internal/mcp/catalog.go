@@ -136,16 +136,16 @@ func newCatalogBuilder(maxBytes, maxDefinition int64) *catalogBuilder {
 // addAt validates the definition at entry i of t and keeps it, or records
 // why it was skipped. It returns false once the kept definitions exceed the
 // budget.
-func (b *catalogBuilder) addAt(t *tape, i int) bool {
+func (b *catalogBuilder) addAt(tp *tape, i int) bool {
 	b.offered++
 	if b.norm == nil {
 		b.norm = getNormalizer()
 	}
-	t1, name, reason := validateToolAt(b.norm, t, i)
-	if reason == "" && DefinitionSize(t1) > b.maxDefinition {
+	t, name, reason := validateToolAt(b.norm, tp, i)
+	if reason == "" && DefinitionSize(t) > b.maxDefinition {
 		// A skipped definition is not kept, so it is not charged either;
 		// only its name stays, to say why.
-		t1, reason = Tool{}, SkipDefinitionTooLarge
+		t, reason = Tool{}, SkipDefinitionTooLarge
 	}
 	if ValidToolName(name) {
 		b.count[name]++
@@ -154,8 +154,8 @@ func (b *catalogBuilder) addAt(t *tape, i int) bool {
 		b.entries = append(b.entries, catalogEntry{name: name, reason: reason})
 		return true
 	}
-	b.stored += DefinitionSize(t1)
-	b.entries = append(b.entries, catalogEntry{tool: t1, name: name})
+	b.stored += DefinitionSize(t)
+	b.entries = append(b.entries, catalogEntry{tool: t, name: name})
 	return b.stored <= b.maxBytes
 }
 

@@ -256,7 +256,7 @@ func (n *normalizer) node(i, depth int, root, reachable bool) (int, error) {
 		return 0, reject(ruleComposition)
 	case slot[kwPrefixItems] != 0:
 		return 0, reject(ruleTuple)
-	case slot[kwDialect] != 0 && !dialectKnown(t.raw(slot[kwDialect])):
+	case slot[kwDialect] != 0 && !n.dialectAt(slot[kwDialect]):
 		return 0, reject(ruleDialect)
 	}
 	if slot[kwDroppedSchema] != 0 {
@@ -663,6 +663,21 @@ func isToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// dialectAt reports whether the value at entry v names a known dialect,
+// reading a plain string in place.
+func (n *normalizer) dialectAt(v int) bool {
+	t := n.t
+	e := &t.e[v]
+	if e.kind != kString || !e.plain {
+		return dialectKnown(t.raw(v))
+	}
+	s := t.b[e.start+1 : e.end-1]
+	s = bytes.TrimSuffix(s, []byte("#"))
+	s = bytes.TrimPrefix(s, []byte("https://"))
+	s = bytes.TrimPrefix(s, []byte("http://"))
+	return knownDialects[string(s)]
 }
 
 func dialectKnown(raw json.RawMessage) bool {

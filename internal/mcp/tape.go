@@ -62,7 +62,8 @@ const (
 // parseTape indexes b, which must hold exactly one JSON value (surrounding
 // whitespace allowed). ok is false when b is not such a value; the caller
 // then classifies the failure with the byte-level readers, which decide
-// which error a malformed input gets.
+// which error a malformed input gets. Inputs of 2 GiB or more are not
+// indexed (offsets are 32-bit); bodies are capped far below that.
 func parseTape(b []byte) (*tape, bool) {
 	if len(b) > math.MaxInt32 {
 		return nil, false
