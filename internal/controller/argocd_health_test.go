@@ -173,7 +173,7 @@ var _ = Describe("Argo CD health checks", func() {
 		Eventually(serverConditions(ns, "waits")).Should(haveCondition(mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionFalse, mcpv1alpha1.ReasonSecretNotFound))
 		Consistently(serverHealth(ns, "waits"), settle).Should(HaveField("Status", "Progressing"))
 		putSecret(ns, "later", newToken())
-		Eventually(serverHealth(ns, "waits"), 30*time.Second).Should(healthIs("Healthy", "server reachable"))
+		Eventually(serverHealth(ns, "waits"), bound(30*time.Second)).Should(healthIs("Healthy", "server reachable"))
 	})
 
 	It("reads tools as Healthy when enabled and Ready, Suspended when disabled, Degraded when not served", func() {

@@ -53,7 +53,7 @@ var _ = Describe("Faults", func() {
 				g.Expect(srv.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionCatalogSynced, metav1.ConditionFalse, reason))
 				g.Expect(srv.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionReachable, metav1.ConditionFalse, reason))
 				g.Expect(srv.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, reason))
-			}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+			}, bound(20*time.Second), 100*time.Millisecond).Should(Succeed())
 
 			after := getServer(ns, "flaky")
 			Expect(after.Status.LastContactTime).To(Equal(before.Status.LastContactTime), "a failed operation is not a contact")
@@ -96,7 +96,7 @@ var _ = Describe("Faults", func() {
 		for i := range healthy {
 			waitReady(ns, fmt.Sprintf("ok-%d", i), 30*time.Second)
 		}
-		Eventually(serverConditions(ns, "hung"), 10*time.Second).Should(haveCondition(mcpv1alpha1.ConditionReachable, metav1.ConditionFalse, mcpv1alpha1.ReasonTimeout))
+		Eventually(serverConditions(ns, "hung"), bound(10*time.Second)).Should(haveCondition(mcpv1alpha1.ConditionReachable, metav1.ConditionFalse, mcpv1alpha1.ReasonTimeout))
 		Expect(getServer(ns, "hung").Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionCatalogSynced, metav1.ConditionFalse, mcpv1alpha1.ReasonTimeout))
 
 		// Probes are due every interval plus up to a tenth of jitter, so

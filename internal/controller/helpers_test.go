@@ -216,7 +216,7 @@ func waitImportHandled(ns, name, v string) *mcpv1alpha1.McpServer {
 		srv := &mcpv1alpha1.McpServer{}
 		g.Expect(k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, srv)).To(Succeed())
 		return srv.Status.LastHandledImportAt
-	}, 30*time.Second, 100*time.Millisecond).Should(Equal(v))
+	}, bound(30*time.Second), 100*time.Millisecond).Should(Equal(v))
 	return getServer(ns, name)
 }
 

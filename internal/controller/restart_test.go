@@ -22,7 +22,7 @@ var _ = Describe("Manager restart", func() {
 
 		// Stop the manager once the import has written some tools but not
 		// all of them.
-		Eventually(func() int { return len(listTools(ns)) }, 60*time.Second, 50*time.Millisecond).Should(BeNumerically(">", 100))
+		Eventually(func() int { return len(listTools(ns)) }, bound(60*time.Second), 50*time.Millisecond).Should(BeNumerically(">", 100))
 		mgr.Stop()
 		// Whatever happens below, the specs after this one get a manager.
 		DeferCleanup(func() {
@@ -50,8 +50,8 @@ var _ = Describe("Manager restart", func() {
 		}
 		first := getTool(ns, toolObjectName("rs", mcpserver.CatalogToolName(1)))
 		Expect(first.Spec.Enabled).To(BeTrue())
-		Eventually(toolConditions(ns, first.Name), 60*time.Second).Should(haveCondition(mcpv1alpha1.ConditionReady, "False", mcpv1alpha1.ReasonDefinitionNotApproved))
+		Eventually(toolConditions(ns, first.Name), bound(60*time.Second)).Should(haveCondition(mcpv1alpha1.ConditionReady, "False", mcpv1alpha1.ReasonDefinitionNotApproved))
 		applyFromGit(ns, "rs", mcpserver.CatalogToolName(1), true, first.Status.DefinitionHash)
-		Eventually(toolConditions(ns, first.Name), 60*time.Second).Should(haveCondition(mcpv1alpha1.ConditionReady, "True", mcpv1alpha1.ReasonSucceeded))
+		Eventually(toolConditions(ns, first.Name), bound(60*time.Second)).Should(haveCondition(mcpv1alpha1.ConditionReady, "True", mcpv1alpha1.ReasonSucceeded))
 	})
 })
