@@ -64,10 +64,21 @@ func (g *Gateway) serverFor(r *http.Request) *sdk.Server {
 				return next(ctx, method, req)
 			}
 			creq, ok := req.(*sdk.CallToolRequest)
-			if !ok || creq.Params == nil || offered[creq.Params.Name] {
+			if !ok || creq.Params == nil {
 				return next(ctx, method, req)
 			}
-			return g.refuseUnoffered(ctx, creq), nil
+			// Every tools/call is observed here, offered or not: one
+			// count, one span, the clock started before any decision.
+			ctx, o := g.startCall(ctx, creq)
+			var res sdk.Result
+			var err error
+			if offered[creq.Params.Name] {
+				res, err = next(ctx, method, req)
+			} else {
+				res, err = g.refuseUnoffered(ctx, creq), nil
+			}
+			g.endCall(o, err)
+			return res, err
 		}
 	})
 	return s

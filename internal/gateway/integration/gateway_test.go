@@ -261,7 +261,7 @@ var _ = Describe("Refusals", func() {
 		docs.setEnabled(echo, false)
 		docs.waitTool(echo, "False", mcpv1alpha1.ReasonDisabled)
 
-		counter := metrics.GatewayCalls.WithLabelValues("Denied", gateway.DenyNotServable)
+		counter := metrics.GatewayCalls.WithLabelValues(ns, docs.name, docs.object(echo), gateway.OutcomeDenied, gateway.DenyNotServable)
 		denials := counterValue(counter)
 		refused(cs, echo, gateway.DenyNotServable, mcpv1alpha1.ReasonDisabled, "it is disabled")
 		Expect(counterValue(counter)).To(Equal(denials + 1))
