@@ -251,6 +251,9 @@ func TestTracingFollowsACallUpstream(t *testing.T) {
 			if ca["jsonrpc.request.id"] == "" {
 				t.Error("the client span has no jsonrpc.request.id")
 			}
+			if id, ok := sa["mcp.session.id"]; ok {
+				t.Errorf("a stateless 2026-07-28 call has mcp.session.id %q", id)
+			}
 			if _, failed := sa["error.type"]; failed {
 				t.Errorf("a successful call's span has error.type %q", sa["error.type"])
 			}
