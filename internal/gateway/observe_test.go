@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -94,6 +96,13 @@ var (
 // call. tp may be nil.
 func observedGateway(t *testing.T, upstreamURL string, tp trace.TracerProvider) *httptest.Server {
 	t.Helper()
+	return catalogGateway(t, upstreamURL, tp, allowList{echoObject: true}, 0)
+}
+
+// catalogGateway is observedGateway with authz deciding RBAC and extra
+// more tools of the same server (extra_1, …).
+func catalogGateway(t *testing.T, upstreamURL string, tp trace.TracerProvider, authz Authorizer, extra int) *httptest.Server {
+	t.Helper()
 	no := false
 	ready := []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: "Ready", LastTransitionTime: metav1.Now()}}
 	tool := func(remote string) *mcpv1alpha1.McpTool {
@@ -124,13 +133,17 @@ func observedGateway(t *testing.T, upstreamURL string, tp trace.TracerProvider) 
 	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tool("echo"), tool("secret"), server, policy).Build()
+	objects := []client.Object{tool("echo"), tool("secret"), server, policy}
+	for i := range extra {
+		objects = append(objects, tool(fmt.Sprintf("extra_%d", i+1)))
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
 	o := completeOptions()
 	o.Reader = c
 	o.Upstreams = &upstream.Endpoints{Credentials: &credentials.Resolver{Secrets: c, Profiles: c}}
 	o.MCP = mcp.New(mcp.Options{AllowPrivateNetworks: true})
 	o.Authn = tokenTable{obsToken: {Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: obsNS, ServiceAccount: "agent"}}
-	o.Authz = allowList{echoObject: true}
+	o.Authz = authz
 	o.TracerProvider = tp
 	g, err := New(o)
 	if err != nil {
@@ -481,4 +494,57 @@ func resultText(res *sdk.CallToolResult) string {
 		}
 	}
 	return b.String()
+}
+
+// countingAuthz counts the RBAC questions the gateway asks.
+type countingAuthz struct {
+	mu    sync.Mutex
+	asked int
+}
+
+func (c *countingAuthz) CanCall(_ context.Context, _ *Identity, _, _ string) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.asked++
+	return true, nil
+}
+
+func (c *countingAuthz) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.asked
+}
+
+// A 2026-07-28 call decides the one tool its Mcp-Name header names, not
+// the whole catalog: its cost does not grow with the namespace's tools. A
+// listing still decides every tool.
+func TestModernCallDecidesOnlyTheCalledTool(t *testing.T) {
+	const extra = 20
+	up, _ := recordingUpstream(t, false)
+	authz := &countingAuthz{}
+	gw := catalogGateway(t, up.URL, nil, authz, extra)
+	cs := agentSession(t, gw.URL, "2026-07-28")
+
+	before := authz.count()
+	if res := callAs(t, cs, echoLocal, nil); res.IsError {
+		t.Fatalf("the call failed: %s", resultText(res))
+	}
+	// Once to build the request's server, once when the call is decided.
+	if n := authz.count() - before; n != 2 {
+		t.Errorf("a call asked RBAC %d times, want 2", n)
+	}
+
+	before = authz.count()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var listed int
+	for _, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed++
+	}
+	if want := extra + 2; listed != want || authz.count()-before < want {
+		t.Errorf("listed %d tools asking RBAC %d times, want %d tools each decided", listed, authz.count()-before, want)
+	}
 }
