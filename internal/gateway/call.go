@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -18,6 +19,10 @@ import (
 	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
+
+// xMCPHeader is the schema annotation that mirrors an argument into a
+// header.
+const xMCPHeader = `"x-mcp-header"`
 
 // call decides and makes one tool call.
 func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.NamespacedName) (*sdk.CallToolResult, error) {
@@ -142,9 +147,10 @@ func (g *Gateway) send(ctx context.Context, srv *mcpv1alpha1.McpServer, t *mcpv1
 		return nil, err
 	}
 	var opts []mcp.CallOption
-	if t.Status.InputSchema != nil && len(t.Status.InputSchema.Raw) > 0 {
+	if t.Status.InputSchema != nil && bytes.Contains(t.Status.InputSchema.Raw, []byte(xMCPHeader)) {
 		// Arguments the schema marks with x-mcp-header travel in headers
-		// too, which 2026-07-28 servers require.
+		// too, which 2026-07-28 servers require. A schema without the
+		// annotation has no such argument, and is not walked on every call.
 		opts = append(opts, mcp.WithInputSchema(t.Status.InputSchema.Raw))
 	}
 	ctx, span, tc := g.startUpstream(ctx, srv, t)
