@@ -269,8 +269,8 @@ func WithTraceContext(tc TraceContext) CallOption {
 	}
 }
 
-// maxTraceValue bounds a trace context value; W3C allows a tracestate of
-// 32 members, far below this.
+// maxTraceValue bounds a trace context value. W3C asks that at least 512
+// characters of tracestate be passed on and lets longer ones be dropped.
 const maxTraceValue = 1024
 
 func validTraceValue(v string) bool {
