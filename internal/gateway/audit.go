@@ -80,6 +80,9 @@ type JSONLines struct {
 	lock    chan struct{}
 	w       io.Writer
 	timeout time.Duration
+	// syncer makes a written record durable; nil for a writer that cannot
+	// sync (a pipe, a terminal, a buffer).
+	syncer interface{ Sync() error }
 
 	mu sync.Mutex
 	// waiting are the records no write has taken yet.
@@ -101,7 +104,16 @@ func NewJSONLinesTimeout(w io.Writer, timeout time.Duration) *JSONLines {
 	if timeout <= 0 {
 		timeout = DefaultAuditTimeout
 	}
-	return &JSONLines{lock: make(chan struct{}, 1), w: w, timeout: timeout}
+	s := &JSONLines{lock: make(chan struct{}, 1), w: w, timeout: timeout}
+	s.syncer, _ = w.(interface{ Sync() error })
+	if f, ok := w.(*os.File); ok {
+		// Standard output is usually a pipe, where a sync is a failing
+		// system call per write: only a regular file is synced.
+		if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+			s.syncer = nil
+		}
+	}
+	return s
 }
 
 // Write encodes r as one line. A short write, a failed write and a write
@@ -177,10 +189,11 @@ func (s *JSONLines) write(b []byte) error {
 	if err != nil {
 		return errors.Join(errors.New("writing the audit record"), err)
 	}
-	if f, ok := s.w.(interface{ Sync() error }); ok {
-		// A file-backed sink makes the record durable before the call; a
-		// pipe or terminal cannot sync and that is not a failure.
-		_ = f.Sync()
+	if s.syncer != nil {
+		// A file-backed sink makes the record durable before the call. A
+		// sync that fails is not a failure of the write: the record is in
+		// the file.
+		_ = s.syncer.Sync()
 	}
 	return nil
 }

@@ -208,3 +208,27 @@ func TestJSONLinesGroupsRecordsArrivingDuringASync(t *testing.T) {
 		t.Errorf("%d lines written, want %d", lines, queued+1)
 	}
 }
+
+// A regular file is synced; a pipe, which cannot be, is not asked to.
+func TestJSONLinesSyncsOnlyRegularFiles(t *testing.T) {
+	f, err := OpenAuditFile(filepath.Join(t.TempDir(), "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if NewJSONLines(f).syncer == nil {
+		t.Error("an audit file is not synced")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if NewJSONLines(w).syncer != nil {
+		t.Error("a pipe is synced")
+	}
+	if NewJSONLines(&syncCountingWriter{}).syncer == nil {
+		t.Error("a writer that can sync, not a file, is not synced")
+	}
+}
