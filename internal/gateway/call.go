@@ -257,7 +257,7 @@ func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, rec Re
 		signed, err := g.approver.sign(ctx, state)
 		if err != nil {
 			logf.FromContext(ctx).Error(err, "gateway: signing approval state failed")
-			obsOf(ctx).end(OutcomeDenied, RefusedUndecided)
+			obsOf(ctx).end(OutcomeDenied, RefusedDecisionFailed)
 			return refusal("the gateway could not ask for approval; try again")
 		}
 		return &sdk.CallToolResult{

@@ -35,9 +35,9 @@ const (
 	// RefusedRateLimited: the client address used up its failed
 	// authentications.
 	RefusedRateLimited = "RateLimited"
-	// RefusedUndecided: reading policies, approvals or keys failed; the
+	// RefusedDecisionFailed: reading policies, approvals or keys failed; the
 	// agent is told to try again.
-	RefusedUndecided = "DecisionFailed"
+	RefusedDecisionFailed = "DecisionFailed"
 	// RefusedInvalidArguments: the arguments are not a JSON object.
 	RefusedInvalidArguments = "InvalidArguments"
 	// RefusedInvalidRequest: the request was answered with a protocol
@@ -153,7 +153,7 @@ func (g *Gateway) startCall(ctx context.Context, req *sdk.CallToolRequest) (cont
 // protocol error before the gateway was asked.
 func (g *Gateway) endCall(o *callObs, err error) {
 	if o.outcome == "" {
-		reason := RefusedUndecided
+		reason := RefusedDecisionFailed
 		if err != nil {
 			reason = RefusedInvalidRequest
 		}

@@ -24,7 +24,7 @@ func (g *Gateway) verify(ctx context.Context, token string, r *http.Request) (*a
 			metrics.GatewayRefusals.WithLabelValues(RefusedUnauthenticated).Inc()
 		} else {
 			logf.FromContext(ctx).Error(err, "gateway: authenticating a caller failed")
-			metrics.GatewayRefusals.WithLabelValues(RefusedUndecided).Inc()
+			metrics.GatewayRefusals.WithLabelValues(RefusedDecisionFailed).Inc()
 		}
 		return nil, auth.ErrInvalidToken
 	}
