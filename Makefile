@@ -131,6 +131,8 @@ bench: ## Run the benchmark harness (test/bench) and regenerate docs/benchmarks.
 		echo ">> scale: $$s (one process each, so that each reports its own memory)"; \
 		KUBEBUILDER_ASSETS=$$assets $(GO) test -run '^$$' -bench "^BenchmarkScale$$s\$$" -benchtime 1x -timeout $(BENCH_TIMEOUT) ./test/bench/ | tee $$out/$$s.txt || status=1; \
 	done; \
+	echo ">> gateway: added latency and throughput against direct calls"; \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test -run '^$$' -bench '^BenchmarkGateway$$' -benchtime 1x -timeout $(BENCH_TIMEOUT) ./test/bench/ | tee $$out/Gateway.txt || status=1; \
 	$(GO) run ./test/bench/report -o docs/benchmarks.md -elapsed $$(( $$(date +%s) - start ))s $$out/*.txt; \
 	echo ">> wrote docs/benchmarks.md"; exit $$status
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"sync"
 	"time"
 )
 
@@ -67,12 +69,30 @@ var ErrAuditTimeout = errors.New("the audit sink did not take the record in time
 // network disk) refuses the calls it cannot record promptly instead of
 // holding them. A write that times out may still land later, so a record
 // can exist for a call that was refused; a call without its record cannot.
+//
+// One write is in flight at a time. Records that arrive meanwhile wait
+// together and go out in the next write, synced once (group commit), so
+// that concurrent calls do not queue behind one sync each; every record is
+// still written and synced before its Write returns.
 type JSONLines struct {
-	// lock is held for one write at a time; a channel, so that waiting for
-	// it has a deadline too.
+	// lock is held by the one write in flight; a channel, so that waiting
+	// for it has a deadline too.
 	lock    chan struct{}
 	w       io.Writer
 	timeout time.Duration
+	// syncer makes a written record durable; nil for a writer that cannot
+	// sync (a pipe, a terminal, a buffer).
+	syncer interface{ Sync() error }
+
+	mu sync.Mutex
+	// waiting are the records no write has taken yet.
+	waiting []*auditLine
+}
+
+// auditLine is one record on its way to the writer.
+type auditLine struct {
+	b    []byte
+	done chan error
 }
 
 // NewJSONLines returns a sink writing to w with DefaultAuditTimeout.
@@ -84,7 +104,16 @@ func NewJSONLinesTimeout(w io.Writer, timeout time.Duration) *JSONLines {
 	if timeout <= 0 {
 		timeout = DefaultAuditTimeout
 	}
-	return &JSONLines{lock: make(chan struct{}, 1), w: w, timeout: timeout}
+	s := &JSONLines{lock: make(chan struct{}, 1), w: w, timeout: timeout}
+	s.syncer, _ = w.(interface{ Sync() error })
+	if f, ok := w.(*os.File); ok {
+		// Standard output is usually a pipe, where a sync is a failing
+		// system call per write: only a regular file is synced.
+		if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+			s.syncer = nil
+		}
+	}
+	return s
 }
 
 // Write encodes r as one line. A short write, a failed write and a write
@@ -94,27 +123,61 @@ func (s *JSONLines) Write(ctx context.Context, r Record) error {
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
+	line := &auditLine{b: append(b, '\n'), done: make(chan error, 1)}
+	s.mu.Lock()
+	s.waiting = append(s.waiting, line)
+	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	select {
-	case s.lock <- struct{}{}:
-	case <-ctx.Done():
-		// An earlier write is still blocked.
-		return fmt.Errorf("writing the audit record: %w", ErrAuditTimeout)
+	for {
+		select {
+		case err := <-line.done:
+			return err
+		case s.lock <- struct{}{}:
+			// This caller starts the next write, of everything waiting;
+			// its own line may already be in the write before.
+			batch := s.take()
+			if len(batch) == 0 {
+				<-s.lock
+				continue
+			}
+			go s.flush(batch)
+		case <-ctx.Done():
+			// A line no write has taken is dropped: it never lands. One
+			// taken already may land after its call was refused.
+			s.mu.Lock()
+			s.waiting = slices.DeleteFunc(s.waiting, func(l *auditLine) bool { return l == line })
+			s.mu.Unlock()
+			return fmt.Errorf("writing the audit record: %w", ErrAuditTimeout)
+		}
 	}
-	done := make(chan error, 1)
-	go func() {
-		// The lock is released when the write returns, not when the caller
-		// gives up: one blocked write at a time, never a pile of them.
-		defer func() { <-s.lock }()
-		done <- s.write(b)
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("writing the audit record: %w", ErrAuditTimeout)
+}
+
+// take removes and returns every waiting line.
+func (s *JSONLines) take() []*auditLine {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	batch := s.waiting
+	s.waiting = nil
+	return batch
+}
+
+// flush writes a batch and tells each of its lines how it went. The lock is
+// released when the write returns, not when its callers give up: one
+// blocked write at a time, never a pile of them.
+func (s *JSONLines) flush(batch []*auditLine) {
+	defer func() { <-s.lock }()
+	var buf []byte
+	if len(batch) == 1 {
+		buf = batch[0].b
+	} else {
+		for _, l := range batch {
+			buf = append(buf, l.b...)
+		}
+	}
+	err := s.write(buf)
+	for _, l := range batch {
+		l.done <- err
 	}
 }
 
@@ -126,10 +189,11 @@ func (s *JSONLines) write(b []byte) error {
 	if err != nil {
 		return errors.Join(errors.New("writing the audit record"), err)
 	}
-	if f, ok := s.w.(interface{ Sync() error }); ok {
-		// A file-backed sink makes the record durable before the call; a
-		// pipe or terminal cannot sync and that is not a failure.
-		_ = f.Sync()
+	if s.syncer != nil {
+		// A file-backed sink makes the record durable before the call. A
+		// sync that fails is not a failure of the write: the record is in
+		// the file.
+		_ = s.syncer.Sync()
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -127,5 +128,107 @@ func TestJSONLinesFileSinkAppends(t *testing.T) {
 	}
 	if st.Mode().Perm()&0o077 != 0 {
 		t.Errorf("file mode %v is readable by others", st.Mode().Perm())
+	}
+}
+
+// syncCountingWriter holds every sync until release is closed, and counts
+// writes and syncs, as a file on a slow disk would take them.
+type syncCountingWriter struct {
+	release chan struct{}
+	mu      sync.Mutex
+	got     bytes.Buffer
+	writes  int
+	syncs   int
+}
+
+func (w *syncCountingWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes++
+	return w.got.Write(p)
+}
+
+func (w *syncCountingWriter) Sync() error {
+	<-w.release
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.syncs++
+	return nil
+}
+
+// Records that arrive while a write is being synced go out together in the
+// next write, synced once, and every Write returns only after its record
+// was written and synced.
+func TestJSONLinesGroupsRecordsArrivingDuringASync(t *testing.T) {
+	w := &syncCountingWriter{release: make(chan struct{})}
+	s := NewJSONLinesTimeout(w, time.Minute)
+	ctx := context.Background()
+	const queued = 10
+	errs := make(chan error, queued+1)
+	go func() { errs <- s.Write(ctx, Record{CallID: "first"}) }()
+	// The first record is in its sync once the writer has seen it.
+	for {
+		w.mu.Lock()
+		n := w.writes
+		w.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := range queued {
+		go func() { errs <- s.Write(ctx, Record{CallID: fmt.Sprintf("queued-%d", i)}) }()
+	}
+	for {
+		s.mu.Lock()
+		n := len(s.waiting)
+		s.mu.Unlock()
+		if n == queued {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("a Write returned (%v) before its record was synced", err)
+	default:
+	}
+	close(w.release)
+	for range queued + 1 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.writes != 2 || w.syncs != 2 {
+		t.Errorf("%d writes and %d syncs for %d records, want 2 and 2", w.writes, w.syncs, queued+1)
+	}
+	if lines := strings.Count(w.got.String(), "\n"); lines != queued+1 {
+		t.Errorf("%d lines written, want %d", lines, queued+1)
+	}
+}
+
+// A regular file is synced; a pipe, which cannot be, is not asked to.
+func TestJSONLinesSyncsOnlyRegularFiles(t *testing.T) {
+	f, err := OpenAuditFile(filepath.Join(t.TempDir(), "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if NewJSONLines(f).syncer == nil {
+		t.Error("an audit file is not synced")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if NewJSONLines(w).syncer != nil {
+		t.Error("a pipe is synced")
+	}
+	if NewJSONLines(&syncCountingWriter{}).syncer == nil {
+		t.Error("a writer that can sync, not a file, is not synced")
 	}
 }

@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,11 +20,17 @@ import (
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
+// xMCPHeader is the schema annotation that mirrors an argument into a
+// header.
+const xMCPHeader = `"x-mcp-header"`
+
 // call decides and makes one tool call.
 func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.NamespacedName) (*sdk.CallToolResult, error) {
 	log := logf.FromContext(ctx)
+	obs := obsOf(ctx)
 	id := identityOf(req.Extra.TokenInfo)
 	if id == nil || id.Namespace != key.Namespace {
+		obs.end(OutcomeDenied, DenyForbidden)
 		return refusal(unknownTool), nil
 	}
 	rec := Record{CallID: newCallID(), Caller: id.Username, Namespace: key.Namespace, Tool: key.Name}
@@ -42,7 +50,9 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 	if refused := g.gateCall(ctx, rec, id, t); refused != nil {
 		return refused, nil
 	}
+	obs.of(t)
 	if argsErr != nil {
+		obs.end(OutcomeDenied, RefusedInvalidArguments)
 		return refusal("the arguments must be a JSON object"), nil
 	}
 
@@ -59,6 +69,9 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 		}
 		if mode == mcpv1alpha1.ApprovalClientElicitation {
 			if answer := g.byClient(ctx, req, rec, id, key, t); answer != nil {
+				// A question for the client's user, unless a refusal
+				// already said otherwise.
+				obs.end(OutcomeDenied, DenyApprovalPending)
 				return answer, nil
 			}
 		} else {
@@ -87,7 +100,7 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 	if err := g.Audit.Write(ctx, rec); err != nil {
 		log.Error(err, "gateway: the audit record could not be written; refusing the call", "tool", key.String())
 		metrics.GatewayAuditFailures.WithLabelValues(PhaseBefore).Inc()
-		metrics.GatewayCalls.WithLabelValues("Denied", DenyAuditFailed).Inc()
+		obs.end(OutcomeDenied, DenyAuditFailed)
 		g.event(t, "Warning", "CallRefused", "a call by %s was refused: the audit record could not be written", id.Username)
 		return refusal("the call was refused because its audit record could not be written"), nil
 	}
@@ -105,19 +118,19 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 	switch {
 	case err != nil:
 		kind := failureKind(err)
-		rec.Outcome, rec.ErrorKind = "Failed", string(kind)
-		metrics.GatewayCalls.WithLabelValues("Failed", string(kind)).Inc()
+		rec.Outcome, rec.ErrorKind = OutcomeFailed, string(kind)
+		obs.end(OutcomeFailed, string(kind))
 		g.event(t, "Warning", "CallFailed", "a call by %s failed: %s", id.Username, kind)
 		result.IsError = true
 		result.Content = []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("The call to %s failed (%s); the remote server's answer is not shown.", t.Status.LocalName, kind)}}
 	case out.IsError:
-		rec.Outcome = "ToolError"
-		metrics.GatewayCalls.WithLabelValues("ToolError", "").Inc()
+		rec.Outcome = OutcomeToolError
+		obs.end(OutcomeToolError, "")
 		result.IsError = true
 		result.Content = []sdk.Content{&sdk.TextContent{Text: out.Text}}
 	default:
-		rec.Outcome = "Succeeded"
-		metrics.GatewayCalls.WithLabelValues("Succeeded", "").Inc()
+		rec.Outcome = OutcomeSucceeded
+		obs.end(OutcomeSucceeded, "")
 		result.Content = []sdk.Content{&sdk.TextContent{Text: out.Text}}
 	}
 	if err := g.Audit.Write(context.WithoutCancel(ctx), rec); err != nil {
@@ -134,12 +147,21 @@ func (g *Gateway) send(ctx context.Context, srv *mcpv1alpha1.McpServer, t *mcpv1
 		return nil, err
 	}
 	var opts []mcp.CallOption
-	if t.Status.InputSchema != nil && len(t.Status.InputSchema.Raw) > 0 {
+	if t.Status.InputSchema != nil && bytes.Contains(t.Status.InputSchema.Raw, []byte(xMCPHeader)) {
 		// Arguments the schema marks with x-mcp-header travel in headers
-		// too, which 2026-07-28 servers require.
+		// too, which 2026-07-28 servers require. A schema without the
+		// annotation has no such argument, and is not walked on every call.
 		opts = append(opts, mcp.WithInputSchema(t.Status.InputSchema.Raw))
 	}
-	return g.MCP.CallTool(ctx, ep, t.Spec.RemoteName, args, opts...)
+	ctx, span, tc := g.startUpstream(ctx, srv, t)
+	var info mcp.CallInfo
+	opts = append(opts, mcp.WithTraceContext(tc), mcp.WithCallInfo(&info))
+	start := time.Now()
+	out, err := g.MCP.CallTool(ctx, ep, t.Spec.RemoteName, args, opts...)
+	obs := obsOf(ctx)
+	obs.upstream, obs.sent = time.Since(start), true
+	endUpstream(span, &info, out, err)
+	return out, err
 }
 
 // gateCall decides a call of t by the caller's ceiling and answers an
@@ -235,6 +257,7 @@ func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, rec Re
 		signed, err := g.approver.sign(ctx, state)
 		if err != nil {
 			logf.FromContext(ctx).Error(err, "gateway: signing approval state failed")
+			obsOf(ctx).end(OutcomeDenied, RefusedDecisionFailed)
 			return refusal("the gateway could not ask for approval; try again")
 		}
 		return &sdk.CallToolResult{

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,7 +73,11 @@ type Options struct {
 	// address, requests that fail authentication; zero means the defaults.
 	UnauthenticatedRate  rate.Limit
 	UnauthenticatedBurst int
-	Now                  func() time.Time
+	// TracerProvider, if set, traces every tools/call: a server span per
+	// call, the upstream call a client span under it, and W3C trace
+	// context sent upstream. Nil traces nothing and propagates nothing.
+	TracerProvider trace.TracerProvider
+	Now            func() time.Time
 }
 
 // Gateway is the MCP endpoint agents call. New builds it complete; it is
@@ -84,6 +89,8 @@ type Gateway struct {
 	approvalKeys KeySource
 	unauth       *unauthLimiter
 	handler      http.Handler
+	// tracer is nil when tracing is off.
+	tracer trace.Tracer
 }
 
 // ErrMissingOption is returned by New when a required option is not set.
@@ -129,6 +136,9 @@ func New(o Options) (*Gateway, error) {
 		g.approvalKeys = StaticKeys{Current: key}
 	}
 	g.approver = approver{keys: g.approvalKeys, used: newNonceSet()}
+	if o.TracerProvider != nil {
+		g.tracer = o.TracerProvider.Tracer(instrumentationName)
+	}
 	logger := slog.New(slog.DiscardHandler)
 	stateful := sdk.NewStreamableHTTPHandler(g.serverFor, &sdk.StreamableHTTPOptions{
 		SessionTimeout:               10 * time.Minute,

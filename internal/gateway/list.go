@@ -9,11 +9,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
 // serverFor builds the MCP server a session (or a stateless request) sees:
@@ -42,7 +44,7 @@ func (g *Gateway) serverFor(r *http.Request) *sdk.Server {
 		// tools would cost a review per tool on every request.
 		return s
 	}
-	tools, err := g.visibleTools(r.Context(), id)
+	tools, err := g.toolsFor(r, id)
 	if err != nil {
 		logf.FromContext(r.Context()).Error(err, "gateway: listing tools failed")
 		return s
@@ -64,10 +66,21 @@ func (g *Gateway) serverFor(r *http.Request) *sdk.Server {
 				return next(ctx, method, req)
 			}
 			creq, ok := req.(*sdk.CallToolRequest)
-			if !ok || creq.Params == nil || offered[creq.Params.Name] {
+			if !ok || creq.Params == nil {
 				return next(ctx, method, req)
 			}
-			return g.refuseUnoffered(ctx, creq), nil
+			// Every tools/call is observed here, offered or not: one
+			// count, one span, the clock started before any decision.
+			ctx, o := g.startCall(ctx, creq)
+			var res sdk.Result
+			var err error
+			if offered[creq.Params.Name] {
+				res, err = next(ctx, method, req)
+			} else {
+				res, err = g.refuseUnoffered(ctx, creq), nil
+			}
+			g.endCall(o, err)
+			return res, err
 		}
 	})
 	return s
@@ -103,6 +116,45 @@ func sdkTool(t *mcpv1alpha1.McpTool) *sdk.Tool {
 		InputSchema: schema,
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: &destructive, IdempotentHint: false, ReadOnlyHint: false, OpenWorldHint: &openWorld},
 	}
+}
+
+// toolsFor is what the server built for request r offers: every tool the
+// caller may see, except for a 2026-07-28 tools/call, whose Mcp-Name header
+// names the one tool it calls (the SDK refuses a request whose header and
+// body disagree). Deciding that one tool, instead of the whole namespace,
+// keeps the cost of a call independent of the size of the catalog.
+func (g *Gateway) toolsFor(r *http.Request, id *Identity) ([]*mcpv1alpha1.McpTool, error) {
+	if modernRequest(r) && r.Header.Get("Mcp-Method") == "tools/call" {
+		return g.visibleTool(r.Context(), id, r.Header.Get("Mcp-Name"))
+	}
+	return g.visibleTools(r.Context(), id)
+}
+
+// visibleTool is the tool of local name name, if the caller may see it.
+func (g *Gateway) visibleTool(ctx context.Context, id *Identity, name string) ([]*mcpv1alpha1.McpTool, error) {
+	object, err := toolname.ObjectNameOfLocal(name)
+	if err != nil {
+		return nil, nil
+	}
+	t := &mcpv1alpha1.McpTool{}
+	if err := g.Reader.Get(ctx, types.NamespacedName{Namespace: id.Namespace, Name: object}, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if t.Status.LocalName != name {
+		return nil, nil
+	}
+	ceiling, err := g.ceiling(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	v, err := g.decide(ctx, id, t, ceiling)
+	if err != nil || !v.allowed() {
+		return nil, err
+	}
+	return []*mcpv1alpha1.McpTool{t}, nil
 }
 
 // visibleTools is what the caller may see: the tools of its namespace that

@@ -149,6 +149,7 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, rec Re
 			}
 			return personResult{err: fmt.Errorf("using call approval %s: %w", approved.Name, err)}
 		}
+		metrics.GatewayApprovalEvents.WithLabelValues("used").Inc()
 		return personResult{approvedBy: approved.Spec.DecidedBy, name: approved.Name}
 	case denied != nil:
 		rec.ApprovalName, rec.ApprovedBy = denied.Name, denied.Spec.DecidedBy
@@ -209,6 +210,7 @@ func (g *Gateway) newApproval(ctx context.Context, id *Identity, t *mcpv1alpha1.
 	if err := g.Approvals.Create(ctx, a); err != nil {
 		return nil, fmt.Errorf("creating a call approval: %w", err)
 	}
+	metrics.GatewayApprovalEvents.WithLabelValues("requested").Inc()
 	g.event(t, "Normal", "ApprovalRequested", "a call by %s waits for approval in McpCallApproval %s", id.Username, a.Name)
 	return a, nil
 }
@@ -234,7 +236,7 @@ func (g *Gateway) waitFor(ctx context.Context, req *sdk.CallToolRequest, rec Rec
 	if err := g.Audit.Write(ctx, rec); err != nil {
 		logf.FromContext(ctx).Error(err, "gateway: the audit record of a call waiting for approval could not be written")
 	}
-	metrics.GatewayCalls.WithLabelValues("Denied", DenyApprovalPending).Inc()
+	obsOf(ctx).end(OutcomeDenied, DenyApprovalPending)
 	elicit := &sdk.ElicitParams{Mode: "url", Message: msg, URL: g.approvalURL(a.Namespace, a.Name), ElicitationID: a.Namespace + "/" + a.Name}
 	caps := req.ClientCapabilities()
 	if caps != nil && caps.Elicitation != nil && caps.Elicitation.URL != nil {

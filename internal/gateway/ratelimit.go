@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
 // Defaults for failed authentication per client address: a burst of 20,
@@ -113,6 +115,7 @@ func (l *unauthLimiter) middleware(now func() time.Time, next http.Handler) http
 			if secs < 1 {
 				secs = 1
 			}
+			metrics.GatewayRefusals.WithLabelValues(RefusedRateLimited).Inc()
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
 			http.Error(w, "too many unauthenticated requests", http.StatusTooManyRequests)
 			return
@@ -121,6 +124,7 @@ func (l *unauthLimiter) middleware(now func() time.Time, next http.Handler) http
 			// No token at all: refused below without a review, and spent
 			// here, since the verifier never sees it.
 			l.failed(r, now())
+			metrics.GatewayRefusals.WithLabelValues(RefusedUnauthenticated).Inc()
 		}
 		next.ServeHTTP(w, r)
 	})

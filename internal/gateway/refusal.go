@@ -20,7 +20,13 @@ func (g *Gateway) deny(ctx context.Context, rec Record, t *mcpv1alpha1.McpTool, 
 		logf.FromContext(ctx).Error(err, "gateway: the audit record of a refusal could not be written", "reason", reason)
 		metrics.GatewayAuditFailures.WithLabelValues(PhaseDenied).Inc()
 	}
-	metrics.GatewayCalls.WithLabelValues("Denied", reason).Inc()
+	obs := obsOf(ctx)
+	if t != nil && reason != DenyForbidden {
+		// RBAC let the caller call this tool: its name is no longer
+		// just what the caller sent.
+		obs.of(t)
+	}
+	obs.end(OutcomeDenied, reason)
 	if t != nil {
 		g.event(t, "Warning", "CallRefused", "a call by %s was refused: %s", rec.Caller, reason)
 	}

@@ -10,6 +10,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
 // ApprovalSweeper deletes McpCallApprovals some time after they expire,
@@ -66,6 +67,7 @@ func (s *ApprovalSweeper) Sweep(ctx context.Context) (int, error) {
 		keep = time.Hour
 	}
 	deleted, cont := 0, ""
+	states := map[string]int{"pending": 0, "approved": 0, "denied": 0, "used": 0, "expired": 0}
 	for range sweepPages {
 		var list mcpv1alpha1.McpCallApprovalList
 		if err := s.Client.List(ctx, &list, client.Limit(sweepPage), client.Continue(cont)); err != nil {
@@ -74,6 +76,7 @@ func (s *ApprovalSweeper) Sweep(ctx context.Context) (int, error) {
 		for i := range list.Items {
 			a := &list.Items[i]
 			if now.Before(a.Spec.ExpiresAt.Add(keep)) {
+				states[approvalStanding(a, now)]++
 				continue
 			}
 			err := s.Client.Delete(ctx, a, client.Preconditions{UID: &a.UID})
@@ -88,5 +91,23 @@ func (s *ApprovalSweeper) Sweep(ctx context.Context) (int, error) {
 			break
 		}
 	}
+	for state, n := range states {
+		metrics.GatewayApprovals.WithLabelValues(state).Set(float64(n))
+	}
 	return deleted, nil
+}
+
+// approvalStanding names where an approval stands, for the approvals gauge.
+func approvalStanding(a *mcpv1alpha1.McpCallApproval, now time.Time) string {
+	switch {
+	case a.Status.ConsumedAt != nil:
+		return "used"
+	case a.Spec.Decision == mcpv1alpha1.CallDenied:
+		return "denied"
+	case !now.Before(a.Spec.ExpiresAt.Time):
+		return "expired"
+	case a.Spec.Decision == mcpv1alpha1.CallApproved:
+		return "approved"
+	}
+	return "pending"
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
 // verify authenticates a bearer token. Any failure is a plain 401.
@@ -18,8 +20,11 @@ func (g *Gateway) verify(ctx context.Context, token string, r *http.Request) (*a
 			// A review that could not be made is not the caller's failure.
 			g.unauth.failed(r, g.now())
 		}
-		if !errors.Is(err, ErrUnauthenticated) {
+		if errors.Is(err, ErrUnauthenticated) {
+			metrics.GatewayRefusals.WithLabelValues(RefusedUnauthenticated).Inc()
+		} else {
 			logf.FromContext(ctx).Error(err, "gateway: authenticating a caller failed")
+			metrics.GatewayRefusals.WithLabelValues(RefusedDecisionFailed).Inc()
 		}
 		return nil, auth.ErrInvalidToken
 	}

@@ -131,6 +131,10 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	if err != nil {
 		return fmt.Errorf("building the SubjectAccessReview client: %w", err)
 	}
+	tp, err := gatewayTracer(mgr, opts)
+	if err != nil {
+		return err
+	}
 	gw, err := gateway.New(gateway.Options{
 		Reader:    mgr.GetClient(),
 		Authn:     &gateway.TokenReviewAuthenticator{Client: mgr.GetClient(), Audience: opts.GatewayAudience},
@@ -148,6 +152,8 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		Now:          opts.GatewayNow,
 		Stateless:    opts.GatewayStateless,
 		Contacts:     &gateway.Contacts{Client: mgr.GetClient(), Interval: opts.GatewayContactInterval},
+
+		TracerProvider: tp,
 	})
 	if err != nil {
 		return fmt.Errorf("building the gateway: %w", err)

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -151,6 +152,13 @@ type Options struct {
 	// TokenEndpointRootCAs, if set, replaces the system roots when
 	// verifying delegation profiles' token endpoints.
 	TokenEndpointRootCAs *x509.CertPool
+	// TracingOTLPEndpoint, if set, exports the gateway's traces over
+	// OTLP/gRPC to this URL (http:// for plaintext). Tracing is also on
+	// when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+	// is set, and off, whatever else, with OTEL_SDK_DISABLED=true.
+	TracingOTLPEndpoint string
+	// TracerProvider, if set, is used instead of an OTLP pipeline (tests).
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultOptions returns the options the manager binary starts from.

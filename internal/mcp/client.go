@@ -243,6 +243,51 @@ type CallOption func(*callOptions)
 
 type callOptions struct {
 	schema json.RawMessage
+	trace  TraceContext
+	info   *CallInfo
+}
+
+// TraceContext is W3C trace context (traceparent and tracestate) to send
+// with a call: in the headers of every request of the operation and, in
+// the 2026-07-28 revision, which reserves these two unprefixed keys for it,
+// in the tools/call params._meta.
+type TraceContext struct {
+	Traceparent, Tracestate string
+}
+
+// WithTraceContext sends trace context with the call. A value that is
+// empty, too long or not a valid header value is not sent.
+func WithTraceContext(tc TraceContext) CallOption {
+	return func(o *callOptions) {
+		if !validTraceValue(tc.Traceparent) {
+			return
+		}
+		if !validTraceValue(tc.Tracestate) {
+			tc.Tracestate = ""
+		}
+		o.trace = tc
+	}
+}
+
+// maxTraceValue bounds a trace context value. W3C asks that at least 512
+// characters of tracestate be passed on and lets longer ones be dropped.
+const maxTraceValue = 1024
+
+func validTraceValue(v string) bool {
+	return v != "" && len(v) <= maxTraceValue && validHeaderValue(v)
+}
+
+// CallInfo is what a CallTool tells about itself, success or not, for the
+// caller's trace: the protocol revision spoken and the JSON-RPC id of the
+// tools/call request (empty when it was never sent).
+type CallInfo struct {
+	ProtocolVersion string
+	RequestID       string
+}
+
+// WithCallInfo has CallTool fill info.
+func WithCallInfo(info *CallInfo) CallOption {
+	return func(o *callOptions) { o.info = info }
 }
 
 // WithInputSchema gives CallTool the tool's input schema (as stored from
@@ -272,6 +317,8 @@ type operation struct {
 	// inflight is the id of the request whose answer has not been read yet;
 	// a cancelled operation tells a session-keeping server to stop it.
 	inflight string
+	// trace is sent with every request of the operation.
+	trace TraceContext
 }
 
 // begin validates the endpoint and starts the budget. Nothing is sent.
@@ -420,11 +467,15 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 			return nil, &Error{Kind: KindInvalidArgument, Server: ep.Name, Method: "tools/call", Detail: "input schema is invalid", Err: err}
 		}
 	}
+	o.trace = co.trace
+	if co.info != nil {
+		defer func() { co.info.ProtocolVersion = o.version }()
+	}
 	defer o.end(ctx)
 	if err := o.connect(ctx, false); err != nil {
 		return nil, err
 	}
-	res, err := o.callTool(ctx, remoteName, args, params)
+	res, err := o.callTool(ctx, remoteName, args, params, co.info)
 	if err != nil && o.eraFromCache && o.era == eraModern && staleModern(err) {
 		// The remembered era may be wrong. Detect it again; only if the
 		// server now speaks another era or version is the (rejected, so
@@ -438,7 +489,7 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 		if o.era == eraModern && o.version == was {
 			return nil, err
 		}
-		res, err = o.callTool(ctx, remoteName, args, params)
+		res, err = o.callTool(ctx, remoteName, args, params, co.info)
 	}
 	if err != nil {
 		return nil, err
@@ -446,12 +497,22 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 	return &CallOutcome{IsError: res.IsError, Text: res.Text, Dropped: res.Dropped, Latency: o.budget.elapsed()}, nil
 }
 
-func (o *operation) callTool(ctx context.Context, name string, args map[string]any, params http.Header) (*callResult, error) {
+func (o *operation) callTool(ctx context.Context, name string, args map[string]any, params http.Header, info *CallInfo) (*callResult, error) {
 	p := map[string]any{"name": name, "arguments": args}
 	l := o.workLeg("tools/call", p)
 	l.name = name
 	if o.era == eraModern {
 		l.extra = params
+		if o.trace.Traceparent != "" {
+			meta := p["_meta"].(map[string]any)
+			meta["traceparent"] = o.trace.Traceparent
+			if o.trace.Tracestate != "" {
+				meta["tracestate"] = o.trace.Tracestate
+			}
+		}
+	}
+	if info != nil {
+		l.sent = &info.RequestID
 	}
 	msg, err := o.requestMessage(ctx, l)
 	if err != nil {
@@ -601,7 +662,8 @@ func reservedHeader(name string) bool {
 	switch strings.ToLower(name) {
 	case "host", "content-type", "content-length", "transfer-encoding", "connection",
 		"accept", "user-agent", "te", "trailer", "upgrade", "cookie", "proxy-authorization",
-		"mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id":
+		"mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id",
+		"traceparent", "tracestate":
 		return true
 	}
 	return strings.HasPrefix(strings.ToLower(name), "mcp-param-")

@@ -58,6 +58,8 @@ type leg struct {
 	name string
 	// extra holds further headers (Mcp-Param-*).
 	extra http.Header
+	// sent, if set, receives the request's JSON-RPC id once it is sent.
+	sent *string
 }
 
 // legResult is the outcome of an exchange that produced an HTTP status.
@@ -101,6 +103,9 @@ func (o *operation) exchange(ctx context.Context, l leg) (*legResult, error) {
 			id = o.c.ids.next()
 			req.ID = id
 			o.inflight = id
+			if l.sent != nil {
+				*l.sent = id
+			}
 		}
 		b, err := json.Marshal(req)
 		if err != nil {
@@ -283,6 +288,12 @@ func (o *operation) setHeaders(req *http.Request, l leg) {
 		h.Set(headerMethod, l.method)
 		if l.name != "" {
 			h.Set(headerName, encodeHeaderValue(l.name))
+		}
+	}
+	if o.trace.Traceparent != "" {
+		h.Set("traceparent", o.trace.Traceparent)
+		if o.trace.Tracestate != "" {
+			h.Set("tracestate", o.trace.Tracestate)
 		}
 	}
 	for k, vs := range l.extra {

@@ -10,13 +10,56 @@ import (
 )
 
 var (
-	// GatewayCalls counts gateway tool calls by outcome (Succeeded,
+	// GatewayCalls counts gateway tool calls by tool, outcome (Succeeded,
 	// ToolError, Failed, Denied) and reason (a denial reason or an error
-	// kind; empty on success).
+	// kind; empty on success). namespace, server and tool name an McpTool
+	// object, and only once RBAC let the caller call it: a call refused
+	// before that carries them empty, so that no caller can mint series by
+	// sending names.
 	GatewayCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcp_catalog_gateway_calls_total",
-		Help: "Tool calls through the gateway, by outcome and reason.",
-	}, []string{"outcome", "reason"})
+		Help: "Tool calls through the gateway, by tool, outcome and reason.",
+	}, []string{"namespace", "server", "tool", "outcome", "reason"})
+
+	// GatewayRefusals counts every refusal by reason, including requests
+	// refused before they named a tool (Unauthenticated, RateLimited).
+	GatewayRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_gateway_refusals_total",
+		Help: "Requests and tool calls the gateway refused, by reason.",
+	}, []string{"reason"})
+
+	// GatewayCallDuration observes the gateway's own share of each call
+	// sent upstream: the time from receiving tools/call to answering it,
+	// less the upstream call.
+	GatewayCallDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mcp_catalog_gateway_call_duration_seconds",
+		Help:    "Time the gateway adds to a tool call (decision, audit, credential), excluding the upstream call.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+	}, []string{"namespace", "server", "tool"})
+
+	// GatewayUpstreamDuration observes the upstream tools/call operation
+	// (handshake included) of each call sent.
+	GatewayUpstreamDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "mcp_catalog_gateway_upstream_duration_seconds",
+		Help: "Duration of the upstream MCP tools/call operation of gateway calls.",
+		// The MCP semantic conventions' boundaries.
+		Buckets: []float64{.01, .02, .05, .1, .2, .5, 1, 2, 5, 10, 30, 60, 120, 300},
+	}, []string{"namespace", "server", "tool"})
+
+	// GatewayApprovalEvents counts what the gateway did with McpCallApprovals:
+	// requested (created one), used (an approved one let its call through).
+	// Each happens once per object, on whichever replica did it.
+	GatewayApprovalEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_gateway_approvals_total",
+		Help: "McpCallApprovals the gateway created (requested) and used (used).",
+	}, []string{"event"})
+
+	// GatewayApprovals reports McpCallApprovals by state (pending,
+	// approved, denied, used, expired) as the last sweep found them.
+	GatewayApprovals = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mcp_catalog_gateway_approvals",
+		Help: "McpCallApprovals by state, as of the gateway's last approval sweep.",
+	}, []string{"state"})
 
 	// ProbeDuration observes health probes by result (success, failure).
 	ProbeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -65,7 +108,10 @@ var (
 // registry; the monitoring tests check alert rules and dashboards against
 // the names they describe.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{GatewayCalls, ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, Tools, GatewayAuditFailures, State}
+	return []prometheus.Collector{
+		GatewayCalls, GatewayRefusals, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals,
+		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, Tools, GatewayAuditFailures, State,
+	}
 }
 
 func init() {

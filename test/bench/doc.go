@@ -14,6 +14,11 @@
 //     real manager (internal/manager) in this process against envtest. They
 //     skip without KUBEBUILDER_ASSETS and run only under -bench, so `make
 //     test` never starts them.
+//   - BenchmarkGateway: one client calling a tool directly and through the
+//     real manager's gateway (envtest behind it, reviews cached), at 1 and
+//     64 concurrent agents: the latency the gateway adds and the share of
+//     the direct throughput it keeps. It skips without KUBEBUILDER_ASSETS
+//     too.
 //
 // Figures that are not times are reported with b.ReportMetric; the report
 // program (./report) reads the benchmark output and writes

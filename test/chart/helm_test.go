@@ -261,6 +261,11 @@ gateway:
   audience: agents.example.com
   tls:
     secretName: gateway-serving-cert
+  tracing:
+    otlpEndpoint: http://otel-collector.monitoring:4317
+    env:
+      - name: OTEL_TRACES_SAMPLER
+        value: parentbased_traceidratio
 metrics:
   certSecretName: metrics-serving-cert
 extraArgs:

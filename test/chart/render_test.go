@@ -692,6 +692,20 @@ func checkPinnedGateway(t *testing.T, objs []*unstructured.Unstructured) {
 	if _, ok := gf["--leader-elect"]; ok {
 		t.Error("the gateway is passed --leader-elect; it never elects")
 	}
+	if gf["--tracing-otlp-endpoint"] != "http://otel-collector.monitoring:4317" {
+		t.Errorf("gateway --tracing-otlp-endpoint=%q, want gateway.tracing.otlpEndpoint", gf["--tracing-otlp-endpoint"])
+	}
+	if _, ok := f["--tracing-otlp-endpoint"]; ok {
+		t.Error("the controllers are passed --tracing-otlp-endpoint; only the gateway traces")
+	}
+	var sampler, memLimit bool
+	for _, e := range gc.Env {
+		sampler = sampler || (e.Name == "OTEL_TRACES_SAMPLER" && e.Value == "parentbased_traceidratio")
+		memLimit = memLimit || e.Name == "GOMEMLIMIT"
+	}
+	if !sampler || !memLimit {
+		t.Errorf("gateway env %v: want gateway.tracing.env beside GOMEMLIMIT", gc.Env)
+	}
 	if gd.Spec.Template.Spec.ServiceAccountName != fullname+"-gateway" {
 		t.Errorf("gateway ServiceAccount %q, want its own", gd.Spec.Template.Spec.ServiceAccountName)
 	}

@@ -47,6 +47,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"private ranges as a string", "privateNetworks:\n  allowedCIDRs: 10.0.0.0/8", "/privateNetworks/allowedCIDRs"},
 		{"namespace range that is no CIDR", "privateNetworks:\n  namespaceCIDRs:\n    team-a: [everything]", "/privateNetworks/namespaceCIDRs/team-a/0"},
 		{"token proxy that is no URL", "tokenEndpointProxy: proxy:3128", "/tokenEndpointProxy"},
+		{"tracing endpoint without a scheme", "gateway:\n  tracing:\n    otlpEndpoint: collector:4317", "/gateway/tracing/otlpEndpoint"},
+		{"tracing env without a name", "gateway:\n  tracing:\n    env: [{value: x}]", "/gateway/tracing/env/0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

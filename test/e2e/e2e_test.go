@@ -774,7 +774,7 @@ func (s *suite) scrapeMetrics(t *testing.T) {
 		`mcp_catalog_gateway_calls_total{outcome="Succeeded",reason=""}`:                   1,
 		`mcp_catalog_gateway_calls_total{outcome="Denied",reason="AboveDataClassCeiling"}`: 1,
 	} {
-		if got, ok := samples[key]; !ok || got != want {
+		if got, ok := sumSamples(samples, key); !ok || got != want {
 			t.Errorf("%s = %v (present %t), want %v", key, got, ok, want)
 		}
 	}
@@ -824,6 +824,34 @@ func scrape(t *testing.T, url, token string) (int, string) {
 
 // metricSamples parses the Prometheus text format: each sample line is
 // keyed by its name and labels as exposed.
+// sumSamples adds up the samples of the series that selector (a metric
+// name and label pairs, as the text format writes them) selects, whatever
+// their other labels.
+func sumSamples(samples map[string]float64, selector string) (float64, bool) {
+	name, labels, _ := strings.Cut(strings.TrimSuffix(selector, "}"), "{")
+	var want []string
+	if labels != "" {
+		want = strings.Split(labels, ",")
+	}
+	var sum float64
+	found := false
+	for key, v := range samples {
+		n, l, _ := strings.Cut(strings.TrimSuffix(key, "}"), "{")
+		if n != name {
+			continue
+		}
+		have := strings.Split(l, ",")
+		all := true
+		for _, w := range want {
+			all = all && slices.Contains(have, w)
+		}
+		if all {
+			sum, found = sum+v, true
+		}
+	}
+	return sum, found
+}
+
 func metricSamples(body string) map[string]float64 {
 	out := map[string]float64{}
 	for _, line := range strings.Split(body, "\n") {

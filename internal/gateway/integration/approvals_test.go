@@ -31,6 +31,7 @@ import (
 	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway"
+	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
 
@@ -226,9 +227,15 @@ var _ = Describe("Approval by a person", func() {
 			bot := newAgent(ns, "bot").allowInternal()
 			cs := bot.connect((&urlCapable{}).options(false), era)
 			args := map[string]any{"text": "secret-ish argument value"}
+			requested := metrics.GatewayApprovalEvents.WithLabelValues("requested")
+			usedCount := metrics.GatewayApprovalEvents.WithLabelValues("used")
+			waited := metrics.GatewayCalls.WithLabelValues(ns, docs.name, docs.object(echo), gateway.OutcomeDenied, gateway.DenyApprovalPending)
+			requestedBefore, usedBefore := counterValue(requested), counterValue(usedCount)
 
 			By("the call waits: an McpCallApproval is created and the agent is told where")
 			e := callWaiting(cs, era, docs.local(echo), args)
+			Expect(counterValue(requested)).To(Equal(requestedBefore + 1))
+			Expect(counterValue(waited)).To(Equal(1.0))
 			Expect(docs.Calls(echo)).To(BeZero())
 			list := approvals(ns)
 			Expect(list).To(HaveLen(1))
@@ -292,6 +299,8 @@ var _ = Describe("Approval by a person", func() {
 			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&a), used)).To(Succeed())
 			Expect(used.Status.ConsumedAt).NotTo(BeNil())
 			Expect(used.Status.CallID).To(Equal(before.CallID))
+			Expect(counterValue(usedCount)).To(Equal(usedBefore + 1))
+			Expect(counterValue(metrics.GatewayCalls.WithLabelValues(ns, docs.name, docs.object(echo), gateway.OutcomeSucceeded, ""))).To(Equal(1.0))
 
 			By("a second retry is not made on the same approval: it waits for a new one")
 			e2 := callWaiting(cs, era, docs.local(echo), args)
@@ -309,6 +318,9 @@ var _ = Describe("Approval by a person", func() {
 			recs = auditFor(ns, docs.object(echo))
 			last = recs[len(recs)-1]
 			Expect([]string{last.Phase, last.Reason, last.ApprovedBy}).To(Equal([]string{gateway.PhaseDenied, gateway.DenyApprovalDeclined, "alice"}))
+			Expect(counterValue(metrics.GatewayCalls.WithLabelValues(ns, docs.name, docs.object(echo), gateway.OutcomeDenied, gateway.DenyApprovalDeclined))).To(Equal(1.0))
+			Expect(counterValue(requested)).To(Equal(requestedBefore + 2))
+			Expect(counterValue(usedCount)).To(Equal(usedBefore + 1))
 		},
 		Entry("in the initialize era (URLElicitationRequired error)", legacyEra),
 		Entry("in the 2026-07-28 era (input-required result)", modernEra),

@@ -261,7 +261,7 @@ var _ = Describe("Refusals", func() {
 		docs.setEnabled(echo, false)
 		docs.waitTool(echo, "False", mcpv1alpha1.ReasonDisabled)
 
-		counter := metrics.GatewayCalls.WithLabelValues("Denied", gateway.DenyNotServable)
+		counter := metrics.GatewayCalls.WithLabelValues(ns, docs.name, docs.object(echo), gateway.OutcomeDenied, gateway.DenyNotServable)
 		denials := counterValue(counter)
 		refused(cs, echo, gateway.DenyNotServable, mcpv1alpha1.ReasonDisabled, "it is disabled")
 		Expect(counterValue(counter)).To(Equal(denials + 1))
@@ -593,7 +593,7 @@ func counterValue(c prometheus.Counter) float64 {
 }
 
 var _ = Describe("Secrets", func() {
-	It("never show up in logs, audit records, Events or metrics", func() {
+	It("never show up in logs, audit records, Events, metrics or spans", func() {
 		ns := newNamespace()
 		docs := newUpstream(ns, "docs", mcpserver.Options{}, []string{echo, fail})
 		a := newAgent(ns, "bot")
@@ -627,8 +627,10 @@ var _ = Describe("Secrets", func() {
 			"audit records": strings.Join(audit.all(), "\n"),
 			"Events":        allEvents(),
 			"metrics":       metricsText(),
+			"spans":         spansText(),
 		}
 		Expect(haystacks["audit records"]).To(ContainSubstring(docs.object(echo)))
+		Expect(haystacks["spans"]).To(ContainSubstring(docs.local(echo)))
 		Expect(haystacks["Events"]).To(ContainSubstring("CallFailed"))
 		Expect(haystacks["metrics"]).To(ContainSubstring("mcp_catalog_gateway_calls_total"))
 
@@ -667,6 +669,19 @@ func allEvents() string {
 }
 
 // metricsText is the text exposition of the registry the manager serves.
+// spansText renders every span the suite's gateway ended: names, status
+// and attributes.
+func spansText() string {
+	var b strings.Builder
+	for _, s := range spans.Ended() {
+		fmt.Fprintf(&b, "%s %s %s\n", s.Name(), s.Status().Code, s.Status().Description)
+		for _, kv := range s.Attributes() {
+			fmt.Fprintf(&b, "  %s=%s\n", kv.Key, kv.Value.String())
+		}
+	}
+	return b.String()
+}
+
 func metricsText() string {
 	GinkgoHelper()
 	mfs, err := crmetrics.Registry.Gather()

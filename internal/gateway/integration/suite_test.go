@@ -12,6 +12,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -51,6 +53,10 @@ var (
 	audit = &auditWriter{}
 
 	mgr *testenv.Manager
+
+	// spans records every span the gateway ends: tracing is on for the
+	// suite, as an OTLP endpoint would turn it on.
+	spans = tracetest.NewSpanRecorder()
 
 	// clock is the gateway's clock; a spec moves it forward to expire an
 	// approval without waiting.
@@ -117,6 +123,7 @@ func gatewayOptions(ready chan<- string) manager.Options {
 	opts.GatewayReady = ready
 	opts.GatewayApprovalKeySecret = keyNamespace + "/approval-key"
 	opts.GatewayNow = clock.now
+	opts.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	return opts
 }
 

@@ -1,0 +1,342 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway"
+	"github.com/mcp-catalog/operator/internal/manager"
+	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/secret"
+	"github.com/mcp-catalog/operator/internal/toolname"
+	"github.com/mcp-catalog/operator/test/mcpserver"
+)
+
+// gatewayAgents are the concurrency levels of the gateway scenario.
+var gatewayAgents = []int{1, 64}
+
+// gatewayRounds alternates direct and gateway runs, so that a slow moment
+// of the shared machine falls on both.
+const gatewayRounds = 3
+
+// gatewayCalls is how many calls one run makes (per mode, concurrency and
+// round); BENCH_GATEWAY_CALLS overrides it for a quick run.
+func gatewayCalls() int {
+	if v, err := strconv.Atoi(os.Getenv("BENCH_GATEWAY_CALLS")); err == nil && v > 0 {
+		return v
+	}
+	return 2000
+}
+
+// BenchmarkGateway measures what the gateway adds to a tool call: the same
+// client (ours) calls the echo tool of one in-process stateless go-sdk
+// server (2026-07-28, one HTTP request per call) directly, and through the
+// gateway of the real manager (internal/manager, in this process, envtest
+// behind it) as an agent with a ServiceAccount token, RBAC and an access
+// policy allowing the call. The token review and the access review are
+// made once and then answered from the gateway's caches, as in steady
+// state; tracing is off. The gateway audits to a pipe, as to a
+// container's standard output, and in a third run of each round to a file
+// synced after every record.
+func BenchmarkGateway(b *testing.B) {
+	r := startEnvtest(b)
+	up := mcpserver.Start(b, mcpserver.Options{Stateless: true, JSONResponse: true})
+	ctx := context.Background()
+
+	ready := make(chan string, 1)
+	opts := manager.DefaultOptions()
+	opts.MetricsAddr, opts.ProbeAddr, opts.SecureMetrics = "0", "0", false
+	opts.AllowPrivateNetworks = true
+	opts.GracefulShutdownTimeout = 5 * time.Second
+	opts.SkipControllerNameValidation = true
+	opts.GatewayAddr, opts.GatewayInsecure, opts.GatewayReady = "127.0.0.1:0", true, ready
+	audit := newAuditSink(b)
+	opts.GatewayAudit = audit
+	mgr, err := manager.New(r.mcfg, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(mctx) }()
+	b.Cleanup(func() { cancel(); <-done })
+	var gatewayURL string
+	select {
+	case addr := <-ready:
+		gatewayURL = "http://" + addr + gateway.Path
+	case <-time.After(time.Minute):
+		b.Fatal("the gateway did not start")
+	}
+
+	token := gatewayAgent(b, r, up.URL)
+	c := mcp.New(mcp.Options{AllowPrivateNetworks: true})
+	direct := func(ctx context.Context) error {
+		_, err := c.CallTool(ctx, mcp.Endpoint{Name: "direct", URL: up.URL}, mcpserver.ToolEcho, callArgs)
+		return err
+	}
+	gwEndpoint := mcp.Endpoint{Name: "gateway", URL: gatewayURL, AllowInsecureCredential: true, Credential: &mcp.Credential{Value: secret.New(token)}}
+	local := toolname.LocalName("docs", mcpserver.ToolEcho)
+	viaGateway := func(ctx context.Context) error {
+		out, err := c.CallTool(ctx, gwEndpoint, local, callArgs)
+		if err == nil && (out.IsError || out.Text != "hello") {
+			err = fmt.Errorf("the gateway answered %q (isError %t)", out.Text, out.IsError)
+		}
+		return err
+	}
+	// The gateway's cache may see the policy a moment after the API
+	// server does.
+	await(b, 30*time.Second, "a first call through the gateway", func() bool { return viaGateway(ctx) == nil })
+	// Warm up outside the measurement: connection pools, the client's era
+	// cache, and the gateway's review caches.
+	for range 50 {
+		if err := direct(ctx); err != nil {
+			b.Fatalf("direct call: %v", err)
+		}
+		if err := viaGateway(ctx); err != nil {
+			b.Fatalf("call through the gateway: %v", err)
+		}
+	}
+
+	for b.Loop() {
+		for _, agents := range gatewayAgents {
+			var d, g, gf callRun
+			for range gatewayRounds {
+				d.add(b, runCalls(ctx, agents, gatewayCalls(), direct))
+				audit.toPipe()
+				g.add(b, runCalls(ctx, agents, gatewayCalls(), viaGateway))
+				audit.toFile()
+				gf.add(b, runCalls(ctx, agents, gatewayCalls(), viaGateway))
+			}
+			prefix := fmt.Sprintf("c%d-", agents)
+			b.ReportMetric(ms(d.quantile(0.5)), prefix+"direct-p50-ms")
+			b.ReportMetric(ms(d.quantile(0.99)), prefix+"direct-p99-ms")
+			b.ReportMetric(d.throughput(), prefix+"direct-calls/s")
+			// The chart's default audits to standard output; the file
+			// figures show what an audit file synced per record costs.
+			for variant, run := range map[string]*callRun{"": &g, "file-": &gf} {
+				b.ReportMetric(ms(run.quantile(0.5)), prefix+variant+"gateway-p50-ms")
+				b.ReportMetric(ms(run.quantile(0.5)-d.quantile(0.5)), prefix+variant+"added-p50-ms")
+				b.ReportMetric(ms(run.quantile(0.99)), prefix+variant+"gateway-p99-ms")
+				b.ReportMetric(run.throughput(), prefix+variant+"gateway-calls/s")
+				b.ReportMetric(run.throughput()/d.throughput(), prefix+variant+"throughput-ratio")
+			}
+		}
+	}
+}
+
+// auditSink is the gateway's audit writer in the benchmark: a pipe that a
+// goroutine drains, as a container runtime drains standard output (the
+// chart's default), or a file the gateway syncs after every record
+// (--gateway-audit-file).
+type auditSink struct {
+	mu   sync.RWMutex
+	w    *os.File
+	pipe *os.File
+	file *os.File
+}
+
+func newAuditSink(b *testing.B) *auditSink {
+	b.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, r) }()
+	f, err := gateway.OpenAuditFile(filepath.Join(b.TempDir(), "audit.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = w.Close(); _ = r.Close(); _ = f.Close() })
+	return &auditSink{w: w, pipe: w, file: f}
+}
+
+func (a *auditSink) toPipe() { a.mu.Lock(); a.w = a.pipe; a.mu.Unlock() }
+func (a *auditSink) toFile() { a.mu.Lock(); a.w = a.file; a.mu.Unlock() }
+
+func (a *auditSink) Write(p []byte) (int, error) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.w.Write(p)
+}
+
+// Sync is what the gateway calls after each record: fsync for the file,
+// and nothing for the pipe, which the gateway does not sync (on standard
+// output it would only fail).
+func (a *auditSink) Sync() error {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.w == a.pipe {
+		return nil
+	}
+	return a.w.Sync()
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// callRun gathers the latencies and wall time of the runs of one mode.
+type callRun struct {
+	latencies []time.Duration
+	wall      time.Duration
+}
+
+func (c *callRun) add(b *testing.B, r callResult) {
+	b.Helper()
+	if r.err != nil {
+		b.Fatal(r.err)
+	}
+	c.latencies = append(c.latencies, r.latencies...)
+	c.wall += r.wall
+}
+
+// callResult is one run: every call's latency, the run's wall time, and
+// the first error.
+type callResult struct {
+	latencies []time.Duration
+	wall      time.Duration
+	err       error
+}
+
+func (c *callRun) quantile(q float64) time.Duration {
+	s := slices.Clone(c.latencies)
+	slices.Sort(s)
+	return s[int(q*float64(len(s)-1))]
+}
+
+func (c *callRun) throughput() float64 {
+	return float64(len(c.latencies)) / c.wall.Seconds()
+}
+
+// runCalls makes n calls from agents concurrent callers, each calling
+// again as soon as its last call returned, and returns every call's
+// latency and the wall time of the whole run.
+func runCalls(ctx context.Context, agents, n int, call func(context.Context) error) callResult {
+	latencies := make([]time.Duration, n)
+	next := make(chan int, n)
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	start := time.Now()
+	for range agents {
+		wg.Go(func() {
+			for i := range next {
+				t0 := time.Now()
+				err := call(ctx)
+				latencies[i] = time.Since(t0)
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return callResult{latencies: latencies, wall: time.Since(start), err: firstErr}
+}
+
+// gatewayAgent declares the McpServer docs for url, enables and approves
+// its echo tool, and returns the token of a ServiceAccount that RBAC and an
+// access policy let call it, once the API server accepts both.
+func gatewayAgent(b *testing.B, r *envtestRun, url string) string {
+	b.Helper()
+	ctx := context.Background()
+	const ns = "agents"
+	r.namespace(b, ns)
+	srv := mcpServer(ns, "docs", url, time.Hour)
+	srv.Spec.ApprovalRequired = ptr.To(false)
+	objects := []client.Object{
+		srv,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "call"}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{"mcptools"}, Verbs: []string{gateway.VerbCall},
+		}}},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "call"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "call"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "agent"}},
+		},
+		&mcpv1alpha1.McpAccessPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agents"},
+			Spec:       mcpv1alpha1.McpAccessPolicySpec{ServiceAccounts: []string{"agent"}, MaxDataClass: mcpv1alpha1.DataClassInternal},
+		},
+	}
+	for _, o := range objects {
+		if err := r.c.Create(ctx, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	object, err := toolname.ObjectName("docs", mcpserver.ToolEcho)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key := client.ObjectKey{Namespace: ns, Name: object}
+	await(b, time.Minute, "the echo tool imported", func() bool {
+		t := &mcpv1alpha1.McpTool{}
+		if r.c.Get(ctx, key, t) != nil || t.Status.DefinitionHash == "" {
+			return false
+		}
+		patch := client.MergeFromWithOptions(t.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		t.Spec.Enabled, t.Spec.ApprovedDefinitionHash = true, t.Status.DefinitionHash
+		return r.c.Patch(ctx, t, patch) == nil
+	}, r.describe(ns, "docs"))
+	await(b, time.Minute, "the echo tool Ready", func() bool {
+		t := &mcpv1alpha1.McpTool{}
+		if r.c.Get(ctx, key, t) != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation
+	})
+
+	cs, err := kubernetes.NewForConfig(r.cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "agent", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{manager.DefaultGatewayAudience}, ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The gateway caches a refusal: wait until the API server itself
+	// accepts the token and allows the call before the first one.
+	await(b, 30*time.Second, "the token and the role accepted", func() bool {
+		rev := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token, Audiences: []string{manager.DefaultGatewayAudience}}}
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "system:serviceaccount:" + ns + ":agent",
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Verb: gateway.VerbCall, Group: mcpv1alpha1.GroupVersion.Group, Resource: "mcptools", Name: object,
+			},
+		}}
+		return r.c.Create(ctx, rev) == nil && rev.Status.Authenticated && r.c.Create(ctx, sar) == nil && sar.Status.Allowed
+	})
+	return tr.Status.Token
+}
