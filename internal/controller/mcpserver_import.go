@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -423,10 +422,7 @@ func (r *McpServerReconciler) markNotOffered(ctx context.Context, t *mcpv1alpha1
 // it again, import after import; it is kept with Imported=False instead.
 func declaredElsewhere(t *mcpv1alpha1.McpTool) bool {
 	for _, mf := range t.ManagedFields {
-		if mf.Manager == FieldManagerImporter || mf.Manager == FieldManagerToolController || mf.Subresource != "" || mf.FieldsV1 == nil {
-			continue
-		}
-		if bytes.Contains(mf.FieldsV1.GetRawBytes(), []byte(`"f:spec"`)) {
+		if declaresSpec(mf) {
 			return true
 		}
 	}

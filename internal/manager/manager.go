@@ -197,7 +197,8 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
-	var cacheOpts cache.Options
+	// The cache holds only what the controllers and the gateway read.
+	cacheOpts := cache.Options{DefaultTransform: controller.TrimForCache}
 	if len(opts.WatchNamespaces) > 0 {
 		cacheOpts.DefaultNamespaces = make(map[string]cache.Config, len(opts.WatchNamespaces))
 		for _, ns := range opts.WatchNamespaces {

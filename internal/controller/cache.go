@@ -1,0 +1,72 @@
+package controller
+
+import (
+	"bytes"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+)
+
+// annotationLastApplied is what `kubectl apply` (client-side) leaves on an
+// object: a full copy of it, which nothing in the operator reads.
+const annotationLastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// declaredSpec is the whole of a managed-fields entry the cache keeps: the
+// only thing read from managed fields is whether a manager holds spec.
+var declaredSpec = metav1.NewFieldsV1(`{"f:spec":{}}`)
+
+// TrimForCache is the informers' transform: it drops what no controller
+// and no gateway handler reads before an object is cached, which is most of
+// an McpTool's size at scale (managed fields list every key of the input
+// schema, twice). An McpTool keeps one small entry per manager that
+// declared spec fields, which is all declaredElsewhere reads; everything
+// else loses its managed fields. Nothing is ever applied from a cached
+// object, so no write depends on what is dropped.
+func TrimForCache(in any) (any, error) {
+	obj, err := meta.Accessor(in)
+	if err != nil {
+		// A tombstone or something else without metadata: kept as is.
+		return in, nil
+	}
+	if a := obj.GetAnnotations(); a[annotationLastApplied] != "" {
+		delete(a, annotationLastApplied)
+		obj.SetAnnotations(a)
+	}
+	if _, ok := in.(*mcpv1alpha1.McpTool); ok {
+		obj.SetManagedFields(specDeclarations(obj.GetManagedFields()))
+		return in, nil
+	}
+	obj.SetManagedFields(nil)
+	return in, nil
+}
+
+// specDeclarations keeps, of an McpTool's managed fields, one entry without
+// its field set for each manager that declared spec fields and is not one
+// of the operator's own controllers.
+func specDeclarations(mfs []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	var out []metav1.ManagedFieldsEntry
+	for _, mf := range mfs {
+		if !declaresSpec(mf) {
+			continue
+		}
+		out = append(out, metav1.ManagedFieldsEntry{
+			Manager:    mf.Manager,
+			Operation:  mf.Operation,
+			APIVersion: mf.APIVersion,
+			FieldsType: mf.FieldsType,
+			FieldsV1:   declaredSpec,
+		})
+	}
+	return out
+}
+
+// declaresSpec reports whether a managed-fields entry is a person's or
+// Git's declaration of spec fields.
+func declaresSpec(mf metav1.ManagedFieldsEntry) bool {
+	if mf.Manager == FieldManagerImporter || mf.Manager == FieldManagerToolController || mf.Subresource != "" || mf.FieldsV1 == nil {
+		return false
+	}
+	return bytes.Contains(mf.FieldsV1.GetRawBytes(), []byte(`"f:spec"`))
+}

@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+)
+
+// Trimming an McpTool for the cache must not change what declaredElsewhere
+// (and so collectable) decides from its managed fields.
+func TestTrimForCacheKeepsEveryDeclarationOfSpec(t *testing.T) {
+	entry := func(manager, sub, fields string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Subresource: sub, Operation: metav1.ManagedFieldsOperationApply,
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
+	}
+	schema := `{"f:inputSchema":{"f:properties":{"f:a":{},"f:b":{}}},"f:conditions":{}}`
+	for _, tc := range []struct {
+		name   string
+		fields []metav1.ManagedFieldsEntry
+	}{
+		{"importer and tool controller only", []metav1.ManagedFieldsEntry{
+			entry(FieldManagerImporter, "", `{"f:spec":{"f:remoteName":{}}}`),
+			entry(FieldManagerImporter, "status", `{"f:status":`+schema+`}`),
+			entry(FieldManagerToolController, "status", `{"f:status":{"f:localName":{}}}`)}},
+		{"declared in Git", []metav1.ManagedFieldsEntry{
+			entry(FieldManagerImporter, "", `{"f:spec":{"f:remoteName":{}}}`),
+			entry("argocd-controller", "", `{"f:metadata":{"f:labels":{}},"f:spec":{"f:enabled":{}}}`)}},
+		{"labelled with kubectl, spec untouched", []metav1.ManagedFieldsEntry{
+			entry(FieldManagerImporter, "", `{"f:spec":{"f:remoteName":{}}}`),
+			entry("kubectl-label", "", `{"f:metadata":{"f:labels":{"f:team":{}}}}`)}},
+		{"someone wrote only status", []metav1.ManagedFieldsEntry{
+			entry(FieldManagerImporter, "", `{"f:spec":{"f:remoteName":{}}}`),
+			entry("someone", "status", `{"f:status":{"f:spec":{}}}`)}},
+		{"no entry without fields", []metav1.ManagedFieldsEntry{{Manager: "kubectl-edit"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tool := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{ManagedFields: tc.fields}}
+			want := declaredElsewhere(tool)
+			out, err := TrimForCache(tool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			trimmed := out.(*mcpv1alpha1.McpTool)
+			if got := declaredElsewhere(trimmed); got != want {
+				t.Errorf("declaredElsewhere after trimming = %v, before = %v", got, want)
+			}
+			if len(trimmed.ManagedFields) > 1 {
+				t.Errorf("kept %d managed-fields entries, want at most the one declaration", len(trimmed.ManagedFields))
+			}
+			for _, mf := range trimmed.ManagedFields {
+				if mf.FieldsV1.GetRawString() != `{"f:spec":{}}` {
+					t.Errorf("kept field set %s, want only the mark that spec is declared", mf.FieldsV1.GetRawString())
+				}
+			}
+		})
+	}
+}
+
+func TestTrimForCacheDropsWhatNothingReads(t *testing.T) {
+	srv := &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{
+		Annotations: map[string]string{
+			annotationLastApplied:                   `{"apiVersion":"mcp.catalog.dev/v1alpha1"}`,
+			mcpv1alpha1.AnnotationRequestedImportAt: "now",
+			"argocd.argoproj.io/tracking-id":        "app:mcp.catalog.dev/McpServer:ns/name",
+		},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "argocd-controller", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}},
+	}}
+	out, err := TrimForCache(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*mcpv1alpha1.McpServer)
+	if got.ManagedFields != nil {
+		t.Errorf("an McpServer kept its managed fields: %v", got.ManagedFields)
+	}
+	if _, ok := got.Annotations[annotationLastApplied]; ok {
+		t.Error("the last-applied configuration was kept")
+	}
+	if got.Annotations[mcpv1alpha1.AnnotationRequestedImportAt] != "now" || len(got.Annotations) != 2 {
+		t.Errorf("annotations the controllers read were dropped: %v", got.Annotations)
+	}
+
+	// A tombstone has no metadata of its own and passes unchanged.
+	tomb := toolscache.DeletedFinalStateUnknown{Key: "ns/name", Obj: srv}
+	if out, err := TrimForCache(tomb); err != nil || out != tomb {
+		t.Errorf("TrimForCache(tombstone) = %v, %v; want it unchanged", out, err)
+	}
+}
