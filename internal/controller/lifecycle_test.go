@@ -2,11 +2,13 @@ package controller_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	opmetrics "github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
 
@@ -237,3 +240,37 @@ func reconcileCount(controller string) float64 {
 	}
 	return sum
 }
+
+var _ = Describe("Scheduled probes of an unchanged server", func() {
+	It("read the server from the cache, record every contact in the metrics, and write no status until the contact is due a refresh", func() {
+		ns := newNamespace()
+		up := startMCP(mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true, Tools: 1})
+		createServer(ns, "steady", up.URL, withProbeInterval(probeInterval))
+		waitReady(ns, "steady", 30*time.Second)
+		settledTools(ns, 1+len(mcpserver.BuiltinTools()))
+		// The first scheduled probe after the create's write, then count
+		// from the next.
+		h := handshakes(up)
+		Eventually(func() int { return handshakes(up) }, 3*probeInterval).Should(BeNumerically(">", h))
+		before := getServer(ns, "steady")
+		mark := requests.mark()
+		contact := testutil.ToFloat64(opmetrics.LastContact.WithLabelValues(ns, "steady"))
+		h = handshakes(up)
+
+		Eventually(func() int { return handshakes(up) }, 3*probeInterval).Should(BeNumerically(">=", h+1), "a scheduled probe")
+		Eventually(func() float64 { return testutil.ToFloat64(opmetrics.LastContact.WithLabelValues(ns, "steady")) }).
+			Should(BeNumerically(">", contact), "the metric records the probe's contact")
+		Expect(requests.writes(mark, "/namespaces/"+ns+"/mcpservers")).To(BeEmpty(), "no status write: nothing a reader acts on changed")
+		reads := requests.match(mark, func(r apiRequest) bool { return r.method == http.MethodGet }, []string{"/namespaces/" + ns + "/mcpservers/steady"})
+		Expect(reads).To(BeEmpty(), "the reconcile read the server from the cache")
+		after := getServer(ns, "steady")
+		Expect(after.Status.LastContactTime).To(Equal(before.Status.LastContactTime))
+		Expect(after.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionReachable, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+
+		// A requested probe is someone asking: it refreshes the contact.
+		v := time.Now().Format(time.RFC3339Nano)
+		annotate(ns, "steady", map[string]string{mcpv1alpha1.AnnotationRequestedProbeAt: v})
+		Eventually(func() string { return getServer(ns, "steady").Status.LastHandledProbeAt }).Should(Equal(v))
+		Expect(getServer(ns, "steady").Status.LastContactTime.Time).To(BeTemporally(">", before.Status.LastContactTime.Time))
+	})
+})

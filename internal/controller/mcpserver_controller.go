@@ -84,13 +84,8 @@ func (s *serverScope) requeueNoLaterThan(t time.Time) {
 // Reconcile runs credentials, import and probe in order, stopping at the
 // first step that cannot go on, and patches status once, only if it changed.
 func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	srv := &mcpv1alpha1.McpServer{}
-	// The server is read live, not from the cache. Whether an import or a
-	// probe is due is decided from status this controller wrote a moment
-	// ago; the tools an import creates enqueue the server again at once, and
-	// a cache that has not yet seen the last status write would import
-	// again and patch the newer status back to the older one.
-	if err := r.APIReader.Get(ctx, req.NamespacedName, srv); err != nil {
+	srv, err := r.readServer(ctx, req.NamespacedName)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.sched.forget(req.NamespacedName)
 			forgetToolGauges(req.Namespace, req.Name)
@@ -117,6 +112,8 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		if err := r.patchStatus(ctx, before, srv); err != nil {
 			retErr = errors.Join(retErr, err)
+		} else {
+			r.sched.sawVersion(sc.key, srv.ResourceVersion)
 		}
 		result, retErr = sc.result(retErr, r.now())
 	}()
@@ -148,6 +145,29 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		r.sched.forget(sc.key)
 	}
 	return ctrl.Result{}, stalled
+}
+
+// readServer reads the server from the cache when the cache holds the
+// version this controller last read live or wrote, and live otherwise.
+// Whether an import or a probe is due is decided from status this
+// controller wrote a moment ago; the tools an import creates enqueue the
+// server again at once, and a cache that has not yet seen the last status
+// write would import again and patch the newer status back to the older
+// one (docs/adr/006). A cached copy of exactly the version last seen has
+// neither problem, and saves a live read at every scheduled probe.
+func (r *McpServerReconciler) readServer(ctx context.Context, key types.NamespacedName) (*mcpv1alpha1.McpServer, error) {
+	if rv := r.sched.knownVersion(key); rv != "" {
+		cached := &mcpv1alpha1.McpServer{}
+		if err := r.Get(ctx, key, cached); err == nil && cached.ResourceVersion == rv {
+			return cached, nil
+		}
+	}
+	srv := &mcpv1alpha1.McpServer{}
+	if err := r.APIReader.Get(ctx, key, srv); err != nil {
+		return nil, err
+	}
+	r.sched.sawVersion(key, srv.ResourceVersion)
+	return srv, nil
 }
 
 // result turns the scope and the reconcile error into what controller-runtime
@@ -213,7 +233,7 @@ func (r *McpServerReconciler) reconcileProbe(ctx context.Context, sc *serverScop
 	if forced {
 		srv.Status.LastHandledProbeAt = requested
 	}
-	r.recordProbe(sc, res, err, r.now())
+	r.recordProbe(sc, res, err, r.now(), forced)
 	if c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReachable); err != nil && c.Status == metav1.ConditionFalse {
 		return classifyOperation(err, c.Reason, c.Message)
 	}
@@ -221,14 +241,18 @@ func (r *McpServerReconciler) reconcileProbe(ctx context.Context, sc *serverScop
 }
 
 // recordProbe records the outcome of a handshake, from a probe or from an
-// import: Reachable (with an event when it changes), the contact on success,
-// and the next probe one interval later.
-func (r *McpServerReconciler) recordProbe(sc *serverScope, res *mcp.ProbeResult, err error, now time.Time) {
+// import: Reachable (with an event when it changes), the contact on success
+// (in the metrics always, in status at a bounded rate unless refresh), and
+// the next probe one interval later.
+func (r *McpServerReconciler) recordProbe(sc *serverScope, res *mcp.ProbeResult, err error, now time.Time, refresh bool) {
 	srv := sc.server
 	before := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReachable)
 	hadCondition := before != nil
 	wasReachable := hadCondition && before.Status == metav1.ConditionTrue
-	setReachable(srv, res, err, now)
+	if err == nil {
+		observeContact(srv, now)
+	}
+	setReachable(srv, res, err, now, refresh)
 	isReachable := meta.IsStatusConditionTrue(srv.Status.Conditions, mcpv1alpha1.ConditionReachable)
 	if isReachable != wasReachable || !hadCondition {
 		c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReachable)

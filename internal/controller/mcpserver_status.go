@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -76,9 +77,11 @@ func failureReason(err error) (reason, message string) {
 	}
 }
 
-// setReachable records a probe outcome. Success records the contact; failure
-// records only the condition, so the last good contact stays visible.
-func setReachable(srv *mcpv1alpha1.McpServer, res *mcp.ProbeResult, err error, now time.Time) {
+// setReachable records a probe outcome. Success records the contact (see
+// recordContact for how often); failure records only the condition, so the
+// last good contact stays visible. refresh forces the contact to be
+// rewritten: a requested probe, or an import, whose status is written anyway.
+func setReachable(srv *mcpv1alpha1.McpServer, res *mcp.ProbeResult, err error, now time.Time, refresh bool) {
 	if unauthenticatedButUp(srv, err) {
 		// A delegated server without a discovery credential that answers
 		// with a challenge is up; it is the operator's side that has no
@@ -92,7 +95,8 @@ func setReachable(srv *mcpv1alpha1.McpServer, res *mcp.ProbeResult, err error, n
 		setCondition(srv, mcpv1alpha1.ConditionReachable, metav1.ConditionFalse, reason, msg)
 		return
 	}
-	recordContact(srv, res, now)
+	refresh = refresh || !meta.IsStatusConditionTrue(srv.Status.Conditions, mcpv1alpha1.ConditionReachable)
+	recordContact(srv, res, now, refresh)
 	setCondition(srv, mcpv1alpha1.ConditionReachable, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded,
 		fmt.Sprintf("handshake completed (protocol %s)", res.ProtocolVersion))
 }
@@ -108,18 +112,42 @@ func unauthenticatedButUp(srv *mcpv1alpha1.McpServer, err error) bool {
 	return errors.As(err, &me) && me.Kind == mcp.KindUnauthorized && me.Challenged
 }
 
+// Bounds of how stale status.lastContactTime of a reachable server gets:
+// it is rewritten once it is ContactRefreshIntervals health intervals old,
+// and never later than MaxContactAge. A probe that changes nothing else
+// therefore writes status at most once in ContactRefreshIntervals probes.
+const (
+	ContactRefreshIntervals = 10
+	MaxContactAge           = 5 * time.Minute
+)
+
+// contactMaxAge is how old lastContactTime may get before a probe that
+// changes nothing else rewrites it.
+func contactMaxAge(srv *mcpv1alpha1.McpServer) time.Duration {
+	return min(ContactRefreshIntervals*healthInterval(srv), MaxContactAge)
+}
+
 // recordContact stores what a completed operation learnt about the server.
-func recordContact(srv *mcpv1alpha1.McpServer, res *mcp.ProbeResult, now time.Time) {
-	t := metav1.NewTime(now.Truncate(time.Second))
-	srv.Status.LastContactTime = &t
-	srv.Status.LastContactLatency = &metav1.Duration{Duration: res.Latency.Round(time.Millisecond)}
-	srv.Status.ServerInfo = &mcpv1alpha1.ServerInfo{
+// What readers act on (what the server is and speaks) is written whenever
+// it changes; the contact's time and latency only when refresh is set, when
+// there is none yet, or when the last is contactMaxAge old. Every contact is
+// counted in the metrics (observeContact) whether or not status shows it.
+func recordContact(srv *mcpv1alpha1.McpServer, res *mcp.ProbeResult, now time.Time, refresh bool) {
+	info := &mcpv1alpha1.ServerInfo{
 		Name:            clip(res.Server.Name, 256),
 		Title:           clip(res.Server.Title, 256),
 		Version:         clip(res.Server.Version, 128),
 		ProtocolVersion: clip(res.ProtocolVersion, 32),
 		Capabilities:    clipAll(res.Capabilities, 32, 64),
 	}
+	last := srv.Status.LastContactTime
+	if !refresh && last != nil && equality.Semantic.DeepEqual(info, srv.Status.ServerInfo) && now.Sub(last.Time) < contactMaxAge(srv) {
+		return
+	}
+	t := metav1.NewTime(now.Truncate(time.Second))
+	srv.Status.LastContactTime = &t
+	srv.Status.LastContactLatency = &metav1.Duration{Duration: res.Latency.Round(time.Millisecond)}
+	srv.Status.ServerInfo = info
 }
 
 // summarize sets Ready, Reconciling and Stalled from the other conditions

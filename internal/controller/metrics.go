@@ -49,4 +49,10 @@ func setToolGauges(srv *mcpv1alpha1.McpServer) {
 // forgetToolGauges drops a deleted server's series.
 func forgetToolGauges(namespace, name string) {
 	metrics.Tools.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "server": name})
+	metrics.LastContact.DeleteLabelValues(namespace, name)
+}
+
+// observeContact records a completed operation's time, at every one.
+func observeContact(srv *mcpv1alpha1.McpServer, now time.Time) {
+	metrics.LastContact.WithLabelValues(srv.Namespace, srv.Name).Set(float64(now.UnixMilli()) / 1e3)
 }

@@ -20,6 +20,9 @@ type schedule struct {
 type scheduleEntry struct {
 	nextProbe       time.Time
 	nextImportRetry time.Time
+	// resourceVersion is the server's version this controller last read
+	// live or wrote; a cached copy of it may stand in for a live read.
+	resourceVersion string
 }
 
 func newSchedule() *schedule {
@@ -96,4 +99,21 @@ func (s *schedule) nextImportRetry(key types.NamespacedName) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.entry(key).nextImportRetry
+}
+
+// sawVersion records the version of key last read live or written.
+func (s *schedule) sawVersion(key types.NamespacedName, rv string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entry(key).resourceVersion = rv
+}
+
+// knownVersion is what sawVersion last recorded; empty after forget.
+func (s *schedule) knownVersion(key types.NamespacedName) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.entries[key]; ok {
+		return e.resourceVersion
+	}
+	return ""
 }

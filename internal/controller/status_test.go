@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -150,7 +151,7 @@ func TestSetReachable(t *testing.T) {
 			Capabilities:    []string{"tools", "tools", "logging"},
 			Latency:         1234567 * time.Microsecond,
 		}
-		setReachable(srv, res, nil, now)
+		setReachable(srv, res, nil, now, false)
 		assertConditions(t, srv.Status.Conditions, 3, want(mcpv1alpha1.ConditionReachable, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
 		if got := srv.Status.LastContactTime; got == nil || !got.Time.Equal(now.Truncate(time.Second)) {
 			t.Errorf("lastContactTime = %v, want %v", got, now.Truncate(time.Second))
@@ -169,7 +170,7 @@ func TestSetReachable(t *testing.T) {
 
 	t.Run("failure records only the condition", func(t *testing.T) {
 		srv := withContact()
-		setReachable(srv, nil, &mcp.Error{Kind: mcp.KindUnauthorized, StatusCode: 401}, now)
+		setReachable(srv, nil, &mcp.Error{Kind: mcp.KindUnauthorized, StatusCode: 401}, now, false)
 		assertConditions(t, srv.Status.Conditions, 3, want(mcpv1alpha1.ConditionReachable, metav1.ConditionFalse, mcpv1alpha1.ReasonUnauthorized))
 		if !srv.Status.LastContactTime.Equal(&earlier) {
 			t.Errorf("lastContactTime changed to %v", srv.Status.LastContactTime)
@@ -181,6 +182,78 @@ func TestSetReachable(t *testing.T) {
 			t.Errorf("serverInfo changed to %+v", srv.Status.ServerInfo)
 		}
 	})
+}
+
+// A probe that changes nothing a reader acts on leaves status as it was
+// until the recorded contact is contactMaxAge old, so that it causes no
+// write; anything else rewrites the contact at once.
+func TestSetReachableRefreshesTheContactAtABoundedRate(t *testing.T) {
+	interval := 5 * time.Second
+	maxAge := ContactRefreshIntervals * interval
+	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	res := &mcp.ProbeResult{Server: mcp.ServerInfo{Name: "s", Version: "1"}, ProtocolVersion: "2026-07-28", Capabilities: []string{"tools"}, Latency: 3 * time.Millisecond}
+	// reachable is a server a probe of res found up, age ago.
+	reachable := func(age time.Duration) *mcpv1alpha1.McpServer {
+		srv := &mcpv1alpha1.McpServer{}
+		srv.Spec.HealthCheck.Interval = &metav1.Duration{Duration: interval}
+		setReachable(srv, res, nil, now.Add(-age), true)
+		return srv
+	}
+	changed := *res
+	changed.Capabilities = []string{"tools", "prompts"}
+	newProtocol := *res
+	newProtocol.ProtocolVersion = "2025-11-25"
+	slower := *res
+	slower.Latency = 40 * time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		srv       *mcpv1alpha1.McpServer
+		res       *mcp.ProbeResult
+		refresh   bool
+		wantWrite bool
+	}{
+		{"unchanged, one interval after the contact", reachable(interval), res, false, false},
+		{"unchanged but slower, just under the maximum age", reachable(maxAge - time.Second), &slower, false, false},
+		{"unchanged, at the maximum age", reachable(maxAge), res, false, true},
+		{"capabilities changed", reachable(interval), &changed, false, true},
+		{"protocol changed", reachable(interval), &newProtocol, false, true},
+		{"requested probe or import", reachable(interval), res, true, true},
+		{"back after being unreachable", func() *mcpv1alpha1.McpServer {
+			srv := reachable(interval)
+			setReachable(srv, nil, &mcp.Error{Kind: mcp.KindUnreachable}, now.Add(-time.Second), false)
+			return srv
+		}(), res, false, true},
+		{"first contact", &mcpv1alpha1.McpServer{}, res, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.srv.DeepCopy()
+			setReachable(tc.srv, tc.res, nil, now, tc.refresh)
+			if !meta.IsStatusConditionTrue(tc.srv.Status.Conditions, mcpv1alpha1.ConditionReachable) {
+				t.Fatal("Reachable is not True after a successful probe")
+			}
+			wrote := !equality.Semantic.DeepEqual(before.Status, tc.srv.Status)
+			if wrote != tc.wantWrite {
+				t.Fatalf("status changed = %v, want %v (lastContactTime %v -> %v)", wrote, tc.wantWrite, before.Status.LastContactTime, tc.srv.Status.LastContactTime)
+			}
+			if tc.wantWrite && !tc.srv.Status.LastContactTime.Time.Equal(now) {
+				t.Errorf("lastContactTime = %v, want the probe's time %v", tc.srv.Status.LastContactTime, now)
+			}
+		})
+	}
+}
+
+func TestContactMaxAgeIsBounded(t *testing.T) {
+	for _, tc := range []struct{ interval, want time.Duration }{
+		{5 * time.Second, 50 * time.Second},
+		{time.Minute, MaxContactAge},
+		{time.Hour, MaxContactAge},
+	} {
+		srv := &mcpv1alpha1.McpServer{}
+		srv.Spec.HealthCheck.Interval = &metav1.Duration{Duration: tc.interval}
+		if got := contactMaxAge(srv); got != tc.want {
+			t.Errorf("contactMaxAge(interval %s) = %s, want %s", tc.interval, got, tc.want)
+		}
+	}
 }
 
 func TestSummarize(t *testing.T) {

@@ -95,6 +95,15 @@ var (
 		Help: "Tools of each McpServer, by state.",
 	}, []string{"namespace", "server", "state"})
 
+	// LastContact is when each McpServer last completed an operation with
+	// the operator, probe or import, updated at every one. The status field
+	// lastContactTime is refreshed at a bounded rate instead (see
+	// docs/architecture.md); this is the exact figure.
+	LastContact = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mcp_catalog_server_last_contact_timestamp_seconds",
+		Help: "Unix time of each McpServer's last completed probe or import.",
+	}, []string{"namespace", "server"})
+
 	// GatewayAuditFailures counts audit records the gateway could not write,
 	// by phase (before: the call was refused; after: the call had happened;
 	// denied: a refusal went unrecorded).
@@ -110,7 +119,7 @@ var (
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		GatewayCalls, GatewayRefusals, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals,
-		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, Tools, GatewayAuditFailures, State,
+		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, Tools, LastContact, GatewayAuditFailures, State,
 	}
 }
 

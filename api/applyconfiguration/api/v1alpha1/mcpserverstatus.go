@@ -37,7 +37,12 @@ type McpServerStatusApplyConfiguration struct {
 	// serverInfo is what the server said about itself at the last contact.
 	// It is informational and never used to authorise anything.
 	ServerInfo *ServerInfoApplyConfiguration `json:"serverInfo,omitempty"`
-	// lastContactTime is when an operation with the server last completed.
+	// lastContactTime is when an operation with the server last completed,
+	// as of the last status write. While nothing else about the server
+	// changes, a probe rewrites it only once it is 10 health intervals old
+	// (at most 5 minutes), so it may lag the last probe by that much; the
+	// metric mcp_catalog_server_last_contact_timestamp_seconds has every
+	// contact.
 	LastContactTime *metav1.Time `json:"lastContactTime,omitempty"`
 	// lastContactLatency is how long that operation took.
 	LastContactLatency *metav1.Duration `json:"lastContactLatency,omitempty"`
