@@ -141,6 +141,11 @@ const (
 	// LabelServer on an McpTool names its McpServer.
 	LabelServer = "mcp.catalog.dev/server"
 
+	// LabelShardKey on an McpServer names the controller instance (shard)
+	// that reconciles it (docs/adr/017-sharding.md). The importer copies it
+	// to the server's McpTools, so that a tool follows its server.
+	LabelShardKey = "sharding.mcp.catalog.dev/key"
+
 	// LabelCredential="true" on a Secret lets the operator use it as a
 	// credential (or a secret URL). A Secret without it is never read for
 	// its value, so that whoever may create an McpServer or

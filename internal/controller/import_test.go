@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/controller"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
 
@@ -73,4 +74,42 @@ var _ = Describe("Import", func() {
 		Entry("from the go-sdk server", mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true, PageSize: 250}, 11),
 		Entry("from the mcp-go server", mcpserver.Options{Flavor: mcpserver.MCPGo, PageSize: 500}, 6),
 	)
+})
+
+var _ = Describe("An import's first status", func() {
+	It("is complete, so that the tool controller writes nothing for new tools", func() {
+		ns := newNamespace()
+		up := startMCP(mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true, Tools: 30})
+		mark := requests.mark()
+		createServer(ns, "whole", up.URL)
+		srv := waitReady(ns, "whole", 30*time.Second)
+		offered := 30 + len(mcpserver.BuiltinTools())
+		Expect(srv.Status.Tools.Imported).To(Equal(int32(offered)))
+
+		// Read right after CatalogSynced, before the tool controller could
+		// have added anything: every tool already shows its view.
+		tools := listTools(ns)
+		Expect(tools).To(HaveLen(offered))
+		for _, t := range tools {
+			Expect(t.Status.LocalName).To(Equal("mcp_whole_"+t.Spec.RemoteName), t.Name)
+			Expect(t.Status.ObservedGeneration).To(Equal(t.Generation), t.Name)
+			Expect(t.Status.EffectiveDataClass).To(Equal(mcpv1alpha1.DataClassInternal), t.Name)
+			Expect(t.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonDisabled), t.Name)
+			Expect(t.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded), t.Name)
+		}
+		toolControllerWrites := func() []apiRequest {
+			return requests.match(mark, func(r apiRequest) bool {
+				return r.isWrite() && r.manager == controller.FieldManagerToolController
+			}, []string{"/namespaces/" + ns + "/mcptools"})
+		}
+		Consistently(toolControllerWrites, settle).Should(BeEmpty(), "the tool controller found every view current")
+		Expect(requests.writes(mark, "/namespaces/"+ns+"/mcptools")).To(HaveLen(2*offered), "one apply of each tool and one of its status")
+
+		// A change only the tool controller sees (enabling a tool) is still
+		// its to write.
+		echo := toolObjectName("whole", mcpserver.ToolEcho)
+		enableApproved(ns, echo)
+		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+		Expect(toolControllerWrites()).NotTo(BeEmpty())
+	})
 })

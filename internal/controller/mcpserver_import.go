@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -249,7 +250,7 @@ func (r *McpServerReconciler) applyCatalog(ctx context.Context, srv *mcpv1alpha1
 		if ex != nil && importedUpToDate(ex, srv, hash) {
 			continue
 		}
-		g.Go(func() error { return r.applyTool(gctx, srv, t, name, hash, ex) })
+		g.Go(func() error { return r.applyTool(gctx, srv, t, name, hash) })
 	}
 
 	removed := int32(0)
@@ -271,7 +272,7 @@ func (r *McpServerReconciler) applyCatalog(ctx context.Context, srv *mcpv1alpha1
 		if c := meta.FindStatusCondition(ex.Status.Conditions, mcpv1alpha1.ConditionImported); c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason {
 			continue
 		}
-		g.Go(func() error { return r.markNotOffered(gctx, &ex, reason) })
+		g.Go(func() error { return r.markNotOffered(gctx, srv, &ex, reason) })
 	}
 	if err := g.Wait(); err != nil {
 		return nil, nil, err
@@ -299,7 +300,8 @@ func (r *McpServerReconciler) applyCatalog(ctx context.Context, srv *mcpv1alpha1
 // importedUpToDate reports whether an existing McpTool already carries
 // everything an import would write.
 func importedUpToDate(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, hash string) bool {
-	if t.Labels[mcpv1alpha1.LabelServer] != srv.Name || t.Status.DefinitionHash != hash {
+	if t.Labels[mcpv1alpha1.LabelServer] != srv.Name || t.Labels[mcpv1alpha1.LabelShardKey] != srv.Labels[mcpv1alpha1.LabelShardKey] ||
+		t.Status.DefinitionHash != hash {
 		return false
 	}
 	return meta.IsStatusConditionTrue(t.Status.Conditions, mcpv1alpha1.ConditionImported)
@@ -311,9 +313,13 @@ func importedUpToDate(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, hash s
 // them, with every delete or replacement of the server (docs/adr). Tools
 // nobody decided anything about are removed by the importer when the server
 // stops offering them, and by the tool controller when the server is gone.
-func (r *McpServerReconciler) applyTool(ctx context.Context, srv *mcpv1alpha1.McpServer, t mcp.Tool, name, hash string, ex *mcpv1alpha1.McpTool) error {
+//
+// The status write is complete: it carries the tool controller's view of
+// the tool as the write leaves it (withToolView), so that a new or changed
+// tool costs two writes, not three.
+func (r *McpServerReconciler) applyTool(ctx context.Context, srv *mcpv1alpha1.McpServer, t mcp.Tool, name, hash string) error {
 	obj := mcpac.McpTool(name, srv.Namespace).
-		WithLabels(map[string]string{mcpv1alpha1.LabelServer: srv.Name}).
+		WithLabels(toolLabels(srv)).
 		WithSpec(mcpac.McpToolSpec().
 			WithServerRef(mcpac.LocalObjectReference().WithName(srv.Name)).
 			WithRemoteName(t.Name))
@@ -322,28 +328,106 @@ func (r *McpServerReconciler) applyTool(ctx context.Context, srv *mcpv1alpha1.Mc
 	if err := r.Apply(ctx, obj, client.FieldOwner(FieldManagerImporter)); err != nil {
 		return fmt.Errorf("applying McpTool %s: %w", name, err)
 	}
-
-	status := mcpac.McpToolStatus().WithDefinitionHash(hash)
-	if t.Title != "" {
-		status.WithTitle(clip(t.Title, 256))
+	now := r.now()
+	// status builds the write for the tool as cur shows it.
+	status := func(cur *mcpv1alpha1.McpTool) *mcpac.McpToolStatusApplyConfiguration {
+		s := mcpac.McpToolStatus().WithDefinitionHash(hash)
+		if t.Title != "" {
+			s.WithTitle(clip(t.Title, 256))
+		}
+		if t.Description != "" {
+			s.WithDescription(clip(t.Description, 8192))
+		}
+		if len(t.InputSchema) > 0 {
+			s.WithInputSchema(apiextensionsv1.JSON{Raw: t.InputSchema})
+		}
+		if h := hintsOf(t.Annotations); h != nil {
+			s.WithHints(hintsApply(h))
+		}
+		s.WithConditions(importedCondition(cur, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "offered by the server at the last import", now))
+		withToolView(s, cur, srv, now)
+		return s
 	}
-	if t.Description != "" {
-		status.WithDescription(clip(t.Description, 8192))
+	// The answer to the apply is the live tool: whether a definition is
+	// replaced is decided from it, not from a cache that may lag (or, for
+	// a tool that just joined this shard, not hold it at all).
+	cur, err := appliedTool(obj)
+	if err != nil {
+		return fmt.Errorf("reading the applied McpTool %s: %w", name, err)
 	}
-	if len(t.InputSchema) > 0 {
-		status.WithInputSchema(apiextensionsv1.JSON{Raw: t.InputSchema})
-	}
-	if h := hintsOf(t.Annotations); h != nil {
-		status.WithHints(hintsApply(h))
-	}
-	status.WithConditions(importedCondition(ex, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "offered by the server at the last import", r.now()))
-	if ex == nil || ex.Status.DefinitionHash == "" || ex.Status.DefinitionHash == hash {
-		if err := r.Status().Apply(ctx, mcpac.McpTool(name, srv.Namespace).WithStatus(status), client.FieldOwner(FieldManagerImporter), client.ForceOwnership); err != nil {
+	if cur.Status.DefinitionHash == "" || cur.Status.DefinitionHash == hash {
+		if err := r.Status().Apply(ctx, mcpac.McpTool(name, srv.Namespace).WithStatus(status(cur)), client.FieldOwner(FieldManagerImporter), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying the status of McpTool %s: %w", name, err)
 		}
 		return nil
 	}
 	return r.replaceDefinition(ctx, types.NamespacedName{Namespace: srv.Namespace, Name: name}, hash, status)
+}
+
+// toolLabels are the labels the importer applies to a tool of srv: the
+// server's name and, when the server has one, its shard key, so that the
+// controller instance that reconciles the server also holds and reconciles
+// its tools (docs/adr/017-sharding.md).
+func toolLabels(srv *mcpv1alpha1.McpServer) map[string]string {
+	l := map[string]string{mcpv1alpha1.LabelServer: srv.Name}
+	if k, ok := srv.Labels[mcpv1alpha1.LabelShardKey]; ok {
+		l[mcpv1alpha1.LabelShardKey] = k
+	}
+	return l
+}
+
+// appliedTool reads, from the answer to an apply, what the status write
+// depends on: generation, spec, definition hash and conditions.
+func appliedTool(obj *mcpac.McpToolApplyConfiguration) (*mcpv1alpha1.McpTool, error) {
+	cur := &mcpv1alpha1.McpTool{}
+	if obj.Name != nil {
+		cur.Name = *obj.Name
+	}
+	if obj.Namespace != nil {
+		cur.Namespace = *obj.Namespace
+	}
+	if obj.Generation != nil {
+		cur.Generation = *obj.Generation
+	}
+	if obj.Spec != nil {
+		b, err := json.Marshal(obj.Spec)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, &cur.Spec); err != nil {
+			return nil, err
+		}
+	}
+	if obj.Status != nil && obj.Status.DefinitionHash != nil {
+		cur.Status.DefinitionHash = *obj.Status.DefinitionHash
+	}
+	if obj.Status != nil && len(obj.Status.Conditions) > 0 {
+		b, err := json.Marshal(obj.Status.Conditions)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, &cur.Status.Conditions); err != nil {
+			return nil, err
+		}
+	}
+	return cur, nil
+}
+
+// withToolView adds to an importer status write s the tool controller's
+// view of the tool cur as s leaves it. The importer includes the view in
+// every status write it makes: server-side apply removes a field its
+// manager stops applying when no other manager holds it.
+func withToolView(s *mcpac.McpToolStatusApplyConfiguration, cur *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, now time.Time) {
+	after := cur.DeepCopy()
+	if s.DefinitionHash != nil {
+		after.Status.DefinitionHash = *s.DefinitionHash
+	}
+	for _, c := range s.Conditions {
+		if c.Type != nil && *c.Type == mcpv1alpha1.ConditionImported {
+			meta.SetStatusCondition(&after.Status.Conditions, metav1.Condition{Type: *c.Type, Status: *c.Status, Reason: *c.Reason, Message: *c.Message})
+		}
+	}
+	addToolView(s, after, computeToolView(after, srv), now)
 }
 
 // replaceDefinitionAttempts bounds the retries of a definition change that
@@ -356,13 +440,13 @@ const replaceDefinitionAttempts = 4
 // read's resourceVersion: an approval landing in between makes the write
 // fail, and it is decided again. Definitions change rarely, so the extra
 // read costs little.
-func (r *McpServerReconciler) replaceDefinition(ctx context.Context, key types.NamespacedName, hash string, status *mcpac.McpToolStatusApplyConfiguration) error {
+func (r *McpServerReconciler) replaceDefinition(ctx context.Context, key types.NamespacedName, hash string, build func(*mcpv1alpha1.McpTool) *mcpac.McpToolStatusApplyConfiguration) error {
 	for range replaceDefinitionAttempts {
 		live := &mcpv1alpha1.McpTool{}
 		if err := r.APIReader.Get(ctx, key, live); err != nil {
 			return fmt.Errorf("reading McpTool %s before changing its definition: %w", key.Name, err)
 		}
-		status.ApprovedDefinition = nil
+		status := build(live)
 		if rec := approvedRecord(live, hash); rec != nil {
 			status.WithApprovedDefinition(definitionApply(rec))
 		}
@@ -379,7 +463,7 @@ func (r *McpServerReconciler) replaceDefinition(ctx context.Context, key types.N
 
 // markNotOffered keeps an enabled tool the server stopped offering, with
 // Imported=False. Its last definition stays, so people can see what it was.
-func (r *McpServerReconciler) markNotOffered(ctx context.Context, t *mcpv1alpha1.McpTool, reason string) error {
+func (r *McpServerReconciler) markNotOffered(ctx context.Context, srv *mcpv1alpha1.McpServer, t *mcpv1alpha1.McpTool, reason string) error {
 	status := mcpac.McpToolStatus()
 	if t.Status.DefinitionHash != "" {
 		status.WithDefinitionHash(t.Status.DefinitionHash)
@@ -407,7 +491,9 @@ func (r *McpServerReconciler) markNotOffered(ctx context.Context, t *mcpv1alpha1
 	if reason != mcpv1alpha1.ReasonRemovedFromServer {
 		msg = "the server offers this tool, but the last import refused it (" + reason + "); it is not served"
 	}
-	status.WithConditions(importedCondition(t, metav1.ConditionFalse, reason, msg, r.now()))
+	now := r.now()
+	status.WithConditions(importedCondition(t, metav1.ConditionFalse, reason, msg, now))
+	withToolView(status, t, srv, now)
 	if err := r.Status().Apply(ctx, mcpac.McpTool(t.Name, t.Namespace).WithStatus(status), client.FieldOwner(FieldManagerImporter), client.ForceOwnership); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil

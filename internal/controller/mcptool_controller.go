@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,29 +64,16 @@ func (r *McpToolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 	}
 
+	if importing(t) {
+		// The importer's status write, which carries the view, follows.
+		return ctrl.Result{}, nil
+	}
 	v := computeToolView(t, srv)
 	if toolViewCurrent(t, v) {
 		return ctrl.Result{}, nil
 	}
-	ltt := metav1.NewTime(r.now().Truncate(time.Second))
-	if c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionReady); c != nil && c.Status == v.Ready {
-		ltt = c.LastTransitionTime
-	}
-	status := mcpac.McpToolStatus().
-		WithObservedGeneration(t.Generation).
-		WithLocalName(v.LocalName).
-		WithGroup(v.Group).
-		WithEffectiveDataClass(v.EffectiveDataClass).
-		WithEffectiveApprovalRequired(v.EffectiveApprovalRequired).
-		WithEffect(mcpv1alpha1.EffectNonIdempotentWrite).
-		WithRequiresAdmin(true).
-		WithConditions(metav1ac.Condition().
-			WithType(mcpv1alpha1.ConditionReady).
-			WithStatus(v.Ready).
-			WithReason(v.Reason).
-			WithMessage(v.Message).
-			WithObservedGeneration(t.Generation).
-			WithLastTransitionTime(ltt))
+	status := mcpac.McpToolStatus()
+	addToolView(status, t, v, r.now())
 	if err := r.Status().Apply(ctx, mcpac.McpTool(t.Name, t.Namespace).WithStatus(status),
 		client.FieldOwner(FieldManagerToolController), client.ForceOwnership); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -96,6 +82,17 @@ func (r *McpToolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, fmt.Errorf("applying McpTool status: %w", err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// importing reports whether t is a tool the importer created a moment ago
+// and has not written the status of yet: only the importer declared it and
+// it has no definition. That status write carries the tool controller's
+// view too, so writing the view now would only be a third write. Should
+// the status write fail, the import fails and is retried, and the retry
+// writes it.
+func importing(t *mcpv1alpha1.McpTool) bool {
+	return t.Status.DefinitionHash == "" && t.Labels[mcpv1alpha1.LabelServer] != "" &&
+		meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionImported) == nil && !declaredElsewhere(t)
 }
 
 // isServerOwner reports whether an owner reference names an McpServer.

@@ -1,9 +1,13 @@
 package controller
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
+	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
@@ -89,4 +93,30 @@ func toolViewCurrent(t *mcpv1alpha1.McpTool, v toolView) bool {
 	}
 	c := meta.FindStatusCondition(s.Conditions, mcpv1alpha1.ConditionReady)
 	return c != nil && c.Status == v.Ready && c.Reason == v.Reason && c.Message == v.Message && c.ObservedGeneration == t.Generation
+}
+
+// addToolView adds a view of t to a status write: the fields the tool
+// controller owns and the Ready condition, whose transition time stays when
+// its status does not change. The tool controller writes it, and the
+// importer writes it with every status write of its own, so that a tool's
+// first status is complete.
+func addToolView(s *mcpac.McpToolStatusApplyConfiguration, t *mcpv1alpha1.McpTool, v toolView, now time.Time) {
+	ltt := metav1.NewTime(now.Truncate(time.Second))
+	if c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionReady); c != nil && c.Status == v.Ready {
+		ltt = c.LastTransitionTime
+	}
+	s.WithObservedGeneration(t.Generation).
+		WithLocalName(v.LocalName).
+		WithGroup(v.Group).
+		WithEffectiveDataClass(v.EffectiveDataClass).
+		WithEffectiveApprovalRequired(v.EffectiveApprovalRequired).
+		WithEffect(mcpv1alpha1.EffectNonIdempotentWrite).
+		WithRequiresAdmin(true).
+		WithConditions(metav1ac.Condition().
+			WithType(mcpv1alpha1.ConditionReady).
+			WithStatus(v.Ready).
+			WithReason(v.Reason).
+			WithMessage(v.Message).
+			WithObservedGeneration(t.Generation).
+			WithLastTransitionTime(ltt))
 }

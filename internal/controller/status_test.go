@@ -663,3 +663,30 @@ func TestIsServerOwnerMatchesAnyVersionOfTheGroup(t *testing.T) {
 		}
 	}
 }
+
+func TestImportingOnlyBetweenTheImportersTwoWrites(t *testing.T) {
+	byImporter := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{mcpv1alpha1.LabelServer: "s"}}}
+	written := byImporter.DeepCopy()
+	written.Status.DefinitionHash = "sha256:00"
+	setToolCondition := func(t *mcpv1alpha1.McpTool) *mcpv1alpha1.McpTool {
+		meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: mcpv1alpha1.ConditionImported, Status: metav1.ConditionFalse, Reason: mcpv1alpha1.ReasonRemovedFromServer})
+		return t
+	}
+	declared := byImporter.DeepCopy()
+	declared.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "argocd-controller", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}}
+	for _, tc := range []struct {
+		name string
+		tool *mcpv1alpha1.McpTool
+		want bool
+	}{
+		{"created by the importer, status not written yet", byImporter, true},
+		{"definition written", written, false},
+		{"marked by an import", setToolCondition(byImporter.DeepCopy()), false},
+		{"declared in Git before any import", declared, false},
+		{"declared without the server label", &mcpv1alpha1.McpTool{}, false},
+	} {
+		if got := importing(tc.tool); got != tc.want {
+			t.Errorf("%s: importing = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

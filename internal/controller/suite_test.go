@@ -94,6 +94,8 @@ type apiRequest struct {
 	method string
 	path   string
 	status int
+	// manager is the field manager a write names, if any.
+	manager string
 }
 
 func (r apiRequest) isWrite() bool {
@@ -159,7 +161,7 @@ type countingTransport struct {
 
 func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(r)
-	rec := apiRequest{method: r.Method, path: r.URL.Path}
+	rec := apiRequest{method: r.Method, path: r.URL.Path, manager: r.URL.Query().Get("fieldManager")}
 	if resp != nil {
 		rec.status = resp.StatusCode
 	}
