@@ -31,6 +31,8 @@ func main() {
 	fs.BoolVar(&opts.LeaderElect, "leader-elect", opts.LeaderElect, "Elect a leader so that only one replica is active.")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", opts.LeaderElectionNamespace, "Namespace of the leader-election lease; defaults to the manager's own.")
 	fs.StringVar(&watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces to watch; empty watches all.")
+	fs.StringVar(&opts.WatchLabelSelector, "watch-label-selector", "", `Run as one shard: reconcile only the McpServers and McpTools this label selector selects, e.g. "sharding.mcp.catalog.dev/key=shard1", or "!sharding.mcp.catalog.dev/key" for the instance that takes every unsharded object. Controllers only.`)
+	fs.StringVar(&opts.LeaderElectionID, "leader-election-id", "", "Name of the leader-election lease; every shard needs its own. Empty: "+manager.LeaderElectionID+".")
 	fs.BoolVar(&opts.EnableHTTP2, "enable-http2", opts.EnableHTTP2, "Allow HTTP/2 on the metrics server.")
 	fs.DurationVar(&opts.GracefulShutdownTimeout, "graceful-shutdown-timeout", opts.GracefulShutdownTimeout, "How long running work may take to finish on shutdown.")
 	fs.BoolVar(&opts.AllowPrivateNetworks, "allow-private-networks", opts.AllowPrivateNetworks, "Let every McpServer and token endpoint reach loopback and private addresses, with or without spec.allowPrivateNetwork (development and tests only).")

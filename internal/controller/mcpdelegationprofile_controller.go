@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +34,11 @@ type McpDelegationProfileReconciler struct {
 	// CredentialRetryInterval is how soon a missing client secret is looked
 	// for again; 0 means DefaultCredentialRetryInterval.
 	CredentialRetryInterval time.Duration
+	// Selector, if set, limits the profiles this instance reconciles to
+	// those it selects, so that of several shards exactly one writes each
+	// profile's status. Every shard still reads every profile: a server's
+	// shard is not its profile's.
+	Selector labels.Selector
 }
 
 // Reconcile sets Ready, Reconciling and Stalled, and writes status only
@@ -131,6 +137,13 @@ func (r *McpDelegationProfileReconciler) retry() time.Duration {
 func (r *McpDelegationProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("mcpdelegationprofile").
-		For(&mcpv1alpha1.McpDelegationProfile{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&mcpv1alpha1.McpDelegationProfile{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}, selected(r.Selector))).
 		Complete(r)
+}
+
+// selected passes objects the selector selects; a nil selector passes all.
+func selected(sel labels.Selector) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return sel == nil || sel.Matches(labels.Set(o.GetLabels()))
+	})
 }

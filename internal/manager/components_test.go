@@ -62,3 +62,24 @@ func TestGatewayOnlyDoesNotElect(t *testing.T) {
 		t.Fatalf("a gateway-only manager asked to elect: %v, want no election and no error", err)
 	}
 }
+
+func TestNewRefusesABadShardSelector(t *testing.T) {
+	opts := DefaultOptions()
+	opts.Components = ComponentsControllers
+	opts.WatchLabelSelector = "sharding.mcp.catalog.dev/key in (a"
+	if _, err := New(&rest.Config{Host: "https://127.0.0.1:1"}, opts); !errors.Is(err, ErrBadSelector) {
+		t.Fatalf("New with selector %q: %v, want ErrBadSelector", opts.WatchLabelSelector, err)
+	}
+}
+
+// A shard holds only its part of the McpTools; a gateway in the same
+// process would refuse every other tool as unknown.
+func TestNewRefusesAShardThatServesTheGateway(t *testing.T) {
+	opts := DefaultOptions()
+	opts.Components = ComponentsAll
+	opts.GatewayAddr = "127.0.0.1:0"
+	opts.WatchLabelSelector = "sharding.mcp.catalog.dev/key=shard1"
+	if _, err := New(&rest.Config{Host: "https://127.0.0.1:1"}, opts); !errors.Is(err, ErrShardedGateway) {
+		t.Fatalf("New: %v, want ErrShardedGateway", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
@@ -69,7 +70,7 @@ func newWire(mgr ctrl.Manager, opts Options) (*wire, error) {
 }
 
 // setupControllers registers the reconcilers with the manager.
-func setupControllers(mgr ctrl.Manager, opts Options, w *wire) error {
+func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Selector) error {
 	metrics.SetStateReader(mgr.GetCache())
 	servers := &controller.McpServerReconciler{
 		Client:        mgr.GetClient(),
@@ -84,7 +85,7 @@ func setupControllers(mgr ctrl.Manager, opts Options, w *wire) error {
 	if err := servers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpServer controller: %w", err)
 	}
-	profiles := &controller.McpDelegationProfileReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CredentialRetryInterval: opts.CredentialRetryInterval}
+	profiles := &controller.McpDelegationProfileReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CredentialRetryInterval: opts.CredentialRetryInterval, Selector: shard}
 	if err := profiles.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpDelegationProfile controller: %w", err)
 	}

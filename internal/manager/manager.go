@@ -16,15 +16,18 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/mcp-catalog/operator/api/scheme"
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/controller"
 )
 
@@ -47,6 +50,14 @@ const (
 	// election, so that every replica serves agents.
 	ComponentsGateway = "gateway"
 )
+
+// ErrShardedGateway is returned for a shard (a watch label selector) that
+// would also serve the gateway, which must see every object.
+var ErrShardedGateway = errors.New("manager: a shard (--watch-label-selector) runs the controllers only; run the gateway as its own process (--components=controllers)")
+
+// ErrBadSelector is returned for a watch label selector that does not
+// parse.
+var ErrBadSelector = errors.New("manager: invalid watch label selector")
 
 // ErrUnknownComponents is returned for a Components value that is none of
 // the above.
@@ -77,6 +88,15 @@ type Options struct {
 	// WatchNamespaces restricts the manager to these namespaces; empty means
 	// all namespaces.
 	WatchNamespaces []string
+	// WatchLabelSelector, if set, makes this process one shard: its cache
+	// holds, and its controllers reconcile, only the McpServers and McpTools
+	// the selector selects, and it writes the status of only the
+	// McpDelegationProfiles it selects (docs/adr/017-sharding.md). A shard
+	// runs the controllers only; the gateway needs every object.
+	WatchLabelSelector string
+	// LeaderElectionID names the lease; empty means LeaderElectionID. Each
+	// shard needs its own, or only one shard would ever run.
+	LeaderElectionID string
 	// EnableHTTP2 allows HTTP/2 on the metrics server. It is off by default
 	// because of the HTTP/2 rapid-reset and stream-cancellation CVEs.
 	EnableHTTP2 bool
@@ -199,6 +219,24 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 
 	// The cache holds only what the controllers and the gateway read.
 	cacheOpts := cache.Options{DefaultTransform: controller.TrimForCache}
+	var shard labels.Selector
+	if opts.WatchLabelSelector != "" {
+		if shard, err = labels.Parse(opts.WatchLabelSelector); err != nil {
+			return nil, fmt.Errorf("%w %q: %w", ErrBadSelector, opts.WatchLabelSelector, err)
+		}
+		if gw && opts.GatewayAddr != "" {
+			return nil, ErrShardedGateway
+		}
+		// Profiles are cached whole: a shard's servers may use any of them.
+		cacheOpts.ByObject = map[client.Object]cache.ByObject{
+			&mcpv1alpha1.McpServer{}: {Label: shard},
+			&mcpv1alpha1.McpTool{}:   {Label: shard},
+		}
+	}
+	leaseID := LeaderElectionID
+	if opts.LeaderElectionID != "" {
+		leaseID = opts.LeaderElectionID
+	}
 	if len(opts.WatchNamespaces) > 0 {
 		cacheOpts.DefaultNamespaces = make(map[string]cache.Config, len(opts.WatchNamespaces))
 		for _, ns := range opts.WatchNamespaces {
@@ -214,7 +252,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		// Only the controllers need one writer; a gateway-only replica
 		// answers whether or not it would hold the lease.
 		LeaderElection:                opts.LeaderElect && controllers,
-		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionID:              leaseID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdown,
@@ -235,7 +273,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	if controllers {
-		if err := setupControllers(mgr, opts, w); err != nil {
+		if err := setupControllers(mgr, opts, w, shard); err != nil {
 			return nil, err
 		}
 	}

@@ -172,6 +172,14 @@ var valueSets = []valueSet{
 		check:  checkDefaults,
 	},
 	{
+		name: "sharded",
+		values: `
+sharding:
+  shards: [east, west]
+`,
+		check: checkSharded,
+	},
+	{
 		name: "watch-namespaces-without-crds",
 		values: `
 crds:

@@ -84,8 +84,8 @@ func one[T any](t *testing.T, objs []*unstructured.Unstructured, kind, name stri
 func manager(t *testing.T, objs []*unstructured.Unstructured) (*appsv1.Deployment, *corev1.Container) {
 	t.Helper()
 	for _, u := range byKind(objs, "Deployment") {
-		if n := u.GetName(); n != fullname && n != fullname+"-gateway" {
-			t.Fatalf("rendered Deployment %s, want only the manager and the gateway", n)
+		if n := u.GetName(); n != fullname && n != fullname+"-gateway" && !strings.HasPrefix(n, fullname+"-shard-") {
+			t.Fatalf("rendered Deployment %s, want only the manager, its shards and the gateway", n)
 		}
 	}
 	d := one[appsv1.Deployment](t, objs, "Deployment", fullname)
@@ -935,5 +935,52 @@ func checkPrivateCA(t *testing.T, objs []*unstructured.Unstructured) {
 	}
 	if _, ok := vols["metrics-certs"]; !ok {
 		t.Error("the extra volume displaced the metrics certificate volume")
+	}
+}
+
+// checkSharded: one controller Deployment per shard besides the default
+// one, each selecting only its own objects and holding its own lease, and
+// the default instance taking only what no shard is named on. A shard's
+// Deployment selects only its own pods. (The default Deployment's selector
+// stays as it was, since a selector cannot change on upgrade; it is a
+// subset of a shard pod's labels, and the ReplicaSets' controller
+// references keep the two apart.)
+func checkSharded(t *testing.T, objs []*unstructured.Unstructured) {
+	d, c := manager(t, objs)
+	if got := flags(t, c)["--watch-label-selector"]; got != "!sharding.mcp.catalog.dev/key" {
+		t.Errorf("default instance: --watch-label-selector=%q, want every object without a shard key", got)
+	}
+	if _, ok := flags(t, c)["--leader-election-id"]; ok {
+		t.Error("the default instance changed its lease name; an upgrade would run two leaders")
+	}
+	leases := map[string]bool{}
+	for _, shard := range []string{"east", "west"} {
+		sd := one[appsv1.Deployment](t, objs, "Deployment", fullname+"-shard-"+shard)
+		cs := sd.Spec.Template.Spec.Containers
+		if len(cs) != 1 {
+			t.Fatalf("shard %s: %d containers", shard, len(cs))
+		}
+		f := flags(t, &cs[0])
+		if got := f["--watch-label-selector"]; got != "sharding.mcp.catalog.dev/key="+shard {
+			t.Errorf("shard %s: --watch-label-selector=%q", shard, got)
+		}
+		if f["--components"] != "controllers" {
+			t.Errorf("shard %s: --components=%q, want controllers (a shard cannot serve the gateway)", shard, f["--components"])
+		}
+		id := f["--leader-election-id"]
+		if id == "" || leases[id] {
+			t.Errorf("shard %s: lease %q is empty or shared", shard, id)
+		}
+		leases[id] = true
+		if selects(sd.Spec.Selector.MatchLabels, d.Spec.Template.Labels) {
+			t.Errorf("shard %s selects the default instance's pods", shard)
+		}
+		if !selects(sd.Spec.Selector.MatchLabels, sd.Spec.Template.Labels) {
+			t.Errorf("shard %s does not select its own pods", shard)
+		}
+		other := one[appsv1.Deployment](t, objs, "Deployment", fullname+"-shard-"+map[string]string{"east": "west", "west": "east"}[shard])
+		if selects(sd.Spec.Selector.MatchLabels, other.Spec.Template.Labels) {
+			t.Errorf("shard %s selects the pods of another shard", shard)
+		}
 	}
 }
