@@ -309,7 +309,8 @@ func byIndex[L any, PL interface {
 }](c client.Reader, field, what string) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
 		list := PL(new(L))
-		if err := c.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{field: o.GetName()}); err != nil {
+		// Only names are read: no copy of every object is needed.
+		if err := c.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{field: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "listing "+what)
 			return nil
 		}

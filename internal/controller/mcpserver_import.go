@@ -179,7 +179,8 @@ func (r *McpServerReconciler) recount(ctx context.Context, srv *mcpv1alpha1.McpS
 		return nil
 	}
 	var tools mcpv1alpha1.McpToolList
-	if err := r.List(ctx, &tools, client.InNamespace(srv.Namespace), client.MatchingFields{indexToolServer: srv.Name}); err != nil {
+	// Read only: the cached objects themselves, not a copy of each.
+	if err := r.List(ctx, &tools, client.InNamespace(srv.Namespace), client.MatchingFields{indexToolServer: srv.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing McpTools: %w", err)
 	}
 	enabled, removed := int32(0), int32(0)
@@ -205,7 +206,10 @@ func (r *McpServerReconciler) recount(ctx context.Context, srv *mcpv1alpha1.McpS
 // written at all.
 func (r *McpServerReconciler) applyCatalog(ctx context.Context, srv *mcpv1alpha1.McpServer, cat *mcp.Catalog) (*mcpv1alpha1.ToolCounts, []mcpv1alpha1.SkippedTool, error) {
 	var existing mcpv1alpha1.McpToolList
-	if err := r.List(ctx, &existing, client.InNamespace(srv.Namespace), client.MatchingFields{indexToolServer: srv.Name}); err != nil {
+	// The cached objects themselves, not a copy of each (10,000 copies of
+	// schemas per import at scale): everything below only reads them, and
+	// what it changes it changes on a DeepCopy.
+	if err := r.List(ctx, &existing, client.InNamespace(srv.Namespace), client.MatchingFields{indexToolServer: srv.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, fmt.Errorf("listing McpTools: %w", err)
 	}
 	byName := make(map[string]*mcpv1alpha1.McpTool, len(existing.Items))
