@@ -119,6 +119,12 @@ func (r *envtestRun) importerWrites() int {
 	return r.writes.get("mcptools"+fm) + r.writes.get("mcptools/status"+fm)
 }
 
+// toolControllerWrites counts the McpTool writes of the tool controller.
+func (r *envtestRun) toolControllerWrites() int {
+	const fm = "@mcp-catalog-tool-controller"
+	return r.writes.get("mcptools"+fm) + r.writes.get("mcptools/status"+fm)
+}
+
 // settle waits until no write to key happened for quiet.
 func (r *envtestRun) settle(b *testing.B, key string, quiet time.Duration) {
 	last, since := r.writes.get(key), time.Now()
@@ -180,12 +186,22 @@ func startEnvtest(b *testing.B) *envtestRun {
 // benchmark ends.
 func (r *envtestRun) startManager(b *testing.B) {
 	b.Helper()
+	startManager(b, r.mcfg, nil)
+}
+
+// startManager runs a manager on cfg, with options changed by mutate, until
+// the benchmark ends.
+func startManager(b *testing.B, cfg *rest.Config, mutate func(*manager.Options)) {
+	b.Helper()
 	opts := manager.DefaultOptions()
 	opts.MetricsAddr, opts.ProbeAddr, opts.SecureMetrics = "0", "0", false
 	opts.AllowPrivateNetworks = true
 	opts.GracefulShutdownTimeout = 5 * time.Second
 	opts.SkipControllerNameValidation = true
-	mgr, err := manager.New(r.mcfg, opts)
+	if mutate != nil {
+		mutate(&opts)
+	}
+	mgr, err := manager.New(cfg, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -337,6 +353,7 @@ func BenchmarkScaleImport(b *testing.B) {
 		r.namespace(b, "import")
 		before := r.writes.get("mcptools") + r.writes.get("mcptools/status")
 		beforeImporter := r.importerWrites()
+		beforeToolCtl := r.toolControllerWrites()
 		pagesBefore := srv.Stats().Methods["tools/list"]
 		start := time.Now()
 		big := mcpServer("import", "tickets", srv.URL, 0)
@@ -365,6 +382,7 @@ func BenchmarkScaleImport(b *testing.B) {
 		importTime := time.Since(start)
 		importWrites := r.writes.get("mcptools") + r.writes.get("mcptools/status") - before
 		importerWrites := r.importerWrites() - beforeImporter
+		toolCtlWrites := r.toolControllerWrites() - beforeToolCtl
 		importPages := srv.Stats().Methods["tools/list"] - pagesBefore
 
 		// The McpTool controller finishes its status writes for the new
@@ -393,6 +411,7 @@ func BenchmarkScaleImport(b *testing.B) {
 		b.ReportMetric(importTime.Seconds()/floorTime.Seconds(), "import/floor")
 		b.ReportMetric(float64(importWrites), "import-tool-writes")
 		b.ReportMetric(float64(importerWrites), "import-importer-writes")
+		b.ReportMetric(float64(toolCtlWrites), "import-toolctl-writes")
 		b.ReportMetric(float64(importPages), "import-pages-served")
 		b.ReportMetric(float64(reimportImporter), "reimport-importer-writes")
 		b.ReportMetric(reimportTime.Seconds(), "reimport-s")
