@@ -233,7 +233,7 @@ func (r *McpServerReconciler) reconcileProbe(ctx context.Context, sc *serverScop
 	if forced {
 		srv.Status.LastHandledProbeAt = requested
 	}
-	r.recordProbe(sc, res, err, r.now(), forced)
+	r.recordProbe(sc, res, err, r.now(), forced, !forced)
 	if c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReachable); err != nil && c.Status == metav1.ConditionFalse {
 		return classifyOperation(err, c.Reason, c.Message)
 	}
@@ -243,8 +243,9 @@ func (r *McpServerReconciler) reconcileProbe(ctx context.Context, sc *serverScop
 // recordProbe records the outcome of a handshake, from a probe or from an
 // import: Reachable (with an event when it changes), the contact on success
 // (in the metrics always, in status at a bounded rate unless refresh), and
-// the next probe one interval later.
-func (r *McpServerReconciler) recordProbe(sc *serverScope, res *mcp.ProbeResult, err error, now time.Time, refresh bool) {
+// the next probe one interval later (from when it was due, for a scheduled
+// probe).
+func (r *McpServerReconciler) recordProbe(sc *serverScope, res *mcp.ProbeResult, err error, now time.Time, refresh, onSchedule bool) {
 	srv := sc.server
 	before := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReachable)
 	hadCondition := before != nil
@@ -262,7 +263,7 @@ func (r *McpServerReconciler) recordProbe(sc *serverScope, res *mcp.ProbeResult,
 		}
 		r.Recorder.Eventf(srv, nil, kind, c.Reason, "Probe", "%s", c.Message)
 	}
-	sc.requeueNoLaterThan(r.sched.probed(sc.key, now, healthInterval(srv)))
+	sc.requeueNoLaterThan(r.sched.probed(sc.key, now, healthInterval(srv), onSchedule))
 }
 
 func healthInterval(srv *mcpv1alpha1.McpServer) time.Duration {

@@ -130,7 +130,7 @@ func (r *McpServerReconciler) reconcileImport(ctx context.Context, sc *serverSco
 			// A probe now would repeat the same handshake: a hung server
 			// would hold a worker for two budgets instead of one.
 			observeProbe(srv, time.Since(start), err)
-			r.recordProbe(sc, nil, err, now, false)
+			r.recordProbe(sc, nil, err, now, false, false)
 		}
 		stall := classifyOperation(err, reason, "import failed: "+msg)
 		if stall == nil {
@@ -143,7 +143,7 @@ func (r *McpServerReconciler) reconcileImport(ctx context.Context, sc *serverSco
 	// The operation completed: that is a contact, and counts as a probe.
 	observeProbe(srv, cat.Probe.Latency, nil)
 	// Status is written anyway: the contact is refreshed with it.
-	r.recordProbe(sc, &cat.Probe, nil, now, true)
+	r.recordProbe(sc, &cat.Probe, nil, now, true, false)
 
 	counts, skipped, err := r.applyCatalog(ctx, srv, cat)
 	if err != nil {

@@ -45,13 +45,23 @@ func (s *schedule) probeDue(key types.NamespacedName, now time.Time) bool {
 	return !now.Before(s.entry(key).nextProbe)
 }
 
-// probed schedules the next probe one interval from now plus a jitter of up
-// to a tenth of the interval, so that servers created together spread out.
-func (s *schedule) probed(key types.NamespacedName, now time.Time, interval time.Duration) time.Time {
-	next := now.Add(interval + jitter(interval))
+// probed schedules the next probe one interval plus a jitter of up to a
+// tenth of the interval (so that servers created together spread out)
+// after now, or, for a scheduled probe (onSchedule) less than an interval
+// late, after the time it was due. Counting from the due time keeps the
+// cadence: a probe that waited for a worker does not push every later probe
+// of its server back by the same wait. An import's handshake counts from
+// now, so that the next probe never comes before the import's retry.
+func (s *schedule) probed(key types.NamespacedName, now time.Time, interval time.Duration, onSchedule bool) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.entry(key).nextProbe = next
+	e := s.entry(key)
+	base := now
+	if due := e.nextProbe; onSchedule && !due.IsZero() && !due.After(now) && now.Sub(due) < interval {
+		base = due
+	}
+	next := base.Add(interval + jitter(interval))
+	e.nextProbe = next
 	return next
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/mcp"
@@ -687,6 +688,38 @@ func TestImportingOnlyBetweenTheImportersTwoWrites(t *testing.T) {
 	} {
 		if got := importing(tc.tool); got != tc.want {
 			t.Errorf("%s: importing = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestProbedKeepsTheCadenceOfALateProbe(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "s"}
+	interval := 10 * time.Second
+	start := time.Date(2026, 3, 4, 5, 6, 0, 0, time.UTC)
+	within := func(got, from time.Time) bool {
+		return !got.Before(from.Add(interval)) && !got.After(from.Add(interval+interval/10))
+	}
+	late := start.Add(3 * time.Second)
+	for _, tc := range []struct {
+		name       string
+		due        time.Time // zero: never probed
+		now        time.Time
+		onSchedule bool
+		wantFrom   time.Time
+	}{
+		{"first probe: from now", time.Time{}, start, true, start},
+		{"on time", start, start, true, start},
+		{"late by less than an interval: from when it was due", start, late, true, start},
+		{"late by more than an interval: from now", start, start.Add(15 * time.Second), true, start.Add(15 * time.Second)},
+		{"not due: from now", start.Add(5 * time.Second), start, true, start},
+		{"an import's handshake, however late the probe: from now", start, late, false, late},
+	} {
+		s := newSchedule()
+		if !tc.due.IsZero() {
+			s.entry(key).nextProbe = tc.due
+		}
+		if got := s.probed(key, tc.now, interval, tc.onSchedule); !within(got, tc.wantFrom) {
+			t.Errorf("%s: next probe %s, want within [%s, +%s]", tc.name, got, tc.wantFrom.Add(interval), interval/10)
 		}
 	}
 }
