@@ -42,6 +42,12 @@ func main() {
 	fs.StringVar(&tokenProxy, "token-endpoint-proxy", "", "HTTP proxy URL for token exchanges; HTTP(S)_PROXY in the environment is never used.")
 
 	fs.IntVar(&opts.MaxConcurrentServers, "max-concurrent-servers", opts.MaxConcurrentServers, "How many McpServers are imported or probed at once.")
+	// client-go's default (20 requests a second, bursts of 30) is below what
+	// an import of thousands of tools or a thousand probed servers needs.
+	var apiQPS float64
+	var apiBurst int
+	fs.Float64Var(&apiQPS, "kube-api-qps", 50, "Requests per second the manager may send to the Kubernetes API server.")
+	fs.IntVar(&apiBurst, "kube-api-burst", 100, "Burst of requests the manager may send to the Kubernetes API server.")
 
 	fs.StringVar(&opts.GatewayAddr, "gateway-bind-address", opts.GatewayAddr, `Address of the MCP gateway for agents; empty disables it.`)
 	fs.StringVar(&opts.GatewayCertDir, "gateway-cert-dir", opts.GatewayCertDir, "Directory with the gateway's tls.crt and tls.key (reloaded on change).")
@@ -126,6 +132,7 @@ func main() {
 		log.Error(err, "loading the cluster configuration")
 		os.Exit(1)
 	}
+	cfg.QPS, cfg.Burst = float32(apiQPS), apiBurst
 	ctx := ctrl.SetupSignalHandler()
 	if err := manager.Run(ctrl.LoggerInto(ctx, log), cfg, opts); err != nil {
 		log.Error(err, "manager stopped")
