@@ -251,13 +251,13 @@ var _ = Describe("Scheduled probes of an unchanged server", func() {
 		// The first scheduled probe after the create's write, then count
 		// from the next.
 		h := handshakes(up)
-		Eventually(func() int { return handshakes(up) }, 3*probeInterval).Should(BeNumerically(">", h))
+		Eventually(func() int { return handshakes(up) }, bound(3*probeInterval)).Should(BeNumerically(">", h))
 		before := getServer(ns, "steady")
 		mark := requests.mark()
 		contact := testutil.ToFloat64(opmetrics.LastContact.WithLabelValues(ns, "steady"))
 		h = handshakes(up)
 
-		Eventually(func() int { return handshakes(up) }, 3*probeInterval).Should(BeNumerically(">=", h+1), "a scheduled probe")
+		Eventually(func() int { return handshakes(up) }, bound(3*probeInterval)).Should(BeNumerically(">=", h+1), "a scheduled probe")
 		Eventually(func() float64 { return testutil.ToFloat64(opmetrics.LastContact.WithLabelValues(ns, "steady")) }).
 			Should(BeNumerically(">", contact), "the metric records the probe's contact")
 		Expect(requests.writes(mark, "/namespaces/"+ns+"/mcpservers")).To(BeEmpty(), "no status write: nothing a reader acts on changed")
