@@ -25,6 +25,19 @@ var declaredSpec = metav1.NewFieldsV1(`{"f:spec":{}}`)
 // else loses its managed fields. Nothing is ever applied from a cached
 // object, so no write depends on what is dropped.
 func TrimForCache(in any) (any, error) {
+	return trim(in, false)
+}
+
+// TrimForControllers is TrimForCache for a process that does not serve the
+// gateway: McpTools also lose the definition texts (title, description,
+// input schema, hints, the approved definition), which only the gateway
+// serves. The controllers read the definition hash; the one write that
+// re-applies a definition (markNotOffered) reads the tool live.
+func TrimForControllers(in any) (any, error) {
+	return trim(in, true)
+}
+
+func trim(in any, definitions bool) (any, error) {
 	obj, err := meta.Accessor(in)
 	if err != nil {
 		// A tombstone or something else without metadata: kept as is.
@@ -34,8 +47,12 @@ func TrimForCache(in any) (any, error) {
 		delete(a, annotationLastApplied)
 		obj.SetAnnotations(a)
 	}
-	if _, ok := in.(*mcpv1alpha1.McpTool); ok {
+	if t, ok := in.(*mcpv1alpha1.McpTool); ok {
 		obj.SetManagedFields(specDeclarations(obj.GetManagedFields()))
+		if definitions {
+			t.Status.Title, t.Status.Description = "", ""
+			t.Status.InputSchema, t.Status.Hints, t.Status.ApprovedDefinition = nil, nil, nil
+		}
 		return in, nil
 	}
 	obj.SetManagedFields(nil)

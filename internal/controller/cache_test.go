@@ -3,6 +3,7 @@ package controller
 import (
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -87,5 +88,39 @@ func TestTrimForCacheDropsWhatNothingReads(t *testing.T) {
 	tomb := toolscache.DeletedFinalStateUnknown{Key: "ns/name", Obj: srv}
 	if out, err := TrimForCache(tomb); err != nil || out != tomb {
 		t.Errorf("TrimForCache(tombstone) = %v, %v; want it unchanged", out, err)
+	}
+}
+
+// Without the gateway in the process, nothing reads a cached tool's
+// definition texts; the hash, which the controllers compare, stays.
+func TestTrimForControllersDropsDefinitionTextsOnly(t *testing.T) {
+	tool := func() *mcpv1alpha1.McpTool {
+		tl := &mcpv1alpha1.McpTool{}
+		tl.Status.DefinitionHash = "sha256:01"
+		tl.Status.Title, tl.Status.Description = "Title", "Description"
+		tl.Status.InputSchema = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object"}`)}
+		tl.Status.Hints = &mcpv1alpha1.ToolHints{Title: "hint"}
+		tl.Status.ApprovedDefinition = &mcpv1alpha1.ToolDefinition{Hash: "sha256:00"}
+		tl.Status.LocalName = "mcp_s_t"
+		return tl
+	}
+	out, err := TrimForControllers(tool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*mcpv1alpha1.McpTool).Status
+	if got.Title != "" || got.Description != "" || got.InputSchema != nil || got.Hints != nil || got.ApprovedDefinition != nil {
+		t.Errorf("definition texts kept: %+v", got)
+	}
+	if got.DefinitionHash != "sha256:01" || got.LocalName != "mcp_s_t" {
+		t.Errorf("what the controllers read was dropped: hash %q, local name %q", got.DefinitionHash, got.LocalName)
+	}
+
+	out, err = TrimForCache(tool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept := out.(*mcpv1alpha1.McpTool).Status; kept.InputSchema == nil || kept.Description == "" || kept.ApprovedDefinition == nil {
+		t.Errorf("the gateway's cache lost a definition: %+v", kept)
 	}
 }

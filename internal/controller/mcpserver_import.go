@@ -467,7 +467,17 @@ func (r *McpServerReconciler) replaceDefinition(ctx context.Context, key types.N
 
 // markNotOffered keeps an enabled tool the server stopped offering, with
 // Imported=False. Its last definition stays, so people can see what it was.
-func (r *McpServerReconciler) markNotOffered(ctx context.Context, srv *mcpv1alpha1.McpServer, t *mcpv1alpha1.McpTool, reason string) error {
+// The definition is re-applied from a live read: the cache of a process
+// without the gateway does not hold definitions (TrimForCache), and servers
+// rarely stop offering a tool.
+func (r *McpServerReconciler) markNotOffered(ctx context.Context, srv *mcpv1alpha1.McpServer, cached *mcpv1alpha1.McpTool, reason string) error {
+	t := &mcpv1alpha1.McpTool{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), t); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading McpTool %s: %w", cached.Name, err)
+	}
 	status := mcpac.McpToolStatus()
 	if t.Status.DefinitionHash != "" {
 		status.WithDefinitionHash(t.Status.DefinitionHash)

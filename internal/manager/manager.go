@@ -217,8 +217,12 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
-	// The cache holds only what the controllers and the gateway read.
+	// The cache holds only what the controllers and the gateway read; a
+	// process without the gateway does not hold tool definitions either.
 	cacheOpts := cache.Options{DefaultTransform: controller.TrimForCache}
+	if !gw || opts.GatewayAddr == "" {
+		cacheOpts.DefaultTransform = controller.TrimForControllers
+	}
 	var shard labels.Selector
 	if opts.WatchLabelSelector != "" {
 		if shard, err = labels.Parse(opts.WatchLabelSelector); err != nil {
