@@ -142,7 +142,7 @@ const (
 	LabelServer = "mcp.catalog.dev/server"
 
 	// LabelShardKey on an McpServer names the controller instance (shard)
-	// that reconciles it (docs/adr/017-sharding.md). The importer copies it
+	// that reconciles it (docs/adr/019-sharding.md). The importer copies it
 	// to the server's McpTools, so that a tool follows its server.
 	LabelShardKey = "sharding.mcp.catalog.dev/key"
 

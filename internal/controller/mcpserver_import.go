@@ -371,7 +371,7 @@ func (r *McpServerReconciler) applyTool(ctx context.Context, srv *mcpv1alpha1.Mc
 // toolLabels are the labels the importer applies to a tool of srv: the
 // server's name and, when the server has one, its shard key, so that the
 // controller instance that reconciles the server also holds and reconciles
-// its tools (docs/adr/017-sharding.md).
+// its tools (docs/adr/019-sharding.md).
 func toolLabels(srv *mcpv1alpha1.McpServer) map[string]string {
 	l := map[string]string{mcpv1alpha1.LabelServer: srv.Name}
 	if k, ok := srv.Labels[mcpv1alpha1.LabelShardKey]; ok {

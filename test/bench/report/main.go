@@ -480,7 +480,7 @@ func shardsSection(p printer, r results) {
 	foreign, _ := r.get(n, "writes-to-other-shard")
 	mis, _ := r.get(n, "tools-not-following-server")
 	p("Two managers in this process, as the chart's `sharding.shards` runs them\n")
-	p("(docs/adr/017-sharding.md): shard *a* with\n")
+	p("(docs/adr/019-sharding.md): shard *a* with\n")
 	p("`--watch-label-selector=sharding.mcp.catalog.dev/key=a`, the default\n")
 	p("instance with `!sharding.mcp.catalog.dev/key`, each under its own\n")
 	p("leader-election lease. %s McpServers at a 5 s interval, every other one\n", num(servers))
