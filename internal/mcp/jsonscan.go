@@ -33,99 +33,13 @@ func (s *jsonScanner) skipSpace() {
 	}
 }
 
-// value skips one value and reports whether it was well formed.
+// value skips one value and reports whether it was well formed. The
+// grammar is the tape's (tape.go), run without recording.
 func (s *jsonScanner) value(depth int) bool {
-	s.skipSpace()
-	if s.i >= len(s.b) {
-		return false
-	}
-	switch c := s.b[s.i]; {
-	case c == '{':
-		if depth >= maxJSONDepth {
-			return false
-		}
-		s.i++
-		s.skipSpace()
-		if s.i < len(s.b) && s.b[s.i] == '}' {
-			s.i++
-			return true
-		}
-		for {
-			s.skipSpace()
-			if _, ok := s.str(); !ok {
-				return false
-			}
-			s.skipSpace()
-			if s.i >= len(s.b) || s.b[s.i] != ':' {
-				return false
-			}
-			s.i++
-			if !s.value(depth + 1) {
-				return false
-			}
-			s.skipSpace()
-			if s.i >= len(s.b) {
-				return false
-			}
-			switch s.b[s.i] {
-			case ',':
-				s.i++
-			case '}':
-				s.i++
-				return true
-			default:
-				return false
-			}
-		}
-	case c == '[':
-		if depth >= maxJSONDepth {
-			return false
-		}
-		s.i++
-		s.skipSpace()
-		if s.i < len(s.b) && s.b[s.i] == ']' {
-			s.i++
-			return true
-		}
-		for {
-			if !s.value(depth + 1) {
-				return false
-			}
-			s.skipSpace()
-			if s.i >= len(s.b) {
-				return false
-			}
-			switch s.b[s.i] {
-			case ',':
-				s.i++
-			case ']':
-				s.i++
-				return true
-			default:
-				return false
-			}
-		}
-	case c == '"':
-		_, ok := s.str()
-		return ok
-	case c == '-' || (c >= '0' && c <= '9'):
-		return s.number()
-	case c == 't':
-		return s.literal("true")
-	case c == 'f':
-		return s.literal("false")
-	case c == 'n':
-		return s.literal("null")
-	}
-	return false
-}
-
-func (s *jsonScanner) literal(lit string) bool {
-	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
-		return false
-	}
-	s.i += len(lit)
-	return true
+	p := tapeParser{b: s.b, i: s.i}
+	ok := p.value(depth)
+	s.i = p.i
+	return ok
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
@@ -173,65 +87,17 @@ func (s *jsonScanner) number() bool {
 // str skips a string starting at the current position and returns its raw
 // bytes, quotes included.
 func (s *jsonScanner) str() ([]byte, bool) {
-	b := s.b
-	if s.i >= len(b) || b[s.i] != '"' {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false
+	}
+	p := tapeParser{b: s.b, i: s.i}
+	if !p.str() {
 		return nil, false
 	}
 	start := s.i
-	s.i++
-	for s.i < len(b) {
-		// Most bytes of a string need no attention; skip them in a tight
-		// loop before looking at the one that does.
-		for s.i < len(b) && !strStop[b[s.i]] {
-			s.i++
-		}
-		if s.i >= len(b) {
-			break
-		}
-		c := b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			return b[start:s.i], true
-		case c == '\\':
-			s.i++
-			if s.i >= len(b) {
-				return nil, false
-			}
-			switch b[s.i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i++
-			case 'u':
-				if len(b)-s.i < 5 {
-					return nil, false
-				}
-				for _, h := range b[s.i+1 : s.i+5] {
-					if !isHex(h) {
-						return nil, false
-					}
-				}
-				s.i += 5
-			default:
-				return nil, false
-			}
-		case c < 0x20:
-			return nil, false
-		default:
-			s.i++
-		}
-	}
-	return nil, false
+	s.i = p.i
+	return s.b[start:s.i], true
 }
-
-// strStop marks the bytes that end the plain run of a string: the quote,
-// the backslash and the control characters a string may not contain.
-var strStop = func() (t [256]bool) {
-	for c := 0; c < 0x20; c++ {
-		t[c] = true
-	}
-	t['"'], t['\\'] = true, true
-	return t
-}()
 
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')

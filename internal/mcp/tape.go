@@ -118,12 +118,20 @@ func (p *tapeParser) skipSpace() {
 	}
 }
 
+// push starts an entry; without a tape (a parser that only validates, as
+// jsonScanner uses it) nothing is recorded.
 func (p *tapeParser) push(kind byte) int {
+	if p.t == nil {
+		return -1
+	}
 	p.t.e = append(p.t.e, tapeEntry{start: int32(p.i), kind: kind})
 	return len(p.t.e) - 1
 }
 
 func (p *tapeParser) close(idx int) {
+	if idx < 0 {
+		return
+	}
 	e := &p.t.e[idx]
 	e.end = int32(p.i)
 	e.next = int32(len(p.t.e))
@@ -277,7 +285,9 @@ func (p *tapeParser) str() bool {
 		case c == '"':
 			p.i = i + 1
 			p.close(idx)
-			p.t.e[idx].plain = plain
+			if idx >= 0 {
+				p.t.e[idx].plain = plain
+			}
 			return true
 		case c == '\\':
 			plain = false
