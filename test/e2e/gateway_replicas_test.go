@@ -369,19 +369,7 @@ func startProc(t *testing.T, binary, dir, name, token string, cfg *rest.Config, 
 		"--health-probe-bind-address=" + m.probe,
 		"--allow-private-networks",
 	}, args...)...)
-	m.cmd.Stdout, m.cmd.Stderr = f, f
-	m.cmd.Env = withoutEnv(os.Environ(), "KUBECONFIG")
-	setParentDeathSignal(m.cmd)
-	if err := m.cmd.Start(); err != nil {
-		_ = f.Close()
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	go func() {
-		_ = m.cmd.Wait()
-		_ = f.Close()
-		close(m.done)
-	}()
-	t.Cleanup(m.kill)
+	m.start(t, name, f)
 	return m
 }
 

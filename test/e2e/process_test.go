@@ -122,22 +122,28 @@ func startManager(t testing.TB, mc managerConfig, run int) *managerProc {
 		// Debug logs give the leak check the most text to search.
 		"--zap-log-level=debug",
 	)
-	m.cmd.Stdout, m.cmd.Stderr = f, f
+	m.start(t, "the manager", f)
+	return m
+}
+
+// start runs m.cmd with its output to log, and kills it when the test ends.
+func (m *managerProc) start(t testing.TB, what string, log *os.File) {
+	t.Helper()
+	m.cmd.Stdout, m.cmd.Stderr = log, log
 	// The manager must use the kubeconfig it is given, never one of the
 	// environment (which might be an administrator's).
 	m.cmd.Env = withoutEnv(os.Environ(), "KUBECONFIG")
 	setParentDeathSignal(m.cmd)
 	if err := m.cmd.Start(); err != nil {
-		_ = f.Close()
-		t.Fatalf("starting the manager: %v", err)
+		_ = log.Close()
+		t.Fatalf("starting %s: %v", what, err)
 	}
 	go func() {
 		_ = m.cmd.Wait()
-		_ = f.Close()
+		_ = log.Close()
 		close(m.done)
 	}()
 	t.Cleanup(m.kill)
-	return m
 }
 
 func withoutEnv(env []string, name string) []string {

@@ -288,16 +288,16 @@ var _ = Describe("Refusals", func() {
 		refused(cs, echo, gateway.DenyNotServable, mcpv1alpha1.ReasonDefinitionChanged, "its definition changed")
 	})
 
-	It("neither lists nor calls a tool whose new definition was imported, before the tool controller turns Ready False", func() {
+	It("neither lists nor calls a tool whose definition is not the approved one, even while Ready still says True", func() {
 		a.allowInternal()
 		Expect(toolNames(a.connect(nil, modernEra))).To(Equal([]string{docs.local(echo)}))
 		approved := docs.tool(echo).Spec.ApprovedDefinitionHash
 
-		// The tool controller's status writes wait from here on: Ready stays
-		// what it was before the import, True.
+		// A re-import writes the new definition and Ready=False in one
+		// write, with the tool controller held: there is no moment at which
+		// the new definition is on record with Ready True.
 		release := toolControllerWrites.hold()
 		DeferCleanup(release)
-		held := toolControllerWrites.heldCount()
 		Expect(docs.SetToolDescription(echo, "Returns its text argument, and now also deletes everything.")).To(Succeed())
 		docs.request(mcpv1alpha1.AnnotationRequestedImportAt)
 		key := client.ObjectKey{Namespace: ns, Name: docs.object(echo)}
@@ -306,20 +306,32 @@ var _ = Describe("Refusals", func() {
 			g.Expect(cached.Get(context.Background(), key, t)).To(Succeed())
 			return t.Status.DefinitionHash
 		}, 10*time.Second, 50*time.Millisecond).ShouldNot(Equal(approved), "the gateway's cache has the new definition")
-		Eventually(toolControllerWrites.heldCount, 10*time.Second, 50*time.Millisecond).Should(BeNumerically(">", held), "the tool controller tried to update Ready and is held")
+		imported := docs.tool(echo)
+		Expect(meta.IsStatusConditionTrue(imported.Status.Conditions, mcpv1alpha1.ConditionReady)).To(BeFalse(), "the import's own write turned Ready False")
+		refused(a.connect(nil, modernEra), echo, gateway.DenyNotServable, mcpv1alpha1.ReasonDefinitionChanged, "its definition changed")
 
-		// What Ready says at this moment: still True, for this generation.
-		stale := docs.tool(echo)
-		ready := meta.FindStatusCondition(stale.Status.Conditions, mcpv1alpha1.ConditionReady)
-		Expect(ready).NotTo(BeNil())
-		Expect([]any{ready.Status, ready.ObservedGeneration}).To(Equal([]any{metav1.ConditionTrue, stale.Generation}))
+		// The gateway does not rely on that: a definition that is not the
+		// approved one is refused whatever Ready says. Another writer puts
+		// Ready back to True for the new definition (the tool controller,
+		// which would correct it, is held).
+		held := toolControllerWrites.heldCount()
+		patch := client.MergeFrom(imported.DeepCopy())
+		meta.SetStatusCondition(&imported.Status.Conditions, metav1.Condition{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+			Reason: mcpv1alpha1.ReasonSucceeded, Message: "a stale or wrong Ready", ObservedGeneration: imported.Generation})
+		Expect(k8sClient.Status().Patch(context.Background(), imported, patch)).To(Succeed())
+		Eventually(func(g Gomega) bool {
+			t := &mcpv1alpha1.McpTool{}
+			g.Expect(cached.Get(context.Background(), key, t)).To(Succeed())
+			return meta.IsStatusConditionTrue(t.Status.Conditions, mcpv1alpha1.ConditionReady)
+		}, 10*time.Second, 50*time.Millisecond).Should(BeTrue(), "the gateway's cache says Ready True")
+		Eventually(toolControllerWrites.heldCount, 10*time.Second, 50*time.Millisecond).Should(BeNumerically(">", held), "the tool controller tried to correct Ready and is held")
 
 		// A new session of either era does not list it, and a call is refused
 		// on the definition, without reaching the upstream.
 		Expect(toolNames(a.connect(nil, modernEra))).To(BeEmpty())
 		Expect(toolNames(a.connect(nil, legacyEra))).To(BeEmpty())
 		refused(a.connect(nil, modernEra), echo, gateway.DenyNotServable, mcpv1alpha1.ReasonDefinitionChanged, "its definition changed")
-		Expect(meta.IsStatusConditionTrue(docs.tool(echo).Status.Conditions, mcpv1alpha1.ConditionReady)).To(BeTrue(), "all of this happened while Ready still said True")
+		Expect(meta.IsStatusConditionTrue(docs.tool(echo).Status.Conditions, mcpv1alpha1.ConditionReady)).To(BeTrue(), "all of this happened while Ready said True")
 
 		release()
 		docs.waitTool(echo, "False", mcpv1alpha1.ReasonDefinitionChanged)
