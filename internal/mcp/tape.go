@@ -145,76 +145,9 @@ func (p *tapeParser) value(depth int) bool {
 	}
 	switch c := p.b[p.i]; {
 	case c == '{':
-		if depth >= maxJSONDepth {
-			return false
-		}
-		idx := p.push(kObject)
-		p.i++
-		p.skipSpace()
-		if p.i < len(p.b) && p.b[p.i] == '}' {
-			p.i++
-			p.close(idx)
-			return true
-		}
-		for {
-			p.skipSpace()
-			if p.i >= len(p.b) || p.b[p.i] != '"' || !p.str() {
-				return false
-			}
-			p.skipSpace()
-			if p.i >= len(p.b) || p.b[p.i] != ':' {
-				return false
-			}
-			p.i++
-			if !p.value(depth + 1) {
-				return false
-			}
-			p.skipSpace()
-			if p.i >= len(p.b) {
-				return false
-			}
-			switch p.b[p.i] {
-			case ',':
-				p.i++
-			case '}':
-				p.i++
-				p.close(idx)
-				return true
-			default:
-				return false
-			}
-		}
+		return p.container(kObject, '}', depth)
 	case c == '[':
-		if depth >= maxJSONDepth {
-			return false
-		}
-		idx := p.push(kArray)
-		p.i++
-		p.skipSpace()
-		if p.i < len(p.b) && p.b[p.i] == ']' {
-			p.i++
-			p.close(idx)
-			return true
-		}
-		for {
-			if !p.value(depth + 1) {
-				return false
-			}
-			p.skipSpace()
-			if p.i >= len(p.b) {
-				return false
-			}
-			switch p.b[p.i] {
-			case ',':
-				p.i++
-			case ']':
-				p.i++
-				p.close(idx)
-				return true
-			default:
-				return false
-			}
-		}
+		return p.container(kArray, ']', depth)
 	case c == '"':
 		return p.str()
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -234,6 +167,53 @@ func (p *tapeParser) value(depth int) bool {
 		return p.literal("null", kNull)
 	}
 	return false
+}
+
+// container reads an object or array (kind, ending with closer) whose
+// opening byte is at p.i. An object's members are a string, a colon and a
+// value; an array's elements are values.
+func (p *tapeParser) container(kind, closer byte, depth int) bool {
+	if depth >= maxJSONDepth {
+		return false
+	}
+	idx := p.push(kind)
+	p.i++
+	p.skipSpace()
+	if p.i < len(p.b) && p.b[p.i] == closer {
+		p.i++
+		p.close(idx)
+		return true
+	}
+	for {
+		if kind == kObject {
+			p.skipSpace()
+			if p.i >= len(p.b) || p.b[p.i] != '"' || !p.str() {
+				return false
+			}
+			p.skipSpace()
+			if p.i >= len(p.b) || p.b[p.i] != ':' {
+				return false
+			}
+			p.i++
+		}
+		if !p.value(depth + 1) {
+			return false
+		}
+		p.skipSpace()
+		if p.i >= len(p.b) {
+			return false
+		}
+		switch p.b[p.i] {
+		case ',':
+			p.i++
+		case closer:
+			p.i++
+			p.close(idx)
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 func (p *tapeParser) literal(lit string, kind byte) bool {

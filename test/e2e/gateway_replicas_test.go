@@ -796,21 +796,18 @@ func closeOnce(ch chan struct{}) {
 
 // await returns once the approval name is decided.
 func (h *human) await(ctx context.Context, name string) error {
-	h.mu.Lock()
-	ch := h.chanFor(h.decided, name)
-	h.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return h.wait(ctx, h.decided, name)
 }
 
 // awaitApproved returns once the first approval of a call is approved.
 func (h *human) awaitApproved(ctx context.Context, hash string) error {
+	return h.wait(ctx, h.byHash, hash)
+}
+
+// wait returns once the channel of key in m is closed, or ctx ends.
+func (h *human) wait(ctx context.Context, m map[string]chan struct{}, key string) error {
 	h.mu.Lock()
-	ch := h.chanFor(h.byHash, hash)
+	ch := h.chanFor(m, key)
 	h.mu.Unlock()
 	select {
 	case <-ch:
