@@ -194,9 +194,12 @@ func (g *Gateway) event(t *mcpv1alpha1.McpTool, kind, reason, note string, args 
 	}
 }
 
-func (g *Gateway) now() time.Time {
-	if g.Now != nil {
-		return g.Now()
+func (g *Gateway) now() time.Time { return clock(g.Now) }
+
+// clock is the time now, read from f when a test set one.
+func clock(f func() time.Time) time.Time {
+	if f != nil {
+		return f()
 	}
 	return time.Now()
 }

@@ -66,10 +66,7 @@ type SecretKeys struct {
 
 // Keys implements KeySource.
 func (s *SecretKeys) Keys(ctx context.Context, fresh bool) (KeySet, error) {
-	now := time.Now()
-	if s.Now != nil {
-		now = s.Now()
-	}
+	now := clock(s.Now)
 	ttl := s.TTL
 	if ttl <= 0 {
 		ttl = time.Minute

@@ -58,10 +58,7 @@ func (s *ApprovalSweeper) Start(ctx context.Context) error {
 // Sweep deletes the approvals that expired more than Keep ago, among the
 // first sweepPages pages, and reports how many it deleted.
 func (s *ApprovalSweeper) Sweep(ctx context.Context) (int, error) {
-	now := time.Now()
-	if s.Now != nil {
-		now = s.Now()
-	}
+	now := clock(s.Now)
 	keep := s.Keep
 	if keep <= 0 {
 		keep = time.Hour

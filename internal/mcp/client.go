@@ -401,16 +401,27 @@ func (o *operation) abandon(ctx context.Context) {
 	_, _ = o.exchange(ctx, leg{method: methodDelete, version: o.version})
 }
 
-// Probe performs the handshake only.
-func (c *Client) Probe(ctx context.Context, ep Endpoint) (*ProbeResult, error) {
+// open begins an operation and completes its handshake; the caller ends
+// the operation once it succeeded (a failed handshake is ended here).
+func (c *Client) open(ctx context.Context, ep Endpoint) (*operation, error) {
 	o, err := c.begin(ep)
 	if err != nil {
 		return nil, err
 	}
-	defer o.end(ctx)
 	if err := o.connect(ctx, true); err != nil {
+		o.end(ctx)
 		return nil, err
 	}
+	return o, nil
+}
+
+// Probe performs the handshake only.
+func (c *Client) Probe(ctx context.Context, ep Endpoint) (*ProbeResult, error) {
+	o, err := c.open(ctx, ep)
+	if err != nil {
+		return nil, err
+	}
+	defer o.end(ctx)
 	p := o.probe
 	return &p, nil
 }
@@ -419,14 +430,11 @@ func (c *Client) Probe(ctx context.Context, ep Endpoint) (*ProbeResult, error) {
 // validated, normalised catalog. Any failure fails the whole operation: a
 // partial catalog is never returned.
 func (c *Client) ListTools(ctx context.Context, ep Endpoint) (*Catalog, error) {
-	o, err := c.begin(ep)
+	o, err := c.open(ctx, ep)
 	if err != nil {
 		return nil, err
 	}
 	defer o.end(ctx)
-	if err := o.connect(ctx, true); err != nil {
-		return nil, err
-	}
 	b := newCatalogBuilder(ep.MaxCatalogBytes, ep.MaxDefinitionBytes)
 	pages, err := o.listTools(ctx, b)
 	if err != nil {
