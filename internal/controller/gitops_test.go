@@ -217,6 +217,21 @@ var _ = Describe("Definition drift", func() {
 		Expect(rec.Description).NotTo(ContainSubstring("mails it"))
 		Expect(rec.InputSchema).NotTo(BeNil())
 
+		// Later importer writes of the same definition keep the record: the
+		// server gets a shard label, which the next import copies to its
+		// tools without a change of definition.
+		changed := t.Status.DefinitionHash
+		srv := getServer(ns, "drift")
+		spatch := client.MergeFrom(srv.DeepCopy())
+		srv.Labels = map[string]string{mcpv1alpha1.LabelShardKey: "a"}
+		Expect(k8sClient.Patch(context.Background(), srv, spatch)).To(Succeed())
+		v = requestImport(ns, "drift")
+		waitImportHandled(ns, "drift", v)
+		Eventually(func() string { return getTool(ns, echo).Labels[mcpv1alpha1.LabelShardKey] }).Should(Equal("a"))
+		t = getTool(ns, echo)
+		Expect(t.Status.DefinitionHash).To(Equal(changed), "the same definition was written again")
+		Expect(t.Status.ApprovedDefinition).To(Equal(rec), "the approved text survives the importer's later writes")
+
 		patch := client.MergeFrom(t.DeepCopy())
 		t.Spec.ApprovedDefinitionHash = t.Status.DefinitionHash
 		Expect(k8sClient.Patch(context.Background(), t, patch)).To(Succeed())

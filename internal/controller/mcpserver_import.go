@@ -348,6 +348,11 @@ func (r *McpServerReconciler) applyTool(ctx context.Context, srv *mcpv1alpha1.Mc
 		if h := hintsOf(t.Annotations); h != nil {
 			s.WithHints(hintsApply(h))
 		}
+		// Every importer write carries the approved text it keeps: a write
+		// without it would drop the field, which only this manager owns.
+		if rec := approvedRecord(cur, hash); rec != nil {
+			s.WithApprovedDefinition(definitionApply(rec))
+		}
 		s.WithConditions(importedCondition(cur, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "offered by the server at the last import", now))
 		withToolView(s, cur, srv, now)
 		return s
@@ -381,7 +386,8 @@ func toolLabels(srv *mcpv1alpha1.McpServer) map[string]string {
 }
 
 // appliedTool reads, from the answer to an apply, what the status write
-// depends on: generation, spec, definition hash and conditions.
+// depends on: generation, spec and status (definition hash, conditions, the
+// approved text kept).
 func appliedTool(obj *mcpac.McpToolApplyConfiguration) (*mcpv1alpha1.McpTool, error) {
 	cur := &mcpv1alpha1.McpTool{}
 	if obj.Name != nil {
@@ -402,15 +408,12 @@ func appliedTool(obj *mcpac.McpToolApplyConfiguration) (*mcpv1alpha1.McpTool, er
 			return nil, err
 		}
 	}
-	if obj.Status != nil && obj.Status.DefinitionHash != nil {
-		cur.Status.DefinitionHash = *obj.Status.DefinitionHash
-	}
-	if obj.Status != nil && len(obj.Status.Conditions) > 0 {
-		b, err := json.Marshal(obj.Status.Conditions)
+	if obj.Status != nil {
+		b, err := json.Marshal(obj.Status)
 		if err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal(b, &cur.Status.Conditions); err != nil {
+		if err := json.Unmarshal(b, &cur.Status); err != nil {
 			return nil, err
 		}
 	}
@@ -450,11 +453,7 @@ func (r *McpServerReconciler) replaceDefinition(ctx context.Context, key types.N
 		if err := r.APIReader.Get(ctx, key, live); err != nil {
 			return fmt.Errorf("reading McpTool %s before changing its definition: %w", key.Name, err)
 		}
-		status := build(live)
-		if rec := approvedRecord(live, hash); rec != nil {
-			status.WithApprovedDefinition(definitionApply(rec))
-		}
-		obj := mcpac.McpTool(key.Name, key.Namespace).WithResourceVersion(live.ResourceVersion).WithStatus(status)
+		obj := mcpac.McpTool(key.Name, key.Namespace).WithResourceVersion(live.ResourceVersion).WithStatus(build(live))
 		switch err := r.Status().Apply(ctx, obj, client.FieldOwner(FieldManagerImporter), client.ForceOwnership); {
 		case err == nil:
 			return nil
