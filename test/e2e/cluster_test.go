@@ -7,9 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -26,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/test/manifests"
@@ -57,10 +60,15 @@ func newScheme() *runtime.Scheme {
 	return s
 }
 
+var quietControllerRuntime sync.Once
+
 // startControlPlane starts kube-apiserver and etcd (envtest) with nothing
 // installed: the chart provides the CRDs and RBAC.
 func startControlPlane(t *testing.T) *rest.Config {
 	t.Helper()
+	// envtest logs through controller-runtime's global logger; its start
+	// messages carry nothing a failure report needs (errors are returned).
+	quietControllerRuntime.Do(func() { logf.SetLogger(logr.Discard()) })
 	env := &envtest.Environment{}
 	cfg, err := env.Start()
 	if err != nil {

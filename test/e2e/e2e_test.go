@@ -45,6 +45,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -579,15 +580,20 @@ func (s *suite) gatewayCall(t *testing.T) {
 		t.Fatalf("kubectl-mcp enable: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 	// Enabling approves nothing; a person approves the imported definition
-	// by setting its hash, as kubectl patch does.
+	// by setting its hash, as kubectl patch does. The controllers may still be writing the tool's status after the
+	// enable: a conflict is tried again on the object as it is now, as a
+	// person would.
 	for _, name := range []string{alphaEcho, vaultEcho} {
-		tl := &mcpv1alpha1.McpTool{}
-		if err := s.admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, tl); err != nil {
-			t.Fatal(err)
-		}
-		patch := client.MergeFromWithOptions(tl.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		tl.Spec.ApprovedDefinitionHash = tl.Status.DefinitionHash
-		if err := s.admin.Patch(ctx, tl, patch, client.FieldOwner("kubectl-patch")); err != nil {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			tl := &mcpv1alpha1.McpTool{}
+			if err := s.admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, tl); err != nil {
+				return err
+			}
+			patch := client.MergeFromWithOptions(tl.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			tl.Spec.ApprovedDefinitionHash = tl.Status.DefinitionHash
+			return s.admin.Patch(ctx, tl, patch, client.FieldOwner("kubectl-patch"))
+		})
+		if err != nil {
 			t.Fatalf("approving %s: %v", name, err)
 		}
 	}

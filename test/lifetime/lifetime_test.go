@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -296,10 +297,14 @@ func applyFromGit(t *testing.T, c client.Client, remote string, enabled bool, ap
 // patchTool changes a tool the way kubectl patch does.
 func patchTool(t *testing.T, c client.Client, remote string, change func(*mcpv1alpha1.McpTool)) {
 	t.Helper()
-	tl := getTool(t, c, remote)
-	patch := client.MergeFromWithOptions(tl.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	change(tl)
-	must(t, c.Patch(context.Background(), tl, patch, client.FieldOwner("kubectl-patch")))
+	// A conflict with a controller's status write is tried again on the
+	// object as it is now, as a person would.
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		tl := getTool(t, c, remote)
+		patch := client.MergeFromWithOptions(tl.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		change(tl)
+		return c.Patch(context.Background(), tl, patch, client.FieldOwner("kubectl-patch"))
+	}))
 }
 
 func waitReady(t *testing.T, c client.Client, remote string, status metav1.ConditionStatus, reason string) {
