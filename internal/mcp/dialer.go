@@ -419,11 +419,14 @@ func guardedTransport(d *safeDialer) *http.Transport {
 	return &http.Transport{
 		// No proxy: a proxy would make the dialer check the proxy's
 		// address instead of the server's.
-		Proxy:                 nil,
-		DialContext:           d.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          64,
-		MaxIdleConnsPerHost:   4,
+		Proxy:             nil,
+		DialContext:       d.DialContext,
+		ForceAttemptHTTP2: true,
+		// The gateway sends many agents' concurrent calls to one server:
+		// with fewer idle connections per host than calls in flight, every
+		// call beyond them would dial a connection and close it after.
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
