@@ -89,6 +89,7 @@ type Gateway struct {
 	approvalKeys KeySource
 	unauth       *unauthLimiter
 	handler      http.Handler
+	servers      toolServers
 	// tracer is nil when tracing is off.
 	tracer trace.Tracer
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"sync"
 
+	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,10 +20,18 @@ import (
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
-// serverFor builds the MCP server a session (or a stateless request) sees:
+// serverFor gives the MCP server a session (or a stateless request) sees:
 // the tools the caller may use at this moment. Calls are decided again when
 // they are made, and a call of a tool the server does not offer is refused
 // by the same decision too, so that it is audited with its reason.
+//
+// A 2026-07-28 tools/call names its one tool in the Mcp-Name header (the
+// SDK refuses a request whose header and body disagree), so it is served
+// by a server offering that tool alone when the caller may see it, and by
+// one offering none otherwise. Those servers depend on the tool's
+// definition only, not on the caller, and are kept per version of the
+// McpTool (toolServers): a call neither lists the catalog nor builds a
+// server and parses a schema.
 func (g *Gateway) serverFor(r *http.Request) *sdk.Server {
 	id := identityOf(auth.TokenInfoFromContext(r.Context()))
 	if id == nil {
@@ -31,31 +41,62 @@ func (g *Gateway) serverFor(r *http.Request) *sdk.Server {
 	if memo != nil && memo.s != nil {
 		return memo.s
 	}
-	s := sdk.NewServer(&sdk.Implementation{Name: "mcp-catalog-gateway", Version: g.Version}, &sdk.ServerOptions{
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
-	})
+	s := g.serverForRequest(r, id)
 	if memo != nil {
 		memo.s = s
 	}
+	return s
+}
+
+func (g *Gateway) serverForRequest(r *http.Request, id *Identity) *sdk.Server {
+	log := logf.FromContext(r.Context())
 	if !g.Stateless && r.Header.Get("Mcp-Session-Id") != "" && !modernRequest(r) {
 		// A request of an existing session is served by the server built
 		// when the session began; the SDK asks for one here only to read
 		// the protocol versions, which every server shares. Listing the
 		// tools would cost a review per tool on every request.
-		return s
+		return g.bareServer()
 	}
-	tools, err := g.toolsFor(r, id)
+	if modernRequest(r) && r.Header.Get("Mcp-Method") == "tools/call" {
+		t, err := g.visibleTool(r.Context(), id, r.Header.Get("Mcp-Name"))
+		if err != nil {
+			log.Error(err, "gateway: deciding the called tool failed")
+			return g.bareServer()
+		}
+		if t == nil {
+			return g.servers.get(nil, func() *sdk.Server { return g.offering(log) })
+		}
+		return g.servers.get(t, func() *sdk.Server { return g.offering(log, t) })
+	}
+	tools, err := g.visibleTools(r.Context(), id)
 	if err != nil {
-		logf.FromContext(r.Context()).Error(err, "gateway: listing tools failed")
-		return s
+		log.Error(err, "gateway: listing tools failed")
+		return g.bareServer()
 	}
+	return g.offering(log, tools...)
+}
+
+// bareServer offers nothing and observes nothing: the SDK answers a call
+// on it with an unknown tool. It stands in where the tools cannot be
+// decided (the error is logged) and, for a request of an existing session,
+// where the SDK reads only the protocol versions.
+func (g *Gateway) bareServer() *sdk.Server {
+	return sdk.NewServer(&sdk.Implementation{Name: "mcp-catalog-gateway", Version: g.Version}, &sdk.ServerOptions{
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+	})
+}
+
+// offering builds a server that offers tools, and observes and decides
+// every tools/call made on it, offered or not.
+func (g *Gateway) offering(log logr.Logger, tools ...*mcpv1alpha1.McpTool) *sdk.Server {
+	s := g.bareServer()
 	offered := make(map[string]bool, len(tools))
 	for _, t := range tools {
 		key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
 		if err := addTool(s, sdkTool(t), func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return g.call(ctx, req, key)
 		}); err != nil {
-			logf.FromContext(r.Context()).Error(err, "gateway: a tool cannot be offered", "tool", key.String())
+			log.Error(err, "gateway: a tool cannot be offered", "tool", key.String())
 			continue
 		}
 		offered[t.Status.LocalName] = true
@@ -83,6 +124,49 @@ func (g *Gateway) serverFor(r *http.Request) *sdk.Server {
 			return res, err
 		}
 	})
+	return s
+}
+
+// toolServers keeps, per McpTool, the server offering that tool alone,
+// built for one resourceVersion of it, and one server offering nothing.
+// A server is shared by the stateless requests of every caller allowed the
+// tool: it holds the definition, never an identity (each call is decided
+// on the request's own). Entries of deleted tools stay until the map holds
+// maxToolServers, when it starts again empty.
+type toolServers struct {
+	mu   sync.Mutex
+	m    map[types.NamespacedName]toolServer
+	none *sdk.Server
+}
+
+type toolServer struct {
+	version string
+	s       *sdk.Server
+}
+
+// maxToolServers bounds the servers kept (a few KiB each).
+const maxToolServers = 4096
+
+// get returns the server for t (nil: the one offering nothing), building
+// it with build when t changed since it was built.
+func (c *toolServers) get(t *mcpv1alpha1.McpTool, build func() *sdk.Server) *sdk.Server {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t == nil {
+		if c.none == nil {
+			c.none = build()
+		}
+		return c.none
+	}
+	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
+	if e, ok := c.m[key]; ok && e.version == t.ResourceVersion {
+		return e.s
+	}
+	if c.m == nil || len(c.m) >= maxToolServers {
+		c.m = make(map[types.NamespacedName]toolServer)
+	}
+	s := build()
+	c.m[key] = toolServer{version: t.ResourceVersion, s: s}
 	return s
 }
 
@@ -118,20 +202,9 @@ func sdkTool(t *mcpv1alpha1.McpTool) *sdk.Tool {
 	}
 }
 
-// toolsFor is what the server built for request r offers: every tool the
-// caller may see, except for a 2026-07-28 tools/call, whose Mcp-Name header
-// names the one tool it calls (the SDK refuses a request whose header and
-// body disagree). Deciding that one tool, instead of the whole namespace,
-// keeps the cost of a call independent of the size of the catalog.
-func (g *Gateway) toolsFor(r *http.Request, id *Identity) ([]*mcpv1alpha1.McpTool, error) {
-	if modernRequest(r) && r.Header.Get("Mcp-Method") == "tools/call" {
-		return g.visibleTool(r.Context(), id, r.Header.Get("Mcp-Name"))
-	}
-	return g.visibleTools(r.Context(), id)
-}
-
-// visibleTool is the tool of local name name, if the caller may see it.
-func (g *Gateway) visibleTool(ctx context.Context, id *Identity, name string) ([]*mcpv1alpha1.McpTool, error) {
+// visibleTool is the tool of local name name, if the caller may see it,
+// and nil otherwise.
+func (g *Gateway) visibleTool(ctx context.Context, id *Identity, name string) (*mcpv1alpha1.McpTool, error) {
 	object, err := toolname.ObjectNameOfLocal(name)
 	if err != nil {
 		return nil, nil
@@ -154,7 +227,7 @@ func (g *Gateway) visibleTool(ctx context.Context, id *Identity, name string) ([
 	if err != nil || !v.allowed() {
 		return nil, err
 	}
-	return []*mcpv1alpha1.McpTool{t}, nil
+	return t, nil
 }
 
 // visibleTools is what the caller may see: the tools of its namespace that
