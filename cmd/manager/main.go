@@ -27,6 +27,7 @@ func main() {
 	fs.BoolVar(&opts.SecureMetrics, "metrics-secure", opts.SecureMetrics, "Serve metrics over HTTPS with authentication and authorisation.")
 	fs.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", opts.MetricsCertDir, "Directory with tls.crt and tls.key for the metrics server; empty generates a self-signed certificate.")
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", opts.ProbeAddr, "Address of the /healthz and /readyz endpoints.")
+	fs.StringVar(&opts.PprofAddr, "pprof-bind-address", "", `Address of Go's profiling endpoints (/debug/pprof/, unauthenticated: bind to localhost); empty disables them.`)
 	fs.StringVar(&opts.Components, "components", opts.Components, `What this process runs: "all" (controllers and gateway), "controllers", or "gateway" (no controllers, no leader election).`)
 	fs.BoolVar(&opts.LeaderElect, "leader-elect", opts.LeaderElect, "Elect a leader so that only one replica is active.")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", opts.LeaderElectionNamespace, "Namespace of the leader-election lease; defaults to the manager's own.")

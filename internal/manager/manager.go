@@ -76,6 +76,10 @@ type Options struct {
 	MetricsCertDir string
 	// ProbeAddr serves /healthz and /readyz.
 	ProbeAddr string
+	// PprofAddr serves Go's profiles (net/http/pprof); empty or "0"
+	// disables them. It has no authentication: bind it to localhost and
+	// reach it with kubectl port-forward.
+	PprofAddr string
 	// Components is what this process runs: ComponentsAll (the default when
 	// empty), ComponentsControllers or ComponentsGateway.
 	Components string
@@ -253,6 +257,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Scheme:                 scheme.New(),
 		Metrics:                metricsOpts,
 		HealthProbeBindAddress: opts.ProbeAddr,
+		PprofBindAddress:       opts.PprofAddr,
 		// Only the controllers need one writer; a gateway-only replica
 		// answers whether or not it would hold the lease.
 		LeaderElection:                opts.LeaderElect && controllers,
