@@ -698,13 +698,19 @@ func checkPinnedGateway(t *testing.T, objs []*unstructured.Unstructured) {
 	if _, ok := f["--tracing-otlp-endpoint"]; ok {
 		t.Error("the controllers are passed --tracing-otlp-endpoint; only the gateway traces")
 	}
-	var sampler, memLimit bool
+	var sampler, memLimit, gogc bool
 	for _, e := range gc.Env {
 		sampler = sampler || (e.Name == "OTEL_TRACES_SAMPLER" && e.Value == "parentbased_traceidratio")
 		memLimit = memLimit || e.Name == "GOMEMLIMIT"
+		gogc = gogc || (e.Name == "GOGC" && e.Value == "400")
 	}
-	if !sampler || !memLimit {
-		t.Errorf("gateway env %v: want gateway.tracing.env beside GOMEMLIMIT", gc.Env)
+	if !sampler || !memLimit || !gogc {
+		t.Errorf("gateway env %v: want gateway.tracing.env beside GOMEMLIMIT and GOGC=400 (gateway.gcPercent)", gc.Env)
+	}
+	for _, e := range c.Env {
+		if e.Name == "GOGC" {
+			t.Errorf("the controllers are given GOGC=%s; gateway.gcPercent is the gateway's", e.Value)
+		}
 	}
 	if gd.Spec.Template.Spec.ServiceAccountName != fullname+"-gateway" {
 		t.Errorf("gateway ServiceAccount %q, want its own", gd.Spec.Template.Spec.ServiceAccountName)
