@@ -147,7 +147,13 @@ func New(o Options) (*Gateway, error) {
 		Logger:                       logger,
 	})
 	stateless := sdk.NewStreamableHTTPHandler(g.serverFor, &sdk.StreamableHTTPOptions{
-		Stateless:                    true,
+		Stateless: true,
+		// A stateless request has exactly one answer and the gateway sends
+		// nothing before it (a question for the agent is an input-required
+		// result or an error, not a request on the stream), so the answer
+		// is one application/json body: no event framing to write or for
+		// the agent to parse.
+		JSONResponse:                 true,
 		PropagateRequestCancellation: true,
 		Logger:                       logger,
 	})
