@@ -22,16 +22,18 @@ var declaredSpec = metav1.NewFieldsV1(`{"f:spec":{}}`)
 // an McpTool's size at scale (managed fields list every key of the input
 // schema, twice). An McpTool keeps one small entry per manager that
 // declared spec fields, which is all declaredElsewhere reads; everything
-// else loses its managed fields. Nothing is ever applied from a cached
-// object, so no write depends on what is dropped.
+// else loses its managed fields. McpTools lose the approved definition's
+// text too, which only people read (kubectl mcp diff, from the API
+// server); the importer keeps it from the live tool its writes return.
+// Nothing is ever applied from a cached object, so no write depends on
+// what is dropped.
 func TrimForCache(in any) (any, error) {
 	return trim(in, false)
 }
 
 // TrimForControllers is TrimForCache for a process that does not serve the
 // gateway: McpTools also lose the definition texts (title, description,
-// input schema, hints, the approved definition), which only the gateway
-// serves. The controllers read the definition hash; the one write that
+// input schema, hints), which only the gateway serves. The controllers read the definition hash; the one write that
 // re-applies a definition (markNotOffered) reads the tool live.
 func TrimForControllers(in any) (any, error) {
 	return trim(in, true)
@@ -49,9 +51,10 @@ func trim(in any, definitions bool) (any, error) {
 	}
 	if t, ok := in.(*mcpv1alpha1.McpTool); ok {
 		obj.SetManagedFields(specDeclarations(obj.GetManagedFields()))
+		t.Status.ApprovedDefinition = nil
 		if definitions {
 			t.Status.Title, t.Status.Description = "", ""
-			t.Status.InputSchema, t.Status.Hints, t.Status.ApprovedDefinition = nil, nil, nil
+			t.Status.InputSchema, t.Status.Hints = nil, nil
 		}
 		return in, nil
 	}

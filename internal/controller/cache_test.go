@@ -92,7 +92,8 @@ func TestTrimForCacheDropsWhatNothingReads(t *testing.T) {
 }
 
 // Without the gateway in the process, nothing reads a cached tool's
-// definition texts; the hash, which the controllers compare, stays.
+// definition texts; the hash, which the controllers compare, stays. With
+// it, only the approved definition's text goes.
 func TestTrimForControllersDropsDefinitionTextsOnly(t *testing.T) {
 	tool := func() *mcpv1alpha1.McpTool {
 		tl := &mcpv1alpha1.McpTool{}
@@ -120,7 +121,11 @@ func TestTrimForControllersDropsDefinitionTextsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kept := out.(*mcpv1alpha1.McpTool).Status; kept.InputSchema == nil || kept.Description == "" || kept.ApprovedDefinition == nil {
+	kept := out.(*mcpv1alpha1.McpTool).Status
+	if kept.InputSchema == nil || kept.Description == "" {
 		t.Errorf("the gateway's cache lost a definition: %+v", kept)
+	}
+	if kept.ApprovedDefinition != nil {
+		t.Errorf("the gateway's cache kept the approved definition's text, which only people read: %+v", kept.ApprovedDefinition)
 	}
 }
