@@ -15,10 +15,11 @@
 //     skip without KUBEBUILDER_ASSETS and run only under -bench, so `make
 //     test` never starts them.
 //   - BenchmarkGateway: one client calling a tool directly and through the
-//     real manager's gateway (envtest behind it, reviews cached), at 1 and
-//     64 concurrent agents: the latency the gateway adds and the share of
-//     the direct throughput it keeps. It skips without KUBEBUILDER_ASSETS
-//     too.
+//     gateway, the manager binary run as its own process on CPUs of its own
+//     (envtest behind it, reviews cached), at 1 and 64 concurrent agents:
+//     the latency the gateway adds, the share of the direct throughput it
+//     keeps and the CPU per call on each side. It skips without
+//     KUBEBUILDER_ASSETS, without two CPUs or without taskset.
 //
 // Figures that are not times are reported with b.ReportMetric; the report
 // program (./report) reads the benchmark output and writes

@@ -3,11 +3,11 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,12 +31,25 @@ import (
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
 
-// gatewayAgents are the concurrency levels of the gateway scenario.
-var gatewayAgents = []int{1, 64}
+// gatewayAgents are the concurrency levels of the gateway scenario, 1 and
+// 64; BENCH_GATEWAY_AGENTS (a comma-separated list) overrides them to
+// study one level.
+func gatewayAgents() []int {
+	var out []int
+	for _, f := range strings.Split(os.Getenv("BENCH_GATEWAY_AGENTS"), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return []int{1, 64}
+	}
+	return out
+}
 
 // gatewayRounds alternates direct and gateway runs, so that a slow moment
 // of the shared machine falls on both.
-const gatewayRounds = 3
+const gatewayRounds = 5
 
 // gatewayCalls is how many calls one run makes (per mode, concurrency and
 // round); BENCH_GATEWAY_CALLS overrides it for a quick run.
@@ -49,87 +62,84 @@ func gatewayCalls() int {
 
 // BenchmarkGateway measures what the gateway adds to a tool call: the same
 // client (ours) calls the echo tool of one in-process stateless go-sdk
-// server (2026-07-28, one HTTP request per call) directly, and through the
-// gateway of the real manager (internal/manager, in this process, envtest
-// behind it) as an agent with a ServiceAccount token, RBAC and an access
-// policy allowing the call. The token review and the access review are
-// made once and then answered from the gateway's caches, as in steady
-// state; tracing is off. The gateway audits to a pipe, as to a
-// container's standard output, and in a third run of each round to a file
-// synced after every record.
+// server (2026-07-28, one HTTP request per call) directly, and through a
+// gateway as an agent with a ServiceAccount token, RBAC and an access
+// policy allowing the call. The gateway is the manager binary with
+// --components=gateway, as the chart deploys it, on CPUs of its own
+// (cpuSplit); the controllers run in this process, idle during the
+// measurement. The token review and the access review are made once and
+// then answered from the gateway's caches, as in steady state; tracing is
+// off. The gateway processes run with the GOGC the chart sets for the
+// gateway. One audits to standard output, drained by this process as a
+// container runtime drains it; a second audits to a file synced after
+// every record.
 func BenchmarkGateway(b *testing.B) {
+	own, gwCPUs := cpuSplit(b)
 	r := startEnvtest(b)
 	up := mcpserver.Start(b, mcpserver.Options{Stateless: true, JSONResponse: true})
 	ctx := context.Background()
-
-	ready := make(chan string, 1)
-	opts := manager.DefaultOptions()
-	opts.MetricsAddr, opts.ProbeAddr, opts.SecureMetrics = "0", "0", false
-	opts.AllowPrivateNetworks = true
-	opts.GracefulShutdownTimeout = 5 * time.Second
-	opts.SkipControllerNameValidation = true
-	opts.GatewayAddr, opts.GatewayInsecure, opts.GatewayReady = "127.0.0.1:0", true, ready
-	audit := newAuditSink(b)
-	opts.GatewayAudit = audit
-	mgr, err := manager.New(r.mcfg, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(mctx) }()
-	b.Cleanup(func() { cancel(); <-done })
-	var gatewayURL string
-	select {
-	case addr := <-ready:
-		gatewayURL = "http://" + addr + gateway.Path
-	case <-time.After(time.Minute):
-		b.Fatal("the gateway did not start")
-	}
-
+	binary := buildManager(b)
+	startManager(b, r.mcfg, func(o *manager.Options) { o.Components = manager.ComponentsControllers })
 	token := gatewayAgent(b, r, up.URL)
+
+	kubeconfig := writeKubeconfig(b, r.cfg)
+	gogc := chartGatewayGOGC(b)
+	gw := startGateway(b, binary, kubeconfig, "-", gogc, gwCPUs)
+	gwFile := startGateway(b, binary, kubeconfig, filepath.Join(b.TempDir(), "audit.jsonl"), gogc, gwCPUs)
+
 	c := mcp.New(mcp.Options{AllowPrivateNetworks: true})
 	direct := func(ctx context.Context) error {
 		_, err := c.CallTool(ctx, mcp.Endpoint{Name: "direct", URL: up.URL}, mcpserver.ToolEcho, callArgs)
 		return err
 	}
-	gwEndpoint := mcp.Endpoint{Name: "gateway", URL: gatewayURL, AllowInsecureCredential: true, Credential: &mcp.Credential{Value: secret.New(token)}}
 	local := toolname.LocalName("docs", mcpserver.ToolEcho)
-	viaGateway := func(ctx context.Context) error {
-		out, err := c.CallTool(ctx, gwEndpoint, local, callArgs)
-		if err == nil && (out.IsError || out.Text != "hello") {
-			err = fmt.Errorf("the gateway answered %q (isError %t)", out.Text, out.IsError)
+	through := func(g *gatewayProc) func(context.Context) error {
+		ep := mcp.Endpoint{Name: "gateway", URL: "http://" + g.addr + gateway.Path, AllowInsecureCredential: true, Credential: &mcp.Credential{Value: secret.New(token)}}
+		return func(ctx context.Context) error {
+			out, err := c.CallTool(ctx, ep, local, callArgs)
+			if err == nil && (out.IsError || out.Text != "hello") {
+				err = fmt.Errorf("the gateway answered %q (isError %t)", out.Text, out.IsError)
+			}
+			return err
 		}
-		return err
 	}
-	// The gateway's cache may see the policy a moment after the API
-	// server does.
-	await(b, 30*time.Second, "a first call through the gateway", func() bool { return viaGateway(ctx) == nil })
+	viaGateway, viaFileGateway := through(gw), through(gwFile)
+	// A gateway's cache may see the policy a moment after the API server
+	// does.
+	for _, call := range []func(context.Context) error{viaGateway, viaFileGateway} {
+		await(b, 30*time.Second, "a first call through the gateway", func() bool { return call(ctx) == nil })
+	}
 	// Warm up outside the measurement: connection pools, the client's era
-	// cache, and the gateway's review caches.
+	// cache, and the gateways' review caches.
 	for range 50 {
-		if err := direct(ctx); err != nil {
-			b.Fatalf("direct call: %v", err)
-		}
-		if err := viaGateway(ctx); err != nil {
-			b.Fatalf("call through the gateway: %v", err)
+		for _, call := range []func(context.Context) error{direct, viaGateway, viaFileGateway} {
+			if err := call(ctx); err != nil {
+				b.Fatalf("warm-up call: %v", err)
+			}
 		}
 	}
 
+	unpin := pinSelf(b, own)
+	defer unpin()
 	for b.Loop() {
-		for _, agents := range gatewayAgents {
+		// Inside the loop: b.Loop's start deletes metrics reported before.
+		b.ReportMetric(float64(len(own)), "agent-cpus")
+		b.ReportMetric(float64(len(gwCPUs)), "gateway-cpus")
+		if n, err := strconv.Atoi(gogc); err == nil {
+			b.ReportMetric(float64(n), "gateway-gogc")
+		}
+		for _, agents := range gatewayAgents() {
 			var d, g, gf callRun
 			for range gatewayRounds {
-				d.add(b, runCalls(ctx, agents, gatewayCalls(), direct))
-				audit.toPipe()
-				g.add(b, runCalls(ctx, agents, gatewayCalls(), viaGateway))
-				audit.toFile()
-				gf.add(b, runCalls(ctx, agents, gatewayCalls(), viaGateway))
+				d.add(b, measure(b, nil, func() callResult { return runCalls(ctx, agents, gatewayCalls(), direct) }))
+				g.add(b, measure(b, gw, func() callResult { return runCalls(ctx, agents, gatewayCalls(), viaGateway) }))
+				gf.add(b, measure(b, gwFile, func() callResult { return runCalls(ctx, agents, gatewayCalls(), viaFileGateway) }))
 			}
 			prefix := fmt.Sprintf("c%d-", agents)
 			b.ReportMetric(ms(d.quantile(0.5)), prefix+"direct-p50-ms")
 			b.ReportMetric(ms(d.quantile(0.99)), prefix+"direct-p99-ms")
 			b.ReportMetric(d.throughput(), prefix+"direct-calls/s")
+			b.ReportMetric(d.ownCPUPerCall(), prefix+"direct-agent-cpu-us/call")
 			// The chart's default audits to standard output; the file
 			// figures show what an audit file synced per record costs.
 			for variant, run := range map[string]*callRun{"": &g, "file-": &gf} {
@@ -138,64 +148,37 @@ func BenchmarkGateway(b *testing.B) {
 				b.ReportMetric(ms(run.quantile(0.99)), prefix+variant+"gateway-p99-ms")
 				b.ReportMetric(run.throughput(), prefix+variant+"gateway-calls/s")
 				b.ReportMetric(run.throughput()/d.throughput(), prefix+variant+"throughput-ratio")
+				b.ReportMetric(run.ownCPUPerCall(), prefix+variant+"gateway-agent-cpu-us/call")
+				b.ReportMetric(run.gatewayCPUPerCall(), prefix+variant+"gateway-cpu-us/call")
 			}
 		}
 	}
 }
 
-// auditSink is the gateway's audit writer in the benchmark: a pipe that a
-// goroutine drains, as a container runtime drains standard output (the
-// chart's default), or a file the gateway syncs after every record
-// (--gateway-audit-file).
-type auditSink struct {
-	mu   sync.RWMutex
-	w    *os.File
-	pipe *os.File
-	file *os.File
-}
-
-func newAuditSink(b *testing.B) *auditSink {
+// measure runs one batch of calls and records the CPU time this process
+// and, if g is set, the gateway process used meanwhile.
+func measure(b *testing.B, g *gatewayProc, run func() callResult) callResult {
 	b.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
+	var gw0 time.Duration
+	if g != nil {
+		gw0 = g.cpu(b)
 	}
-	go func() { _, _ = io.Copy(io.Discard, r) }()
-	f, err := gateway.OpenAuditFile(filepath.Join(b.TempDir(), "audit.jsonl"))
-	if err != nil {
-		b.Fatal(err)
+	own0 := cpuOfSelf(b)
+	res := run()
+	res.ownCPU = cpuOfSelf(b) - own0
+	if g != nil {
+		res.gatewayCPU = g.cpu(b) - gw0
 	}
-	b.Cleanup(func() { _ = w.Close(); _ = r.Close(); _ = f.Close() })
-	return &auditSink{w: w, pipe: w, file: f}
-}
-
-func (a *auditSink) toPipe() { a.mu.Lock(); a.w = a.pipe; a.mu.Unlock() }
-func (a *auditSink) toFile() { a.mu.Lock(); a.w = a.file; a.mu.Unlock() }
-
-func (a *auditSink) Write(p []byte) (int, error) {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	return a.w.Write(p)
-}
-
-// Sync is what the gateway calls after each record: fsync for the file,
-// and nothing for the pipe, which the gateway does not sync (on standard
-// output it would only fail).
-func (a *auditSink) Sync() error {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	if a.w == a.pipe {
-		return nil
-	}
-	return a.w.Sync()
+	return res
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // callRun gathers the latencies and wall time of the runs of one mode.
 type callRun struct {
-	latencies []time.Duration
-	wall      time.Duration
+	latencies          []time.Duration
+	wall               time.Duration
+	ownCPU, gatewayCPU time.Duration
 }
 
 func (c *callRun) add(b *testing.B, r callResult) {
@@ -205,14 +188,30 @@ func (c *callRun) add(b *testing.B, r callResult) {
 	}
 	c.latencies = append(c.latencies, r.latencies...)
 	c.wall += r.wall
+	c.ownCPU += r.ownCPU
+	c.gatewayCPU += r.gatewayCPU
 }
 
-// callResult is one run: every call's latency, the run's wall time, and
-// the first error.
+// ownCPUPerCall is the CPU time of this process (agents and upstream) per
+// call, in microseconds.
+func (c *callRun) ownCPUPerCall() float64 {
+	return float64(c.ownCPU.Microseconds()) / float64(len(c.latencies))
+}
+
+// gatewayCPUPerCall is the CPU time of the gateway process per call, in
+// microseconds.
+func (c *callRun) gatewayCPUPerCall() float64 {
+	return float64(c.gatewayCPU.Microseconds()) / float64(len(c.latencies))
+}
+
+// callResult is one run: every call's latency, the run's wall time, the
+// first error, and the CPU time used meanwhile by this process and by the
+// gateway process.
 type callResult struct {
-	latencies []time.Duration
-	wall      time.Duration
-	err       error
+	latencies          []time.Duration
+	wall               time.Duration
+	err                error
+	ownCPU, gatewayCPU time.Duration
 }
 
 func (c *callRun) quantile(q float64) time.Duration {

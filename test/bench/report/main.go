@@ -158,7 +158,9 @@ func write(w *strings.Builder, r results, elapsed time.Duration) {
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleShards  -benchtime 1x -timeout 30m ./test/bench/\n")
 	p("```\n\n")
 	p("Profiles: add `-cpuprofile cpu.out -memprofile mem.out` to a `go test` line\n")
-	p("above and read them with `go tool pprof -top`.\n\n")
+	p("above and read them with `go tool pprof -top`. The gateway of section 7 is\n")
+	p("another process: `BENCH_GATEWAY_PPROF=1` serves its profiles and prints\n")
+	p("where; `BENCH_GATEWAY_AGENTS` and `BENCH_GATEWAY_CALLS` narrow a run.\n\n")
 
 	if b, err := os.ReadFile("test/bench/report/optimisations.md"); err == nil {
 		p("%s", b)
@@ -417,28 +419,43 @@ func gatewaySection(p printer, r results) {
 	const n = "BenchmarkGateway"
 	p("## 7. The gateway's overhead (envtest)\n\n")
 	if _, ok := r.get(n, "c1-added-p50-ms"); !ok {
-		p("Not measured (needs KUBEBUILDER_ASSETS).\n\n")
+		p("Not measured (needs KUBEBUILDER_ASSETS, two CPUs and taskset).\n\n")
 		return
 	}
+	own, _ := r.get(n, "agent-cpus")
+	gwCPUs, _ := r.get(n, "gateway-cpus")
+	gogc, hasGOGC := r.get(n, "gateway-gogc")
+	gcNote := "the Go runtime's default GOGC"
+	if hasGOGC {
+		gcNote = fmt.Sprintf("`GOGC=%s`, the chart's `gateway.gcPercent`", num(gogc))
+	}
 	p("One client (ours) calls the echo tool of an in-process stateless go-sdk\n")
-	p("server (2026-07-28: one HTTP request per call) directly, and through the\n")
-	p("gateway of the manager (internal/manager, in this process, envtest behind\n")
-	p("it) as an agent whose ServiceAccount token, RBAC role and access policy let\n")
-	p("it call the tool. The token and access reviews are made once, before the\n")
-	p("measurement, and answered from the gateway's caches from then on; tracing\n")
-	p("is off. The gateway audits to a pipe drained by the process, as to a\n")
-	p("container's standard output (the chart's default), and in a third run to\n")
-	p("a file synced after every record (`--gateway-audit-file`). Each agent\n")
-	p("calls again as soon as its call returned; the three runs alternate, three\n")
-	p("rounds per concurrency.\n\n")
-	p("| agents | audit | direct p50 | gateway p50 | added p50 | direct p99 | gateway p99 | direct calls/s | gateway calls/s | gateway ÷ direct throughput |\n")
-	p("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("server (2026-07-28: one HTTP request per call) directly, and through a\n")
+	p("gateway as an agent whose ServiceAccount token, RBAC role and access\n")
+	p("policy let it call the tool. The gateway runs as the chart deploys it:\n")
+	p("the manager binary with `--components=gateway --gateway-stateless`, in a\n")
+	p("process of its own with %s, bound to CPUs of its own\n", gcNote)
+	p("(taskset; %s here). The agents and the upstream server run in the\n", num(gwCPUs))
+	p("benchmark process, bound to the other CPUs (%s here) in the direct runs\n", num(own))
+	p("and the gateway runs alike; the controllers run there too, idle\n")
+	p("(envtest behind them). The token and\n")
+	p("access reviews are made once, before the measurement, and answered from\n")
+	p("the gateway's caches from then on; tracing is off. One gateway process\n")
+	p("audits to standard output, a pipe the benchmark process drains (the\n")
+	p("chart's default), another to a file synced after every record\n")
+	p("(`--gateway-audit-file`). Each agent calls again as soon as its call\n")
+	p("returned; the three runs alternate, five rounds per concurrency. CPU is\n")
+	p("per call: the benchmark process's (agents and upstream) from getrusage,\n")
+	p("the gateway process's from /proc (10 ms steps).\n\n")
+	p("| agents | audit | direct p50 | gateway p50 | added p50 | direct p99 | gateway p99 | direct calls/s | gateway calls/s | gateway ÷ direct throughput | agents+upstream CPU direct | agents+upstream CPU via gateway | gateway CPU |\n")
+	p("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range []string{"1", "64"} {
 		get := func(unit string) float64 { v, _ := r.get(n, "c"+c+"-"+unit); return v }
 		for _, v := range []struct{ name, prefix string }{{"standard output", ""}, {"synced file", "file-"}} {
-			p("| %s | %s | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.0f | %.0f | %s |\n", c, v.name,
+			p("| %s | %s | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.0f | %.0f | %s | %.0f µs | %.0f µs | %.0f µs |\n", c, v.name,
 				get("direct-p50-ms"), get(v.prefix+"gateway-p50-ms"), get(v.prefix+"added-p50-ms"), get("direct-p99-ms"), get(v.prefix+"gateway-p99-ms"),
-				get("direct-calls/s"), get(v.prefix+"gateway-calls/s"), percent(get(v.prefix+"throughput-ratio")))
+				get("direct-calls/s"), get(v.prefix+"gateway-calls/s"), percent(get(v.prefix+"throughput-ratio")),
+				get("direct-agent-cpu-us/call"), get(v.prefix+"gateway-agent-cpu-us/call"), get(v.prefix+"gateway-cpu-us/call"))
 		}
 	}
 	added, _ := r.get(n, "c1-added-p50-ms")
@@ -446,16 +463,17 @@ func gatewaySection(p printer, r results) {
 	p("\nTargets (audit to standard output, as the chart deploys the gateway):\n\n| target | measured |\n|---|---|\n")
 	p("| p50 added latency ≤ 1 ms (one agent) | %.2f ms %s |\n", added, verdict(added <= 1))
 	p("| throughput at 64 agents ≥ 80%% of direct | %s %s |\n\n", percent(share), verdict(share >= 0.8))
-	p("The client, the gateway and the upstream server share this process and\n")
-	p("its cores. A direct call costs the client's and the server's CPU; a call\n")
-	p("through the gateway costs that plus the gateway's own: a server side for\n")
-	p("the agent, the decision, two audit records and a client side for the\n")
-	p("upstream, which together are about as much again. At 64 agents every core\n")
-	p("is busy, so the throughput share measures that ratio of CPU costs rather\n")
-	p("than the gateway's capacity, and the latencies are mostly queueing for a\n")
-	p("core. In a cluster the upstream server and the agents run elsewhere and\n")
-	p("the gateway's replicas scale on their own CPU. An audit file synced per\n")
-	p("record adds two syncs to every call, one at a time across all calls.\n\n")
+	p("At 64 agents the direct runs keep the agents' CPU busy, so the share is\n")
+	p("whether a gateway with one CPU keeps up with what one CPU of agents and\n")
+	p("upstream can drive. The gateway's CPU per call is about that of the\n")
+	p("agent and the upstream together: it is an MCP server for the agent and\n")
+	p("a client of the upstream, plus the decision and two audit records. Most\n")
+	p("of its server side is the go-sdk's decoding, which allocates a 32 KiB\n")
+	p("buffer for each of the several JSON decodes of a request; the GOGC the\n")
+	p("chart sets makes those buffers cost fewer collections. An audit file\n")
+	p("synced per record adds two syncs to every call, one at a time across all\n")
+	p("calls. The harness's history (test/bench/report/optimisations.md) has\n")
+	p("the profile behind each step.\n\n")
 }
 
 // share is part ÷ whole, 0 when whole is 0.

@@ -1,0 +1,341 @@
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
+)
+
+// The gateway scenario runs the gateway as the chart deploys it: the
+// manager binary with --components=gateway, a process of its own on CPUs
+// of its own. The agents and the upstream server stay in this process on
+// the other CPUs, in the direct runs and the gateway runs alike, so the
+// direct runs measure what the agents' CPUs can drive, and the gateway
+// runs whether the gateway, given its own CPU, keeps up with that.
+
+// cpuSplit divides the CPUs this process may use into two halves: the
+// first for this process (agents and upstream), the second for the
+// gateway. It skips the benchmark on a machine with one CPU, or without
+// taskset to start the gateway on its half.
+func cpuSplit(b *testing.B) (own, gateway []int) {
+	b.Helper()
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		b.Fatalf("reading this process's CPU affinity: %v", err)
+	}
+	var cpus []int
+	for i := range 1024 {
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	if len(cpus) < 2 {
+		b.Skip("the gateway scenario needs two CPUs: one for the agents and the upstream, one for the gateway")
+	}
+	if _, err := exec.LookPath("taskset"); err != nil {
+		b.Skip("the gateway scenario starts the gateway on its CPUs with taskset (util-linux), which is not installed")
+	}
+	half := len(cpus) / 2
+	return cpus[:half], cpus[half:]
+}
+
+// pinSelf binds every thread of this process to cpus (threads started
+// later inherit the binding from the thread that starts them) and sets
+// GOMAXPROCS to match. The returned function undoes both.
+func pinSelf(b *testing.B, cpus []int) func() {
+	b.Helper()
+	var old, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	apply := func(s *unix.CPUSet) error {
+		// Twice: a thread started by a not yet bound thread while the
+		// first pass runs is bound by the second.
+		for range 2 {
+			tasks, err := os.ReadDir("/proc/self/task")
+			if err != nil {
+				return err
+			}
+			for _, t := range tasks {
+				tid, err := strconv.Atoi(t.Name())
+				if err != nil {
+					continue
+				}
+				if err := unix.SchedSetaffinity(tid, s); err != nil && !errors.Is(err, unix.ESRCH) {
+					return fmt.Errorf("binding thread %d: %w", tid, err)
+				}
+			}
+		}
+		return nil
+	}
+	if err := apply(&set); err != nil {
+		b.Fatal(err)
+	}
+	prev := runtime.GOMAXPROCS(len(cpus))
+	return func() {
+		runtime.GOMAXPROCS(prev)
+		if err := apply(&old); err != nil {
+			b.Errorf("restoring the CPU affinity: %v", err)
+		}
+	}
+}
+
+// cpuOfSelf is the CPU time this process has used.
+func cpuOfSelf(b *testing.B) time.Duration {
+	b.Helper()
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// clockTicks is the unit of the CPU times in /proc/PID/stat (USER_HZ),
+// 100 on Linux on every architecture Go supports.
+const clockTicks = 100
+
+// cpuOfPID is the CPU time (user and system) process pid has used, from
+// /proc/PID/stat, in steps of 10 ms.
+func cpuOfPID(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// count fields from after its closing parenthesis, where field 3
+	// begins; utime and stime are fields 14 and 15.
+	end := bytes.LastIndexByte(raw, ')')
+	fields := strings.Fields(string(raw[end+1:]))
+	if len(fields) < 13 {
+		b.Fatalf("/proc/%d/stat has %d fields after the command", pid, len(fields))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/%d/stat: %v", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
+}
+
+// chartGatewayGOGC is the GOGC the chart sets for the gateway
+// (gateway.gcPercent in its values.yaml); BENCH_GATEWAY_GOGC overrides it
+// to compare settings. Empty means the chart leaves the default.
+func chartGatewayGOGC(b *testing.B) string {
+	b.Helper()
+	if v := os.Getenv("BENCH_GATEWAY_GOGC"); v != "" {
+		return v
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "..", "charts", "mcp-catalog-operator", "values.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var values struct {
+		Gateway struct {
+			GCPercent *int `json:"gcPercent"`
+		} `json:"gateway"`
+	}
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		b.Fatalf("the chart's values.yaml: %v", err)
+	}
+	if values.Gateway.GCPercent == nil {
+		return ""
+	}
+	return strconv.Itoa(*values.Gateway.GCPercent)
+}
+
+// buildManager builds the manager binary from this tree.
+func buildManager(b *testing.B) string {
+	b.Helper()
+	out := filepath.Join(b.TempDir(), "manager")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/manager")
+	cmd.Dir = filepath.Join("..", "..")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build ./cmd/manager: %v\n%s", err, msg)
+	}
+	return out
+}
+
+// writeKubeconfig writes cfg (envtest's administrator) as a kubeconfig.
+func writeKubeconfig(b *testing.B, cfg *rest.Config) string {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "kubeconfig")
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["bench"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "bench"}
+	kc.CurrentContext = "bench"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// gatewayProc is one gateway process.
+type gatewayProc struct {
+	cmd  *exec.Cmd
+	addr string
+	log  string
+	done chan struct{}
+}
+
+// startGateway runs the manager binary as a gateway only, bound to cpus,
+// stateless and with the GOGC the chart gives it (gogc; empty leaves the
+// runtime's default), auditing to auditFile ("-" is standard output,
+// drained on the gateway's CPUs as a container runtime would drain it).
+// It returns once the gateway answers /readyz.
+func startGateway(b *testing.B, binary, kubeconfig, auditFile, gogc string, cpus []int) *gatewayProc {
+	b.Helper()
+	dir := b.TempDir()
+	g := &gatewayProc{addr: freeAddr(b), log: filepath.Join(dir, "gateway.log"), done: make(chan struct{})}
+	probe := freeAddr(b)
+	list := make([]string, len(cpus))
+	for i, c := range cpus {
+		list[i] = strconv.Itoa(c)
+	}
+	g.cmd = exec.Command("taskset", "-c", strings.Join(list, ","), binary,
+		"--kubeconfig="+kubeconfig,
+		"--components=gateway",
+		"--gateway-bind-address="+g.addr, "--gateway-insecure", "--gateway-stateless",
+		"--gateway-audit-file="+auditFile,
+		"--metrics-bind-address=0", "--health-probe-bind-address="+probe,
+		"--allow-private-networks",
+	)
+	// BENCH_GATEWAY_PPROF=1 serves the gateway's profiles on a port named
+	// on standard error, to profile it while the benchmark runs.
+	if os.Getenv("BENCH_GATEWAY_PPROF") != "" {
+		pprof := freeAddr(b)
+		g.cmd.Args = append(g.cmd.Args, "--pprof-bind-address="+pprof)
+		fmt.Fprintf(os.Stderr, "gateway (audit %s): profiles on http://%s/debug/pprof/\n", auditFile, pprof)
+	}
+	// The gateway uses the kubeconfig it is given, never one of the
+	// environment.
+	g.cmd.Env = withoutEnv(os.Environ(), "KUBECONFIG")
+	if gogc != "" {
+		g.cmd.Env = append(withoutEnv(g.cmd.Env, "GOGC"), "GOGC="+gogc)
+	}
+	logFile, err := os.Create(g.log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g.cmd.Stderr = logFile
+	// Standard output is a pipe that cat drains on the gateway's CPUs: a
+	// node's container runtime reads it off the agents' CPUs, and what
+	// shipping the log costs is the gateway's to pay here.
+	var drain *exec.Cmd
+	if auditFile == "-" {
+		r, w, err := os.Pipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		drain = exec.Command("taskset", "-c", strings.Join(list, ","), "cat")
+		drain.Stdin = r // and standard output, nil, is /dev/null
+		drain.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := drain.Start(); err != nil {
+			b.Fatalf("starting the drain of the gateway's standard output: %v", err)
+		}
+		_ = r.Close() // cat holds its own copy
+		g.cmd.Stdout = w
+		defer w.Close() // the gateway holds its own copy once started
+	} else {
+		g.cmd.Stdout = logFile
+	}
+	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := g.cmd.Start(); err != nil {
+		b.Fatalf("starting the gateway: %v", err)
+	}
+	go func() {
+		_ = g.cmd.Wait()
+		_ = logFile.Close()
+		if drain != nil {
+			_ = drain.Wait() // cat ends at the end of the pipe
+		}
+		close(g.done)
+	}()
+	b.Cleanup(func() {
+		_ = g.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-g.done:
+		case <-time.After(15 * time.Second):
+			_ = g.cmd.Process.Kill()
+			<-g.done
+		}
+	})
+	hc := &http.Client{Timeout: 2 * time.Second}
+	await(b, time.Minute, "the gateway process ready", func() bool {
+		select {
+		case <-g.done:
+			b.Fatalf("the gateway exited: %v\n%s", g.cmd.ProcessState, readTail(g.log))
+		default:
+		}
+		resp, err := hc.Get("http://" + probe + "/readyz")
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, func() string { return readTail(g.log) })
+	return g
+}
+
+// cpu is the CPU time the gateway process has used.
+func (g *gatewayProc) cpu(b *testing.B) time.Duration {
+	b.Helper()
+	return cpuOfPID(b, g.cmd.Process.Pid)
+}
+
+func freeAddr(b *testing.B) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+func withoutEnv(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// readTail is the end of a log file, for a failure message.
+func readTail(path string) string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if len(raw) > 4000 {
+		raw = raw[len(raw)-4000:]
+	}
+	return string(raw)
+}
