@@ -29,6 +29,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/secret"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/mcpserver"
+	"github.com/mcp-catalog/operator/test/testproc"
 )
 
 // gatewayAgents are the concurrency levels of the gateway scenario, 1 and
@@ -82,7 +83,8 @@ func BenchmarkGateway(b *testing.B) {
 	startManager(b, r.mcfg, func(o *manager.Options) { o.Components = manager.ComponentsControllers })
 	token := gatewayAgent(b, r, up.URL)
 
-	kubeconfig := writeKubeconfig(b, r.cfg)
+	kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
+	testproc.WriteKubeconfig(b, kubeconfig, r.cfg, "")
 	gogc := chartGatewayGOGC(b)
 	gw := startGateway(b, binary, kubeconfig, "-", gogc, gwCPUs)
 	gwFile := startGateway(b, binary, kubeconfig, filepath.Join(b.TempDir(), "audit.jsonl"), gogc, gwCPUs)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,10 +16,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mcp-catalog/operator/test/testproc"
 )
 
 // The gateway scenario runs the gateway as the chart deploys it: the
@@ -179,21 +177,6 @@ func buildManager(b *testing.B) string {
 	return out
 }
 
-// writeKubeconfig writes cfg (envtest's administrator) as a kubeconfig.
-func writeKubeconfig(b *testing.B, cfg *rest.Config) string {
-	b.Helper()
-	path := filepath.Join(b.TempDir(), "kubeconfig")
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["bench"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "bench"}
-	kc.CurrentContext = "bench"
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		b.Fatal(err)
-	}
-	return path
-}
-
 // gatewayProc is one gateway process.
 type gatewayProc struct {
 	cmd  *exec.Cmd
@@ -210,8 +193,8 @@ type gatewayProc struct {
 func startGateway(b *testing.B, binary, kubeconfig, auditFile, gogc string, cpus []int) *gatewayProc {
 	b.Helper()
 	dir := b.TempDir()
-	g := &gatewayProc{addr: freeAddr(b), log: filepath.Join(dir, "gateway.log"), done: make(chan struct{})}
-	probe := freeAddr(b)
+	g := &gatewayProc{addr: testproc.FreeAddr(b), log: filepath.Join(dir, "gateway.log"), done: make(chan struct{})}
+	probe := testproc.FreeAddr(b)
 	list := make([]string, len(cpus))
 	for i, c := range cpus {
 		list[i] = strconv.Itoa(c)
@@ -227,15 +210,15 @@ func startGateway(b *testing.B, binary, kubeconfig, auditFile, gogc string, cpus
 	// BENCH_GATEWAY_PPROF=1 serves the gateway's profiles on a port named
 	// on standard error, to profile it while the benchmark runs.
 	if os.Getenv("BENCH_GATEWAY_PPROF") != "" {
-		pprof := freeAddr(b)
+		pprof := testproc.FreeAddr(b)
 		g.cmd.Args = append(g.cmd.Args, "--pprof-bind-address="+pprof)
 		fmt.Fprintf(os.Stderr, "gateway (audit %s): profiles on http://%s/debug/pprof/\n", auditFile, pprof)
 	}
 	// The gateway uses the kubeconfig it is given, never one of the
 	// environment.
-	g.cmd.Env = withoutEnv(os.Environ(), "KUBECONFIG")
+	g.cmd.Env = testproc.WithoutEnv(os.Environ(), "KUBECONFIG")
 	if gogc != "" {
-		g.cmd.Env = append(withoutEnv(g.cmd.Env, "GOGC"), "GOGC="+gogc)
+		g.cmd.Env = append(testproc.WithoutEnv(g.cmd.Env, "GOGC"), "GOGC="+gogc)
 	}
 	logFile, err := os.Create(g.log)
 	if err != nil {
@@ -305,27 +288,6 @@ func startGateway(b *testing.B, binary, kubeconfig, auditFile, gogc string, cpus
 func (g *gatewayProc) cpu(b *testing.B) time.Duration {
 	b.Helper()
 	return cpuOfPID(b, g.cmd.Process.Pid)
-}
-
-func freeAddr(b *testing.B) string {
-	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
-}
-
-func withoutEnv(env []string, name string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, name+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // readTail is the end of a log file, for a failure message.

@@ -23,8 +23,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -191,25 +189,6 @@ func tokenFor(t *testing.T, cs kubernetes.Interface, ns, name string, audiences 
 // a bearer token only.
 func tokenConfig(cfg *rest.Config, token string) *rest.Config {
 	return &rest.Config{Host: cfg.Host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}}
-}
-
-// writeKubeconfig writes a kubeconfig for the API server of cfg: with a
-// token when one is given, else with cfg's client certificate (the
-// envtest administrator).
-func writeKubeconfig(t *testing.T, path string, cfg *rest.Config, token string) {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	user := &clientcmdapi.AuthInfo{Token: token}
-	if token == "" {
-		user = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	}
-	kc.AuthInfos["e2e"] = user
-	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "e2e"}
-	kc.CurrentContext = "e2e"
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatalf("writing %s: %v", path, err)
-	}
 }
 
 func createNamespace(t *testing.T, c client.Client, name string) {

@@ -23,6 +23,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/manifests"
+	"github.com/mcp-catalog/operator/test/testproc"
 )
 
 // TestMakeRunDemo runs what `make run` runs, cmd/devrun, where KUBECONFIG
@@ -40,7 +41,7 @@ func TestMakeRunDemo(t *testing.T) {
 		t.Fatalf("go build ./cmd/devrun: %v\n%s", err, out)
 	}
 
-	demo, gw, health := freeAddr(t), freeAddr(t), freeAddr(t)
+	demo, gw, health := testproc.FreeAddr(t), testproc.FreeAddr(t), testproc.FreeAddr(t)
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	logPath := filepath.Join(dir, "devrun.log")
 	logFile, err := os.Create(logPath)

@@ -52,6 +52,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/mcpserver"
+	"github.com/mcp-catalog/operator/test/testproc"
 )
 
 const (
@@ -153,9 +154,9 @@ func TestEndToEnd(t *testing.T) {
 		s.chart = installChart(t, s.cfg, s.admin, renderChart(t, helm))
 		s.managerToken = tokenFor(t, s.clientset, releaseNS, s.chart.serviceAccount)
 		s.mc = managerConfig{kubeconfig: filepath.Join(work, "manager.kubeconfig"), auditLog: filepath.Join(work, "audit.jsonl"), dir: work}
-		writeKubeconfig(t, s.mc.kubeconfig, s.cfg, s.managerToken)
+		testproc.WriteKubeconfig(t, s.mc.kubeconfig, s.cfg, s.managerToken)
 		s.adminKubeconfig = filepath.Join(work, "admin.kubeconfig")
-		writeKubeconfig(t, s.adminKubeconfig, s.cfg, "")
+		testproc.WriteKubeconfig(t, s.adminKubeconfig, s.cfg, "")
 		createNamespace(t, s.admin, ns)
 		createNamespace(t, s.admin, bulkNS)
 	})
@@ -391,7 +392,7 @@ func (s *suite) importAll(t *testing.T) {
 	}
 
 	// A server on a port nothing listens on refuses every connection.
-	closed := freeAddr(t)
+	closed := testproc.FreeAddr(t)
 	mustCreate(t, s.admin, &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "broken"}, Spec: mcpv1alpha1.McpServerSpec{
 		URL: "http://" + closed + "/mcp", DataClass: mcpv1alpha1.DataClassPublic,
 	}})

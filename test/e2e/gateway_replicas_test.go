@@ -37,6 +37,7 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/toolname"
+	"github.com/mcp-catalog/operator/test/testproc"
 )
 
 // The replica test's cluster: one namespace with the upstream, its two
@@ -166,7 +167,7 @@ func TestGatewayReplicas(t *testing.T) {
 	audits := make([]string, replicaCount)
 	for i := range gateways {
 		audits[i] = filepath.Join(work, fmt.Sprintf("audit-%d.jsonl", i))
-		addr := freeAddr(t)
+		addr := testproc.FreeAddr(t)
 		gateways[i] = startProc(t, bins.manager, work, fmt.Sprintf("gateway-%d", i), gwToken, cfg,
 			"--components=gateway", "--gateway-bind-address="+addr, "--gateway-insecure", "--gateway-stateless",
 			"--gateway-approval-key-secret="+releaseNS+"/"+keySecret,
@@ -354,11 +355,11 @@ func startProc(t *testing.T, binary, dir, name, token string, cfg *rest.Config, 
 	t.Helper()
 	m := &managerProc{
 		logPath: filepath.Join(dir, name+".log"),
-		probe:   freeAddr(t),
+		probe:   testproc.FreeAddr(t),
 		done:    make(chan struct{}),
 	}
 	kubeconfig := filepath.Join(dir, name+".kubeconfig")
-	writeKubeconfig(t, kubeconfig, cfg, token)
+	testproc.WriteKubeconfig(t, kubeconfig, cfg, token)
 	f, err := os.Create(m.logPath)
 	if err != nil {
 		t.Fatal(err)

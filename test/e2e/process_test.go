@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-catalog/operator/test/testproc"
 )
 
 // binaries are the real commands, built from this tree.
@@ -61,18 +63,6 @@ func startBuild(t *testing.T, dir string) func() binaries {
 	}
 }
 
-// freeAddr returns a loopback address with a port nothing listens on now.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
-}
-
 // managerProc is one run of the manager binary.
 type managerProc struct {
 	cmd                     *exec.Cmd
@@ -99,7 +89,7 @@ func startManager(t testing.TB, mc managerConfig, run int) *managerProc {
 	t.Helper()
 	m := &managerProc{
 		logPath: filepath.Join(mc.dir, fmt.Sprintf("manager-%d.log", run)),
-		metrics: freeAddr(t), probe: freeAddr(t), gateway: freeAddr(t),
+		metrics: testproc.FreeAddr(t), probe: testproc.FreeAddr(t), gateway: testproc.FreeAddr(t),
 		done: make(chan struct{}),
 	}
 	f, err := os.Create(m.logPath)
@@ -132,7 +122,7 @@ func (m *managerProc) start(t testing.TB, what string, log *os.File) {
 	m.cmd.Stdout, m.cmd.Stderr = log, log
 	// The manager must use the kubeconfig it is given, never one of the
 	// environment (which might be an administrator's).
-	m.cmd.Env = withoutEnv(os.Environ(), "KUBECONFIG")
+	m.cmd.Env = testproc.WithoutEnv(os.Environ(), "KUBECONFIG")
 	setParentDeathSignal(m.cmd)
 	if err := m.cmd.Start(); err != nil {
 		_ = log.Close()
@@ -144,16 +134,6 @@ func (m *managerProc) start(t testing.TB, what string, log *os.File) {
 		close(m.done)
 	}()
 	t.Cleanup(m.kill)
-}
-
-func withoutEnv(env []string, name string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, name+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // kill ends the process with SIGKILL, as a node failure or an OOM kill
@@ -233,7 +213,7 @@ func runCLI(t *testing.T, bin, kubeconfig string, args ...string) cliResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append(args, "--kubeconfig="+kubeconfig)...)
-	cmd.Env = withoutEnv(os.Environ(), "KUBECONFIG")
+	cmd.Env = testproc.WithoutEnv(os.Environ(), "KUBECONFIG")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
