@@ -72,6 +72,9 @@ func newWire(mgr ctrl.Manager, opts Options) (*wire, error) {
 // setupControllers registers the reconcilers with the manager.
 func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Selector) error {
 	metrics.SetStateReader(mgr.GetCache())
+	if err := controller.RegisterIndexes(context.Background(), mgr); err != nil {
+		return err
+	}
 	servers := &controller.McpServerReconciler{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
