@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/secret"
 	"github.com/mcp-catalog/operator/test/mcpserver"
@@ -123,7 +124,7 @@ func startPeer(t *testing.T, p peer, change func(*mcpserver.Options)) *mcpserver
 
 // loopbackEgress is an administrator's policy that lets servers which opt in
 // reach loopback, where the test servers listen.
-var loopbackEgress = mcp.EgressPolicy{PrivateCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
+var loopbackEgress = egress.Policy{PrivateCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
 
 // endpoint is the usual endpoint of a peer: loopback allowed for this server
 // only (within loopbackEgress), no credential.
