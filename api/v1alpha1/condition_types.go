@@ -106,7 +106,9 @@ const (
 	// ReasonUnsupportedProtocol: no protocol revision in common.
 	ReasonUnsupportedProtocol = "UnsupportedProtocolVersion"
 	// ReasonCatalogTooLarge: the page or tool ceiling was reached, or the
-	// definitions exceed spec.import.maxCatalogBytes.
+	// definitions exceed spec.import.maxCatalogBytes. The server is Stalled
+	// and not imported again until its spec changes (a raised ceiling, say)
+	// or an import is requested.
 	ReasonCatalogTooLarge = "CatalogTooLarge"
 
 	// ReasonImportFailed: the last import failed; see the message.

@@ -53,7 +53,21 @@ const (
 
 // McpAccessPolicyStatus is what the controller observed.
 type McpAccessPolicyStatus struct {
-	// observedGeneration is the generation last observed.
+	// conditions are Ready and Stalled. Ready is False, and Stalled True,
+	// with the reason InvalidSpec when the spec is invalid in a way the API
+	// server does not check (a "*" beside other names in serviceAccounts,
+	// say); the message names the field.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// observedGeneration is the generation last reconciled. The API server
+	// shows -1 until the first reconcile writes status; a status sent with
+	// a create is dropped.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
@@ -63,7 +77,10 @@ type McpAccessPolicyStatus struct {
 // +kubebuilder:resource:shortName=mcpap,categories={mcp,mcp-catalog}
 // +kubebuilder:printcolumn:name="Max Class",type=string,JSONPath=`.spec.maxDataClass`
 // +kubebuilder:printcolumn:name="Approval",type=string,JSONPath=`.spec.approvalMode`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 
 // McpAccessPolicy is the platform's declaration of how sensitive the tools
 // a namespace's agents may use through the gateway can be.
@@ -80,6 +97,7 @@ type McpAccessPolicy struct {
 
 	// status is what the controller observed.
 	// +optional
+	// +default={"observedGeneration":-1}
 	Status McpAccessPolicyStatus `json:"status,omitempty"`
 }
 

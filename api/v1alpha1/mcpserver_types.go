@@ -200,14 +200,18 @@ type ImportSettings struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="spec.import.interval must be between 1m and 24h"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
-	// maxPages is the most tools/list pages one import follows.
+	// maxPages is the most tools/list pages one import follows. An import
+	// with more pages fails with reason CatalogTooLarge, changes no McpTool
+	// and stalls the server until its spec changes.
 	// +optional
 	// +default=100
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
 	MaxPages int32 `json:"maxPages,omitempty"`
 
-	// maxTools is the most tools one import accepts from the server.
+	// maxTools is the most tools one import accepts from the server. An
+	// import offered more fails with reason CatalogTooLarge, changes no
+	// McpTool and stalls the server until its spec changes.
 	// +optional
 	// +default=2000
 	// +kubebuilder:validation:Minimum=1
@@ -217,8 +221,10 @@ type ImportSettings struct {
 	// maxCatalogBytes is the budget, in bytes, for all tool definitions one
 	// import keeps, counted as stored (name, title, description and
 	// normalised input schema, nested descriptions included). An import
-	// over it fails with reason CatalogTooLarge and changes no McpTool. The
-	// default is 16 MiB; at most 64 MiB.
+	// over it fails with reason CatalogTooLarge, changes no McpTool and
+	// stalls the server until its spec changes (this field raised, say), so
+	// the catalog is not read again every interval. The default is 16 MiB;
+	// at most 64 MiB.
 	// +optional
 	// +default=16777216
 	// +kubebuilder:validation:Minimum=65536
@@ -255,8 +261,9 @@ type McpServerStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 
-	// observedGeneration is the generation last reconciled; -1 before the
-	// first reconcile.
+	// observedGeneration is the generation last reconciled. The API server
+	// shows -1 until the first reconcile writes status; a status sent with
+	// a create is dropped.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 

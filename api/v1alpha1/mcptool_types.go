@@ -90,8 +90,9 @@ type McpToolStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 
-	// observedGeneration is the generation last reconciled; -1 before the
-	// first reconcile.
+	// observedGeneration is the generation last reconciled. The API server
+	// shows -1 until the first reconcile writes status; a status sent with
+	// a create is dropped.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 

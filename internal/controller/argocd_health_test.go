@@ -218,18 +218,21 @@ var _ = Describe("Argo CD health checks", func() {
 		Eventually(p).Should(HaveField("Status", "Healthy"))
 	})
 
-	It("reads an access policy as Healthy once it exists", func() {
+	It("reads an access policy by its Ready condition", func() {
 		ns := newNamespace()
-		pol := &mcpv1alpha1.McpAccessPolicy{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agents"},
-			Spec:       mcpv1alpha1.McpAccessPolicySpec{ServiceAccounts: []string{"*"}, MaxDataClass: mcpv1alpha1.DataClassInternal},
+		accessPolicy(ns, "support-agent", "*")
+		p := func(g Gomega) argoHealth {
+			h, err := runHealth("McpAccessPolicy", getAccessPolicy(g, ns))
+			g.Expect(err).NotTo(HaveOccurred())
+			return h
 		}
-		Expect(k8sClient.Create(context.Background(), pol)).To(Succeed())
-		got := &mcpv1alpha1.McpAccessPolicy{}
-		Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pol), got)).To(Succeed())
-		h, err := runHealth("McpAccessPolicy", got)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(h.Status).To(Equal("Healthy"))
+		// A spec the operator found invalid needs a person: Degraded.
+		Eventually(p).Should(healthIs("Degraded", `spec.serviceAccounts lists "*"`))
+		fixed := getAccessPolicy(Default, ns)
+		before := fixed.DeepCopy()
+		fixed.Spec.ServiceAccounts = []string{"support-agent"}
+		Expect(k8sClient.Patch(context.Background(), fixed, client.MergeFrom(before))).To(Succeed())
+		Eventually(p).Should(HaveField("Status", "Healthy"))
 	})
 })
 

@@ -96,7 +96,7 @@ func classifyReference(err error, retry time.Duration) error {
 // scheduled attempt.
 func classifyOperation(err error, reason, message string) error {
 	switch mcp.KindOf(err) {
-	case mcp.KindBlockedAddress, mcp.KindRedirect, mcp.KindInsecureCredential, mcp.KindPageLimit, mcp.KindToolLimit:
+	case mcp.KindBlockedAddress, mcp.KindRedirect, mcp.KindInsecureCredential, mcp.KindPageLimit, mcp.KindToolLimit, mcp.KindCatalogTooLarge:
 		return &stallingError{reason: reason, err: errors.New(message)}
 	}
 	return nil

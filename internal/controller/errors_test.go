@@ -23,6 +23,9 @@ func TestClassifyOperation(t *testing.T) {
 		mcp.KindInsecureCredential: true,
 		mcp.KindPageLimit:          true,
 		mcp.KindToolLimit:          true,
+		// The byte budget is a ceiling of the spec like the two above:
+		// waiting would read up to 64 MiB again every interval.
+		mcp.KindCatalogTooLarge: true,
 		// A Secret value that cannot be a header is cured by rotating the
 		// Secret, which is not watched.
 		mcp.KindInvalidEndpoint: false,

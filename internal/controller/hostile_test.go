@@ -38,6 +38,9 @@ var _ = Describe("A server that amplifies its catalog", func() {
 		srv := getServer(ns, "bloat")
 		Expect(srv.Spec.Import.MaxCatalogBytes).To(Equal(int64(16<<20)), "the API defaults the budget")
 		Expect(srv.Status.LastImportTime).To(BeNil())
+		// Only a change to the spec cures it: the server stalls rather than
+		// reading the catalog again every interval.
+		Expect(srv.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, mcpv1alpha1.ReasonCatalogTooLarge))
 
 		// A server with a good catalog that turns hostile: its tools stay
 		// exactly as they were.
@@ -63,7 +66,8 @@ var _ = Describe("A server that amplifies its catalog", func() {
 		Expect(after.Status.LastImportTime).To(Equal(imported), "the last good import is still the one on record")
 		Expect(after.Status.Tools.Imported).To(Equal(int32(3 + len(mcpserver.BuiltinTools()))))
 
-		// A budget raised to its maximum still refuses ~200 MiB.
+		// A budget raised to its maximum is the spec change that imports
+		// again at once; it still refuses ~200 MiB.
 		s = getServer(ns, "bloat")
 		patch = client.MergeFrom(s.DeepCopy())
 		s.Spec.Import.MaxCatalogBytes = 64 << 20

@@ -93,6 +93,10 @@ func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Sele
 	if err := profiles.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpDelegationProfile controller: %w", err)
 	}
+	policies := &controller.McpAccessPolicyReconciler{Client: mgr.GetClient(), Selector: shard}
+	if err := policies.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the McpAccessPolicy controller: %w", err)
+	}
 	tools := &controller.McpToolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	if err := tools.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpTool controller: %w", err)

@@ -96,8 +96,9 @@ type Options struct {
 	// WatchLabelSelector, if set, makes this process one shard: its cache
 	// holds, and its controllers reconcile, only the McpServers and McpTools
 	// the selector selects, and it writes the status of only the
-	// McpDelegationProfiles it selects (docs/adr/019-sharding.md). A shard
-	// runs the controllers only; the gateway needs every object.
+	// McpDelegationProfiles and McpAccessPolicies it selects
+	// (docs/adr/019-sharding.md). A shard runs the controllers only; the
+	// gateway needs every object.
 	WatchLabelSelector string
 	// LeaderElectionID names the lease; empty means LeaderElectionID. Each
 	// shard needs its own, or only one shard would ever run.

@@ -61,8 +61,8 @@ func (w *shardWrites) writers(part string) map[string]bool {
 
 // Two shards on one control plane, as the chart runs them: each reconciles
 // only the server its selector selects, and that server's tools, which the
-// importer labels with the server's shard. Each holds its own lease, so
-// both run at once.
+// importer labels with the server's shard, and only the access policy its
+// selector selects. Each holds its own lease, so both run at once.
 func TestShardsReconcileOnlyTheirOwnObjects(t *testing.T) {
 	cfg := startEnvtest(t)
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
@@ -106,20 +106,35 @@ func TestShardsReconcileOnlyTheirOwnObjects(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Access policies are cached by every shard and written by the one
+	// that selects them, as delegation profiles are.
+	for name, labels := range map[string]map[string]string{"policy-a": {mcpv1alpha1.LabelShardKey: "a"}, "policy-unsharded": nil} {
+		p := &mcpv1alpha1.McpAccessPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shards", Name: name, Labels: labels}}
+		p.Spec.ServiceAccounts, p.Spec.MaxDataClass = []string{"agent"}, mcpv1alpha1.DataClassInternal
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tools := 3 + len(mcpserver.BuiltinTools())
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		var l mcpv1alpha1.McpServerList
 		var tl mcpv1alpha1.McpToolList
+		var pl mcpv1alpha1.McpAccessPolicyList
 		ready := 0
-		if c.List(ctx, &l, client.InNamespace("shards")) == nil && c.List(ctx, &tl, client.InNamespace("shards")) == nil {
+		if c.List(ctx, &l, client.InNamespace("shards")) == nil && c.List(ctx, &tl, client.InNamespace("shards")) == nil && c.List(ctx, &pl, client.InNamespace("shards")) == nil {
 			for _, s := range l.Items {
 				if meta.IsStatusConditionTrue(s.Status.Conditions, mcpv1alpha1.ConditionReady) {
 					ready++
 				}
 			}
+			for _, p := range pl.Items {
+				if meta.IsStatusConditionTrue(p.Status.Conditions, mcpv1alpha1.ConditionReady) {
+					ready++
+				}
+			}
 		}
-		if ready == 2 && len(tl.Items) == 2*tools {
+		if ready == 4 && len(tl.Items) == 2*tools {
 			for _, tool := range tl.Items {
 				want := ""
 				if tool.Spec.ServerRef.Name == "in-a" {
@@ -132,7 +147,7 @@ func TestShardsReconcileOnlyTheirOwnObjects(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %d of 2 servers Ready, %d of %d tools", ready, len(tl.Items), 2*tools)
+			t.Fatalf("timed out: %d of 2 servers and 2 policies Ready, %d of %d tools", ready, len(tl.Items), 2*tools)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -142,6 +157,9 @@ func TestShardsReconcileOnlyTheirOwnObjects(t *testing.T) {
 		"/mcptools/in-a.":       "a",
 		"/mcpservers/unsharded": "default",
 		"/mcptools/unsharded.":  "default",
+
+		"/mcpaccesspolicies/policy-a":         "a",
+		"/mcpaccesspolicies/policy-unsharded": "default",
 	} {
 		got := writes.writers(part)
 		if len(got) != 1 || !got[want] {

@@ -58,7 +58,7 @@ var _ = Describe("Printer columns", func() {
 	}
 
 	DescribeTable("show the Ready reason and message by default",
-		func(manifest, plural string, setStatus func(client.Object)) {
+		func(manifest, plural, wantReason, wantMessage string, setStatus func(client.Object)) {
 			ns := newNamespace()
 			obj := object(manifest)
 			Expect(create(ns, obj)).To(Succeed())
@@ -66,6 +66,7 @@ var _ = Describe("Printer columns", func() {
 				"mcpservers":            &mcpv1alpha1.McpServer{},
 				"mcptools":              &mcpv1alpha1.McpTool{},
 				"mcpdelegationprofiles": &mcpv1alpha1.McpDelegationProfile{},
+				"mcpaccesspolicies":     &mcpv1alpha1.McpAccessPolicy{},
 			}[plural]
 			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: obj.GetName()}, typed)).To(Succeed())
 			setStatus(typed)
@@ -75,19 +76,22 @@ var _ = Describe("Printer columns", func() {
 			Expect(t.Rows).To(HaveLen(1))
 			reason, prio := cell(t, 0, "Reason")
 			Expect(prio).To(BeZero(), "Reason is shown without -o wide")
-			Expect(reason).To(Equal(mcpv1alpha1.ReasonSecretNotFound))
+			Expect(reason).To(Equal(wantReason))
 			msg, prio := cell(t, 0, "Status")
 			Expect(prio).To(BeZero(), "Status is shown without -o wide")
-			Expect(msg).To(Equal("Secret idp does not exist"))
+			Expect(msg).To(Equal(wantMessage))
 		},
-		Entry("McpServer", validServer, "mcpservers", func(o client.Object) {
+		Entry("McpServer", validServer, "mcpservers", mcpv1alpha1.ReasonSecretNotFound, "Secret idp does not exist", func(o client.Object) {
 			o.(*mcpv1alpha1.McpServer).Status.Conditions = ready(mcpv1alpha1.ReasonSecretNotFound, "Secret idp does not exist")
 		}),
-		Entry("McpTool", validTool, "mcptools", func(o client.Object) {
+		Entry("McpTool", validTool, "mcptools", mcpv1alpha1.ReasonSecretNotFound, "Secret idp does not exist", func(o client.Object) {
 			o.(*mcpv1alpha1.McpTool).Status.Conditions = ready(mcpv1alpha1.ReasonSecretNotFound, "Secret idp does not exist")
 		}),
-		Entry("McpDelegationProfile", validProfile, "mcpdelegationprofiles", func(o client.Object) {
+		Entry("McpDelegationProfile", validProfile, "mcpdelegationprofiles", mcpv1alpha1.ReasonSecretNotFound, "Secret idp does not exist", func(o client.Object) {
 			o.(*mcpv1alpha1.McpDelegationProfile).Status.Conditions = ready(mcpv1alpha1.ReasonSecretNotFound, "Secret idp does not exist")
+		}),
+		Entry("McpAccessPolicy", validPolicy, "mcpaccesspolicies", mcpv1alpha1.ReasonInvalidSpec, "spec.serviceAccounts repeats a name", func(o client.Object) {
+			o.(*mcpv1alpha1.McpAccessPolicy).Status.Conditions = ready(mcpv1alpha1.ReasonInvalidSpec, "spec.serviceAccounts repeats a name")
 		}),
 	)
 })

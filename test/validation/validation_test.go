@@ -53,6 +53,16 @@ spec:
   allowedScopes: [read, write]
 `
 
+const validPolicy = `
+apiVersion: mcp.catalog.dev/v1alpha1
+kind: McpAccessPolicy
+metadata:
+  name: agents
+spec:
+  serviceAccounts: [support-agent]
+  maxDataClass: Internal
+`
+
 // newNamespace gives each spec its own namespace so that names never clash.
 func newNamespace() string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "validation-"}}

@@ -170,6 +170,8 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: status
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.McpAccessPolicyStatus
+      default:
+        observedGeneration: -1
 - name: com.github.mcp-catalog.operator.api.v1alpha1.McpAccessPolicySpec
   map:
     fields:
@@ -189,6 +191,14 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.mcp-catalog.operator.api.v1alpha1.McpAccessPolicyStatus
   map:
     fields:
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
     - name: observedGeneration
       type:
         scalar: numeric

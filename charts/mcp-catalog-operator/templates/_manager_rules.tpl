@@ -40,6 +40,17 @@
 - apiGroups:
   - mcp.catalog.dev
   resources:
+  - mcpaccesspolicies/status
+  - mcpdelegationprofiles/status
+  - mcpservers/status
+  - mcptools/status
+  verbs:
+  - get
+  - patch
+  - update
+- apiGroups:
+  - mcp.catalog.dev
+  resources:
   - mcpcallapprovals
   verbs:
   - create
@@ -51,16 +62,6 @@
   resources:
   - mcpcallapprovals/status
   verbs:
-  - update
-- apiGroups:
-  - mcp.catalog.dev
-  resources:
-  - mcpdelegationprofiles/status
-  - mcpservers/status
-  - mcptools/status
-  verbs:
-  - get
-  - patch
   - update
 - apiGroups:
   - mcp.catalog.dev

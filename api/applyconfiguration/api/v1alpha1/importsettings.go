@@ -32,15 +32,21 @@ type ImportSettingsApplyConfiguration struct {
 	// asking. Between 1m and 24h; default 1h. An import of an unchanged
 	// catalog writes no McpTool.
 	Interval *v1.Duration `json:"interval,omitempty"`
-	// maxPages is the most tools/list pages one import follows.
+	// maxPages is the most tools/list pages one import follows. An import
+	// with more pages fails with reason CatalogTooLarge, changes no McpTool
+	// and stalls the server until its spec changes.
 	MaxPages *int32 `json:"maxPages,omitempty"`
-	// maxTools is the most tools one import accepts from the server.
+	// maxTools is the most tools one import accepts from the server. An
+	// import offered more fails with reason CatalogTooLarge, changes no
+	// McpTool and stalls the server until its spec changes.
 	MaxTools *int32 `json:"maxTools,omitempty"`
 	// maxCatalogBytes is the budget, in bytes, for all tool definitions one
 	// import keeps, counted as stored (name, title, description and
 	// normalised input schema, nested descriptions included). An import
-	// over it fails with reason CatalogTooLarge and changes no McpTool. The
-	// default is 16 MiB; at most 64 MiB.
+	// over it fails with reason CatalogTooLarge, changes no McpTool and
+	// stalls the server until its spec changes (this field raised, say), so
+	// the catalog is not read again every interval. The default is 16 MiB;
+	// at most 64 MiB.
 	MaxCatalogBytes *int64 `json:"maxCatalogBytes,omitempty"`
 }
 

@@ -18,12 +18,23 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
+)
+
 // McpAccessPolicyStatusApplyConfiguration represents a declarative configuration of the McpAccessPolicyStatus type for use
 // with apply.
 //
 // McpAccessPolicyStatus is what the controller observed.
 type McpAccessPolicyStatusApplyConfiguration struct {
-	// observedGeneration is the generation last observed.
+	// conditions are Ready and Stalled. Ready is False, and Stalled True,
+	// with the reason InvalidSpec when the spec is invalid in a way the API
+	// server does not check (a "*" beside other names in serviceAccounts,
+	// say); the message names the field.
+	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
+	// observedGeneration is the generation last reconciled. The API server
+	// shows -1 until the first reconcile writes status; a status sent with
+	// a create is dropped.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 }
 
@@ -31,6 +42,19 @@ type McpAccessPolicyStatusApplyConfiguration struct {
 // apply.
 func McpAccessPolicyStatus() *McpAccessPolicyStatusApplyConfiguration {
 	return &McpAccessPolicyStatusApplyConfiguration{}
+}
+
+// WithConditions adds the given value to the Conditions field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Conditions field.
+func (b *McpAccessPolicyStatusApplyConfiguration) WithConditions(values ...*v1.ConditionApplyConfiguration) *McpAccessPolicyStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithConditions")
+		}
+		b.Conditions = append(b.Conditions, *values[i])
+	}
+	return b
 }
 
 // WithObservedGeneration sets the ObservedGeneration field in the declarative configuration to the given value

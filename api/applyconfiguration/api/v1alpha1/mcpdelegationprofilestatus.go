@@ -29,8 +29,9 @@ import (
 type McpDelegationProfileStatusApplyConfiguration struct {
 	// conditions are Ready, Reconciling and Stalled.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
-	// observedGeneration is the generation last reconciled; -1 before the
-	// first reconcile.
+	// observedGeneration is the generation last reconciled. The API server
+	// shows -1 until the first reconcile writes status; a status sent with
+	// a create is dropped.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 }
 

@@ -31,8 +31,9 @@ type McpServerStatusApplyConfiguration struct {
 	// conditions are Ready, Reachable, CatalogSynced, CredentialsResolved,
 	// Reconciling and Stalled.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
-	// observedGeneration is the generation last reconciled; -1 before the
-	// first reconcile.
+	// observedGeneration is the generation last reconciled. The API server
+	// shows -1 until the first reconcile writes status; a status sent with
+	// a create is dropped.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// serverInfo is what the server said about itself at the last contact.
 	// It is informational and never used to authorise anything.

@@ -31,8 +31,9 @@ import (
 type McpToolStatusApplyConfiguration struct {
 	// conditions are Ready (servable) and Imported.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
-	// observedGeneration is the generation last reconciled; -1 before the
-	// first reconcile.
+	// observedGeneration is the generation last reconciled. The API server
+	// shows -1 until the first reconcile writes status; a status sent with
+	// a create is dropped.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// localName is the name agents see: mcp_<server>_<remoteName>.
 	LocalName *string `json:"localName,omitempty"`
