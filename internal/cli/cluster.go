@@ -26,6 +26,7 @@ import (
 	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
 	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
@@ -421,8 +422,9 @@ func listTools(cmd *cobra.Command, s Streams, f *clusterFlags, server string) er
 		t := &list.Items[i]
 		t.SetGroupVersionKind(mcpv1alpha1.GroupVersion.WithKind("McpTool"))
 		objs = append(objs, t)
+		_, approval := governance.Recorded(t)
 		r := toolRow{Namespace: t.Namespace, Name: t.Name, LocalName: t.Status.LocalName, Server: t.Spec.ServerRef.Name, Enabled: t.Spec.Enabled,
-			DataClass: string(t.Status.EffectiveDataClass), Approval: t.Status.EffectiveApprovalRequired == nil || *t.Status.EffectiveApprovalRequired, Ready: "Unknown"}
+			DataClass: string(t.Status.EffectiveDataClass), Approval: approval, Ready: "Unknown"}
 		if c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionReady); c != nil {
 			r.Ready, r.Reason, r.Message = string(c.Status), c.Reason, c.Message
 		}

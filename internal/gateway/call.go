@@ -15,6 +15,7 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/credentials"
+	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/internal/toolname"
@@ -59,7 +60,7 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 	// Step 4: approval, by a person other than the caller unless the
 	// namespace's policy opts this caller into its client's elicitation.
 	rec.Approval = "NotRequired"
-	if approvalRequired(t) {
+	if _, required := governance.Recorded(t); required {
 		// A refusal from here on is a refusal of approval, and says so.
 		rec.Approval = "Required"
 		mode, err := g.approvalMode(ctx, id)

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
 )
 
 // verdict is the gate's answer for one caller and one tool, approval aside:
@@ -46,12 +47,15 @@ func (g *Gateway) decide(ctx context.Context, id *Identity, t *mcpv1alpha1.McpTo
 		return verdict{reason: DenyForbidden}, nil
 	}
 	// Step 2: enabled, its current definition the approved one (whatever
-	// Ready says), Ready for the current generation, and named.
-	if !servable(t) || unapproved(t) != "" || t.Status.LocalName == "" {
+	// Ready says: an import writes a new definition before the tool
+	// controller turns Ready False, and in between the gateway would serve
+	// what nobody approved), Ready for the current generation, and named.
+	if !servable(t) || governance.Unapproved(t) != "" || t.Status.LocalName == "" {
 		return refused(DenyNotServable, t), nil
 	}
-	// Step 3: the data-class ceiling.
-	if !withinCeiling(t, ceiling) {
+	// Step 3: the data-class ceiling, against the class the tool controller
+	// recorded.
+	if !governance.WithinCeiling(t.Status.EffectiveDataClass, ceiling) {
 		return refused(DenyAboveCeiling, t), nil
 	}
 	return verdict{}, nil

@@ -18,6 +18,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
@@ -179,6 +180,8 @@ func (g *Gateway) newApproval(ctx context.Context, id *Identity, t *mcpv1alpha1.
 	}
 	suffix := make([]byte, 5)
 	_, _ = rand.Read(suffix)
+	// A person decides on the class the gateway decided by.
+	class, _ := governance.Recorded(t)
 	ttl := g.ApprovalTTL
 	if ttl <= 0 {
 		ttl = DefaultApprovalTTL
@@ -195,16 +198,13 @@ func (g *Gateway) newApproval(ctx context.Context, id *Identity, t *mcpv1alpha1.
 			Server:         t.Spec.ServerRef.Name,
 			Caller:         id.Username,
 			CallerGroups:   id.Groups,
-			DataClass:      t.Status.EffectiveDataClass,
+			DataClass:      class,
 			ArgumentsHash:  rec.ArgumentsHash,
 			DefinitionHash: t.Status.DefinitionHash,
 			// The API stores seconds; the seal signs what is stored.
 			ExpiresAt: metav1.Time{Time: now.Add(ttl).Truncate(time.Second)},
 			Decision:  mcpv1alpha1.CallPending,
 		},
-	}
-	if !a.Spec.DataClass.Valid() {
-		a.Spec.DataClass = mcpv1alpha1.DataClassRestricted
 	}
 	a.Spec.Seal = sealOf(ks.Current, a)
 	if err := g.Approvals.Create(ctx, a); err != nil {

@@ -32,23 +32,6 @@ func servable(t *mcpv1alpha1.McpTool) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation
 }
 
-// unapproved is the other part of the gate's first step, decided on the
-// definition itself rather than through Ready: an import writes a new
-// definition before the tool controller turns Ready False, and in between
-// the gateway would serve what nobody approved. It says why the tool's
-// current definition may not be served
-// (DefinitionNotApproved: no approval on record; DefinitionChanged: another
-// definition was approved), or "" when it is the approved one.
-func unapproved(t *mcpv1alpha1.McpTool) string {
-	switch approved := t.Spec.ApprovedDefinitionHash; {
-	case approved == "":
-		return mcpv1alpha1.ReasonDefinitionNotApproved
-	case approved != t.Status.DefinitionHash:
-		return mcpv1alpha1.ReasonDefinitionChanged
-	}
-	return ""
-}
-
 // ceilingFor is the highest data class the caller may use: the highest
 // maxDataClass among the policies of its namespace that name it, and Public
 // when none does.
@@ -65,22 +48,6 @@ func ceilingFor(id *Identity, policies []mcpv1alpha1.McpAccessPolicy) mcpv1alpha
 		}
 	}
 	return ceiling
-}
-
-// withinCeiling is the gate's third step. A tool without a computed class
-// is treated as Restricted.
-func withinCeiling(t *mcpv1alpha1.McpTool, ceiling mcpv1alpha1.DataClass) bool {
-	class := t.Status.EffectiveDataClass
-	if !class.Valid() {
-		class = mcpv1alpha1.DataClassRestricted
-	}
-	return class.Rank() <= ceiling.Rank()
-}
-
-// approvalRequired reads the tool's effective approval; unknown means
-// required.
-func approvalRequired(t *mcpv1alpha1.McpTool) bool {
-	return t.Status.EffectiveApprovalRequired == nil || *t.Status.EffectiveApprovalRequired
 }
 
 // approvalModeFor is how the caller's calls are approved: ClientElicitation

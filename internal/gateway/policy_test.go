@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 )
@@ -46,24 +45,6 @@ func TestCeilingForIsTheHighestMatchingPolicyAndPublicWithoutOne(t *testing.T) {
 	}
 }
 
-func TestWithinCeilingComparesClassesAndTreatsAnUnknownClassAsRestricted(t *testing.T) {
-	classes := []mcpv1alpha1.DataClass{mcpv1alpha1.DataClassPublic, mcpv1alpha1.DataClassInternal, mcpv1alpha1.DataClassConfidential, mcpv1alpha1.DataClassRestricted}
-	for ci, ceiling := range classes {
-		for ti, class := range classes {
-			tool := &mcpv1alpha1.McpTool{Status: mcpv1alpha1.McpToolStatus{EffectiveDataClass: class}}
-			if got, want := withinCeiling(tool, ceiling), ti <= ci; got != want {
-				t.Errorf("withinCeiling(%s tool, %s ceiling) = %v, want %v", class, ceiling, got, want)
-			}
-		}
-		for _, unknown := range []mcpv1alpha1.DataClass{"", "TopSecret"} {
-			tool := &mcpv1alpha1.McpTool{Status: mcpv1alpha1.McpToolStatus{EffectiveDataClass: unknown}}
-			if got, want := withinCeiling(tool, ceiling), ceiling == mcpv1alpha1.DataClassRestricted; got != want {
-				t.Errorf("withinCeiling(%q tool, %s ceiling) = %v, want %v", unknown, ceiling, got, want)
-			}
-		}
-	}
-}
-
 const (
 	hashA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 	hashB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -101,26 +82,6 @@ func TestServableNeedsEnabledAndReadyForTheCurrentGeneration(t *testing.T) {
 	}
 }
 
-func TestUnapprovedComparesTheCurrentDefinitionWithTheApprovedOne(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		tool *mcpv1alpha1.McpTool
-		want string
-	}{
-		{"the approved definition", readyTool(true, 2, 2, metav1.ConditionTrue), ""},
-		{"an import wrote a definition nobody approved", withDefinition(readyTool(true, 2, 2, metav1.ConditionTrue), hashB), mcpv1alpha1.ReasonDefinitionChanged},
-		{"no approval on record", withApproval(readyTool(true, 2, 2, metav1.ConditionTrue), ""), mcpv1alpha1.ReasonDefinitionNotApproved},
-		{"no definition imported", withDefinition(readyTool(true, 2, 2, metav1.ConditionTrue), ""), mcpv1alpha1.ReasonDefinitionChanged},
-		{"neither", withApproval(withDefinition(readyTool(true, 2, 2, metav1.ConditionTrue), ""), ""), mcpv1alpha1.ReasonDefinitionNotApproved},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := unapproved(tc.tool); got != tc.want {
-				t.Errorf("unapproved = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
 func withDefinition(t *mcpv1alpha1.McpTool, hash string) *mcpv1alpha1.McpTool {
 	t.Status.DefinitionHash = hash
 	return t
@@ -129,18 +90,6 @@ func withDefinition(t *mcpv1alpha1.McpTool, hash string) *mcpv1alpha1.McpTool {
 func withApproval(t *mcpv1alpha1.McpTool, hash string) *mcpv1alpha1.McpTool {
 	t.Spec.ApprovedDefinitionHash = hash
 	return t
-}
-
-func TestApprovalRequiredUnlessTheStatusSaysFalse(t *testing.T) {
-	for _, tc := range []struct {
-		v    *bool
-		want bool
-	}{{nil, true}, {ptr.To(true), true}, {ptr.To(false), false}} {
-		tool := &mcpv1alpha1.McpTool{Status: mcpv1alpha1.McpToolStatus{EffectiveApprovalRequired: tc.v}}
-		if got := approvalRequired(tool); got != tc.want {
-			t.Errorf("approvalRequired(%v) = %v, want %v", tc.v, got, tc.want)
-		}
-	}
 }
 
 func TestDetailOfNamesWhyAToolIsNotServable(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
@@ -52,7 +53,7 @@ func detailOf(reason string, t *mcpv1alpha1.McpTool) string {
 	if !t.Spec.Enabled {
 		return mcpv1alpha1.ReasonDisabled
 	}
-	if why := unapproved(t); why != "" {
+	if why := governance.Unapproved(t); why != "" {
 		return why
 	}
 	c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionReady)

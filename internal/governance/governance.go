@@ -76,6 +76,20 @@ func Effective(srv *mcpv1alpha1.McpServer, t *mcpv1alpha1.McpTool) (mcpv1alpha1.
 	return class, serverApproval || toolApproval
 }
 
+// Recorded is a tool's data class and whether its calls need a person's
+// approval as the McpTool controller last recorded them in status, with
+// the strictest values where it recorded none (or a class the API server
+// should have rejected): Restricted, approval required. It is what Effective
+// computed when the tool was last reconciled; the gateway decides calls by it.
+func Recorded(t *mcpv1alpha1.McpTool) (mcpv1alpha1.DataClass, bool) {
+	class := t.Status.EffectiveDataClass
+	if !class.Valid() {
+		class = mcpv1alpha1.DataClassRestricted
+	}
+	approval := t.Status.EffectiveApprovalRequired == nil || *t.Status.EffectiveApprovalRequired
+	return class, approval
+}
+
 // WithinCeiling reports whether a data class is at or below a caller's
 // ceiling. A class that is not one of the four ranks as Restricted.
 func WithinCeiling(class, ceiling mcpv1alpha1.DataClass) bool {
