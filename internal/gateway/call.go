@@ -110,10 +110,9 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 	out, err := g.send(ctx, srv, t, id, args)
 	end := g.now()
 	rec.Phase, rec.Time, rec.LatencyMillis = PhaseAfter, end, end.Sub(start).Milliseconds()
-	if err == nil && g.Contacts != nil {
-		// The server answered (a tool error is an answer too). Coalesced,
-		// and a failed write is only logged: it never fails the call.
-		g.Contacts.Record(ctx, types.NamespacedName{Namespace: srv.Namespace, Name: srv.Name}, end, end.Sub(start))
+	if err == nil {
+		// The server answered (a tool error is an answer too).
+		metrics.GatewayLastContact.WithLabelValues(srv.Namespace, srv.Name).Set(float64(end.UnixMilli()) / 1e3)
 	}
 	result := &sdk.CallToolResult{}
 	switch {

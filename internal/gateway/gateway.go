@@ -43,9 +43,6 @@ type Options struct {
 	// Recorder emits Events on McpTools for refusals and failures; may be
 	// nil.
 	Recorder events.EventRecorder
-	// Contacts records completed calls as the server's last contact; nil
-	// records nothing.
-	Contacts *Contacts
 	// Version is reported to clients.
 	Version string
 	// ApprovalKeys sign approval state and seal McpCallApprovals; they

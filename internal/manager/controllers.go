@@ -104,8 +104,6 @@ func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Sele
 	return nil
 }
 
-// +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpservers/status,verbs=patch
-
 // setupGateway adds the gateway to the manager. It runs on every replica,
 // leader or not.
 func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
@@ -160,7 +158,6 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		ApprovalURL:  approvalURL(opts.GatewayApprovalURL, mgr.GetConfig().Host),
 		Now:          opts.GatewayNow,
 		Stateless:    opts.GatewayStateless,
-		Contacts:     &gateway.Contacts{Client: mgr.GetClient(), Interval: opts.GatewayContactInterval},
 
 		TracerProvider: tp,
 	})

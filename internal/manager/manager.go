@@ -156,9 +156,6 @@ type Options struct {
 	// (docs/adr/015-gateway-deployment.md). A single process may keep
 	// sessions.
 	GatewayStateless bool
-	// GatewayContactInterval is how often, at most, the gateway writes one
-	// McpServer's last contact; 0 means gateway.DefaultContactInterval.
-	GatewayContactInterval time.Duration
 	// GatewayReady, if set, receives the gateway's bound address.
 	GatewayReady chan<- string
 	// GatewayApprovalKeySecret names the Secret (namespace/name, keys

@@ -104,6 +104,16 @@ var (
 		Help: "Unix time of each McpServer's last completed probe or import.",
 	}, []string{"namespace", "server"})
 
+	// GatewayLastContact is when a tool call through this gateway replica
+	// last had an answer from each McpServer (a tool error is an answer
+	// too), updated at every one. The gateway writes no McpServer status:
+	// the controller owns it, and this gauge is the call side's record.
+	// Each replica reports its own calls; take the max across them.
+	GatewayLastContact = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mcp_catalog_gateway_server_last_contact_timestamp_seconds",
+		Help: "Unix time of each McpServer's last answer to a tool call through this gateway replica.",
+	}, []string{"namespace", "server"})
+
 	// GatewayAuditFailures counts audit records the gateway could not write,
 	// by phase (before: the call was refused; after: the call had happened;
 	// denied: a refusal went unrecorded).
@@ -118,7 +128,7 @@ var (
 // the names they describe.
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		GatewayCalls, GatewayRefusals, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals,
+		GatewayCalls, GatewayRefusals, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals, GatewayLastContact,
 		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, Tools, LastContact, GatewayAuditFailures, State,
 	}
 }

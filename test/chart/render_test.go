@@ -867,10 +867,10 @@ func checkGatewayScoped(t *testing.T, objs []*unstructured.Unstructured) {
 			t.Errorf("the gateway role does not grant get, list, watch on %s", res)
 		}
 	}
-	// It writes Events, last contacts and the McpCallApprovals of calls
-	// that wait for a person (created, used through status, swept), and
-	// nothing else.
-	writable := [][]string{{"events"}, {"mcpservers/status"}, {"mcpcallapprovals"}, {"mcpcallapprovals/status"}}
+	// It writes Events and the McpCallApprovals of calls that wait for a
+	// person (created, used through status, swept), and nothing else: no
+	// McpServer or McpTool status, which the controllers own.
+	writable := [][]string{{"events"}, {"mcpcallapprovals"}, {"mcpcallapprovals/status"}}
 	for _, r := range role.Rules {
 		for _, v := range r.Verbs {
 			if !slices.Contains([]string{"get", "list", "watch", "create", "patch", "update", "delete"}, v) {
