@@ -10,12 +10,13 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/governance"
+	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/internal/toolname"
@@ -27,7 +28,7 @@ const xMCPHeader = `"x-mcp-header"`
 
 // call decides and makes one tool call.
 func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.NamespacedName) (*sdk.CallToolResult, error) {
-	log := logf.FromContext(ctx)
+	log := logging.FromContext(ctx, logging.Gateway)
 	obs := obsOf(ctx)
 	id := identityOf(req.Extra.TokenInfo)
 	if id == nil || id.Namespace != key.Namespace {
@@ -65,7 +66,7 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 		rec.Approval = "Required"
 		mode, err := g.approvalMode(ctx, id)
 		if err != nil {
-			log.Error(err, "gateway: deciding on a call failed")
+			log.Error(err, "deciding on a call failed")
 			return refusal("the gateway could not decide on this call; try again"), nil
 		}
 		if mode == mcpv1alpha1.ApprovalClientElicitation {
@@ -79,7 +80,7 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 			p := g.byPerson(ctx, req, rec, id, t)
 			switch {
 			case p.err != nil:
-				log.Error(p.err, "gateway: the call approval could not be read or written", "tool", key.String())
+				log.Error(p.err, "the call approval could not be read or written", "tool", key.String())
 				return refusal("the gateway could not read or write this call's approval; try again"), nil
 			case p.protocolErr != nil:
 				return nil, p.protocolErr
@@ -99,10 +100,10 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 	// No record, no call.
 	rec.Decision, rec.Phase, rec.Time = "Allowed", PhaseBefore, g.now()
 	if err := g.Audit.Write(ctx, rec); err != nil {
-		log.Error(err, "gateway: the audit record could not be written; refusing the call", "tool", key.String())
+		log.Error(err, "the audit record could not be written; refusing the call", "tool", key.String())
 		metrics.GatewayAuditFailures.WithLabelValues(PhaseBefore).Inc()
 		obs.end(OutcomeDenied, DenyAuditFailed)
-		g.event(t, "Warning", "CallRefused", "a call by %s was refused: the audit record could not be written", id.Username)
+		g.event(t, corev1.EventTypeWarning, EventCallRefused, "a call by %s was refused: the audit record could not be written", id.Username)
 		return refusal("the call was refused because its audit record could not be written"), nil
 	}
 
@@ -120,7 +121,7 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 		kind := failureKind(err)
 		rec.Outcome, rec.ErrorKind = OutcomeFailed, string(kind)
 		obs.end(OutcomeFailed, string(kind))
-		g.event(t, "Warning", "CallFailed", "a call by %s failed: %s", id.Username, kind)
+		g.event(t, corev1.EventTypeWarning, EventCallFailed, "a call by %s failed: %s", id.Username, kind)
 		result.IsError = true
 		result.Content = []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("The call to %s failed (%s); the remote server's answer is not shown.", t.Status.LocalName, kind)}}
 	case out.IsError:
@@ -135,7 +136,7 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 	}
 	if err := g.Audit.Write(context.WithoutCancel(ctx), rec); err != nil {
 		// The call has happened; the before record stands for it.
-		log.Error(err, "gateway: the audit outcome record could not be written", "tool", key.String(), "callID", rec.CallID)
+		log.Error(err, "the audit outcome record could not be written", "tool", key.String(), "callID", rec.CallID)
 		metrics.GatewayAuditFailures.WithLabelValues(PhaseAfter).Inc()
 	}
 	return result, nil
@@ -169,12 +170,12 @@ func (g *Gateway) send(ctx context.Context, srv *mcpv1alpha1.McpServer, t *mcpv1
 func (g *Gateway) gateCall(ctx context.Context, rec Record, id *Identity, t *mcpv1alpha1.McpTool) *sdk.CallToolResult {
 	ceiling, err := g.ceiling(ctx, id)
 	if err != nil {
-		logf.FromContext(ctx).Error(err, "gateway: deciding on a call failed")
+		logging.FromContext(ctx, logging.Gateway).Error(err, "deciding on a call failed")
 		return refusal("the gateway could not decide on this call; try again")
 	}
 	v, err := g.decide(ctx, id, t, ceiling)
 	if err != nil {
-		logf.FromContext(ctx).Error(err, "gateway: deciding on a call failed")
+		logging.FromContext(ctx, logging.Gateway).Error(err, "deciding on a call failed")
 		return refusal("the gateway could not decide on this call; try again")
 	}
 	if !v.allowed() {
@@ -256,7 +257,7 @@ func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, rec Re
 		state.Expires, state.Nonce = g.now().Add(approvalWindow).Unix(), newNonce()
 		signed, err := g.approver.sign(ctx, state)
 		if err != nil {
-			logf.FromContext(ctx).Error(err, "gateway: signing approval state failed")
+			logging.FromContext(ctx, logging.Gateway).Error(err, "signing approval state failed")
 			obsOf(ctx).end(OutcomeDenied, RefusedDecisionFailed)
 			return refusal("the gateway could not ask for approval; try again")
 		}

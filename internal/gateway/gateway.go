@@ -192,6 +192,20 @@ type serverMemo struct {
 	s *sdk.Server
 }
 
+// Reasons of the Events the gateway records on McpTools (docs/gateway.md,
+// section 7). The note says who called; never what with.
+const (
+	// EventCallRefused (Warning): a call was refused; the note gives the
+	// refusal reason.
+	EventCallRefused = "CallRefused"
+	// EventCallFailed (Warning): a call was sent and failed; the note gives
+	// the failure kind.
+	EventCallFailed = "CallFailed"
+	// EventApprovalRequested (Normal): a call waits for a person's decision
+	// on the McpCallApproval the note names.
+	EventApprovalRequested = "ApprovalRequested"
+)
+
 func (g *Gateway) event(t *mcpv1alpha1.McpTool, kind, reason, note string, args ...any) {
 	if g.Recorder != nil {
 		g.Recorder.Eventf(t, nil, kind, reason, "Call", note, args...)

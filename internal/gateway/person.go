@@ -12,13 +12,14 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/governance"
+	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
@@ -211,7 +212,7 @@ func (g *Gateway) newApproval(ctx context.Context, id *Identity, t *mcpv1alpha1.
 		return nil, fmt.Errorf("creating a call approval: %w", err)
 	}
 	metrics.GatewayApprovalEvents.WithLabelValues("requested").Inc()
-	g.event(t, "Normal", "ApprovalRequested", "a call by %s waits for approval in McpCallApproval %s", id.Username, a.Name)
+	g.event(t, corev1.EventTypeNormal, EventApprovalRequested, "a call by %s waits for approval in McpCallApproval %s", id.Username, a.Name)
 	return a, nil
 }
 
@@ -234,7 +235,7 @@ func (g *Gateway) waitFor(ctx context.Context, req *sdk.CallToolRequest, rec Rec
 		t.Status.LocalName, t.Spec.ServerRef.Name, a.Spec.DataClass, a.Namespace, a.Name, a.Spec.ExpiresAt.UTC().Format(time.RFC3339), how)
 	rec.Phase, rec.Decision, rec.Reason, rec.Time = PhaseDenied, "Denied", DenyApprovalPending, g.now()
 	if err := g.Audit.Write(ctx, rec); err != nil {
-		logf.FromContext(ctx).Error(err, "gateway: the audit record of a call waiting for approval could not be written")
+		logging.FromContext(ctx, logging.Gateway).Error(err, "the audit record of a call waiting for approval could not be written")
 	}
 	obsOf(ctx).end(OutcomeDenied, DenyApprovalPending)
 	elicit := &sdk.ElicitParams{Mode: "url", Message: msg, URL: g.approvalURL(a.Namespace, a.Name), ElicitationID: a.Namespace + "/" + a.Name}

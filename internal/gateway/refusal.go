@@ -4,12 +4,13 @@ import (
 	"context"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/governance"
+	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
@@ -18,7 +19,7 @@ import (
 func (g *Gateway) deny(ctx context.Context, rec Record, t *mcpv1alpha1.McpTool, reason, detail, message string) *sdk.CallToolResult {
 	rec.Phase, rec.Decision, rec.Reason, rec.Detail, rec.Time = PhaseDenied, "Denied", reason, detail, g.now()
 	if err := g.Audit.Write(ctx, rec); err != nil {
-		logf.FromContext(ctx).Error(err, "gateway: the audit record of a refusal could not be written", "reason", reason)
+		logging.FromContext(ctx, logging.Gateway).Error(err, "the audit record of a refusal could not be written", "reason", reason)
 		metrics.GatewayAuditFailures.WithLabelValues(PhaseDenied).Inc()
 	}
 	obs := obsOf(ctx)
@@ -29,7 +30,7 @@ func (g *Gateway) deny(ctx context.Context, rec Record, t *mcpv1alpha1.McpTool, 
 	}
 	obs.end(OutcomeDenied, reason)
 	if t != nil {
-		g.event(t, "Warning", "CallRefused", "a call by %s was refused: %s", rec.Caller, reason)
+		g.event(t, corev1.EventTypeWarning, EventCallRefused, "a call by %s was refused: %s", rec.Caller, reason)
 	}
 	return refusal(message)
 }

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
@@ -23,7 +23,7 @@ func (g *Gateway) verify(ctx context.Context, token string, r *http.Request) (*a
 		if errors.Is(err, ErrUnauthenticated) {
 			metrics.GatewayRefusals.WithLabelValues(RefusedUnauthenticated).Inc()
 		} else {
-			logf.FromContext(ctx).Error(err, "gateway: authenticating a caller failed")
+			logging.FromContext(ctx, logging.Gateway).Error(err, "authenticating a caller failed")
 			metrics.GatewayRefusals.WithLabelValues(RefusedDecisionFailed).Inc()
 		}
 		return nil, auth.ErrInvalidToken
