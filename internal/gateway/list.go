@@ -223,7 +223,7 @@ func (g *Gateway) visibleTool(ctx context.Context, id *Identity, name string) (*
 	if err != nil {
 		return nil, err
 	}
-	v, err := g.decide(ctx, id, t, ceiling)
+	v, err := g.verdictFor(ctx, id, t, ceiling)
 	if err != nil || !v.allowed() {
 		return nil, err
 	}
@@ -231,7 +231,7 @@ func (g *Gateway) visibleTool(ctx context.Context, id *Identity, name string) (*
 }
 
 // visibleTools is what the caller may see: the tools of its namespace that
-// decide allows, that is, exactly those a call would be allowed (approval
+// verdictFor allows, that is, exactly those a call would be allowed (approval
 // aside).
 func (g *Gateway) visibleTools(ctx context.Context, id *Identity) ([]*mcpv1alpha1.McpTool, error) {
 	var list mcpv1alpha1.McpToolList
@@ -245,7 +245,7 @@ func (g *Gateway) visibleTools(ctx context.Context, id *Identity) ([]*mcpv1alpha
 	var out []*mcpv1alpha1.McpTool
 	for i := range list.Items {
 		t := &list.Items[i]
-		v, err := g.decide(ctx, id, t, ceiling)
+		v, err := g.verdictFor(ctx, id, t, ceiling)
 		if err != nil {
 			return nil, err
 		}
