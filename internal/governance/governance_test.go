@@ -100,9 +100,9 @@ func TestWithinCeiling(t *testing.T) {
 
 func TestCollectableKeepsWhatAPersonDecided(t *testing.T) {
 	spec := func(manager string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:enabled":{}}}`)}}
+		return metav1.ManagedFieldsEntry{Manager: manager, FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:enabled":{}}}`)}
 	}
-	status := metav1.ManagedFieldsEntry{Manager: "kubectl", Subresource: "status", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}
+	status := metav1.ManagedFieldsEntry{Manager: "kubectl", Subresource: "status", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}
 	now := metav1.Now()
 	for _, tc := range []struct {
 		name string
