@@ -81,11 +81,23 @@ verify: verify-fmt vet verify-gen verify-modules lint ## gofmt check, vet, gener
 envtest: ## Build (once) the test control plane, with kube-controller-manager, and print its directory.
 	@hack/envtest.sh --with-controller-manager
 
+# The release test/release checks. make test builds it before go test runs
+# (eight cross-platform builds: no go test package compiles them within its
+# timeout), so that test/release checks every platform of a real release.
+RELEASE_TEST_VERSION = v0.0.0-releasetest.1
+RELEASE_TEST_REPO    = registry.example.test/mcp-catalog-operator
+
 .PHONY: test
-test: ## Run every test (builds the test control plane, with kube-controller-manager, and helm on first use).
+test: ## Run every test (builds the test control plane, with kube-controller-manager, helm and a test release on first use).
 	@assets=$$(hack/envtest.sh --with-controller-manager); helm=$$(hack/helm.sh); \
 	echo ">> KUBEBUILDER_ASSETS=$$assets"; echo ">> HELM=$$helm"; \
-	KUBEBUILDER_ASSETS=$$assets HELM=$$helm $(GO) test $(GOTEST_FLAGS) ./...
+	dist=$$(mktemp -d); trap 'rm -rf "$$dist" "$$dist.md"' EXIT; \
+	printf '# Changelog\n\n## %s\n\nA test release.\n' '$(RELEASE_TEST_VERSION)' > "$$dist.md"; \
+	start=$$SECONDS; echo ">> building a release for test/release"; \
+	VERSION=$(RELEASE_TEST_VERSION) IMAGE_REPO=$(RELEASE_TEST_REPO) DIST=$$dist CHANGELOG=$$dist.md hack/release.sh; \
+	echo ">> release built in $$((SECONDS - start))s"; \
+	KUBEBUILDER_ASSETS=$$assets HELM=$$helm RELEASE_DIST=$$dist RELEASE_VERSION=$(RELEASE_TEST_VERSION) RELEASE_IMAGE_REPO=$(RELEASE_TEST_REPO) \
+		$(GO) test $(GOTEST_FLAGS) ./...
 	@$(MAKE) -s test-monitoring
 
 .PHONY: test-monitoring
