@@ -1,20 +1,19 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
+	"github.com/mcp-catalog/operator/internal/review"
 )
 
 // approvalRow is one McpCallApproval as a person deciding it sees it.
@@ -30,20 +29,6 @@ type approvalRow struct {
 	Expires       string `json:"expires"`
 	DecidedBy     string `json:"decidedBy,omitempty"`
 	Reason        string `json:"reason,omitempty"`
-}
-
-// approvalState is what became of an approval: Pending, Approved, Denied,
-// Used (approved and used by its call) or Expired (never used).
-func approvalState(a *mcpv1alpha1.McpCallApproval, now time.Time) string {
-	switch {
-	case a.Status.ConsumedAt != nil:
-		return "Used"
-	case !now.Before(a.Spec.ExpiresAt.Time):
-		return "Expired"
-	case a.Spec.Decision == "":
-		return string(mcpv1alpha1.CallPending)
-	}
-	return string(a.Spec.Decision)
 }
 
 func newApprovalsCommand(s Streams) *cobra.Command {
@@ -77,7 +62,7 @@ func newApprovalsCommand(s Streams) *cobra.Command {
 			objs := make([]runtime.Object, 0, len(list.Items))
 			for i := range list.Items {
 				a := &list.Items[i]
-				state := approvalState(a, now)
+				state := governance.CallState(a, now)
 				if !all && state != string(mcpv1alpha1.CallPending) {
 					continue
 				}
@@ -128,14 +113,14 @@ func newDecideCommand(s Streams, d mcpv1alpha1.CallDecision) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			me, err := whoAmI(cmd.Context(), c)
+			me, err := review.WhoAmI(cmd.Context(), c)
 			if err != nil {
-				return err
+				return reviewErr(err)
 			}
 			var errs []error
 			var done []string
 			for _, name := range args {
-				if err := decide(cmd.Context(), c, types.NamespacedName{Namespace: ns, Name: name}, d, me, reason); err != nil {
+				if err := reviewErr(review.DecideCall(cmd.Context(), c, types.NamespacedName{Namespace: ns, Name: name}, d, me, reason)); err != nil {
 					errs = append(errs, fmt.Errorf("%s: %w", name, err))
 					continue
 				}
@@ -151,43 +136,4 @@ func newDecideCommand(s Streams, d mcpv1alpha1.CallDecision) *cobra.Command {
 	f.bind(cmd, false)
 	cmd.Flags().StringVar(&reason, "reason", "", "A note for the agent and the record (at most 1024 characters).")
 	return cmd
-}
-
-// whoAmI asks the API server who the current credentials are: the
-// decision records that name, and the API server refuses any other.
-func whoAmI(ctx context.Context, c client.Client) (string, error) {
-	r := &authenticationv1.SelfSubjectReview{}
-	if err := c.Create(ctx, r); err != nil {
-		return "", fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
-	}
-	if r.Status.UserInfo.Username == "" {
-		return "", fmt.Errorf("the API server did not say who you are")
-	}
-	return r.Status.UserInfo.Username, nil
-}
-
-// decide sets an undecided approval's decision as user.
-func decide(ctx context.Context, c client.Client, key types.NamespacedName, d mcpv1alpha1.CallDecision, user, reason string) error {
-	a := &mcpv1alpha1.McpCallApproval{}
-	if err := c.Get(ctx, key, a); err != nil {
-		if apierrors.IsNotFound(err) {
-			return notFound("McpCallApproval", key.Namespace, key.Name)
-		}
-		return clusterError(err, "reading the McpCallApproval")
-	}
-	switch state := approvalState(a, time.Now()); state {
-	case string(mcpv1alpha1.CallPending):
-	case "Expired":
-		return &exitError{code: ExitFailed, err: fmt.Errorf("the approval expired at %s; the agent's next call asks again", a.Spec.ExpiresAt.UTC().Format(time.RFC3339))}
-	default:
-		return &exitError{code: ExitFailed, err: fmt.Errorf("the call is already %s (by %s); a decision is final", state, dash(a.Spec.DecidedBy))}
-	}
-	if a.Spec.Caller == user {
-		return &exitError{code: ExitFailed, err: fmt.Errorf("%s is the caller of this call and cannot decide it", user)}
-	}
-	a.Spec.Decision, a.Spec.DecidedBy, a.Spec.Reason = d, user, reason
-	if err := c.Update(ctx, a); err != nil {
-		return &exitError{code: ExitFailed, err: fmt.Errorf("recording the decision: %w", err)}
-	}
-	return nil
 }
