@@ -21,6 +21,8 @@ import (
 
 	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/review"
+	"github.com/mcp-catalog/operator/test/capture"
 )
 
 // installApprovalPolicy creates the admission policy and approver role
@@ -93,7 +95,7 @@ func (e *clusterEnv) as(t *testing.T, user string) client.Client {
 	}
 	cfg := rest.CopyConfig(e.cfg)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,4 +201,61 @@ func TestCallApprovalCommands(t *testing.T) {
 	if code, _, errOut := e.runAs(alice, "approve-call", "nope"); code != ExitFailed || !strings.Contains(errOut, "not found") {
 		t.Errorf("approve-call nope: exit %d: %s", code, errOut)
 	}
+
+	t.Run("approvals --watch prints a new waiting call and its decision as they happen", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		out := &capture.Buffer{}
+		done := make(chan int, 1)
+		go func() {
+			done <- Run(Streams{In: strings.NewReader(""), Out: out, Err: io.Discard, Context: ctx,
+				NewKubeClient: func() (client.Client, string) { return alice, e.ns }}, []string{"approvals", "--watch"})
+		}()
+		waitFor := func(what string, ok func(string) bool) {
+			t.Helper()
+			deadline := time.Now().Add(30 * time.Second)
+			for !ok(out.String()) {
+				if time.Now().After(deadline) {
+					t.Fatalf("approvals --watch never printed %s:\n%s", what, out.String())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		waitFor("the header", func(s string) bool { return strings.Contains(s, "DECIDED BY") })
+		four := e.pendingApproval(t, "call", bot)
+		waitFor("the new call", func(s string) bool { return strings.Contains(s, four.Name) })
+		if err := decideAs(alice, four, mcpv1alpha1.CallDenied); err != nil {
+			t.Fatal(err)
+		}
+		waitFor("the decision", func(s string) bool {
+			for _, l := range strings.Split(s, "\n") {
+				if f := strings.Fields(l); len(f) >= 3 && f[1] == four.Name && f[2] == "Denied" && strings.HasSuffix(l, "alice") {
+					return true
+				}
+			}
+			return false
+		})
+		cancel()
+		select {
+		case code := <-done:
+			if code != ExitOK {
+				t.Errorf("approvals --watch ended with exit %d:\n%s", code, out.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("approvals --watch did not end when its context did")
+		}
+		if strings.Contains(out.String(), one.Name) {
+			t.Errorf("approvals --watch printed %s, decided before it started:\n%s", one.Name, out.String())
+		}
+	})
+}
+
+// decideAs records a decision on a as c's user would with kubectl.
+func decideAs(c client.Client, a *mcpv1alpha1.McpCallApproval, d mcpv1alpha1.CallDecision) error {
+	ctx := context.Background()
+	user, err := review.WhoAmI(ctx, c)
+	if err != nil {
+		return err
+	}
+	return review.DecideCall(ctx, c, client.ObjectKeyFromObject(a), d, user, "")
 }

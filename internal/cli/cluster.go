@@ -75,7 +75,8 @@ func (f *clusterFlags) client(s Streams) (client.Client, string, error) {
 	if ns == "" && !f.allNamespaces {
 		return nil, "", usageErr("no namespace given: use -n/--namespace")
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	// A client that can also watch, for `approvals --watch` and `console`.
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, "", clusterError(err, "connecting to the cluster")
 	}

@@ -60,7 +60,7 @@ func startCluster(t *testing.T) *clusterEnv {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = mgr.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
