@@ -46,6 +46,7 @@
   - delete
   - get
   - list
+  - watch
 - apiGroups:
   - mcp.catalog.dev
   resources:
