@@ -92,7 +92,7 @@ func Listen(o Options) (*Console, error) {
 	if ip.Equal(net.IPv4(127, 0, 0, 1)) || ip.Equal(net.IPv6loopback) {
 		hosts = append(hosts, net.JoinHostPort("localhost", strconv.Itoa(port)))
 	}
-	c := &Console{opts: o, listener: l, guard: newGuard(hosts), store: newStore(), subs: map[chan []byte]struct{}{}}
+	c := &Console{opts: o, listener: l, guard: newGuard(port, hosts), store: newStore(), subs: map[chan []byte]struct{}{}}
 	c.handler = c.guard.wrap(c.routes())
 	return c, nil
 }

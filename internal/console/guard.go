@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -24,11 +25,13 @@ import (
 // only its own script, loads nothing from elsewhere, cannot be framed)
 // and is never cached.
 
-// Names of the cookie and headers.
-const (
-	sessionCookie = "mcp_console_session"
-	csrfHeader    = "X-CSRF-Token"
-)
+// csrfHeader carries the CSRF token of a change.
+const csrfHeader = "X-CSRF-Token"
+
+// sessionCookiePrefix and the port name the session cookie. Browsers keep
+// cookies per host, not per port: two consoles on one machine would
+// otherwise overwrite each other's session.
+const sessionCookiePrefix = "mcp_console_"
 
 // contentSecurityPolicy allows the page its own script, style and
 // connections, and nothing else: no inline script or handler, no object,
@@ -39,7 +42,8 @@ const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 // guard holds the secrets of one console: the one-time login token, and
 // the session and CSRF token it turns into.
 type guard struct {
-	hosts map[string]bool
+	cookie string
+	hosts  map[string]bool
 	// origins are "http://" + each host.
 	origins map[string]bool
 
@@ -56,9 +60,10 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// newGuard accepts requests for the given host:port names.
-func newGuard(hosts []string) *guard {
-	g := &guard{hosts: map[string]bool{}, origins: map[string]bool{}, login: randomToken(), session: randomToken(), csrf: randomToken()}
+// newGuard accepts requests for the given host:port names, on port.
+func newGuard(port int, hosts []string) *guard {
+	g := &guard{cookie: sessionCookiePrefix + strconv.Itoa(port), hosts: map[string]bool{}, origins: map[string]bool{},
+		login: randomToken(), session: randomToken(), csrf: randomToken()}
 	for _, h := range hosts {
 		g.hosts[h] = true
 		g.origins["http://"+h] = true
@@ -123,7 +128,7 @@ func (g *guard) wrap(h http.Handler) http.Handler {
 			g.serveLogin(w, r)
 			return
 		}
-		c, err := r.Cookie(sessionCookie)
+		c, err := r.Cookie(g.cookie)
 		if err != nil || !g.validSession(c.Value) {
 			refuse(w, http.StatusUnauthorized, "no console session: open the link `kubectl mcp console` printed (it works once)")
 			return
@@ -168,7 +173,7 @@ func (g *guard) serveLogin(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusForbidden, "this login link is wrong or was already used; restart `kubectl mcp console` for a new one")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: g.cookie, Value: session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	// The token leaves the address bar and the history.
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }

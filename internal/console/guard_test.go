@@ -49,7 +49,7 @@ func login(t *testing.T, c *Console) *http.Cookie {
 		t.Fatalf("login: %d to %q, want 303 to /", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	for _, ck := range resp.Cookies() {
-		if ck.Name == sessionCookie {
+		if ck.Name == c.guard.cookie {
 			if !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/" {
 				t.Errorf("the session cookie is not HttpOnly, SameSite=Strict, Path=/: %+v", ck)
 			}
@@ -107,7 +107,7 @@ func TestTheOneTimeLinkGivesOneBrowserTheSession(t *testing.T) {
 		t.Errorf("the page without the session: %d, want 401", resp.StatusCode)
 	}
 	forged := httptest.NewRequest(http.MethodGet, "http://"+c.host()+"/", nil)
-	forged.AddCookie(&http.Cookie{Name: sessionCookie, Value: "forged"})
+	forged.AddCookie(&http.Cookie{Name: c.guard.cookie, Value: "forged"})
 	if resp := do(c, forged); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("the page with a forged session: %d, want 401", resp.StatusCode)
 	}
