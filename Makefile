@@ -82,15 +82,25 @@ envtest: ## Build (once) the test control plane, with kube-controller-manager, a
 	@hack/envtest.sh --with-controller-manager
 
 .PHONY: test
-test: ## Run every test (builds the test control plane, with kube-controller-manager, and helm on first use).
-	@assets=$$(hack/envtest.sh --with-controller-manager); helm=$$(hack/helm.sh); \
-	echo ">> KUBEBUILDER_ASSETS=$$assets"; echo ">> HELM=$$helm"; \
-	KUBEBUILDER_ASSETS=$$assets HELM=$$helm $(GO) test $(GOTEST_FLAGS) ./...
+test: ## Run every test (builds the test control plane, with kube-controller-manager, and helm, and installs Chromium, on first use).
+	@assets=$$(hack/envtest.sh --with-controller-manager); helm=$$(hack/helm.sh); chromium=$$(hack/chromium.sh); \
+	echo ">> KUBEBUILDER_ASSETS=$$assets"; echo ">> HELM=$$helm"; echo ">> CHROMIUM=$$chromium"; \
+	KUBEBUILDER_ASSETS=$$assets HELM=$$helm CHROMIUM=$$chromium $(GO) test $(GOTEST_FLAGS) ./...
 	@$(MAKE) -s test-monitoring
 
 .PHONY: test-monitoring
 test-monitoring: ## Check the alert rules and dashboard with Prometheus' parsers (a module of its own).
 	cd test/monitoring && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) ./...
+
+.PHONY: test-console
+test-console: ## Run the console's browser tests only (headless Chromium against envtest).
+	@assets=$$(hack/envtest.sh); chromium=$$(hack/chromium.sh); \
+	KUBEBUILDER_ASSETS=$$assets CHROMIUM=$$chromium $(GO) test $(GOTEST_FLAGS) ./test/console/...
+
+.PHONY: console-screenshots
+console-screenshots: ## Run the console's browser tests and write docs/images/console-*.png for docs/console.md.
+	@assets=$$(hack/envtest.sh); chromium=$$(hack/chromium.sh); \
+	KUBEBUILDER_ASSETS=$$assets CHROMIUM=$$chromium CONSOLE_SCREENSHOTS=$(CURDIR)/docs/images $(GO) test -count=1 ./test/console/...
 
 .PHONY: test-chart
 test-chart: ## Run the Helm chart tests only.

@@ -167,6 +167,10 @@ func watchApprovals(ctx context.Context, c client.WithWatch, opts []client.ListO
 		for ev := range w.ResultChan() {
 			a, ok := ev.Object.(*mcpv1alpha1.McpCallApproval)
 			switch {
+			case ctx.Err() != nil:
+				// Interrupted: what the watch says now is about that.
+				w.Stop()
+				return nil
 			case ev.Type == watch.Error:
 				w.Stop()
 				return &exitError{code: ExitFailed, err: fmt.Errorf("watching McpCallApprovals: %w", apierrors.FromObject(ev.Object))}

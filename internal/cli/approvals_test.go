@@ -205,10 +205,10 @@ func TestCallApprovalCommands(t *testing.T) {
 	t.Run("approvals --watch prints a new waiting call and its decision as they happen", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		out := &capture.Buffer{}
+		out, errOut := &capture.Buffer{}, &capture.Buffer{}
 		done := make(chan int, 1)
 		go func() {
-			done <- Run(Streams{In: strings.NewReader(""), Out: out, Err: io.Discard, Context: ctx,
+			done <- Run(Streams{In: strings.NewReader(""), Out: out, Err: errOut, Context: ctx,
 				NewKubeClient: func() (client.Client, string) { return alice, e.ns }}, []string{"approvals", "--watch"})
 		}()
 		waitFor := func(what string, ok func(string) bool) {
@@ -239,7 +239,7 @@ func TestCallApprovalCommands(t *testing.T) {
 		select {
 		case code := <-done:
 			if code != ExitOK {
-				t.Errorf("approvals --watch ended with exit %d:\n%s", code, out.String())
+				t.Errorf("approvals --watch ended with exit %d:\n%s%s", code, out.String(), errOut.String())
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("approvals --watch did not end when its context did")

@@ -78,7 +78,9 @@
 
   // ---- state kept across renders ---------------------------------------------
 
-  const closedCards = new Set(); // review cards a person folded
+  // Review cards a person opened or folded; unless they did, a changed
+  // definition is shown open and a new tool folded.
+  const cardOpen = new Map();
   function keepInputs(container) {
     const kept = new Map();
     let focused = null;
@@ -173,7 +175,8 @@
         }
         parts.push(el('h4', {}, 'Current definition ', el('span', { class: 'mono' }, short(r.currentHash))), pre(r.current, 'def current'));
       }
-      const details = el('details', { 'data-key': key, open: !closedCards.has(key) },
+      const open = cardOpen.has(key) ? cardOpen.get(key) : r.kind === 'drifted';
+      const details = el('details', { 'data-key': key, 'data-kind': r.kind, open: open },
         el('summary', {},
           el('span', { class: 'badge ' + r.kind }, r.kind === 'drifted' ? 'changed' : 'new'),
           el('span', { class: 'strong' }, r.localName || r.name),
@@ -182,7 +185,7 @@
           el('div', { class: 'buttons' }, approve, toggle),
           el('p', { class: 'sub' }, 'Approving approves exactly ', el('span', { class: 'mono' }, r.currentHash),
             '; if the server changes the definition meanwhile, the approval is refused.')));
-      details.addEventListener('toggle', () => { if (details.open) closedCards.delete(key); else closedCards.add(key); });
+      details.addEventListener('toggle', () => { if (details.open !== open) cardOpen.set(key, details.open); });
       return details;
     }));
   }
