@@ -32,11 +32,24 @@ func testConsole(t *testing.T) *Console {
 
 func (c *Console) host() string { return c.listener.Addr().String() }
 
-// do sends r to the console's handler and returns the response.
-func do(c *Console, r *http.Request) *http.Response {
+// reply is the console's answer to one request.
+type reply struct {
+	StatusCode int
+	Header     http.Header
+	body       string
+	cookies    []*http.Cookie
+}
+
+func (r reply) Cookies() []*http.Cookie { return r.cookies }
+
+// do sends r to the console's handler and returns its answer.
+func do(c *Console, r *http.Request) reply {
 	w := httptest.NewRecorder()
 	c.Handler().ServeHTTP(w, r)
-	return w.Result()
+	resp := w.Result()
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return reply{StatusCode: resp.StatusCode, Header: resp.Header, body: string(b), cookies: resp.Cookies()}
 }
 
 // login opens the one-time link and returns the session cookie.
@@ -74,13 +87,9 @@ func change(c *Console, session *http.Cookie, body string) *http.Request {
 	return r
 }
 
-func body(t *testing.T, resp *http.Response) string {
+func body(t *testing.T, resp reply) string {
 	t.Helper()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return resp.body
 }
 
 func TestTheOneTimeLinkGivesOneBrowserTheSession(t *testing.T) {

@@ -295,7 +295,7 @@ func (c *cluster) newAgent(t *testing.T, name string) string {
 	eventually(t, "the agent's token and RBAC", func() error {
 		rev := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token, Audiences: []string{manager.DefaultGatewayAudience}}}
 		if err := c.admin.Create(ctx, rev); err != nil || !rev.Status.Authenticated {
-			return fmt.Errorf("token not authenticated yet: %v", err)
+			return fmt.Errorf("token not authenticated yet: %w", err)
 		}
 		return c.allowed(user, "mcptools", gateway.VerbCall)
 	})
