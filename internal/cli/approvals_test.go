@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -201,6 +205,74 @@ func TestCallApprovalCommands(t *testing.T) {
 	if code, _, errOut := e.runAs(alice, "approve-call", "nope"); code != ExitFailed || !strings.Contains(errOut, "not found") {
 		t.Errorf("approve-call nope: exit %d: %s", code, errOut)
 	}
+
+	t.Run("console serves the waiting calls to the browser that opens its link, as the user", func(t *testing.T) {
+		five := e.pendingApproval(t, "call", bot)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		out, errOut := &capture.Buffer{}, &capture.Buffer{}
+		done := make(chan int, 1)
+		go func() {
+			done <- Run(Streams{In: strings.NewReader(""), Out: out, Err: errOut, Context: ctx,
+				NewKubeClient: func() (client.Client, string) { return alice, e.ns }}, []string{"console"})
+		}()
+		link := regexp.MustCompile(`http://127\.0\.0\.1:\d+/login\?token=\S+`)
+		deadline := time.Now().Add(30 * time.Second)
+		for link.FindString(out.String()) == "" {
+			if time.Now().After(deadline) {
+				t.Fatalf("console printed no link:\n%s%s", out.String(), errOut.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		jar, err := cookiejar.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		browser := &http.Client{Jar: jar}
+		resp, err := browser.Get(link.FindString(out.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/" {
+			t.Fatalf("the link led to %d %s", resp.StatusCode, resp.Request.URL)
+		}
+		base := resp.Request.URL.Scheme + "://" + resp.Request.URL.Host
+		var view struct {
+			User    string `json:"user"`
+			Scope   string `json:"scope"`
+			Pending []struct {
+				Name, Caller string
+			} `json:"pending"`
+		}
+		for {
+			resp, err := browser.Get(base + "/api/view")
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && json.Unmarshal(raw, &view) == nil && slices.ContainsFunc(view.Pending, func(p struct{ Name, Caller string }) bool { return p.Name == five.Name }) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the console's view never showed %s: %d %s", five.Name, resp.StatusCode, raw)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if view.User != "alice" || view.Scope != e.ns {
+			t.Errorf("the console acts as %q in %q, want alice in %s", view.User, view.Scope, e.ns)
+		}
+		cancel()
+		select {
+		case code := <-done:
+			if code != ExitOK {
+				t.Errorf("console ended with exit %d: %s", code, errOut.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("console did not stop when interrupted")
+		}
+	})
 
 	t.Run("approvals --watch prints a new waiting call and its decision as they happen", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())

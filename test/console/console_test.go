@@ -130,6 +130,13 @@ func TestConsoleInABrowser(t *testing.T) {
 			}
 		}
 		p.run(t, "giving a reason", chromedp.SendKeys(chromedp.CSS(row+` input`), "checked ticket OPS-12"))
+		// An update arriving while the person types keeps what they typed.
+		renders := eval[int](t, p, `Number(document.body.getAttribute('data-renders'))`)
+		c.setEnabled(t, "slow", true)
+		p.waitJS(t, "the update", fmt.Sprintf(`Number(document.body.getAttribute('data-renders')) > %d`, renders))
+		if got := eval[string](t, p, `document.querySelector(`+js(row+` input`)+`).value`); got != "checked ticket OPS-12" {
+			t.Fatalf("an update replaced the reason being typed with %q", got)
+		}
 		p.screenshot(t, "calls")
 		p.run(t, "approving the call", chromedp.Click(chromedp.CSS(row+` button[data-action="approve-call"]`)))
 		p.waitJS(t, "the decision in the decided list", `document.querySelector(`+js(`#decided-body tr[data-key="`+c.ns+"/"+a.Name+`"][data-state="Approved"]`)+`) !== null`)

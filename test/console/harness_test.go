@@ -398,6 +398,14 @@ func (c *cluster) reimport(t *testing.T, remote, old string) *mcpv1alpha1.McpToo
 	return tl
 }
 
+// setEnabled changes a tool's spec.enabled as someone else would, with
+// kubectl.
+func (c *cluster) setEnabled(t *testing.T, remote string, on bool) {
+	t.Helper()
+	tl := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: object(remote)}}
+	must(t, c.admin.Patch(context.Background(), tl, client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"enabled":%t}}`, on)))))
+}
+
 // approvals are the namespace's McpCallApprovals.
 func (c *cluster) approvals(t *testing.T) []mcpv1alpha1.McpCallApproval {
 	t.Helper()
