@@ -41,6 +41,11 @@ if [[ -n "${KUBEBUILDER_ASSETS:-}" && -x "${KUBEBUILDER_ASSETS}/kube-apiserver" 
 	dir=${KUBEBUILDER_ASSETS}
 fi
 mkdir -p "${dir}"
+# One build at a time: a second invocation (a parallel make, another
+# checkout) waits for the first and then finds the binaries there, instead
+# of compiling the same hundreds of packages beside it.
+exec 9>"${dir}/.lock"
+flock 9
 
 build() { # build <name> <tool module dir> <package> <ldflags>
 	local name=$1 mod=$2 pkg=$3 ldflags=$4

@@ -16,6 +16,11 @@ store=${ENVTEST_STORE:-${XDG_DATA_HOME:-$HOME/.local/share}/kubebuilder-envtest}
 dir="${store}/golangci-lint/${version}-${key}-$(go env GOOS)-$(go env GOARCH)"
 if [[ ! -x "${dir}/golangci-lint" ]]; then
 	mkdir -p "${dir}"
+	# One build at a time (see hack/envtest.sh); a waiter finds it built.
+	exec 9>"${dir}/.lock"
+	flock 9
+fi
+if [[ ! -x "${dir}/golangci-lint" ]]; then
 	echo ">> building golangci-lint ${version} with kube-api-linter from the Go module proxy (first run only; several minutes)" >&2
 	tmp=$(mktemp "${dir}/.golangci-lint.XXXXXX")
 	if ! (cd "${mod}" && go build -trimpath -o "${tmp}" .) >&2; then

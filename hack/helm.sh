@@ -13,6 +13,11 @@ store=${ENVTEST_STORE:-${XDG_DATA_HOME:-$HOME/.local/share}/kubebuilder-envtest}
 dir="${store}/helm/${version}-$(go env GOOS)-$(go env GOARCH)"
 if [[ ! -x "${dir}/helm" ]]; then
 	mkdir -p "${dir}"
+	# One build at a time (see hack/envtest.sh); a waiter finds it built.
+	exec 9>"${dir}/.lock"
+	flock 9
+fi
+if [[ ! -x "${dir}/helm" ]]; then
 	echo ">> building helm ${version} from the Go module proxy (first run only; about a minute)" >&2
 	tmp=$(mktemp "${dir}/.helm.XXXXXX")
 	# What helm's own Makefile stamps in: its version, and the Kubernetes

@@ -12,9 +12,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/manager"
-	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/version"
 )
 
@@ -91,11 +91,11 @@ func main() {
 	}
 
 	var err error
-	if opts.AllowedPrivateCIDRs, err = mcp.ParseCIDRs(privateCIDRs); err != nil {
+	if opts.AllowedPrivateCIDRs, err = egress.ParseCIDRs(privateCIDRs); err != nil {
 		log.Error(err, "parsing --allowed-private-cidrs")
 		os.Exit(1)
 	}
-	if opts.NamespacePrivateCIDRs, err = mcp.ParseNamespaceCIDRs(namespaceCIDRs); err != nil {
+	if opts.NamespacePrivateCIDRs, err = egress.ParseNamespaceCIDRs(namespaceCIDRs); err != nil {
 		log.Error(err, "parsing --namespace-private-cidrs")
 		os.Exit(1)
 	}

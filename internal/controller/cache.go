@@ -1,12 +1,11 @@
 package controller
 
 import (
-	"bytes"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
 )
 
 // annotationLastApplied is what `kubectl apply` (client-side) leaves on an
@@ -21,7 +20,7 @@ var declaredSpec = metav1.NewFieldsV1(`{"f:spec":{}}`)
 // and no gateway handler reads before an object is cached, which is most of
 // an McpTool's size at scale (managed fields list every key of the input
 // schema, twice). An McpTool keeps one small entry per manager that
-// declared spec fields, which is all declaredElsewhere reads; everything
+// declared spec fields, which is all governance.DeclaredElsewhere reads; everything
 // else loses its managed fields. McpTools lose the approved definition's
 // text too, which only people read (kubectl mcp diff, from the API
 // server); the importer keeps it from the live tool its writes return.
@@ -34,7 +33,8 @@ func TrimForCache(in any) (any, error) {
 // TrimForControllers is TrimForCache for a process that does not serve the
 // gateway: McpTools also lose the definition texts (title, description,
 // input schema, hints), which only the gateway serves. The controllers read the definition hash; the one write that
-// re-applies a definition (markNotOffered) reads the tool live.
+// writes a definition (toolStatus.writeDefinition) does so on the tool
+// its apply answered with, which is complete.
 func TrimForControllers(in any) (any, error) {
 	return trim(in, true)
 }
@@ -68,7 +68,7 @@ func trim(in any, definitions bool) (any, error) {
 func specDeclarations(mfs []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
 	var out []metav1.ManagedFieldsEntry
 	for _, mf := range mfs {
-		if !declaresSpec(mf) {
+		if !governance.DeclaresSpec(mf) {
 			continue
 		}
 		out = append(out, metav1.ManagedFieldsEntry{
@@ -80,13 +80,4 @@ func specDeclarations(mfs []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEnt
 		})
 	}
 	return out
-}
-
-// declaresSpec reports whether a managed-fields entry is a person's or
-// Git's declaration of spec fields.
-func declaresSpec(mf metav1.ManagedFieldsEntry) bool {
-	if mf.Manager == FieldManagerImporter || mf.Manager == FieldManagerToolController || mf.Subresource != "" || mf.FieldsV1 == nil {
-		return false
-	}
-	return bytes.Contains(mf.FieldsV1.GetRawBytes(), []byte(`"f:spec"`))
 }

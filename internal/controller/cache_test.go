@@ -8,6 +8,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
 )
 
 // Trimming an McpTool for the cache must not change what declaredElsewhere
@@ -22,30 +23,30 @@ func TestTrimForCacheKeepsEveryDeclarationOfSpec(t *testing.T) {
 		name   string
 		fields []metav1.ManagedFieldsEntry
 	}{
-		{"importer and tool controller only", []metav1.ManagedFieldsEntry{
-			entry(FieldManagerImporter, "", `{"f:spec":{"f:remoteName":{}}}`),
-			entry(FieldManagerImporter, "status", `{"f:status":`+schema+`}`),
-			entry(FieldManagerToolController, "status", `{"f:status":{"f:localName":{}}}`)}},
+		{"the operator's own managers only", []metav1.ManagedFieldsEntry{
+			entry(governance.FieldManagerImporter, "", `{"f:spec":{"f:remoteName":{}}}`),
+			entry(governance.FieldManagerImporter, "status", `{"f:status":`+schema+`}`),
+			entry(governance.FieldManagerToolStatus, "status", `{"f:status":{"f:localName":{}}}`)}},
 		{"declared in Git", []metav1.ManagedFieldsEntry{
-			entry(FieldManagerImporter, "", `{"f:spec":{"f:remoteName":{}}}`),
+			entry(governance.FieldManagerImporter, "", `{"f:spec":{"f:remoteName":{}}}`),
 			entry("argocd-controller", "", `{"f:metadata":{"f:labels":{}},"f:spec":{"f:enabled":{}}}`)}},
 		{"labelled with kubectl, spec untouched", []metav1.ManagedFieldsEntry{
-			entry(FieldManagerImporter, "", `{"f:spec":{"f:remoteName":{}}}`),
+			entry(governance.FieldManagerImporter, "", `{"f:spec":{"f:remoteName":{}}}`),
 			entry("kubectl-label", "", `{"f:metadata":{"f:labels":{"f:team":{}}}}`)}},
 		{"someone wrote only status", []metav1.ManagedFieldsEntry{
-			entry(FieldManagerImporter, "", `{"f:spec":{"f:remoteName":{}}}`),
+			entry(governance.FieldManagerImporter, "", `{"f:spec":{"f:remoteName":{}}}`),
 			entry("someone", "status", `{"f:status":{"f:spec":{}}}`)}},
 		{"no entry without fields", []metav1.ManagedFieldsEntry{{Manager: "kubectl-edit"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tool := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{ManagedFields: tc.fields}}
-			want := declaredElsewhere(tool)
+			want := governance.DeclaredElsewhere(tool)
 			out, err := TrimForCache(tool)
 			if err != nil {
 				t.Fatal(err)
 			}
 			trimmed := out.(*mcpv1alpha1.McpTool)
-			if got := declaredElsewhere(trimmed); got != want {
+			if got := governance.DeclaredElsewhere(trimmed); got != want {
 				t.Errorf("declaredElsewhere after trimming = %v, before = %v", got, want)
 			}
 			if len(trimmed.ManagedFields) > 1 {

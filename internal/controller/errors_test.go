@@ -83,17 +83,17 @@ func TestSetProfileConditions(t *testing.T) {
 	waiting := &waitingError{after: time.Second, reason: mcpv1alpha1.ReasonSecretNotFound, err: errors.New("no Secret")}
 	p := &mcpv1alpha1.McpDelegationProfile{ObjectMeta: metav1.ObjectMeta{Generation: gen}}
 
-	setProfileConditions(p, waiting)
+	setProfileConditions(p, waiting, time.Now())
 	assertConditions(t, p.Status.Conditions, gen,
 		want(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonSecretNotFound),
 		want(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing))
 
-	setProfileConditions(p, stalled)
+	setProfileConditions(p, stalled, time.Now())
 	assertConditions(t, p.Status.Conditions, gen,
 		want(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonInvalidSpec),
 		want(mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, mcpv1alpha1.ReasonInvalidSpec))
 
-	setProfileConditions(p, nil)
+	setProfileConditions(p, nil, time.Now())
 	assertConditions(t, p.Status.Conditions, gen,
 		want(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
 }

@@ -14,7 +14,7 @@ import (
 
 	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/controller"
+	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
 
@@ -114,8 +114,8 @@ var _ = Describe("GitOps and imports", func() {
 		Expect(t.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
 		Expect(managerOwns(t, gitOpsManager, `"f:enabled"`)).To(BeTrue(), "Git still owns spec.enabled")
 		Expect(managerOwns(t, gitOpsManager, `"f:approvedDefinitionHash"`)).To(BeTrue(), "Git owns the approval")
-		Expect(managerOwns(t, controller.FieldManagerImporter, `"f:enabled"`)).To(BeFalse(), "the importer never claims spec.enabled")
-		Expect(managerOwns(t, controller.FieldManagerImporter, `"f:approvedDefinitionHash"`)).To(BeFalse(), "the importer never claims the approval")
+		Expect(managerOwns(t, governance.FieldManagerImporter, `"f:enabled"`)).To(BeFalse(), "the importer never claims spec.enabled")
+		Expect(managerOwns(t, governance.FieldManagerImporter, `"f:approvedDefinitionHash"`)).To(BeFalse(), "the importer never claims the approval")
 		Expect(t.OwnerReferences).To(BeEmpty(), "no owner reference lets the garbage collector take the tool with its server")
 
 		// A second import does not flip it either.

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/controller"
+	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
 
@@ -77,7 +77,7 @@ var _ = Describe("Import", func() {
 })
 
 var _ = Describe("An import's first status", func() {
-	It("is complete, so that the tool controller writes nothing for new tools", func() {
+	It("is complete, so that a new tool costs two writes and nothing more", func() {
 		ns := newNamespace()
 		up := startMCP(mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true, Tools: 30})
 		mark := requests.mark()
@@ -97,19 +97,20 @@ var _ = Describe("An import's first status", func() {
 			Expect(t.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonDisabled), t.Name)
 			Expect(t.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded), t.Name)
 		}
-		toolControllerWrites := func() []apiRequest {
+		toolWrites := func() []apiRequest { return requests.writes(mark, "/namespaces/"+ns+"/mcptools") }
+		Consistently(toolWrites, settle).Should(HaveLen(2*offered), "one apply of each tool and one write of its status, and no other write: the McpTool controller found every view current")
+		statusWrites := func() []apiRequest {
 			return requests.match(mark, func(r apiRequest) bool {
-				return r.isWrite() && r.manager == controller.FieldManagerToolController
+				return r.isWrite() && r.manager == governance.FieldManagerToolStatus
 			}, []string{"/namespaces/" + ns + "/mcptools"})
 		}
-		Consistently(toolControllerWrites, settle).Should(BeEmpty(), "the tool controller found every view current")
-		Expect(requests.writes(mark, "/namespaces/"+ns+"/mcptools")).To(HaveLen(2*offered), "one apply of each tool and one of its status")
+		Expect(statusWrites()).To(HaveLen(offered), "every status write is the one writer's")
 
-		// A change only the tool controller sees (enabling a tool) is still
-		// its to write.
+		// A change only the McpTool controller sees (enabling a tool) is
+		// written too, by the same writer.
 		echo := toolObjectName("whole", mcpserver.ToolEcho)
 		enableApproved(ns, echo)
 		Eventually(toolConditions(ns, echo)).Should(haveCondition(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
-		Expect(toolControllerWrites()).NotTo(BeEmpty())
+		Expect(len(statusWrites())).To(BeNumerically(">", offered))
 	})
 })

@@ -3,13 +3,10 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -20,6 +17,7 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/credentials"
+	"github.com/mcp-catalog/operator/internal/logging"
 )
 
 // McpDelegationProfileReconciler decides whether a delegation profile can be
@@ -39,6 +37,8 @@ type McpDelegationProfileReconciler struct {
 	// profile's status. Every shard still reads every profile: a server's
 	// shard is not its profile's.
 	Selector labels.Selector
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 }
 
 // Reconcile sets Ready, Reconciling and Stalled, and writes status only
@@ -62,17 +62,18 @@ func (r *McpDelegationProfileReconciler) Reconcile(ctx context.Context, req ctrl
 			return ctrl.Result{}, failure
 		}
 	}
-	setProfileConditions(p, failure)
+	setProfileConditions(p, failure, r.now())
 	if w, ok := asWaiting(failure); ok {
 		result.RequeueAfter = w.after
 	}
 	p.Status.ObservedGeneration = p.Generation
-	if equality.Semantic.DeepEqual(before.Status, p.Status) {
-		return result, nil
+	written, err := patchStatus(ctx, r.Client, before, p, statusWrite{owner: FieldManagerStatus})
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	if err := r.Status().Patch(ctx, p, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
-	}
+	ready := meta.FindStatusCondition(p.Status.Conditions, mcpv1alpha1.ConditionReady)
+	logging.FromContext(ctx, logging.Profiles).V(logging.Debug).Info("reconciled McpDelegationProfile",
+		"generation", p.Generation, "statusWritten", written, "ready", ready.Status, "reason", ready.Reason, "requeueAfter", result.RequeueAfter)
 	return result, nil
 }
 
@@ -88,11 +89,9 @@ func (r *McpDelegationProfileReconciler) resolveReferences(ctx context.Context, 
 
 // setProfileConditions sets a profile's Ready, Reconciling and Stalled from
 // the outcome of its checks: nil, a waitingError or a stallingError.
-func setProfileConditions(p *mcpv1alpha1.McpDelegationProfile, failure error) {
+func setProfileConditions(p *mcpv1alpha1.McpDelegationProfile, failure error, now time.Time) {
 	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: p.Generation,
-		})
+		setCondition(&p.Status.Conditions, p.Generation, typ, status, reason, msg, now)
 	}
 	w, waiting := asWaiting(failure)
 	s, stalled := asStalling(failure)
@@ -124,6 +123,13 @@ func validTokenEndpoint(raw string) error {
 		return errors.New("spec.tokenEndpoint must be an absolute https URL without user information or fragment")
 	}
 	return nil
+}
+
+func (r *McpDelegationProfileReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 func (r *McpDelegationProfileReconciler) retry() time.Duration {

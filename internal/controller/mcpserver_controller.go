@@ -4,14 +4,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,19 +21,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/schedule"
 	"github.com/mcp-catalog/operator/internal/upstream"
 )
 
-// FieldManagerImporter owns what imports write: an McpTool's identity and
-// label, and the definition fields and Imported condition of its status.
-const FieldManagerImporter = "mcp-catalog-importer"
-
 // McpServerReconciler imports each McpServer's catalog into McpTools and
-// probes its health.
+// probes its health. It is the one writer of McpServer status.
 type McpServerReconciler struct {
 	client.Client
-	// APIReader reads the McpServer itself live (docs/adr/006).
+	// APIReader reads the McpServer itself live (docs/adr/006), and an
+	// McpTool before its definition is replaced.
 	APIReader client.Reader
 	// Upstream turns a server into the endpoint imports and probes use,
 	// with its credential resolved.
@@ -52,43 +48,62 @@ type McpServerReconciler struct {
 	// key) is missing is reconciled again; 0 means
 	// DefaultCredentialRetryInterval.
 	CredentialRetryInterval time.Duration
+	// Schedule keeps when each server's next probe and import retry are
+	// due; nil means a new one. Tests set one to fix the jitter.
+	Schedule *schedule.Schedule
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
-	sched *schedule
+	tools *toolStatus
 }
 
 // serverScope carries what earlier steps of one reconcile learnt to later
-// ones.
+// ones, and what the reconcile's end acts on.
 type serverScope struct {
 	server *mcpv1alpha1.McpServer
 	key    types.NamespacedName
 	now    time.Time
+	// plan is what the schedule says is due, read once at the start.
+	plan schedule.Plan
 	// endpoint is where imports and probes go, credential resolved.
 	endpoint mcp.Endpoint
-	// requeueAt is the earliest time a step wants to run again.
-	requeueAt time.Time
+	// importChecked and probeChecked are set when the import and probe
+	// steps decided whether they were due; imported when an import ran.
+	importChecked, probeChecked, imported bool
+	// outcome is what the schedule counts the next probe and import retry
+	// from, recorded once at the end.
+	outcome schedule.Outcome
+	// importInterval is the server's import interval; nextImport is when
+	// the next scheduled import is due (zero: none).
+	importInterval time.Duration
+	nextImport     time.Time
+	// events are emitted at the end, once status is settled.
+	events []pendingEvent
 }
 
-func (s *serverScope) requeueNoLaterThan(t time.Time) {
-	if t.IsZero() {
-		return
-	}
-	if s.requeueAt.IsZero() || t.Before(s.requeueAt) {
-		s.requeueAt = t
-	}
-}
+// Event vocabulary: the reasons of the Events this package emits that are
+// not condition reasons, and their actions.
+const (
+	EventImportFailed    = "ImportFailed"
+	EventImportSucceeded = "ImportSucceeded"
+
+	actionImport = "Import"
+	actionProbe  = "Probe"
+	eventNormal  = "Normal"
+	eventWarning = "Warning"
+)
 
 // +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcptools,verbs=create;update;patch;delete
 
-// Reconcile runs credentials, import and probe in order, stopping at the
-// first step that cannot go on, and patches status once, only if it changed.
+// Reconcile runs credentials, import, probe and tool counts in order,
+// stopping at the first step that cannot go on, and at its end patches
+// status once (only if it changed), records the outcome in the schedule
+// and emits the Events the steps asked for.
 func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	srv, err := r.readServer(ctx, req.NamespacedName)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			r.sched.forget(req.NamespacedName)
-			forgetToolGauges(req.Namespace, req.Name)
+			r.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -97,25 +112,15 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		// The McpTools outlive their server: enabled and declared ones stay
 		// (not servable) until it returns, and the tool controller removes
 		// the rest.
-		r.sched.forget(req.NamespacedName)
-		forgetToolGauges(req.Namespace, req.Name)
+		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 
 	before := srv.DeepCopy()
-	sc := &serverScope{server: srv, key: req.NamespacedName, now: r.now()}
+	now := r.now()
+	sc := &serverScope{server: srv, key: req.NamespacedName, now: now, plan: r.Schedule.Plan(req.NamespacedName, now)}
 	defer func() {
-		summarize(srv, retErr)
-		if _, stalled := asStalling(retErr); retErr == nil || stalled {
-			// A stall is a decided outcome of this generation.
-			srv.Status.ObservedGeneration = srv.Generation
-		}
-		if err := r.patchStatus(ctx, before, srv); err != nil {
-			retErr = errors.Join(retErr, err)
-		} else {
-			r.sched.sawVersion(sc.key, srv.ResourceVersion)
-		}
-		result, retErr = sc.result(retErr, r.now())
+		result, retErr = r.finish(ctx, sc, before, retErr)
 	}()
 
 	if srv.Spec.Suspend {
@@ -126,6 +131,7 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		r.reconcileCredentials,
 		r.reconcileImport,
 		r.reconcileProbe,
+		r.reconcileCounts,
 	} {
 		err := step(ctx, sc)
 		if _, ok := asStalling(err); ok {
@@ -138,13 +144,102 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			return ctrl.Result{}, err
 		}
 	}
-	if stalled != nil {
-		// Nothing is scheduled for a stalled server: whatever re-triggers
-		// it (a spec change, a request annotation) finds the import and
-		// the probe due at once.
-		r.sched.forget(sc.key)
-	}
 	return ctrl.Result{}, stalled
+}
+
+// finish ends a reconcile: it summarises the conditions, writes status,
+// records the outcome in the schedule (a stalled server is forgotten, so
+// that whatever re-triggers it finds everything due at once), emits the
+// Events and logs the result.
+func (r *McpServerReconciler) finish(ctx context.Context, sc *serverScope, before *mcpv1alpha1.McpServer, err error) (ctrl.Result, error) {
+	srv := sc.server
+	summarize(srv, err, sc.now)
+	_, stalled := asStalling(err)
+	if err == nil || stalled {
+		// A stall is a decided outcome of this generation.
+		srv.Status.ObservedGeneration = srv.Generation
+	}
+	written, werr := patchStatus(ctx, r.Client, before, srv, statusWrite{owner: FieldManagerStatus})
+	if werr != nil {
+		err = errors.Join(err, werr)
+	} else {
+		r.Schedule.SawVersion(sc.key, srv.ResourceVersion)
+	}
+	for _, e := range sc.events {
+		r.Recorder.Eventf(srv, nil, e.kind, e.reason, e.action, e.note, e.args...)
+	}
+
+	var next time.Time
+	if stalled {
+		r.Schedule.Forget(sc.key)
+	} else if !srv.Spec.Suspend {
+		sc.outcome.Now = r.now()
+		nextProbe, nextRetry := r.Schedule.Record(sc.key, sc.outcome)
+		if sc.probeChecked {
+			next = earliest(next, nextProbe)
+		}
+		if sc.importChecked {
+			next = earliest(next, sc.nextImport)
+			if !meta.IsStatusConditionTrue(srv.Status.Conditions, mcpv1alpha1.ConditionCatalogSynced) {
+				next = earliest(next, nextRetry)
+			}
+		}
+	}
+	result, err := resultOf(err, next, r.now())
+	log := logging.FromContext(ctx, logging.Controllers).V(logging.Debug)
+	logResult(log, srv, written, result, err)
+	return result, err
+}
+
+// resultOf turns the reconcile's error and the next time something is due
+// into what controller-runtime acts on: waiting and stalling are not errors
+// to it.
+func resultOf(err error, next, now time.Time) (ctrl.Result, error) {
+	if w, ok := asWaiting(err); ok {
+		next = earliest(next, now.Add(w.after))
+		err = nil
+	}
+	if _, ok := asStalling(err); ok {
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if next.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: max(next.Sub(now), time.Second)}, nil
+}
+
+// logResult logs a reconcile's outcome at debug level, with the keys a
+// person follows one server by.
+func logResult(log logr.Logger, srv *mcpv1alpha1.McpServer, written bool, result ctrl.Result, err error) {
+	ready := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReady)
+	kv := []any{"generation", srv.Generation, "statusWritten", written, "requeueAfter", result.RequeueAfter}
+	if ready != nil {
+		kv = append(kv, "ready", ready.Status, "reason", ready.Reason)
+	}
+	if err != nil {
+		kv = append(kv, "error", err.Error())
+	}
+	log.Info("reconciled McpServer", kv...)
+}
+
+// earliest is the earlier of two times, a zero time counting as none.
+func earliest(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero() || a.Before(b):
+		return a
+	}
+	return b
+}
+
+// forget drops a deleted server's schedule and metrics.
+func (r *McpServerReconciler) forget(key types.NamespacedName) {
+	r.Schedule.Forget(key)
+	forgetServerGauges(key.Namespace, key.Name)
 }
 
 // readServer reads the server from the cache when the cache holds the
@@ -156,7 +251,7 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // one (docs/adr/006). A cached copy of exactly the version last seen has
 // neither problem, and saves a live read at every scheduled probe.
 func (r *McpServerReconciler) readServer(ctx context.Context, key types.NamespacedName) (*mcpv1alpha1.McpServer, error) {
-	if rv := r.sched.knownVersion(key); rv != "" {
+	if rv := r.Schedule.KnownVersion(key); rv != "" {
 		cached := &mcpv1alpha1.McpServer{}
 		if err := r.Get(ctx, key, cached); err == nil && cached.ResourceVersion == rv {
 			return cached, nil
@@ -166,111 +261,8 @@ func (r *McpServerReconciler) readServer(ctx context.Context, key types.Namespac
 	if err := r.APIReader.Get(ctx, key, srv); err != nil {
 		return nil, err
 	}
-	r.sched.sawVersion(key, srv.ResourceVersion)
+	r.Schedule.SawVersion(key, srv.ResourceVersion)
 	return srv, nil
-}
-
-// result turns the scope and the reconcile error into what controller-runtime
-// acts on: waiting and stalling are not errors to it.
-func (s *serverScope) result(err error, now time.Time) (ctrl.Result, error) {
-	if w, ok := asWaiting(err); ok {
-		s.requeueNoLaterThan(now.Add(w.after))
-		err = nil
-	}
-	if _, ok := asStalling(err); ok {
-		return ctrl.Result{}, nil
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if s.requeueAt.IsZero() {
-		return ctrl.Result{}, nil
-	}
-	return ctrl.Result{RequeueAfter: max(s.requeueAt.Sub(now), time.Second)}, nil
-}
-
-// reconcileCredentials resolves the endpoint the server's imports and
-// probes use, with the Secret they present, at every reconcile, so a
-// rotated Secret is used at once. A delegated server also needs its
-// McpDelegationProfile to exist and be Ready, and a server with
-// spec.tls.caBundleRef a usable CA bundle. It sets CredentialsResolved; a
-// missing reference or an unusable bundle waits.
-func (r *McpServerReconciler) reconcileCredentials(ctx context.Context, sc *serverScope) error {
-	ep, err := r.Upstream.Discovery(ctx, sc.server)
-	if err != nil {
-		err = classifyReference(err, r.CredentialRetryInterval)
-		if w, ok := asWaiting(err); ok {
-			setCondition(sc.server, mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionFalse, w.reason, w.err.Error())
-		}
-		return err
-	}
-	sc.endpoint = ep
-	if ep.Credential == nil && sc.server.Spec.URLFrom == nil {
-		setCondition(sc.server, mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue, mcpv1alpha1.ReasonNoCredentials, "no credential is needed")
-	} else {
-		setCondition(sc.server, mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "every referenced Secret key was read")
-	}
-	if ep.CABundle != nil && ep.Credential == nil {
-		setCondition(sc.server, mcpv1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "the CA bundle was read; no credential is needed")
-	}
-	return nil
-}
-
-// reconcileProbe runs the health probe when it is due (or requested) and
-// sets Reachable. A successful probe records the contact; a failed one
-// records only the condition, and stalls when only a spec change cures it.
-func (r *McpServerReconciler) reconcileProbe(ctx context.Context, sc *serverScope) error {
-	srv := sc.server
-	requested := pendingRequest(srv.Annotations[mcpv1alpha1.AnnotationRequestedProbeAt], srv.Status.LastHandledProbeAt)
-	forced := requested != ""
-	if !forced && !r.sched.probeDue(sc.key, sc.now) {
-		sc.requeueNoLaterThan(r.sched.nextProbe(sc.key))
-		return nil
-	}
-	start := time.Now()
-	res, err := r.MCP.Probe(ctx, sc.endpoint)
-	observeProbe(srv, time.Since(start), err)
-	if forced {
-		srv.Status.LastHandledProbeAt = requested
-	}
-	r.recordProbe(sc, res, err, r.now(), forced, !forced)
-	if c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReachable); err != nil && c.Status == metav1.ConditionFalse {
-		return classifyOperation(err, c.Reason, c.Message)
-	}
-	return nil
-}
-
-// recordProbe records the outcome of a handshake, from a probe or from an
-// import: Reachable (with an event when it changes), the contact on success
-// (in the metrics always, in status at a bounded rate unless refresh), and
-// the next probe one interval later (from when it was due, for a scheduled
-// probe).
-func (r *McpServerReconciler) recordProbe(sc *serverScope, res *mcp.ProbeResult, err error, now time.Time, refresh, onSchedule bool) {
-	srv := sc.server
-	before := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReachable)
-	hadCondition := before != nil
-	wasReachable := hadCondition && before.Status == metav1.ConditionTrue
-	if err == nil {
-		observeContact(srv, now)
-	}
-	setReachable(srv, res, err, now, refresh)
-	isReachable := meta.IsStatusConditionTrue(srv.Status.Conditions, mcpv1alpha1.ConditionReachable)
-	if isReachable != wasReachable || !hadCondition {
-		c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReachable)
-		kind := "Normal"
-		if !isReachable {
-			kind = "Warning"
-		}
-		r.Recorder.Eventf(srv, nil, kind, c.Reason, "Probe", "%s", c.Message)
-	}
-	sc.requeueNoLaterThan(r.sched.probed(sc.key, now, healthInterval(srv), onSchedule))
-}
-
-func healthInterval(srv *mcpv1alpha1.McpServer) time.Duration {
-	if hc := srv.Spec.HealthCheck.Interval; hc != nil && hc.Duration > 0 {
-		return hc.Duration
-	}
-	return mcpv1alpha1.DefaultHealthCheckInterval
 }
 
 func (r *McpServerReconciler) now() time.Time {
@@ -280,54 +272,12 @@ func (r *McpServerReconciler) now() time.Time {
 	return time.Now()
 }
 
-// patchStatus writes status only when it changed, so an idle reconcile and
-// an unchanged probe make no write.
-func (r *McpServerReconciler) patchStatus(ctx context.Context, before, after *mcpv1alpha1.McpServer) error {
-	if equality.Semantic.DeepEqual(before.Status, after.Status) {
-		return nil
-	}
-	if err := r.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("patching status: %w", err)
-	}
-	return nil
-}
-
-// Index names.
-const (
-	indexToolServer    = "spec.serverRef.name"
-	indexServerProfile = "spec.auth.delegated.profileRef.name"
-)
-
-// byIndex maps an object to a request for each object of list type L in
-// its namespace whose index field names it: the tools of a server, the
-// servers of a delegation profile.
-func byIndex[L any, PL interface {
-	*L
-	client.ObjectList
-}](c client.Reader, field, what string) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		list := PL(new(L))
-		// Only names are read: no copy of every object is needed.
-		if err := c.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{field: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "listing "+what)
-			return nil
-		}
-		var reqs []reconcile.Request
-		// Every item of a typed list is a client.Object.
-		_ = meta.EachListItem(list, func(item runtime.Object) error {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(item.(client.Object))})
-			return nil
-		})
-		return reqs
-	}
-}
-
-// SetupWithManager registers the controller and the field indexes it uses.
+// SetupWithManager registers the controller. The field indexes it lists by
+// are registered by RegisterIndexes.
 func (r *McpServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.sched = newSchedule()
+	if r.Schedule == nil {
+		r.Schedule = schedule.New()
+	}
 	if r.MaxConcurrent <= 0 {
 		r.MaxConcurrent = DefaultMaxConcurrentServers
 	}
@@ -337,19 +287,7 @@ func (r *McpServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.CredentialRetryInterval <= 0 {
 		r.CredentialRetryInterval = DefaultCredentialRetryInterval
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &mcpv1alpha1.McpTool{}, indexToolServer,
-		func(o client.Object) []string { return []string{o.(*mcpv1alpha1.McpTool).Spec.ServerRef.Name} }); err != nil {
-		return fmt.Errorf("indexing McpTools by server: %w", err)
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &mcpv1alpha1.McpServer{}, indexServerProfile,
-		func(o client.Object) []string {
-			if a := o.(*mcpv1alpha1.McpServer).Spec.Auth; a != nil && a.Delegated != nil {
-				return []string{a.Delegated.ProfileRef.Name}
-			}
-			return nil
-		}); err != nil {
-		return fmt.Errorf("indexing McpServers by delegation profile: %w", err)
-	}
+	r.tools = &toolStatus{client: r.Client, live: r.APIReader, now: r.now}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("mcpserver").
 		For(&mcpv1alpha1.McpServer{}, builder.WithPredicates(predicate.Or(

@@ -11,21 +11,14 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/schedule"
 )
 
-// The functions in this file compute McpServer conditions from what the
-// sub-reconcilers observed. They are pure: no client, no clock but the one
-// passed in, and every one is table-tested.
-
-func setCondition(srv *mcpv1alpha1.McpServer, typ string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&srv.Status.Conditions, metav1.Condition{
-		Type:               typ,
-		Status:             status,
-		Reason:             reason,
-		Message:            message,
-		ObservedGeneration: srv.Generation,
-	})
-}
+// The functions in this file compute McpServer status from what the
+// sub-reconcilers observed. They change only the server and the scope they
+// are given (no client, no clock but the one passed in), and are
+// table-tested; what they record for the schedule and the Events they ask
+// for are acted on when the reconcile ends.
 
 // failureReason maps a client error to a condition reason and a message
 // built only from fixed text: nothing the server sent and nothing from the
@@ -86,19 +79,19 @@ func setReachable(srv *mcpv1alpha1.McpServer, res *mcp.ProbeResult, err error, n
 		// A delegated server without a discovery credential that answers
 		// with a challenge is up; it is the operator's side that has no
 		// credential to offer. Nothing completed, so no contact.
-		setCondition(srv, mcpv1alpha1.ConditionReachable, metav1.ConditionTrue, mcpv1alpha1.ReasonUnauthenticated,
-			"the server answered 401 with a WWW-Authenticate challenge: it is up and asks for a credential; set spec.auth.delegated.discoverySecretRef so that it can be imported")
+		setCondition(&srv.Status.Conditions, srv.Generation, mcpv1alpha1.ConditionReachable, metav1.ConditionTrue, mcpv1alpha1.ReasonUnauthenticated,
+			"the server answered 401 with a WWW-Authenticate challenge: it is up and asks for a credential; set spec.auth.delegated.discoverySecretRef so that it can be imported", now)
 		return
 	}
 	if err != nil {
 		reason, msg := failureReason(err)
-		setCondition(srv, mcpv1alpha1.ConditionReachable, metav1.ConditionFalse, reason, msg)
+		setCondition(&srv.Status.Conditions, srv.Generation, mcpv1alpha1.ConditionReachable, metav1.ConditionFalse, reason, msg, now)
 		return
 	}
 	refresh = refresh || !meta.IsStatusConditionTrue(srv.Status.Conditions, mcpv1alpha1.ConditionReachable)
 	recordContact(srv, res, now, refresh)
-	setCondition(srv, mcpv1alpha1.ConditionReachable, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded,
-		fmt.Sprintf("handshake completed (protocol %s)", res.ProtocolVersion))
+	setCondition(&srv.Status.Conditions, srv.Generation, mcpv1alpha1.ConditionReachable, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded,
+		fmt.Sprintf("handshake completed (protocol %s)", res.ProtocolVersion), now)
 }
 
 // unauthenticatedButUp reports a challenged 401 from a delegated server
@@ -153,16 +146,19 @@ func recordContact(srv *mcpv1alpha1.McpServer, res *mcp.ProbeResult, now time.Ti
 // summarize sets Ready, Reconciling and Stalled from the other conditions
 // and the reconcile's error. Stalled comes only from a stallingError (see
 // errors.go): a reason alone never stalls.
-func summarize(srv *mcpv1alpha1.McpServer, reconcileErr error) {
+func summarize(srv *mcpv1alpha1.McpServer, reconcileErr error, now time.Time) {
+	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		setCondition(&srv.Status.Conditions, srv.Generation, typ, status, reason, msg, now)
+	}
 	if srv.Spec.Suspend {
-		setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonSuspended, "imports and probes are suspended")
+		set(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, mcpv1alpha1.ReasonSuspended, "imports and probes are suspended")
 		meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
 		meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionStalled)
 		return
 	}
 	if s, ok := asStalling(reconcileErr); ok {
-		setCondition(srv, mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, s.reason, s.err.Error())
-		setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, s.reason, s.err.Error())
+		set(mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, s.reason, s.err.Error())
+		set(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, s.reason, s.err.Error())
 		meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
 		return
 	}
@@ -176,14 +172,14 @@ func summarize(srv *mcpv1alpha1.McpServer, reconcileErr error) {
 			if c != nil {
 				reason, msg = c.Reason, c.Message
 			}
-			setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
-			setReconciling(srv, reconcileErr, c)
+			set(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+			setReconciling(srv, reconcileErr, c, now)
 			return
 		}
 	}
-	setCondition(srv, mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "credentials resolved, catalog synced and server reachable")
+	set(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "credentials resolved, catalog synced and server reachable")
 	if reconcileErr != nil {
-		setCondition(srv, mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing, "retrying after an error")
+		set(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing, "retrying after an error")
 		return
 	}
 	meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
@@ -192,9 +188,9 @@ func summarize(srv *mcpv1alpha1.McpServer, reconcileErr error) {
 // setReconciling marks work in progress while a part has not been decided
 // yet or the reconcile is retrying; a part that failed for a known reason is
 // a settled (failed) state, not progress.
-func setReconciling(srv *mcpv1alpha1.McpServer, reconcileErr error, blocking *metav1.Condition) {
+func setReconciling(srv *mcpv1alpha1.McpServer, reconcileErr error, blocking *metav1.Condition, now time.Time) {
 	if reconcileErr != nil || blocking == nil || blocking.Status == metav1.ConditionUnknown {
-		setCondition(srv, mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing, "work is in progress")
+		setCondition(&srv.Status.Conditions, srv.Generation, mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing, "work is in progress", now)
 		return
 	}
 	meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionReconciling)
@@ -223,4 +219,102 @@ func clipAll(in []string, maxItems, maxLen int) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// recordImport records how an import ended: CatalogSynced, the catalog's
+// counts and skipped tools, the contact its handshake made (or the
+// handshake's failure, as a probe would), what the schedule counts from,
+// the Event and the metrics. listErr is the MCP operation's failure,
+// applyErr the failure to write McpTools. It returns the reconcile's error:
+// a stallingError for a failure only a spec change cures, the applyErr to
+// be retried with backoff, nil otherwise.
+func recordImport(sc *serverScope, cat *mcp.Catalog, listErr error, applied *appliedCatalog, applyErr error, took time.Duration) error {
+	srv, now := sc.server, sc.now
+	set := func(status metav1.ConditionStatus, reason, msg string) {
+		setCondition(&srv.Status.Conditions, srv.Generation, mcpv1alpha1.ConditionCatalogSynced, status, reason, msg, now)
+	}
+	switch {
+	case listErr != nil:
+		reason, msg := failureReason(listErr)
+		observeImport(took, reason)
+		set(metav1.ConditionFalse, reason, "import failed: "+msg)
+		sc.event(actionImport, eventWarning, EventImportFailed, "import failed (%s): %s", reason, msg)
+		if handshakeFailed(listErr) {
+			// A probe now would repeat the same handshake: a hung server
+			// would hold a worker for two budgets instead of one.
+			recordHandshake(sc, nil, listErr, took, false, false)
+		}
+		stall := classifyOperation(listErr, reason, "import failed: "+msg)
+		if stall == nil {
+			// Waiting: the next attempt is one health interval away.
+			sc.outcome.Import, sc.outcome.RetryAfter = schedule.ImportFailed, healthInterval(srv)
+		}
+		return stall
+	case applyErr != nil:
+		// The operation completed: that is a contact, and counts as a probe.
+		recordHandshake(sc, &cat.Probe, nil, cat.Probe.Latency, true, false)
+		observeImport(took, mcpv1alpha1.ReasonImportFailed)
+		set(metav1.ConditionFalse, mcpv1alpha1.ReasonImportFailed, "writing McpTools failed; retrying")
+		return applyErr
+	}
+	// Status is written anyway, so the contact is refreshed with it.
+	recordHandshake(sc, &cat.Probe, nil, cat.Probe.Latency, true, false)
+	sc.outcome.Import = schedule.ImportSucceeded
+	t := metav1.NewTime(now.Truncate(time.Second))
+	srv.Status.LastImportTime = &t
+	srv.Status.Tools, srv.Status.SkippedTools = applied.counts, applied.skipped
+	msg := fmt.Sprintf("imported %d tools (%d skipped, %d enabled)", applied.counts.Imported, applied.counts.Skipped, applied.counts.Enabled)
+	set(metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, msg)
+	sc.event(actionImport, eventNormal, EventImportSucceeded, "%s", msg)
+	sc.nextImport = now.Add(sc.importInterval)
+	observeImport(took, "")
+	setToolGauges(srv)
+	return nil
+}
+
+// recordHandshake records the outcome of a handshake, from a probe or from
+// an import: Reachable (with an Event when it changes), the contact on
+// success (in the metrics always, in status at a bounded rate unless
+// refresh), and the probe the schedule counts the next one from.
+func recordHandshake(sc *serverScope, res *mcp.ProbeResult, err error, took time.Duration, refresh, onSchedule bool) {
+	srv, now := sc.server, sc.now
+	before := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReachable)
+	hadCondition := before != nil
+	wasReachable := hadCondition && before.Status == metav1.ConditionTrue
+	setReachable(srv, res, err, now, refresh)
+	c := meta.FindStatusCondition(srv.Status.Conditions, mcpv1alpha1.ConditionReachable)
+	if isReachable := c.Status == metav1.ConditionTrue; isReachable != wasReachable || !hadCondition {
+		kind := eventNormal
+		if !isReachable {
+			kind = eventWarning
+		}
+		sc.event(actionProbe, kind, c.Reason, "%s", c.Message)
+	}
+	sc.outcome.Probed = &schedule.Probe{Interval: healthInterval(srv), OnSchedule: onSchedule}
+	observeProbe(srv, took, err, now)
+}
+
+// handshakeFailed reports whether a failed import ended before its
+// handshake completed, so that the failure answers a probe as well.
+func handshakeFailed(err error) bool {
+	var me *mcp.Error
+	return !errors.As(err, &me) || me.Method != "tools/list"
+}
+
+func healthInterval(srv *mcpv1alpha1.McpServer) time.Duration {
+	if hc := srv.Spec.HealthCheck.Interval; hc != nil && hc.Duration > 0 {
+		return hc.Duration
+	}
+	return mcpv1alpha1.DefaultHealthCheckInterval
+}
+
+// pendingEvent is an Event a step asks for; the reconcile emits it at its
+// end.
+type pendingEvent struct {
+	action, kind, reason, note string
+	args                       []any
+}
+
+func (s *serverScope) event(action, kind, reason, note string, args ...any) {
+	s.events = append(s.events, pendingEvent{action: action, kind: kind, reason: reason, note: note, args: args})
 }

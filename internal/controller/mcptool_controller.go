@@ -17,32 +17,31 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
+	"github.com/mcp-catalog/operator/internal/logging"
 )
 
-// FieldManagerToolController owns the McpTool status fields derived from
-// spec and the server: names, effective class and approval, and the Ready
-// condition.
-const FieldManagerToolController = "mcp-catalog-tool-controller"
-
-// McpToolReconciler decides whether each McpTool is servable, and removes
-// what an McpServer's deletion leaves behind that nobody decided anything
-// about.
+// McpToolReconciler keeps each McpTool's view (names, effective class and
+// approval, Ready) current with its spec and its server, through the one
+// writer of McpTool status, and removes what an McpServer's deletion leaves
+// behind that nobody decided anything about.
 type McpToolReconciler struct {
 	client.Client
 	// APIReader confirms, before a tool is deleted, that its server is
 	// really gone and not merely absent from a cache that lags a
-	// re-creation.
+	// re-creation; and reads a tool live when a status write conflicts.
 	APIReader client.Reader
 	Now       func() time.Time
+
+	tools *toolStatus
 }
 
 // Reconcile releases the tool from a server owner reference, collects it
 // when its server is gone and nobody decided anything about it, and
-// otherwise computes its view and applies it when it differs from what the
-// status shows.
+// otherwise brings its view up to date.
 func (r *McpToolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logging.FromContext(ctx, logging.ToolStatus).V(logging.Debug)
 	t := &mcpv1alpha1.McpTool{}
 	if err := r.Get(ctx, req.NamespacedName, t); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -58,41 +57,26 @@ func (r *McpToolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, err
 	}
-	if srv == nil && collectable(t) {
-		if done, err := r.collect(ctx, t); done || err != nil {
+	if srv == nil && governance.Collectable(t) {
+		done, err := r.collect(ctx, t)
+		if done {
+			log.Info("deleted the McpTool of a deleted server", "server", t.Spec.ServerRef.Name)
+		}
+		if done || err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-
-	if importing(t) {
-		// The importer's status write, which carries the view, follows.
+	if awaitingImport(t) {
+		// The import that created it writes its first status.
 		return ctrl.Result{}, nil
 	}
-	v := computeToolView(t, srv)
-	if toolViewCurrent(t, v) {
-		return ctrl.Result{}, nil
+	if err := r.tools.writeView(ctx, t, srv); err != nil {
+		return ctrl.Result{}, err
 	}
-	status := mcpac.McpToolStatus()
-	addToolView(status, t, v, r.now())
-	if err := r.Status().Apply(ctx, mcpac.McpTool(t.Name, t.Namespace).WithStatus(status),
-		client.FieldOwner(FieldManagerToolController), client.ForceOwnership); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("applying McpTool status: %w", err)
+	if c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionReady); c != nil {
+		log.Info("reconciled McpTool", "generation", t.Generation, "ready", c.Status, "reason", c.Reason)
 	}
 	return ctrl.Result{}, nil
-}
-
-// importing reports whether t is a tool the importer created a moment ago
-// and has not written the status of yet: only the importer declared it and
-// it has no definition. That status write carries the tool controller's
-// view too, so writing the view now would only be a third write. Should
-// the status write fail, the import fails and is retried, and the retry
-// writes it.
-func importing(t *mcpv1alpha1.McpTool) bool {
-	return t.Status.DefinitionHash == "" && t.Labels[mcpv1alpha1.LabelServer] != "" &&
-		meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionImported) == nil && !declaredElsewhere(t)
 }
 
 // isServerOwner reports whether an owner reference names an McpServer.
@@ -118,20 +102,12 @@ func (r *McpToolReconciler) releaseFromServer(ctx context.Context, t *mcpv1alpha
 	}
 	patch := client.MergeFromWithOptions(t.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	t.OwnerReferences = keep
-	err := r.Patch(ctx, t, patch, client.FieldOwner(FieldManagerToolController))
+	err := r.Patch(ctx, t, patch, client.FieldOwner(governance.FieldManagerToolController))
 	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		// On a conflict the newer version brings the tool here again.
 		return nil
 	}
 	return fmt.Errorf("removing the McpServer owner reference of McpTool %s: %w", t.Name, err)
-}
-
-// collectable reports whether a tool may go with its server: it is disabled
-// and only the importer ever declared it. An enabled tool, or one Git,
-// kubectl or kubectl-mcp declared, records a decision of a person and is
-// kept.
-func collectable(t *mcpv1alpha1.McpTool) bool {
-	return !t.Spec.Enabled && t.DeletionTimestamp.IsZero() && !declaredElsewhere(t)
 }
 
 // collect deletes a collectable tool once a live read confirms its server
@@ -167,9 +143,10 @@ func (r *McpToolReconciler) now() time.Time {
 	return time.Now()
 }
 
-// SetupWithManager registers the controller. It relies on the McpTool index
-// by server that McpServerReconciler registers.
+// SetupWithManager registers the controller. The field index it maps
+// servers to tools by is registered by RegisterIndexes.
 func (r *McpToolReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.tools = &toolStatus{client: r.Client, live: r.APIReader, now: r.now}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("mcptool").
 		For(&mcpv1alpha1.McpTool{}).

@@ -5,118 +5,131 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
-	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
-// toolView is what the tool controller owns of an McpTool's status.
-type toolView struct {
-	LocalName                 string
-	Group                     string
-	EffectiveDataClass        mcpv1alpha1.DataClass
-	EffectiveApprovalRequired bool
-	Ready                     metav1.ConditionStatus
-	Reason                    string
-	Message                   string
+// The functions in this file compute an McpTool's status. They are pure:
+// they change the tool they are given and read nothing else, and they are
+// the only code that computes McpTool status, whichever path writes it
+// (toolstatus.go).
+
+// setToolView sets what a tool's spec and its server (nil when the server
+// does not exist) decide of its status: its names, effective class and
+// approval, and whether it is servable (Ready) for this generation.
+func setToolView(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, now time.Time) {
+	s := &t.Status
+	s.LocalName = toolname.LocalName(t.Spec.ServerRef.Name, t.Spec.RemoteName)
+	s.Group = toolname.Group(t.Spec.ServerRef.Name)
+	class, approval := governance.Effective(srv, t)
+	s.EffectiveDataClass, s.EffectiveApprovalRequired = class, &approval
+	s.Effect, s.RequiresAdmin = mcpv1alpha1.EffectNonIdempotentWrite, true
+	s.ObservedGeneration = t.Generation
+	status, reason, msg := toolReadiness(t, srv)
+	setCondition(&s.Conditions, t.Generation, mcpv1alpha1.ConditionReady, status, reason, msg, now)
 }
 
-// computeToolView derives the tool controller's part of an McpTool's status
-// from the tool and its server (nil when the server does not exist). It is
-// pure and table-tested.
-//
-// The only approval is spec.approvedDefinitionHash, which a person or Git
-// sets: enabling approves nothing, and nothing in status counts as an
-// approval, so a tool deleted and created again (status empty) is not
-// servable until its approval is on record again.
-func computeToolView(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer) toolView {
-	v := toolView{
-		LocalName: toolname.LocalName(t.Spec.ServerRef.Name, t.Spec.RemoteName),
-		Group:     toolname.Group(t.Spec.ServerRef.Name),
-	}
-
-	// The effective class and approval tighten the server's declaration and
-	// never loosen it. Without a server, the strictest values apply.
-	v.EffectiveDataClass = mcpv1alpha1.DataClassRestricted
-	v.EffectiveApprovalRequired = true
-	if srv != nil {
-		v.EffectiveDataClass = srv.Spec.DataClass
-		if t.Spec.DataClass != "" {
-			v.EffectiveDataClass = mcpv1alpha1.MaxDataClass(srv.Spec.DataClass, t.Spec.DataClass)
-		}
-		serverApproval := srv.Spec.ApprovalRequired == nil || *srv.Spec.ApprovalRequired
-		toolApproval := t.Spec.ApprovalRequired != nil && *t.Spec.ApprovalRequired
-		v.EffectiveApprovalRequired = serverApproval || toolApproval
-	}
-
+// toolReadiness says whether a tool is servable, and otherwise the first
+// reason it is not. The only approval is spec.approvedDefinitionHash
+// (governance.Unapproved): enabling approves nothing, and nothing in status
+// counts as an approval, so a tool deleted and created again (status
+// empty) is not servable until its approval is on record again.
+func toolReadiness(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer) (metav1.ConditionStatus, string, string) {
 	imported := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionImported)
 	wantName, nameErr := toolname.ObjectName(t.Spec.ServerRef.Name, t.Spec.RemoteName)
 	switch {
-	case nameErr != nil || wantName != t.Name:
-		v.Ready, v.Reason = metav1.ConditionFalse, mcpv1alpha1.ReasonNameMismatch
-		v.Message = "the object's name must be " + wantName + " (see docs/naming.md); this object is never served"
-		if nameErr != nil {
-			v.Message = "the server or remote name cannot form an McpTool name (see docs/naming.md); this object is never served"
-		}
+	case nameErr != nil:
+		return metav1.ConditionFalse, mcpv1alpha1.ReasonNameMismatch, "the server or remote name cannot form an McpTool name (see docs/naming.md); this object is never served"
+	case wantName != t.Name:
+		return metav1.ConditionFalse, mcpv1alpha1.ReasonNameMismatch, "the object's name must be " + wantName + " (see docs/naming.md); this object is never served"
 	case !t.Spec.Enabled:
-		v.Ready, v.Reason, v.Message = metav1.ConditionFalse, mcpv1alpha1.ReasonDisabled, "the tool is not enabled (spec.enabled)"
+		return metav1.ConditionFalse, mcpv1alpha1.ReasonDisabled, "the tool is not enabled (spec.enabled)"
 	case srv == nil:
-		v.Ready, v.Reason, v.Message = metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotFound, "McpServer "+t.Spec.ServerRef.Name+" does not exist"
+		return metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotFound, "McpServer " + t.Spec.ServerRef.Name + " does not exist"
 	case imported == nil:
-		v.Ready, v.Reason, v.Message = metav1.ConditionFalse, mcpv1alpha1.ReasonNotImported, "no import has seen this tool yet"
+		return metav1.ConditionFalse, mcpv1alpha1.ReasonNotImported, "no import has seen this tool yet"
 	case imported.Status != metav1.ConditionTrue:
-		v.Ready, v.Reason, v.Message = metav1.ConditionFalse, imported.Reason, imported.Message
-	case t.Spec.ApprovedDefinitionHash == "":
-		v.Ready, v.Reason = metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionNotApproved
-		v.Message = "no definition is approved; review the definition and set spec.approvedDefinitionHash to " + t.Status.DefinitionHash + " (or run kubectl mcp approve) to serve it"
-	case t.Spec.ApprovedDefinitionHash != t.Status.DefinitionHash:
-		v.Ready, v.Reason = metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionChanged
-		v.Message = "the tool's definition differs from the approved one; review it and set spec.approvedDefinitionHash to " + t.Status.DefinitionHash + " to serve it again"
-	case !meta.IsStatusConditionTrue(srv.Status.Conditions, mcpv1alpha1.ConditionReady):
-		v.Ready, v.Reason, v.Message = metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotReady, "McpServer "+srv.Name+" is not Ready"
-	default:
-		v.Ready, v.Reason, v.Message = metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "enabled, imported, approved and its server is Ready"
+		return metav1.ConditionFalse, imported.Reason, imported.Message
 	}
-	return v
+	switch governance.Unapproved(t) {
+	case mcpv1alpha1.ReasonDefinitionNotApproved:
+		return metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionNotApproved,
+			"no definition is approved; review the definition and set spec.approvedDefinitionHash to " + t.Status.DefinitionHash + " (or run kubectl mcp approve) to serve it"
+	case mcpv1alpha1.ReasonDefinitionChanged:
+		return metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionChanged,
+			"the tool's definition differs from the approved one; review it and set spec.approvedDefinitionHash to " + t.Status.DefinitionHash + " to serve it again"
+	}
+	if !meta.IsStatusConditionTrue(srv.Status.Conditions, mcpv1alpha1.ConditionReady) {
+		return metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotReady, "McpServer " + srv.Name + " is not Ready"
+	}
+	return metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "enabled, imported, approved and its server is Ready"
 }
 
-// toolViewCurrent reports whether the tool's status already shows v.
-func toolViewCurrent(t *mcpv1alpha1.McpTool, v toolView) bool {
-	s := t.Status
-	if s.ObservedGeneration != t.Generation || s.LocalName != v.LocalName || s.Group != v.Group ||
-		s.EffectiveDataClass != v.EffectiveDataClass || s.EffectiveApprovalRequired == nil ||
-		*s.EffectiveApprovalRequired != v.EffectiveApprovalRequired ||
-		s.Effect != mcpv1alpha1.EffectNonIdempotentWrite || !s.RequiresAdmin {
-		return false
-	}
-	c := meta.FindStatusCondition(s.Conditions, mcpv1alpha1.ConditionReady)
-	return c != nil && c.Status == v.Ready && c.Reason == v.Reason && c.Message == v.Message && c.ObservedGeneration == t.Generation
+// setDefinition records a definition the server offers: the definition
+// itself and Imported=True. A definition replacing the approved one keeps
+// the approved text in approvedDefinition, for a person to review what
+// changed; t must therefore hold the definition texts (a tool read from the
+// API server, not from a cache that drops them).
+func setDefinition(t *mcpv1alpha1.McpTool, def *mcpv1alpha1.ToolDefinition, now time.Time) {
+	s := &t.Status
+	s.ApprovedDefinition = approvedRecord(t, def.Hash)
+	s.DefinitionHash, s.Title, s.Description, s.InputSchema, s.Hints = def.Hash, def.Title, def.Description, def.InputSchema, def.Hints
+	setCondition(&s.Conditions, t.Generation, mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "offered by the server at the last import", now)
 }
 
-// addToolView adds a view of t to a status write: the fields the tool
-// controller owns and the Ready condition, whose transition time stays when
-// its status does not change. The tool controller writes it, and the
-// importer writes it with every status write of its own, so that a tool's
-// first status is complete.
-func addToolView(s *mcpac.McpToolStatusApplyConfiguration, t *mcpv1alpha1.McpTool, v toolView, now time.Time) {
-	ltt := metav1.NewTime(now.Truncate(time.Second))
-	if c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionReady); c != nil && c.Status == v.Ready {
-		ltt = c.LastTransitionTime
+// setNotOffered records that the last import did not accept the tool:
+// the server stopped offering it (RemovedFromServer), or offered it in a
+// form the import refused (reason is the skip reason). The last definition
+// stays, so people can see what it was.
+func setNotOffered(t *mcpv1alpha1.McpTool, reason string, now time.Time) {
+	msg := "the server no longer offers this tool; it is kept because it is enabled, and is not served"
+	if !t.Spec.Enabled {
+		// Only a tool the import created is deleted when it goes away.
+		msg = "the server does not offer this tool; it is kept because it was declared outside the import, and is not served"
 	}
-	s.WithObservedGeneration(t.Generation).
-		WithLocalName(v.LocalName).
-		WithGroup(v.Group).
-		WithEffectiveDataClass(v.EffectiveDataClass).
-		WithEffectiveApprovalRequired(v.EffectiveApprovalRequired).
-		WithEffect(mcpv1alpha1.EffectNonIdempotentWrite).
-		WithRequiresAdmin(true).
-		WithConditions(metav1ac.Condition().
-			WithType(mcpv1alpha1.ConditionReady).
-			WithStatus(v.Ready).
-			WithReason(v.Reason).
-			WithMessage(v.Message).
-			WithObservedGeneration(t.Generation).
-			WithLastTransitionTime(ltt))
+	if reason != mcpv1alpha1.ReasonRemovedFromServer {
+		msg = "the server offers this tool, but the last import refused it (" + reason + "); it is not served"
+	}
+	setCondition(&t.Status.Conditions, t.Generation, mcpv1alpha1.ConditionImported, metav1.ConditionFalse, reason, msg, now)
+}
+
+// awaitingImport reports whether a tool is one an import created a moment
+// ago and has not written the status of yet: only the importer declared it
+// and nothing has been recorded of its definition. That import's status
+// write is the tool's first, complete one; writing the view before it would
+// only be an extra write. Should the import's write fail, the import fails
+// and is retried, and the retry writes it.
+func awaitingImport(t *mcpv1alpha1.McpTool) bool {
+	return t.Status.DefinitionHash == "" && t.Labels[mcpv1alpha1.LabelServer] != "" &&
+		meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionImported) == nil && !governance.DeclaredElsewhere(t)
+}
+
+// approvedRecord is the approved definition's text that a write replacing
+// t's definition with the one hashed newHash keeps, or nil. The import is
+// the only writer that replaces a definition, so it is the one place that
+// can keep the text a person approved before it is gone.
+func approvedRecord(t *mcpv1alpha1.McpTool, newHash string) *mcpv1alpha1.ToolDefinition {
+	approved := t.Spec.ApprovedDefinitionHash
+	switch {
+	case approved == "" || approved == newHash:
+		// Nothing is approved, or the new definition is the approved one:
+		// there is no other text to review.
+		return nil
+	case t.Status.DefinitionHash == approved:
+		// The approved definition is about to be replaced.
+		return &mcpv1alpha1.ToolDefinition{
+			Hash:        t.Status.DefinitionHash,
+			Title:       t.Status.Title,
+			Description: t.Status.Description,
+			InputSchema: t.Status.InputSchema,
+			Hints:       t.Status.Hints,
+		}
+	case t.Status.ApprovedDefinition != nil && t.Status.ApprovedDefinition.Hash == approved:
+		// Kept by an earlier import; a record of a definition that is no
+		// longer the approved one is dropped.
+		return t.Status.ApprovedDefinition
+	}
+	return nil
 }

@@ -9,11 +9,13 @@ import (
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
-// observeProbe records a probe's duration and, when it failed, its reason
-// (a fixed condition reason: bounded cardinality).
-func observeProbe(srv *mcpv1alpha1.McpServer, d time.Duration, err error) {
+// observeProbe records a handshake's duration and, when it completed, the
+// contact (at every one, whether or not status shows it) or, when it
+// failed, its reason (a fixed condition reason: bounded cardinality).
+func observeProbe(srv *mcpv1alpha1.McpServer, d time.Duration, err error, now time.Time) {
 	if err == nil {
 		metrics.ProbeDuration.WithLabelValues("success").Observe(d.Seconds())
+		metrics.LastContact.WithLabelValues(srv.Namespace, srv.Name).Set(float64(now.UnixMilli()) / 1e3)
 		return
 	}
 	metrics.ProbeDuration.WithLabelValues("failure").Observe(d.Seconds())
@@ -46,13 +48,8 @@ func setToolGauges(srv *mcpv1alpha1.McpServer) {
 	}
 }
 
-// forgetToolGauges drops a deleted server's series.
-func forgetToolGauges(namespace, name string) {
+// forgetServerGauges drops a deleted server's series.
+func forgetServerGauges(namespace, name string) {
 	metrics.Tools.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "server": name})
 	metrics.LastContact.DeleteLabelValues(namespace, name)
-}
-
-// observeContact records a completed operation's time, at every one.
-func observeContact(srv *mcpv1alpha1.McpServer, now time.Time) {
-	metrics.LastContact.WithLabelValues(srv.Namespace, srv.Name).Set(float64(now.UnixMilli()) / 1e3)
 }

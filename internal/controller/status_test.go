@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/mcp"
@@ -139,13 +138,13 @@ func TestSetReachable(t *testing.T) {
 		srv.Status.LastContactTime = &earlier
 		srv.Status.LastContactLatency = &metav1.Duration{Duration: 42 * time.Millisecond}
 		srv.Status.ServerInfo = earlierInfo.DeepCopy()
-		setCondition(srv, mcpv1alpha1.ConditionReachable, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "ok")
+		setServerCondition(srv, mcpv1alpha1.ConditionReachable, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "ok")
 		return srv
 	}
 
 	t.Run("success records the contact", func(t *testing.T) {
 		srv := withContact()
-		setCondition(srv, mcpv1alpha1.ConditionReachable, metav1.ConditionFalse, mcpv1alpha1.ReasonTimeout, "was down")
+		setServerCondition(srv, mcpv1alpha1.ConditionReachable, metav1.ConditionFalse, mcpv1alpha1.ReasonTimeout, "was down")
 		res := &mcp.ProbeResult{
 			Server:          mcp.ServerInfo{Name: strings.Repeat("n", 300), Version: "2.0"},
 			ProtocolVersion: "2026-07-28",
@@ -403,15 +402,15 @@ func TestSummarize(t *testing.T) {
 			srv := &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Generation: gen}}
 			srv.Spec.Suspend = tc.suspend
 			for _, c := range append(append([]wantCondition{}, tc.parts...), tc.extra...) {
-				setCondition(srv, c.typ, c.status, c.reason, "set by the table")
+				setServerCondition(srv, c.typ, c.status, c.reason, "set by the table")
 			}
-			summarize(srv, tc.err)
+			summarize(srv, tc.err, time.Now())
 			assertConditions(t, srv.Status.Conditions, gen, append(append([]wantCondition{}, tc.parts...), tc.want...)...)
 		})
 	}
 }
 
-func TestComputeToolView(t *testing.T) {
+func TestSetToolView(t *testing.T) {
 	const (
 		hashA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 		hashB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -423,7 +422,7 @@ func TestComputeToolView(t *testing.T) {
 		if ready {
 			status = metav1.ConditionTrue
 		}
-		setCondition(srv, mcpv1alpha1.ConditionReady, status, mcpv1alpha1.ReasonSucceeded, "x")
+		setServerCondition(srv, mcpv1alpha1.ConditionReady, status, mcpv1alpha1.ReasonSucceeded, "x")
 		return srv
 	}
 	yes, no := true, false
@@ -489,21 +488,33 @@ func TestComputeToolView(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v := computeToolView(tc.tool, tc.server)
-			if v.Ready != tc.ready || v.Reason != tc.reason {
-				t.Errorf("Ready = %s/%s, want %s/%s (message %q)", v.Ready, v.Reason, tc.ready, tc.reason, v.Message)
+			tl := tc.tool.DeepCopy()
+			setToolView(tl, tc.server, time.Now())
+			v := tl.Status
+			ready := meta.FindStatusCondition(v.Conditions, mcpv1alpha1.ConditionReady)
+			if ready == nil {
+				t.Fatal("no Ready condition")
 			}
-			if v.Message == "" {
+			if ready.Status != tc.ready || ready.Reason != tc.reason {
+				t.Errorf("Ready = %s/%s, want %s/%s (message %q)", ready.Status, ready.Reason, tc.ready, tc.reason, ready.Message)
+			}
+			if ready.Message == "" {
 				t.Error("no message")
+			}
+			if ready.ObservedGeneration != tl.Generation || v.ObservedGeneration != tl.Generation {
+				t.Errorf("observed generation %d (Ready %d), want %d", v.ObservedGeneration, ready.ObservedGeneration, tl.Generation)
 			}
 			if v.EffectiveDataClass != tc.class {
 				t.Errorf("effective class = %s, want %s", v.EffectiveDataClass, tc.class)
 			}
-			if v.EffectiveApprovalRequired != tc.approval {
+			if v.EffectiveApprovalRequired == nil || *v.EffectiveApprovalRequired != tc.approval {
 				t.Errorf("effective approval = %v, want %v", v.EffectiveApprovalRequired, tc.approval)
 			}
 			if v.LocalName != "mcp_docs_search_docs" || v.Group != "mcp_docs" {
 				t.Errorf("names = %q, %q", v.LocalName, v.Group)
+			}
+			if v.Effect != mcpv1alpha1.EffectNonIdempotentWrite || !v.RequiresAdmin {
+				t.Errorf("effect = %q, requiresAdmin = %v; want NonIdempotentWrite and true whatever the server says", v.Effect, v.RequiresAdmin)
 			}
 		})
 	}
@@ -556,28 +567,30 @@ func TestPendingRequest(t *testing.T) {
 
 // The reconcile's result must turn a waiting error into a timed requeue and
 // a stall into no requeue, never into error backoff.
-func TestScopeResult(t *testing.T) {
+func TestResultOf(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	sc := &serverScope{}
-	res, err := sc.result(&waitingError{after: 3 * time.Second, reason: "R", err: errors.New("x")}, now)
+	res, err := resultOf(&waitingError{after: 3 * time.Second, reason: "R", err: errors.New("x")}, time.Time{}, now)
 	if err != nil || res.RequeueAfter != 3*time.Second {
 		t.Errorf("waiting: %+v, %v; want a requeue after 3s and no error", res, err)
 	}
-	sc = &serverScope{}
-	sc.requeueNoLaterThan(now.Add(time.Minute))
-	res, err = sc.result(&stallingError{reason: "R", err: errors.New("x")}, now)
+	res, err = resultOf(&waitingError{after: time.Minute, reason: "R", err: errors.New("x")}, now.Add(10*time.Second), now)
+	if err != nil || res.RequeueAfter != 10*time.Second {
+		t.Errorf("waiting with an earlier probe: %+v, %v; want the earlier", res, err)
+	}
+	res, err = resultOf(&stallingError{reason: "R", err: errors.New("x")}, now.Add(time.Minute), now)
 	if err != nil || res.RequeueAfter != 0 {
 		t.Errorf("stalling: %+v, %v; want neither a requeue nor an error", res, err)
 	}
-	sc = &serverScope{}
-	sc.requeueNoLaterThan(now.Add(time.Minute))
-	sc.requeueNoLaterThan(now.Add(10 * time.Second))
-	res, err = sc.result(nil, now)
+	res, err = resultOf(nil, earliest(now.Add(time.Minute), now.Add(10*time.Second)), now)
 	if err != nil || res.RequeueAfter != 10*time.Second {
 		t.Errorf("success: %+v, %v; want the earliest requested requeue", res, err)
 	}
+	res, err = resultOf(nil, now.Add(-time.Minute), now)
+	if err != nil || res.RequeueAfter != time.Second {
+		t.Errorf("overdue: %+v, %v; want a requeue after a second, not a busy loop", res, err)
+	}
 	boom := errors.New("boom")
-	if _, err = (&serverScope{}).result(boom, now); !errors.Is(err, boom) {
+	if _, err = resultOf(boom, time.Time{}, now); !errors.Is(err, boom) {
 		t.Errorf("generic error = %v, want it returned", err)
 	}
 }
@@ -604,45 +617,10 @@ func TestImportDueReimportsPeriodicallyByDefault(t *testing.T) {
 		{"an explicit interval not yet passed", server(&metav1.Duration{Duration: 5 * time.Minute}, now.Add(-time.Minute)), false, now.Add(4 * time.Minute)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &McpServerReconciler{sched: newSchedule()}
-			due, next := r.importDue(&serverScope{server: tc.srv, now: now})
-			if due != tc.due || !next.Equal(tc.nextWant) {
-				t.Errorf("importDue = %v, %s; want %v, %s", due, next, tc.due, tc.nextWant)
-			}
-		})
-	}
-}
-
-func TestCollectableOnlyWhenNobodyDecidedAnything(t *testing.T) {
-	specBy := func(manager string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1",
-			FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:remoteName":{}}}`)}
-	}
-	statusBy := func(manager string) metav1.ManagedFieldsEntry {
-		e := specBy(manager)
-		e.Subresource = "status"
-		return e
-	}
-	tool := func(enabled bool, fields ...metav1.ManagedFieldsEntry) *mcpv1alpha1.McpTool {
-		return &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{ManagedFields: fields}, Spec: mcpv1alpha1.McpToolSpec{Enabled: enabled}}
-	}
-	deleting := tool(false, specBy(FieldManagerImporter))
-	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	for _, tc := range []struct {
-		name string
-		tool *mcpv1alpha1.McpTool
-		want bool
-	}{
-		{"disabled, written by the importer only", tool(false, specBy(FieldManagerImporter), statusBy(FieldManagerToolController)), true},
-		{"enabled", tool(true, specBy(FieldManagerImporter)), false},
-		{"disabled, declared in Git", tool(false, specBy(FieldManagerImporter), specBy("argocd-controller")), false},
-		{"disabled, touched with kubectl", tool(false, specBy(FieldManagerImporter), specBy("kubectl-patch")), false},
-		{"another manager wrote only status", tool(false, specBy(FieldManagerImporter), statusBy("someone")), true},
-		{"already being deleted", deleting, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := collectable(tc.tool); got != tc.want {
-				t.Errorf("collectable = %v, want %v", got, tc.want)
+			sc := &serverScope{server: tc.srv, now: now, importInterval: importInterval(tc.srv)}
+			due := importDue(sc)
+			if next := sc.nextImport; due != tc.due || !next.Equal(tc.nextWant) {
+				t.Errorf("importDue = %v, %s; want %v, %s", due, sc.nextImport, tc.due, tc.nextWant)
 			}
 		})
 	}
@@ -665,7 +643,7 @@ func TestIsServerOwnerMatchesAnyVersionOfTheGroup(t *testing.T) {
 	}
 }
 
-func TestImportingOnlyBetweenTheImportersTwoWrites(t *testing.T) {
+func TestAwaitingImportOnlyBetweenTheImportersTwoWrites(t *testing.T) {
 	byImporter := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{mcpv1alpha1.LabelServer: "s"}}}
 	written := byImporter.DeepCopy()
 	written.Status.DefinitionHash = "sha256:00"
@@ -686,40 +664,12 @@ func TestImportingOnlyBetweenTheImportersTwoWrites(t *testing.T) {
 		{"declared in Git before any import", declared, false},
 		{"declared without the server label", &mcpv1alpha1.McpTool{}, false},
 	} {
-		if got := importing(tc.tool); got != tc.want {
-			t.Errorf("%s: importing = %v, want %v", tc.name, got, tc.want)
+		if got := awaitingImport(tc.tool); got != tc.want {
+			t.Errorf("%s: awaitingImport = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
 
-func TestProbedKeepsTheCadenceOfALateProbe(t *testing.T) {
-	key := types.NamespacedName{Namespace: "ns", Name: "s"}
-	interval := 10 * time.Second
-	start := time.Date(2026, 3, 4, 5, 6, 0, 0, time.UTC)
-	within := func(got, from time.Time) bool {
-		return !got.Before(from.Add(interval)) && !got.After(from.Add(interval+interval/10))
-	}
-	late := start.Add(3 * time.Second)
-	for _, tc := range []struct {
-		name       string
-		due        time.Time // zero: never probed
-		now        time.Time
-		onSchedule bool
-		wantFrom   time.Time
-	}{
-		{"first probe: from now", time.Time{}, start, true, start},
-		{"on time", start, start, true, start},
-		{"late by less than an interval: from when it was due", start, late, true, start},
-		{"late by more than an interval: from now", start, start.Add(15 * time.Second), true, start.Add(15 * time.Second)},
-		{"not due: from now", start.Add(5 * time.Second), start, true, start},
-		{"an import's handshake, however late the probe: from now", start, late, false, late},
-	} {
-		s := newSchedule()
-		if !tc.due.IsZero() {
-			s.entry(key).nextProbe = tc.due
-		}
-		if got := s.probed(key, tc.now, interval, tc.onSchedule); !within(got, tc.wantFrom) {
-			t.Errorf("%s: next probe %s, want within [%s, +%s]", tc.name, got, tc.wantFrom.Add(interval), interval/10)
-		}
-	}
+func setServerCondition(srv *mcpv1alpha1.McpServer, typ string, status metav1.ConditionStatus, reason, msg string) {
+	setCondition(&srv.Status.Conditions, srv.Generation, typ, status, reason, msg, time.Now())
 }

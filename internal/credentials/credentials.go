@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/secret"
 	"github.com/mcp-catalog/operator/internal/tokenexchange"
 )
@@ -137,7 +136,7 @@ func usableSecretURL(raw string, allowHTTP bool) error {
 // Discovery returns the credential imports and probes present: the bearer
 // or header Secret, or a delegated server's discovery Secret; nil when none
 // is needed.
-func (r *Resolver) Discovery(ctx context.Context, srv *mcpv1alpha1.McpServer) (*mcp.Credential, error) {
+func (r *Resolver) Discovery(ctx context.Context, srv *mcpv1alpha1.McpServer) (*secret.Credential, error) {
 	a := srv.Spec.Auth
 	switch {
 	case a == nil:
@@ -147,19 +146,19 @@ func (r *Resolver) Discovery(ctx context.Context, srv *mcpv1alpha1.McpServer) (*
 		if err != nil {
 			return nil, err
 		}
-		return &mcp.Credential{Value: v}, nil
+		return &secret.Credential{Value: v}, nil
 	case a.Header != nil:
 		v, err := SecretValue(ctx, r.Secrets, srv.Namespace, a.Header.SecretRef)
 		if err != nil {
 			return nil, err
 		}
-		return &mcp.Credential{Header: a.Header.Name, Value: v}, nil
+		return &secret.Credential{Header: a.Header.Name, Value: v}, nil
 	case a.Delegated != nil && a.Delegated.DiscoverySecretRef != nil:
 		v, err := SecretValue(ctx, r.Secrets, srv.Namespace, *a.Delegated.DiscoverySecretRef)
 		if err != nil {
 			return nil, err
 		}
-		return &mcp.Credential{Value: v}, nil
+		return &secret.Credential{Value: v}, nil
 	}
 	return nil, nil
 }
@@ -167,7 +166,7 @@ func (r *Resolver) Discovery(ctx context.Context, srv *mcpv1alpha1.McpServer) (*
 // ForCall returns the credential a tool call made for actor presents: the
 // server's own credential, or for a delegated server a token exchanged for
 // the actor. A delegated call never falls back to the discovery credential.
-func (r *Resolver) ForCall(ctx context.Context, srv *mcpv1alpha1.McpServer, actor Actor) (*mcp.Credential, error) {
+func (r *Resolver) ForCall(ctx context.Context, srv *mcpv1alpha1.McpServer, actor Actor) (*secret.Credential, error) {
 	if a := srv.Spec.Auth; a != nil && a.Delegated != nil {
 		if r.Exchanger == nil {
 			return nil, ErrDelegationUnavailable

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/secret"
 	"github.com/mcp-catalog/operator/internal/tokenexchange"
 )
 
@@ -37,7 +37,7 @@ func (e *DelegationError) Unwrap() error { return e.Err }
 // exchange obtains, per call, a token exchanged for the calling actor
 // through the server's McpDelegationProfile (RFC 8693). The token lives only
 // in the returned credential: it is used for one operation and dropped.
-func (r *Resolver) exchange(ctx context.Context, srv *mcpv1alpha1.McpServer, actor Actor) (*mcp.Credential, error) {
+func (r *Resolver) exchange(ctx context.Context, srv *mcpv1alpha1.McpServer, actor Actor) (*secret.Credential, error) {
 	del := srv.Spec.Auth.Delegated
 	if del == nil {
 		return nil, errors.New("the server is not in delegated mode")

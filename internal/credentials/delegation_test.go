@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/credentials"
+	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/secret"
 	"github.com/mcp-catalog/operator/internal/tokenexchange"
@@ -108,7 +109,7 @@ func setup(t *testing.T, scopes []string, actorScopes []string, enabled bool) *f
 		},
 	}
 	must(t, kube.Create(ctx, f.server))
-	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: f.as.Roots, Egress: mcp.EgressPolicy{AllowAllPrivate: true}})
+	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: f.as.Roots, Egress: egress.Policy{AllowAllPrivate: true}})
 	must(t, err)
 	f.resolver = &credentials.Resolver{Secrets: kube, Profiles: kube, Exchanger: te}
 	return f
@@ -318,7 +319,7 @@ func TestDelegationSendsOnlySecretsThatOptedIn(t *testing.T) {
 func TestProfileCABundleTrustsTheTokenEndpoint(t *testing.T) {
 	ctx := context.Background()
 	f := setup(t, []string{"records.read"}, nil, true)
-	te, err := tokenexchange.New(tokenexchange.Options{Egress: mcp.EgressPolicy{AllowAllPrivate: true}})
+	te, err := tokenexchange.New(tokenexchange.Options{Egress: egress.Policy{AllowAllPrivate: true}})
 	must(t, err)
 	f.resolver.Exchanger = te
 

@@ -41,12 +41,13 @@
 // depends on the mode; TestModesNegotiateAsDocumented (in test/mcpserver) checks this table with
 // the official SDK's client:
 //
-//	flavor  mode        2026-07-28  initialize era       session id
-//	go-sdk  Stateless   yes         up to 2025-11-25     never
-//	go-sdk  stateful    no (1)      up to 2025-11-25     issued on initialize
-//	mcp-go  Stateless   yes         up to 2025-11-25     never
-//	mcp-go  stateful    yes (2)     up to 2025-11-25     issued on initialize
-//	either  LegacyOnly  no (3)      up to 2025-11-25     as above
+//	flavor  mode              2026-07-28  initialize era       session id
+//	go-sdk  Stateless         yes         up to 2025-11-25     never
+//	go-sdk  stateful          no (1)      up to 2025-11-25     issued on initialize
+//	mcp-go  Stateless         yes         up to 2025-11-25     never
+//	mcp-go  stateful          yes (2)     up to 2025-11-25     issued on initialize
+//	either  LegacyOnly        no (3)      up to 2025-11-25     as above
+//	go-sdk  ProtocolVersions  if listed   the newest listed    as above (4)
 //
 // (1) go-sdk serves 2026-07-28 only on a stateless handler. A stateful one
 // answers server/discover listing legacy versions only and rejects other
@@ -62,6 +63,13 @@
 // WithStreamableHTTPProtocolVersions). A modern request is then answered
 // with UnsupportedProtocolVersion listing the legacy versions, which tells a
 // dual-era client to fall back to initialize.
+//
+// (4) ProtocolVersions narrows a go-sdk server to the listed revisions: an
+// initialize asking for another is answered with the newest listed one (the
+// lifecycle's version negotiation), and a later request whose
+// MCP-Protocol-Version header names an unlisted revision is refused with
+// 400. mcp-go's initialize negotiates every revision the library implements
+// whatever the transport advertises, so the option is go-sdk only.
 //
 // Response bodies: go-sdk answers a call with text/event-stream unless
 // Options.JSONResponse is set. mcp-go has no such switch: it answers with

@@ -11,6 +11,9 @@ import (
 // legacyVersions are the initialize-era revisions both libraries implement.
 var legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
+// modernVersion is the stateless revision both libraries implement.
+const modernVersion = "2026-07-28"
+
 type goSDK struct {
 	server *mcp.Server
 	h      http.Handler
@@ -24,7 +27,10 @@ func newGoSDK(opts Options) *goSDK {
 		// assertions about it brittle.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	}
-	if opts.LegacyOnly {
+	switch {
+	case len(opts.ProtocolVersions) > 0:
+		so.SupportedProtocolVersions = opts.ProtocolVersions
+	case opts.LegacyOnly:
 		so.SupportedProtocolVersions = legacyVersions
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Title: opts.Title, Version: opts.Version}, so)

@@ -56,6 +56,15 @@ type Options struct {
 	// (2025-11-25 and earlier), so a dual-era client has to fall back.
 	LegacyOnly bool
 
+	// ProtocolVersions, if set, restricts a go-sdk server to exactly these
+	// revisions (ServerOptions.SupportedProtocolVersions), in place of
+	// LegacyOnly's list: it advertises only them, answers an initialize
+	// asking for another with the newest of them, and refuses a request
+	// whose MCP-Protocol-Version header names another with 400. mcp-go
+	// cannot be narrowed that far (its initialize negotiates every revision
+	// it implements), so New refuses the option for it.
+	ProtocolVersions []string
+
 	// Tools is the size of the generated catalog (tool_0001 …).
 	Tools int
 
@@ -170,6 +179,14 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Tools < 0 || opts.PageSize < 0 {
 		return nil, errors.New("demoserver: Tools and PageSize must not be negative")
+	}
+	if len(opts.ProtocolVersions) > 0 && opts.Flavor != GoSDK {
+		return nil, errors.New("demoserver: ProtocolVersions is supported by the go-sdk flavor only")
+	}
+	for _, v := range opts.ProtocolVersions {
+		if v != modernVersion && !slices.Contains(legacyVersions, v) {
+			return nil, fmt.Errorf("demoserver: protocol version %q is not one the libraries implement", v)
+		}
 	}
 	if opts.Name == "" {
 		opts.Name = "mcpserver-" + string(opts.Flavor)

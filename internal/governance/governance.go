@@ -23,15 +23,18 @@ const (
 	FieldManagerImporter = "mcp-catalog-importer"
 	// FieldManagerToolStatus owns every field of an McpTool's status.
 	FieldManagerToolStatus = "mcp-catalog-tool-status"
+	// FieldManagerToolController names the McpTool controller's metadata
+	// writes (removing an owner reference earlier versions set). Before
+	// FieldManagerToolStatus existed it also wrote part of the status.
+	FieldManagerToolController = "mcp-catalog-tool-controller"
 )
 
 // ownManagers are the managers whose spec fields declare nothing a person
-// decided. mcp-catalog-tool-controller wrote McpTool status before
-// FieldManagerToolStatus did, and its entries stay on older objects.
+// decided.
 var ownManagers = map[string]bool{
-	FieldManagerImporter:          true,
-	FieldManagerToolStatus:        true,
-	"mcp-catalog-tool-controller": true,
+	FieldManagerImporter:       true,
+	FieldManagerToolStatus:     true,
+	FieldManagerToolController: true,
 }
 
 // Unapproved says why a tool's current definition may not be served:

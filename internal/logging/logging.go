@@ -14,6 +14,9 @@ import (
 
 // Component names, one per part of the operator that logs.
 const (
+	// Controllers names what the controllers log outside one component:
+	// the outcome of an McpServer's reconcile, a failed mapping of events.
+	Controllers = "controllers"
 	// Importer imports McpServer catalogs into McpTools.
 	Importer = "importer"
 	// Prober probes McpServers' health.

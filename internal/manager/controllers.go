@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcp-catalog/operator/internal/controller"
 	"github.com/mcp-catalog/operator/internal/credentials"
+	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/metrics"
@@ -49,19 +50,19 @@ type wire struct {
 }
 
 func newWire(mgr ctrl.Manager, opts Options) (*wire, error) {
-	egress := mcp.EgressPolicy{
+	policy := egress.Policy{
 		AllowAllPrivate: opts.AllowPrivateNetworks,
 		PrivateCIDRs:    opts.AllowedPrivateCIDRs,
 		NamespaceCIDRs:  opts.NamespacePrivateCIDRs,
 	}
-	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: opts.TokenEndpointRootCAs, Egress: egress, Proxy: opts.TokenEndpointProxy})
+	te, err := tokenexchange.New(tokenexchange.Options{RootCAs: opts.TokenEndpointRootCAs, Egress: policy, Proxy: opts.TokenEndpointProxy})
 	if err != nil {
 		return nil, fmt.Errorf("setting up token exchange: %w", err)
 	}
 	// Secrets are read directly from the API server (they are never
 	// cached), profiles from the cache.
 	return &wire{
-		mcp: mcp.New(mcp.Options{Egress: egress, ClientVersion: Version}),
+		mcp: mcp.New(mcp.Options{Egress: policy, ClientVersion: Version}),
 		endpoints: &upstream.Endpoints{Credentials: &credentials.Resolver{
 			Secrets:   mgr.GetAPIReader(),
 			Profiles:  mgr.GetClient(),
@@ -73,6 +74,9 @@ func newWire(mgr ctrl.Manager, opts Options) (*wire, error) {
 // setupControllers registers the reconcilers with the manager.
 func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Selector) error {
 	metrics.SetStateReader(mgr.GetCache())
+	if err := controller.RegisterIndexes(context.Background(), mgr); err != nil {
+		return err
+	}
 	servers := &controller.McpServerReconciler{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),

@@ -29,6 +29,7 @@ import (
 	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/controller"
+	"github.com/mcp-catalog/operator/internal/logging"
 )
 
 // DefaultGatewayAudience is the audience agents request for their tokens
@@ -327,7 +328,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
-	ctrl.LoggerFrom(ctx).Info("starting manager", "components", opts.Components, "leaderElection", opts.LeaderElect, "watchNamespaces", opts.WatchNamespaces)
+	logging.FromContext(ctx, logging.Manager).Info("starting manager", "components", opts.Components, "leaderElection", opts.LeaderElect, "watchNamespaces", opts.WatchNamespaces)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/mcp-catalog/operator/internal/logging"
 )
 
 // tracingEnabled reports whether the gateway exports traces: an endpoint
@@ -66,7 +68,7 @@ func (s tracerShutdown) Start(ctx context.Context) error {
 	flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := s.tp.Shutdown(flush); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "flushing traces at shutdown failed")
+		logging.FromContext(ctx, logging.Manager).Error(err, "flushing traces at shutdown failed")
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-catalog/operator/internal/cabundle"
+	"github.com/mcp-catalog/operator/internal/egress"
 )
 
 // Defaults for the Endpoint ceilings.
@@ -79,7 +80,7 @@ type Options struct {
 	AllowPrivateNetworks bool
 	// Egress is the administrator's private-network policy, which a
 	// server's opt-in can only use, not extend.
-	Egress EgressPolicy
+	Egress egress.Policy
 	// ClientName and ClientVersion identify this client to servers
 	// (clientInfo, User-Agent). Defaults: "mcp-catalog-operator", "dev".
 	ClientName, ClientVersion string
@@ -99,11 +100,11 @@ type Client struct {
 	clientVersion string
 	userAgent     string
 	now           func() time.Time
-	egress        EgressPolicy
+	egress        egress.Policy
 	eras          *eraCache
 	ids           *idSource
-	// trusted holds one HTTP client per CA bundle, built from hc.
-	trusted *cabundle.Cache[*http.Client]
+	// trust holds one HTTP client per CA bundle, built from hc.
+	trust *egress.Trust
 }
 
 // New builds a Client.
@@ -114,7 +115,6 @@ func New(opts Options) *Client {
 		now:           opts.Now,
 		egress:        opts.Egress,
 		ids:           processIDs,
-		trusted:       cabundle.NewCache[*http.Client](0),
 	}
 	if c.clientName == "" {
 		c.clientName = "mcp-catalog-operator"
@@ -138,7 +138,7 @@ func New(opts Options) *Client {
 	if opts.HTTPClient != nil {
 		hc = *opts.HTTPClient
 	} else {
-		hc.Transport = newPolicyTransport(newSafeDialer())
+		hc.Transport = egress.NewTransport(nil)
 	}
 	// Never follow a redirect: the 3xx itself is the answer, so neither the
 	// body nor the credential can be steered to another host.
@@ -147,6 +147,7 @@ func New(opts Options) *Client {
 	// between operations and servers.
 	hc.Jar = nil
 	c.hc = &hc
+	c.trust = egress.NewTrust(c.hc)
 	return c
 }
 
@@ -304,7 +305,7 @@ type operation struct {
 	url    *url.URL
 	origin string
 	budget *budget
-	grant  grant
+	grant  egress.Grant
 	// hc is the HTTP client for this endpoint's trust anchors.
 	hc *http.Client
 
@@ -323,7 +324,7 @@ type operation struct {
 
 // begin validates the endpoint and starts the budget. Nothing is sent.
 func (c *Client) begin(ep Endpoint) (*operation, error) {
-	o := &operation{c: c, ep: ep, grant: c.egress.grantFor(ep.Namespace, ep.AllowPrivateNetwork)}
+	o := &operation{c: c, ep: ep, grant: c.egress.Grant(ep.Namespace, ep.AllowPrivateNetwork)}
 	u, err := url.Parse(ep.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return nil, o.failDetail(KindInvalidEndpoint, "", "URL must be an absolute http or https URL")
@@ -335,7 +336,7 @@ func (c *Client) begin(ep Endpoint) (*operation, error) {
 	u.Fragment, u.RawFragment = "", ""
 	o.url = u
 	o.origin = originOf(u)
-	hc, err := c.httpClientFor(ep.CABundle)
+	hc, err := c.trust.Client(ep.CABundle)
 	if err != nil {
 		return nil, o.failDetail(KindInvalidEndpoint, "", err.Error())
 	}

@@ -13,10 +13,12 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/secret"
 	"github.com/mcp-catalog/operator/test/mcpserver"
@@ -33,7 +35,8 @@ type peer struct {
 	name string
 	opts mcpserver.Options
 	// version is the protocol revision the client must end up speaking:
-	// 2026-07-28 where the peer serves it, else the newest legacy revision.
+	// 2026-07-28 where the peer serves it, else the newest legacy revision
+	// the peer speaks.
 	version string
 	// session is whether the peer issues a session id to this client.
 	session bool
@@ -74,6 +77,14 @@ var peers = []peer{
 		name:    "go-sdk/stateless/legacy",
 		opts:    mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true, LegacyOnly: true, PageSize: 100},
 		version: "2025-11-25", session: false, handlerCancelled: false,
+	},
+	{
+		// A server that speaks 2025-06-18 and nothing else: go-sdk refuses
+		// the modern request listing only that revision, and refuses a
+		// request naming another in MCP-Protocol-Version.
+		name:    "go-sdk/stateful/2025-06-18",
+		opts:    mcpserver.Options{Flavor: mcpserver.GoSDK, ProtocolVersions: []string{"2025-06-18"}, PageSize: 150},
+		version: "2025-06-18", session: true, handlerCancelled: true,
 	},
 	{
 		name:    "mcp-go/stateless",
@@ -123,7 +134,7 @@ func startPeer(t *testing.T, p peer, change func(*mcpserver.Options)) *mcpserver
 
 // loopbackEgress is an administrator's policy that lets servers which opt in
 // reach loopback, where the test servers listen.
-var loopbackEgress = mcp.EgressPolicy{PrivateCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
+var loopbackEgress = egress.Policy{PrivateCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
 
 // endpoint is the usual endpoint of a peer: loopback allowed for this server
 // only (within loopbackEgress), no credential.
@@ -614,4 +625,148 @@ func lenientDiscoverPeer(t *testing.T, p peer) {
 	if lenient.Load() != 1 || st.Methods["server/discover"] != 0 || st.Methods["initialize"] != 2 {
 		t.Errorf("lenient discovers %d, library saw %v; want 1 lenient discover and 2 initialize", lenient.Load(), st.Methods)
 	}
+}
+
+// TestPeerSpeaking20250618Only: 2025-06-18 is a revision the client speaks,
+// reached every way the lifecycle allows against a go-sdk server limited to
+// it: from the list in the server's refusal of the modern request, from the
+// server's answer to an initialize asking for a newer revision (behind a
+// front that answers server/discover leniently), and from the era cache on
+// the operations after. From the handshake on, every request (the session's
+// DELETE included) names 2025-06-18 in MCP-Protocol-Version, which that
+// revision's transport requires; the server refuses any other with 400.
+func TestPeerSpeaking20250618Only(t *testing.T) {
+	const rev = "2025-06-18"
+	for _, stateless := range []bool{false, true} {
+		for _, lenient := range []bool{false, true} {
+			t.Run(fmt.Sprintf("stateless=%v/lenient-discover=%v", stateless, lenient), func(t *testing.T) {
+				srv, err := mcpserver.New(mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: stateless,
+					ProtocolVersions: []string{rev}, Title: peerTitle, Version: peerVersion})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(srv.Close)
+				front := newRecordingFront(t, srv.Handler(), lenient)
+				ep := endpoint(srv)
+				ep.URL = front.url + mcpserver.Path
+
+				c := newClient()
+				res, err := c.Probe(t.Context(), ep)
+				if err != nil {
+					t.Fatalf("Probe: %v", err)
+				}
+				if res.ProtocolVersion != rev || res.SessionIssued == stateless {
+					t.Errorf("probe = version %q, session %v; want %s, session %v", res.ProtocolVersion, res.SessionIssued, rev, !stateless)
+				}
+				cat, err := c.ListTools(t.Context(), ep)
+				if err != nil {
+					t.Fatalf("ListTools: %v", err)
+				}
+				if cat.Probe.ProtocolVersion != rev || len(cat.Tools) != len(mcpserver.BuiltinTools()) {
+					t.Errorf("catalog: version %q, %d tools; want %s, %d", cat.Probe.ProtocolVersion, len(cat.Tools), rev, len(mcpserver.BuiltinTools()))
+				}
+				var info mcp.CallInfo
+				out, err := c.CallTool(t.Context(), ep, mcpserver.ToolEcho, map[string]any{"text": "hello"}, mcp.WithCallInfo(&info))
+				if err != nil {
+					t.Fatalf("CallTool: %v", err)
+				}
+				if out.IsError || out.Text != "hello" || info.ProtocolVersion != rev {
+					t.Errorf("outcome = %+v, spoken %q", out, info.ProtocolVersion)
+				}
+
+				// What each initialize asked for: the newest legacy revision
+				// when nothing said otherwise, then what was negotiated.
+				var asked []string
+				after, deletes := 0, 0
+				for _, r := range front.seen() {
+					switch r.rpcMethod {
+					case "server/discover":
+						continue
+					case "initialize":
+						asked = append(asked, r.askedVersion)
+						continue
+					}
+					after++
+					if r.httpMethod == http.MethodDelete {
+						deletes++
+					}
+					if r.versionHeader != rev {
+						t.Errorf("%s %s carried MCP-Protocol-Version %q, want %s", r.httpMethod, r.rpcMethod, r.versionHeader, rev)
+					}
+				}
+				first := rev
+				if lenient {
+					first = "2025-11-25"
+				}
+				if want := []string{first, rev, rev}; !slices.Equal(asked, want) {
+					t.Errorf("initialize asked for %v, want %v", asked, want)
+				}
+				// Per operation: notifications/initialized and its work
+				// (none for the probe), and DELETE when a session was issued.
+				if wantDeletes := map[bool]int{false: 3, true: 0}[stateless]; after < 5 || deletes != wantDeletes {
+					t.Errorf("%d requests after the handshakes, %d DELETEs; want at least 5 and %d", after, deletes, wantDeletes)
+				}
+			})
+		}
+	}
+}
+
+// recordedRequest is what a recordingFront saw of one request.
+type recordedRequest struct {
+	httpMethod, rpcMethod string
+	// askedVersion is params.protocolVersion of an initialize.
+	askedVersion string
+	// versionHeader is the MCP-Protocol-Version header ("" when absent).
+	versionHeader string
+}
+
+// recordingFront records every request before the real server sees it and,
+// when lenient, answers server/discover with an empty success as a legacy
+// server whose router answers unknown methods leniently does.
+type recordingFront struct {
+	url  string
+	mu   sync.Mutex
+	reqs []recordedRequest
+}
+
+func newRecordingFront(t *testing.T, next http.Handler, lenient bool) *recordingFront {
+	f := &recordingFront{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := recordedRequest{httpMethod: r.Method, versionHeader: r.Header.Get("MCP-Protocol-Version")}
+		var rpc struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"params"`
+		}
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, "unreadable body", http.StatusBadRequest)
+				return
+			}
+			_ = json.Unmarshal(body, &rpc)
+			rec.rpcMethod, rec.askedVersion = rpc.Method, rpc.Params.ProtocolVersion
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		f.mu.Lock()
+		f.reqs = append(f.reqs, rec)
+		f.mu.Unlock()
+		if lenient && rpc.Method == "server/discover" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, rpc.ID)
+			return
+		}
+		next.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	f.url = srv.URL
+	return f
+}
+
+func (f *recordingFront) seen() []recordedRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.reqs)
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/mcp"
 )
 
@@ -254,7 +255,7 @@ func TestLoopbackNeedsOptIn(t *testing.T) {
 	if mcp.KindOf(err) != mcp.KindBlockedAddress || !errors.As(err, &e) {
 		t.Fatalf("loopback without opt-in: %v", err)
 	}
-	var blocked *mcp.BlockedAddressError
+	var blocked *egress.BlockedAddressError
 	if !errors.As(err, &blocked) || !blocked.Private {
 		t.Fatalf("cause %v is not a private-address refusal", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcp-catalog/operator/internal/cabundle"
+	"github.com/mcp-catalog/operator/internal/egress"
 )
 
 // MaxBodyBytes caps every response body the client reads. A body of
@@ -117,7 +118,7 @@ func (o *operation) exchange(ctx context.Context, l leg) (*legResult, error) {
 	// The leg's context carries the address policy to the dialer and the
 	// leg's share of the budget; cancelling it also ends a lingering stream.
 	share := o.budget.legTimeout()
-	legCtx, cancel := context.WithTimeout(withLegShare(withGrant(ctx, o.grant), share), share)
+	legCtx, cancel := context.WithTimeout(withLegShare(egress.WithGrant(ctx, o.grant), share), share)
 	defer cancel()
 	req, err := http.NewRequestWithContext(legCtx, httpMethod, o.url.String(), body)
 	if err != nil {
@@ -394,7 +395,7 @@ func (o *operation) transportErr(ctx, legCtx context.Context, method string, err
 	if errors.Is(legCtx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 		return o.budgetErr(method, err)
 	}
-	var blocked *BlockedAddressError
+	var blocked *egress.BlockedAddressError
 	if errors.As(err, &blocked) {
 		e := &Error{Kind: KindBlockedAddress, Server: o.ep.Name, Method: method, Err: err}
 		if blocked.Private {

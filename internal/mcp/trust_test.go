@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcp-catalog/operator/internal/cabundle"
+	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
@@ -44,7 +45,7 @@ func TestPrivateCATrust(t *testing.T) {
 	srv, bundle := tlsPeer(t)
 	// The administrator allows loopback for servers that opt in, so the
 	// server's own opt-in still decides.
-	cl := mcp.New(mcp.Options{Egress: mcp.EgressPolicy{PrivateCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})
+	cl := mcp.New(mcp.Options{Egress: egress.Policy{PrivateCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})
 	ep := mcp.Endpoint{Name: "pki/private", URL: srv.URL + mcpserver.Path, AllowPrivateNetwork: true}
 
 	_, err := cl.Probe(t.Context(), ep)

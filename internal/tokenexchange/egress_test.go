@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/secret"
 	te "github.com/mcp-catalog/operator/internal/tokenexchange"
 )
@@ -27,19 +27,19 @@ func TestTokenEndpointGoesThroughTheAddressGuard(t *testing.T) {
 	loop := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	cases := []struct {
 		name      string
-		egress    mcp.EgressPolicy
+		policy    egress.Policy
 		namespace string
 		allowed   bool
 	}{
-		{"no policy", mcp.EgressPolicy{}, "team-a", false},
-		{"another range", mcp.EgressPolicy{PrivateCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}, "team-a", false},
-		{"another namespace's range", mcp.EgressPolicy{NamespaceCIDRs: map[string][]netip.Prefix{"team-b": loop}}, "team-a", false},
-		{"this namespace's range", mcp.EgressPolicy{NamespaceCIDRs: map[string][]netip.Prefix{"team-a": loop}}, "team-a", true},
-		{"a range for all", mcp.EgressPolicy{PrivateCIDRs: loop}, "team-a", true},
+		{"no policy", egress.Policy{}, "team-a", false},
+		{"another range", egress.Policy{PrivateCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}, "team-a", false},
+		{"another namespace's range", egress.Policy{NamespaceCIDRs: map[string][]netip.Prefix{"team-b": loop}}, "team-a", false},
+		{"this namespace's range", egress.Policy{NamespaceCIDRs: map[string][]netip.Prefix{"team-a": loop}}, "team-a", true},
+		{"a range for all", egress.Policy{PrivateCIDRs: loop}, "team-a", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cl, err := te.New(te.Options{RootCAs: pool, Egress: c.egress})
+			cl, err := te.New(te.Options{RootCAs: pool, Egress: c.policy})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +54,7 @@ func TestTokenEndpointGoesThroughTheAddressGuard(t *testing.T) {
 				return
 			}
 			e := wantKind(t, err, te.KindBlockedAddress)
-			var blocked *mcp.BlockedAddressError
+			var blocked *egress.BlockedAddressError
 			if !errors.As(e.Err, &blocked) {
 				t.Errorf("cause %v is not the guard's", e.Err)
 			}
@@ -72,7 +72,7 @@ func TestEnvironmentProxyIsIgnored(t *testing.T) {
 	if os.Getenv("TE_PROXY_CHILD") != "" {
 		// A private address outside loopback: net/http would send it to
 		// the proxy (it skips the proxy only for loopback and localhost).
-		allow := mcp.EgressPolicy{PrivateCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
+		allow := egress.Policy{PrivateCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
 		cl, err := te.New(te.Options{Egress: allow, Timeout: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)

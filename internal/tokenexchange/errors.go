@@ -31,7 +31,7 @@ const (
 	KindUnreachable Kind = "Unreachable"
 	// KindBlockedAddress: the endpoint resolves to an address the egress
 	// policy refuses (private outside the administrator's ranges, loopback,
-	// link-local, metadata). Err is the *mcp.BlockedAddressError.
+	// link-local, metadata). Err is the *egress.BlockedAddressError.
 	KindBlockedAddress Kind = "BlockedAddress"
 	// KindUntrustedCertificate: the token endpoint's TLS certificate did not
 	// verify against the trusted CAs (the request's bundle or the roots).

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mcp-catalog/operator/internal/cabundle"
-	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/secret"
 )
 
@@ -99,10 +99,11 @@ type Options struct {
 	// system roots.
 	RootCAs *x509.CertPool
 	// Egress is the administrator's private-network policy. Token endpoints
-	// are dialled through the MCP client's address guard: a private one is
-	// reached only within the ranges it allows for Request.Namespace, and
-	// link-local and metadata addresses never. Ignored with HTTPClient.
-	Egress mcp.EgressPolicy
+	// are dialled through the same address guard as MCP servers: a private
+	// one is reached only within the ranges it allows for
+	// Request.Namespace, and link-local and metadata addresses never.
+	// Ignored with HTTPClient or Proxy.
+	Egress egress.Policy
 	// Proxy, if set, is the HTTP proxy every exchange goes through; the
 	// proxy then decides what is reachable. HTTP_PROXY and HTTPS_PROXY in
 	// the environment are never used: a proxy is an explicit decision.
@@ -125,12 +126,10 @@ type Options struct {
 
 // Client performs token exchanges. It is safe for concurrent use.
 type Client struct {
-	hc      *http.Client
-	egress  mcp.EgressPolicy
-	trusted *cabundle.Cache[*http.Client]
-	// transport builds the default transport for a TLS configuration; nil
-	// when Options.HTTPClient was given.
-	transport       func(*tls.Config) http.RoundTripper
+	hc     *http.Client
+	egress egress.Policy
+	// trust holds one HTTP client per CA bundle, built from hc.
+	trust           *egress.Trust
 	allowHTTP       bool
 	maxBytes        int64
 	defaultLifetime time.Duration
@@ -152,7 +151,6 @@ func New(opts Options) (*Client, error) {
 		defaultLifetime: opts.DefaultLifetime,
 		timeout:         opts.Timeout,
 		now:             opts.Now,
-		trusted:         cabundle.NewCache[*http.Client](0),
 	}
 	if c.maxBytes <= 0 {
 		c.maxBytes = DefaultMaxResponseBytes
@@ -170,26 +168,26 @@ func New(opts Options) (*Client, error) {
 	if opts.HTTPClient != nil {
 		hc = *opts.HTTPClient
 	} else {
-		c.transport = func(tlsConfig *tls.Config) http.RoundTripper {
-			if opts.Proxy != nil {
-				return &http.Transport{
-					Proxy:               http.ProxyURL(opts.Proxy),
-					TLSClientConfig:     tlsConfig,
-					ForceAttemptHTTP2:   true,
-					TLSHandshakeTimeout: 10 * time.Second,
-					IdleConnTimeout:     90 * time.Second,
-					MaxIdleConns:        16,
-				}
+		tlsConfig := &tls.Config{RootCAs: opts.RootCAs, MinVersion: tls.VersionTLS12}
+		if opts.Proxy != nil {
+			hc.Transport = &http.Transport{
+				Proxy:               http.ProxyURL(opts.Proxy),
+				TLSClientConfig:     tlsConfig,
+				ForceAttemptHTTP2:   true,
+				TLSHandshakeTimeout: 10 * time.Second,
+				IdleConnTimeout:     90 * time.Second,
+				MaxIdleConns:        16,
 			}
-			return mcp.NewGuardedTransport(tlsConfig)
+		} else {
+			hc.Transport = egress.NewTransport(tlsConfig)
 		}
-		hc.Transport = c.transport(&tls.Config{RootCAs: opts.RootCAs, MinVersion: tls.VersionTLS12})
 	}
 	// A redirect would resend the form (subject token included) and, for
 	// some codes, the Authorization header to a place the profile never
 	// named. The 3xx response itself is returned and refused.
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c.hc = &hc
+	c.trust = egress.NewTrust(c.hc)
 	return c, nil
 }
 
@@ -232,7 +230,7 @@ func (c *Client) Exchange(ctx context.Context, req Request, profile, actor Allow
 	defer cancel()
 	// A token endpoint is the administrator's to allow, not the tenant's:
 	// it is reached within the administrator's ranges, as if opted in.
-	ctx = mcp.WithEgress(ctx, c.egress, req.Namespace, true)
+	ctx = egress.WithGrant(ctx, c.egress.Grant(req.Namespace, true))
 
 	form := url.Values{}
 	form.Set("grant_type", GrantTypeTokenExchange)
@@ -346,7 +344,7 @@ func (c *Client) checkRequest(req Request) (string, error) {
 // decides between timeout and cancellation because the transport's own error
 // wraps it inconsistently.
 func transportError(ctx context.Context, err error, status int) error {
-	var blocked *mcp.BlockedAddressError
+	var blocked *egress.BlockedAddressError
 	switch {
 	case errors.As(err, &blocked):
 		return &Error{Kind: KindBlockedAddress, StatusCode: status, Err: err}
@@ -362,39 +360,15 @@ func transportError(ctx context.Context, err error, status int) error {
 }
 
 // httpClientFor returns the client that trusts b, or the default one for
-// nil. A bundle's client is a copy of the default whose transport differs
-// only in RootCAs (for Options.HTTPClient, a clone of its *http.Transport), kept in a bounded cache by the bundle's key so that its
-// connections are pooled and never shared with another bundle's.
+// nil: the same transport (the address guard or the named proxy, the
+// timeouts; for Options.HTTPClient, a clone of its *http.Transport) with
+// the bundle as the only roots.
 func (c *Client) httpClientFor(b *cabundle.Bundle) (*http.Client, error) {
-	if b == nil {
-		return c.hc, nil
-	}
-	if c.transport != nil {
-		// The operator's own transport: the same address guard (or proxy)
-		// and timeouts, with the bundle as the only roots.
-		return c.trusted.Get(b, func(b *cabundle.Bundle) *http.Client {
-			hc := *c.hc
-			hc.Transport = c.transport(&tls.Config{RootCAs: b.Pool(), MinVersion: tls.VersionTLS12})
-			return &hc
-		}), nil
-	}
-	base, ok := c.hc.Transport.(*http.Transport)
-	if !ok && c.hc.Transport != nil {
+	hc, err := c.trust.Client(b)
+	if err != nil {
 		return nil, &Error{Kind: KindInvalidInput, Detail: detailTransportTrust}
 	}
-	if base == nil {
-		base = http.DefaultTransport.(*http.Transport)
-	}
-	return c.trusted.Get(b, func(b *cabundle.Bundle) *http.Client {
-		t := base.Clone()
-		if t.TLSClientConfig == nil {
-			t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-		}
-		t.TLSClientConfig.RootCAs = b.Pool()
-		hc := *c.hc
-		hc.Transport = t
-		return &hc
-	}), nil
+	return hc, nil
 }
 
 var errOversized = errors.New("oversized")

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcp-catalog/operator/internal/cabundle"
+	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/secret"
 	te "github.com/mcp-catalog/operator/internal/tokenexchange"
@@ -599,7 +600,7 @@ func TestTLSTrust(t *testing.T) {
 
 	// System roots do not trust the test certificate. The test server is on
 	// loopback, which the administrator's policy must allow.
-	loopback := mcp.EgressPolicy{AllowAllPrivate: true}
+	loopback := egress.Policy{AllowAllPrivate: true}
 	c, err := te.New(te.Options{Egress: loopback})
 	if err != nil {
 		t.Fatal(err)
@@ -632,7 +633,7 @@ func TestTLSTrust(t *testing.T) {
 // only; the client's default trust is unchanged for the next request.
 func TestRequestCABundle(t *testing.T) {
 	as := newTestAS(t)
-	c, err := te.New(te.Options{Egress: mcp.EgressPolicy{AllowAllPrivate: true}})
+	c, err := te.New(te.Options{Egress: egress.Policy{AllowAllPrivate: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,9 @@ package mcpserver_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -42,6 +44,8 @@ var modes = []mode{
 	{"mcp-go/stateful", mcpserver.Options{Flavor: mcpserver.MCPGo}, "2026-07-28", false, true},
 	{"mcp-go/stateful/legacy", mcpserver.Options{Flavor: mcpserver.MCPGo, LegacyOnly: true}, "2025-11-25", true, true},
 	{"mcp-go/stateless/legacy", mcpserver.Options{Flavor: mcpserver.MCPGo, Stateless: true, LegacyOnly: true}, "2025-11-25", false, true},
+	{"go-sdk/stateful/2025-06-18", mcpserver.Options{Flavor: mcpserver.GoSDK, ProtocolVersions: []string{"2025-06-18"}}, "2025-06-18", true, false},
+	{"go-sdk/stateless/2025-06-18", mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true, ProtocolVersions: []string{"2025-06-18"}}, "2025-06-18", false, false},
 }
 
 // headerTransport adds one header to every request.
@@ -227,6 +231,60 @@ func postCtx(ctx context.Context, url, body string, headers map[string]string) (
 	defer resp.Body.Close()
 	_, err = io.Copy(io.Discard, resp.Body)
 	return reply{StatusCode: resp.StatusCode, Header: resp.Header}, err
+}
+
+// TestProtocolVersionsNarrowTheServer: a go-sdk server limited to one
+// revision answers an initialize asking for a newer one with its own (the
+// lifecycle's version negotiation) and refuses a later request that names
+// another revision in MCP-Protocol-Version, as the 2025-06-18 transport
+// requires; mcp-go cannot be limited so and is refused.
+func TestProtocolVersionsNarrowTheServer(t *testing.T) {
+	for _, stateless := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stateless=%v", stateless), func(t *testing.T) {
+			srv := mcpserver.Start(t, mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: stateless, JSONResponse: true, ProtocolVersions: []string{"2025-06-18"}})
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, strings.NewReader(initialize))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var init struct {
+				Result struct {
+					ProtocolVersion string `json:"protocolVersion"`
+				} `json:"result"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&init)
+			_ = resp.Body.Close()
+			if err != nil {
+				t.Fatalf("initialize answer: %v", err)
+			}
+			if init.Result.ProtocolVersion != "2025-06-18" {
+				t.Fatalf("asked for 2025-11-25, answered %q, want 2025-06-18", init.Result.ProtocolVersion)
+			}
+			h := map[string]string{"Mcp-Protocol-Version": "2025-11-25"}
+			if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+				h["Mcp-Session-Id"] = sid
+			}
+			const initialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+			if r := post(t, srv.URL, initialized, h); r.StatusCode != http.StatusBadRequest {
+				t.Errorf("a revision the server does not speak in the header: %d, want 400", r.StatusCode)
+			}
+			h["Mcp-Protocol-Version"] = "2025-06-18"
+			if r := post(t, srv.URL, initialized, h); r.StatusCode != http.StatusAccepted {
+				t.Errorf("the negotiated revision in the header: %d, want 202", r.StatusCode)
+			}
+		})
+	}
+	if _, err := mcpserver.New(mcpserver.Options{Flavor: mcpserver.MCPGo, ProtocolVersions: []string{"2025-06-18"}}); err == nil {
+		t.Error("mcp-go accepted ProtocolVersions")
+	}
+	if _, err := mcpserver.New(mcpserver.Options{ProtocolVersions: []string{"2099-01-01"}}); err == nil {
+		t.Error("an unknown revision was accepted")
+	}
 }
 
 // TestDroppedRequestIsObserved drops the HTTP request of a slow call the way

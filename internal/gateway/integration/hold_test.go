@@ -1,19 +1,23 @@
 package integration_test
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
 
 	"k8s.io/client-go/rest"
 
-	"github.com/mcp-catalog/operator/internal/controller"
+	"github.com/mcp-catalog/operator/internal/governance"
 )
 
-// toolControllerWrites holds the tool controller's McpTool status writes
-// while a spec asks it to, so that a spec can observe the moment between an
-// import writing a new definition and the tool controller turning Ready
-// False — a moment that on a busy cluster lasts minutes.
+// toolControllerWrites holds the McpTool controller's status writes (those
+// of the one McpTool status writer that record no definition: an import's
+// write always carries the definition hash) while a spec asks it to, so
+// that a spec can observe the moment between an import writing a new
+// definition and the McpTool controller correcting Ready — a moment that on
+// a busy cluster lasts minutes.
 var toolControllerWrites = &writeHold{}
 
 // writeHold blocks matching requests until released (or until the request
@@ -64,7 +68,7 @@ type holdTransport struct {
 
 func (t holdTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/mcptools/") && strings.HasSuffix(r.URL.Path, "/status") &&
-		r.URL.Query().Get("fieldManager") == controller.FieldManagerToolController {
+		r.URL.Query().Get("fieldManager") == governance.FieldManagerToolStatus && !recordsDefinition(r) {
 		if ch := t.h.gate(); ch != nil {
 			select {
 			case <-ch:
@@ -82,4 +86,15 @@ func managerConfig(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return holdTransport{next: rt, h: toolControllerWrites} })
 	return c
+}
+
+// recordsDefinition reports whether a status patch writes a definition,
+// leaving the request's body readable.
+func recordsDefinition(r *http.Request) bool {
+	if r.Body == nil {
+		return false
+	}
+	b, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	return err == nil && bytes.Contains(b, []byte(`"definitionHash"`))
 }

@@ -1,4 +1,4 @@
-package mcp
+package egress
 
 import (
 	"context"
@@ -11,68 +11,6 @@ import (
 	"sync"
 	"testing"
 )
-
-func TestClassifyAddr(t *testing.T) {
-	cases := map[string]addressClass{
-		// Always refused.
-		"169.254.169.254":        classForbidden,
-		"169.254.0.1":            classForbidden,
-		"169.254.170.2":          classForbidden,
-		"fe80::1":                classForbidden,
-		"fd00:ec2::254":          classForbidden,
-		"100.100.100.200":        classForbidden,
-		"168.63.129.16":          classForbidden,
-		"192.0.0.192":            classForbidden,
-		"::ffff:169.254.169.254": classForbidden,
-		"64:ff9b::a9fe:a9fe":     classForbidden,
-		"224.0.0.1":              classForbidden,
-		"ff02::1":                classForbidden,
-		"255.255.255.255":        classForbidden,
-		"240.0.0.1":              classForbidden,
-		"198.18.0.1":             classForbidden,
-		"192.0.2.10":             classForbidden,
-		"2001:db8::1":            classForbidden,
-		// Refused unless opted in.
-		"127.0.0.1":        classPrivate,
-		"127.1.2.3":        classPrivate,
-		"::1":              classPrivate,
-		"10.1.2.3":         classPrivate,
-		"172.16.0.1":       classPrivate,
-		"172.31.255.254":   classPrivate,
-		"192.168.1.1":      classPrivate,
-		"100.64.0.1":       classPrivate,
-		"100.127.255.254":  classPrivate,
-		"0.0.0.0":          classPrivate,
-		"::":               classPrivate,
-		"fc00::1":          classPrivate,
-		"fd12:3456::1":     classPrivate,
-		"::ffff:10.0.0.1":  classPrivate,
-		"64:ff9b::a00:1":   classPrivate,
-		"::ffff:127.0.0.1": classPrivate,
-		// Public.
-		"93.184.216.34":        classPublic,
-		"172.32.0.1":           classPublic,
-		"100.128.0.1":          classPublic,
-		"2606:4700::1111":      classPublic,
-		"64:ff9b::5db8:d822":   classPublic,
-		"::ffff:93.184.216.34": classPublic,
-	}
-	for s, want := range cases {
-		if got := classifyAddr(netip.MustParseAddr(s)); got != want {
-			t.Errorf("%s: class %d, want %d", s, got, want)
-		}
-	}
-	if classifyAddr(netip.Addr{}) != classForbidden {
-		t.Error("the zero address is not forbidden")
-	}
-	all, none := grant{all: true}, grant{}
-	if !addrAllowed(netip.MustParseAddr("10.0.0.1"), all) || addrAllowed(netip.MustParseAddr("10.0.0.1"), none) {
-		t.Error("private opt-in not honoured")
-	}
-	if addrAllowed(netip.MustParseAddr("169.254.169.254"), all) {
-		t.Error("metadata allowed with the private opt-in")
-	}
-}
 
 // recordingDialer never touches the network: it records what the safe
 // dialer asked for and fails the dial.
@@ -90,7 +28,7 @@ func (r *recordingDialer) dial(_ context.Context, _, address string) (net.Conn, 
 	return nil, errNoDialInTests
 }
 
-func TestSafeDialerChecksResolvedAddresses(t *testing.T) {
+func TestDialerChecksResolvedAddresses(t *testing.T) {
 	zone := map[string][]string{
 		"metadata.test": {"169.254.169.254"},
 		"private.test":  {"10.0.0.5"},
@@ -127,7 +65,7 @@ func TestSafeDialerChecksResolvedAddresses(t *testing.T) {
 	}
 	for _, c := range cases {
 		rec := &recordingDialer{}
-		d := &safeDialer{lookup: lookup, dial: rec.dial}
+		d := &dialer{lookup: lookup, dial: rec.dial}
 		_, err := d.DialContext(withAllowPrivate(t.Context(), c.allowPrivate), "tcp", c.addr)
 		var blocked *BlockedAddressError
 		if got := errors.As(err, &blocked); got != c.blocked {
@@ -142,7 +80,7 @@ func TestSafeDialerChecksResolvedAddresses(t *testing.T) {
 		}
 	}
 	rec := &recordingDialer{}
-	_, err := (&safeDialer{lookup: lookup, dial: rec.dial}).DialContext(t.Context(), "tcp", "unknown.test:443")
+	_, err := (&dialer{lookup: lookup, dial: rec.dial}).DialContext(t.Context(), "tcp", "unknown.test:443")
 	var dnsErr *net.DNSError
 	if !errors.As(err, &dnsErr) || len(rec.dials) != 0 {
 		t.Errorf("unknown host: %v, dials %v", err, rec.dials)
@@ -151,7 +89,7 @@ func TestSafeDialerChecksResolvedAddresses(t *testing.T) {
 
 // The socket-level hook is the second line: a dial that reaches it with a
 // refused address fails before connect. Loopback is the only target used.
-func TestSafeDialerControlHook(t *testing.T) {
+func TestDialerControlHook(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +104,7 @@ func TestSafeDialerControlHook(t *testing.T) {
 			_ = c.Close()
 		}
 	}()
-	d := newSafeDialer()
+	d := newDialer()
 	_, err = d.dial(t.Context(), "tcp", ln.Addr().String())
 	var blocked *BlockedAddressError
 	if !errors.As(err, &blocked) || !blocked.Private {
@@ -179,7 +117,7 @@ func TestSafeDialerControlHook(t *testing.T) {
 	_ = conn.Close()
 }
 
-func TestPolicyTransportSeparatesPools(t *testing.T) {
+func TestTransportSeparatesPoolsPerGrant(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	defer srv.Close()
 	var mu sync.Mutex
@@ -192,7 +130,7 @@ func TestPolicyTransportSeparatesPools(t *testing.T) {
 			return (&net.Dialer{}).DialContext(ctx, network, addr)
 		}}
 	}
-	pt := &policyTransport{pools: map[string]*http.Transport{"none": mk("strict"), "all": mk("permissive")}}
+	pt := &Transport{pools: map[string]*http.Transport{"none": mk("strict"), "all": mk("permissive")}}
 	for _, allow := range []bool{false, true, false, true} {
 		req, _ := http.NewRequestWithContext(withAllowPrivate(t.Context(), allow), http.MethodGet, srv.URL, nil)
 		resp, err := pt.RoundTrip(req)
@@ -205,4 +143,48 @@ func TestPolicyTransportSeparatesPools(t *testing.T) {
 	if used["strict"] != 1 || used["permissive"] != 1 {
 		t.Fatalf("dials per pool %v, want one each", used)
 	}
+}
+
+// The transport applies the grant on the request's context and ignores
+// proxy settings in the environment.
+func TestTransportAppliesTheGrantAndNoProxy(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	// A proxy that must never be used: it refuses every connection.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxyAddr := ln.Addr().String()
+	_ = ln.Close()
+	t.Setenv("HTTP_PROXY", "http://"+proxyAddr)
+	t.Setenv("HTTPS_PROXY", "http://"+proxyAddr)
+	t.Setenv("NO_PROXY", "")
+
+	rt := NewTransport(nil)
+	get := func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err
+	}
+	var blocked *BlockedAddressError
+	if err := get(t.Context()); !errors.As(err, &blocked) {
+		t.Fatalf("loopback without a grant: %v", err)
+	}
+	allowed := Policy{PrivateCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	if err := get(WithGrant(t.Context(), allowed.Grant("any", true))); err != nil {
+		t.Fatalf("loopback with the administrator's range (the proxy in the environment must be ignored): %v", err)
+	}
+}
+
+// withAllowPrivate puts on ctx a grant of every private destination, or of
+// none.
+func withAllowPrivate(ctx context.Context, allow bool) context.Context {
+	if allow {
+		return WithGrant(ctx, grantAll)
+	}
+	return WithGrant(ctx, grantNone)
 }

@@ -1,0 +1,82 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
+)
+
+// toolStatus is the one writer of McpTool status: every field of it is
+// written here, under one field manager (governance.FieldManagerToolStatus),
+// and computed by the functions of mcptool_status.go. Imports write through
+// it when the server offers a new or changed definition, or stops offering
+// a tool; the McpTool controller when something else the status depends on
+// changed (the tool's spec, its server's declaration or readiness).
+//
+// Every write is a merge patch guarded by the resourceVersion it was decided
+// on: an approval or a change of enabled landing in between makes it fail,
+// and it is decided again on a live read.
+type toolStatus struct {
+	client client.Client
+	// live reads a tool from the API server, with the definition texts the
+	// controllers' cache drops.
+	live client.Reader
+	now  func() time.Time
+}
+
+// toolStatusAttempts bounds how often one write is decided again after a
+// conflict.
+const toolStatusAttempts = 4
+
+// write applies change to t (a tool read from the cache or the API server)
+// and writes the result when it differs. On a conflict the tool is read live
+// and change applied again.
+func (w *toolStatus) write(ctx context.Context, t *mcpv1alpha1.McpTool, change func(*mcpv1alpha1.McpTool)) error {
+	before := t
+	for range toolStatusAttempts {
+		after := before.DeepCopy()
+		change(after)
+		_, err := patchStatus(ctx, w.client, before, after, statusWrite{owner: governance.FieldManagerToolStatus, guarded: true})
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		live := &mcpv1alpha1.McpTool{}
+		if err := w.live.Get(ctx, client.ObjectKeyFromObject(t), live); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		before = live
+	}
+	return fmt.Errorf("writing the status of McpTool %s: it kept changing while it was written", t.Name)
+}
+
+// writeDefinition records a definition the server offers, and the view the
+// tool then has. live must hold the definition texts (see setDefinition).
+func (w *toolStatus) writeDefinition(ctx context.Context, live *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, def *mcpv1alpha1.ToolDefinition) error {
+	return w.write(ctx, live, func(t *mcpv1alpha1.McpTool) {
+		now := w.now()
+		setDefinition(t, def, now)
+		setToolView(t, srv, now)
+	})
+}
+
+// writeNotOffered records that the last import did not accept the tool.
+func (w *toolStatus) writeNotOffered(ctx context.Context, t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, reason string) error {
+	return w.write(ctx, t, func(t *mcpv1alpha1.McpTool) {
+		now := w.now()
+		setNotOffered(t, reason, now)
+		setToolView(t, srv, now)
+	})
+}
+
+// writeView brings the view of the tool (names, effective class and
+// approval, Ready) up to date with its spec and its server; it writes
+// nothing when the view is current.
+func (w *toolStatus) writeView(ctx context.Context, t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer) error {
+	return w.write(ctx, t, func(t *mcpv1alpha1.McpTool) { setToolView(t, srv, w.now()) })
+}

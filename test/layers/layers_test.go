@@ -1,0 +1,67 @@
+// Package layers_test checks the import rules docs/architecture.md states
+// for the packages that talk to the outside: which of the operator's
+// packages each may depend on, and that none of them depends on
+// Kubernetes. The rules hold for what is built: test files are not
+// followed.
+package layers_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/mcp-catalog/operator/"
+
+// deps returns the import path of every package pkg depends on, directly
+// or not.
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "./"+pkg)
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	return slices.DeleteFunc(strings.Fields(string(out)), func(p string) bool { return p == module+pkg })
+}
+
+func TestLayers(t *testing.T) {
+	leaves := []string{"internal/cabundle", "internal/secret"}
+	cases := []struct {
+		pkg string
+		// only lists every operator package pkg may depend on; nil: any.
+		// A package with a list depends on nothing from Kubernetes either.
+		only []string
+		// not lists operator packages pkg must not depend on.
+		not []string
+	}{
+		// The egress guard and CA trust: a leaf on the CA-bundle parser.
+		{pkg: "internal/egress", only: []string{"internal/cabundle"}},
+		{pkg: "internal/cabundle", only: []string{}},
+		{pkg: "internal/secret", only: []string{}},
+		// The two clients build on the leaves and never on each other.
+		{pkg: "internal/mcp", only: append([]string{"internal/egress"}, leaves...)},
+		{pkg: "internal/tokenexchange", only: append([]string{"internal/egress"}, leaves...)},
+		// Resolving credentials needs the token exchange, not the MCP client.
+		{pkg: "internal/credentials", not: []string{"internal/mcp"}},
+	}
+	for _, c := range cases {
+		t.Run(c.pkg, func(t *testing.T) {
+			for _, dep := range deps(t, c.pkg) {
+				rel, own := strings.CutPrefix(dep, module)
+				kube := strings.HasPrefix(dep, "k8s.io/") || strings.HasPrefix(dep, "sigs.k8s.io/")
+				switch {
+				case own && slices.Contains(c.not, rel):
+					t.Errorf("%s depends on %s", c.pkg, rel)
+				case c.only == nil:
+				case own && !slices.Contains(c.only, rel):
+					t.Errorf("%s depends on %s; it may depend only on %v", c.pkg, rel, c.only)
+				case kube:
+					t.Errorf("%s depends on %s", c.pkg, dep)
+				}
+			}
+		})
+	}
+}
