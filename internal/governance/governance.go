@@ -1,10 +1,11 @@
 // Package governance holds the platform's rules about McpTools, each once:
 // whether a tool's current definition is the approved one, the effective
 // data class and approval of a tool under its server's declaration,
-// whether a tool is the operator's alone to delete, and whether an
-// McpAccessPolicy's spec is valid. The controllers, the
-// gateway and kubectl mcp all call these functions; none of them restates
-// a rule. Every function is pure: it reads the objects it is given and
+// whether a tool is the operator's alone to delete, whether an
+// McpAccessPolicy's spec is valid, and where a call approval stands
+// (CallState). The controllers, the gateway, kubectl mcp and its console
+// all call these functions; none of them restates a rule. Every function is
+// pure: it reads the objects it is given and
 // nothing else.
 package governance
 

@@ -172,6 +172,18 @@ type Options struct {
 	GatewayApprovalURL string
 	// GatewayNow, if set, is the gateway's clock (tests).
 	GatewayNow func() time.Time
+	// NotifyWebhookURL, if set, receives an event (a signed CloudEvent)
+	// when a call starts waiting for approval, when a person decides one,
+	// and when a tool's definition drifts from the approved one. The
+	// controllers' leader sends them.
+	NotifyWebhookURL string
+	// NotifyWebhookKeyFile holds the HMAC key the events are signed with;
+	// required with NotifyWebhookURL.
+	NotifyWebhookKeyFile string
+	// NotifyCallApprovals sends the events about call approvals as well
+	// as drift. Every shard sees every approval, so only the default
+	// instance of a sharded installation sends them.
+	NotifyCallApprovals bool
 	// TokenEndpointRootCAs, if set, replaces the system roots when
 	// verifying delegation profiles' token endpoints.
 	TokenEndpointRootCAs *x509.CertPool
@@ -194,6 +206,7 @@ func DefaultOptions() Options {
 		MaxConcurrentServers:    controller.DefaultMaxConcurrentServers,
 		GatewayAudience:         DefaultGatewayAudience,
 		Components:              ComponentsAll,
+		NotifyCallApprovals:     true,
 	}
 }
 

@@ -114,6 +114,14 @@ var (
 		Help: "Unix time of each McpServer's last answer to a tool call through this gateway replica.",
 	}, []string{"namespace", "server"})
 
+	// Notifications counts webhook notifications by event type and
+	// result: delivered, retried (a try failed and another follows),
+	// failed (given up) and dropped (the queue was full).
+	Notifications = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_notifications_total",
+		Help: "Webhook notifications, by event type and result (delivered, retried, failed, dropped).",
+	}, []string{"type", "result"})
+
 	// GatewayAuditFailures counts audit records the gateway could not write,
 	// by phase (before: the call was refused; after: the call had happened;
 	// denied: a refusal went unrecorded).
@@ -129,7 +137,7 @@ var (
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		GatewayCalls, GatewayRefusals, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals, GatewayLastContact,
-		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, Tools, LastContact, GatewayAuditFailures, State,
+		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, Tools, LastContact, GatewayAuditFailures, Notifications, State,
 	}
 }
 

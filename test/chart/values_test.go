@@ -48,6 +48,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"namespace range that is no CIDR", "privateNetworks:\n  namespaceCIDRs:\n    team-a: [everything]", "/privateNetworks/namespaceCIDRs/team-a/0"},
 		{"token proxy that is no URL", "tokenEndpointProxy: proxy:3128", "/tokenEndpointProxy"},
 		{"tracing endpoint without a scheme", "gateway:\n  tracing:\n    otlpEndpoint: collector:4317", "/gateway/tracing/otlpEndpoint"},
+		{"webhook without its key Secret", "notifications:\n  webhook:\n    url: https://hooks.example.com/", "/notifications/webhook"},
+		{"webhook over plain http", "notifications:\n  webhook:\n    url: http://hooks.example.com/\n    secretName: k", "/notifications/webhook/url"},
 		{"tracing env without a name", "gateway:\n  tracing:\n    env: [{value: x}]", "/gateway/tracing/env/0"},
 	}
 	for _, c := range cases {
