@@ -247,7 +247,7 @@ func recordImport(sc *serverScope, cat *mcp.Catalog, listErr error, applied *app
 		stall := classifyOperation(listErr, reason, "import failed: "+msg)
 		if stall == nil {
 			// Waiting: the next attempt is one health interval away.
-			sc.outcome.Import, sc.outcome.RetryAfter = schedule.ImportFailed, healthInterval(srv)
+			sc.outcome.Import, sc.outcome.RetryAfter = schedule.ImportFailed, sc.healthInterval
 		}
 		return stall
 	case applyErr != nil:
@@ -290,7 +290,7 @@ func recordHandshake(sc *serverScope, res *mcp.ProbeResult, err error, took time
 		}
 		sc.event(actionProbe, kind, c.Reason, "%s", c.Message)
 	}
-	sc.outcome.Probed = &schedule.Probe{Interval: healthInterval(srv), OnSchedule: onSchedule}
+	sc.outcome.Probed = &schedule.Probe{Interval: sc.healthInterval, OnSchedule: onSchedule}
 	observeProbe(srv, took, err, now)
 }
 

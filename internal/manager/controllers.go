@@ -86,6 +86,7 @@ func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Sele
 		MaxConcurrent: opts.MaxConcurrentServers,
 
 		CredentialRetryInterval: opts.CredentialRetryInterval,
+		HealthInterval:          opts.HealthInterval,
 	}
 	if err := servers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpServer controller: %w", err)

@@ -130,6 +130,12 @@ type Options struct {
 	// is looked at again; 0 means the controller's default (15s). Secrets
 	// are not watched (docs/adr/003-secret-access.md).
 	CredentialRetryInterval time.Duration
+	// HealthInterval, when set and positive for a server, is the
+	// health-check interval the controller uses for it in place of its
+	// spec.healthCheck.interval.
+	// It is for tests, which would otherwise wait out the API's 5 s minimum
+	// to see a probe happen or not; no flag sets it.
+	HealthInterval func(*mcpv1alpha1.McpServer) time.Duration
 	// SkipControllerNameValidation lets several managers run in one process,
 	// one after the other, as tests that restart the manager need.
 	SkipControllerNameValidation bool
