@@ -72,8 +72,9 @@ grep -q "^  digest: \"${digest}\"" "${overlay}/chart/values.yaml" || { echo "rel
 echo ">> kubectl-mcp for ${cli_platforms// /, } (${jobs} at a time)" >&2
 archiver="${overlay}/archive"
 (cd "${root}" && go build -o "${archiver}" ./hack/archive)
-# Each platform is a build of its own; two at a time keep both cores busy
-# through the stretches where one build waits on a single package or links.
+# Each platform is a build of its own; one per core at a time keeps the
+# cores busy through the stretches where one build waits on a single
+# package or links.
 build_cli() { # build_cli <os> <arch> <out>
 	local start=$SECONDS
 	(cd "${root}" && CGO_ENABLED=0 GOOS=$1 GOARCH=$2 go build -trimpath -ldflags "-s -w ${ldflags}" -o "$3" ./cmd/kubectl-mcp) >&2

@@ -67,6 +67,7 @@ func main() {
 	fs.BoolVar(&opts.GatewayStateless, "gateway-stateless", opts.GatewayStateless, "Serve initialize-era sessions without server memory, so that any gateway replica answers any request.")
 
 	fs.StringVar(&opts.NotifyWebhookURL, "notify-webhook-url", "", "URL (https, or http to loopback) that receives a signed CloudEvent when a call waits for approval, when one is decided, and when a tool's definition drifts; empty sends none.")
+	fs.StringVar(&opts.NotifyWebhookURLFile, "notify-webhook-url-file", "", "File holding the webhook URL instead of --notify-webhook-url (a mounted Secret), for a URL that is itself a credential; read at every delivery and only ever shown as scheme, host and port.")
 	fs.StringVar(&opts.NotifyWebhookKeyFile, "notify-webhook-key-file", "", "File with the HMAC key that signs the notifications (a mounted Secret; read at every delivery).")
 	fs.BoolVar(&opts.NotifyCallApprovals, "notify-call-approvals", opts.NotifyCallApprovals, "Notify about call approvals as well as drift; a shard's Deployment turns it off, since every shard sees every approval.")
 	printVersion := fs.Bool("version", false, "Print the version and exit.")

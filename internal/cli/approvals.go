@@ -154,7 +154,9 @@ func newApprovalsCommand(s Streams) *cobra.Command {
 
 // watchApprovals calls show with every approval added or changed after
 // version rv until ctx ends, resuming the watch where the API server closed
-// it.
+// it. When the API server no longer has rv (410 Gone, after a long quiet
+// watch), it lists again and shows what the list holds; show decides what is
+// new.
 func watchApprovals(ctx context.Context, c client.WithWatch, opts []client.ListOption, rv string, show func(*mcpv1alpha1.McpCallApproval) error) error {
 	for ctx.Err() == nil {
 		w, err := c.Watch(ctx, &mcpv1alpha1.McpCallApprovalList{}, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})...)
@@ -173,7 +175,16 @@ func watchApprovals(ctx context.Context, c client.WithWatch, opts []client.ListO
 				return nil
 			case ev.Type == watch.Error:
 				w.Stop()
-				return &exitError{code: ExitFailed, err: fmt.Errorf("watching McpCallApprovals: %w", apierrors.FromObject(ev.Object))}
+				werr := apierrors.FromObject(ev.Object)
+				if !apierrors.IsResourceExpired(werr) && !apierrors.IsGone(werr) {
+					return &exitError{code: ExitFailed, err: fmt.Errorf("watching McpCallApprovals: %w", werr)}
+				}
+				relisted, err := relistApprovals(ctx, c, opts, show)
+				if err != nil {
+					return err
+				}
+				rv = relisted
+				continue
 			case !ok:
 				continue
 			}
@@ -188,6 +199,21 @@ func watchApprovals(ctx context.Context, c client.WithWatch, opts []client.ListO
 		w.Stop()
 	}
 	return nil
+}
+
+// relistApprovals lists the approvals again, shows each, and returns the
+// list's resourceVersion to watch from.
+func relistApprovals(ctx context.Context, c client.WithWatch, opts []client.ListOption, show func(*mcpv1alpha1.McpCallApproval) error) (string, error) {
+	var list mcpv1alpha1.McpCallApprovalList
+	if err := c.List(ctx, &list, opts...); err != nil {
+		return "", clusterError(err, "listing McpCallApprovals")
+	}
+	for i := range list.Items {
+		if err := show(&list.Items[i]); err != nil {
+			return "", err
+		}
+	}
+	return list.ResourceVersion, nil
 }
 
 func newDecideCommand(s Streams, d mcpv1alpha1.CallDecision) *cobra.Command {

@@ -228,7 +228,7 @@ func BuildView(objs Objects, now time.Time) View {
 func serverItem(s *mcpv1alpha1.McpServer) *ServerItem {
 	item := &ServerItem{Name: s.Name, Ready: condStatus(s.Status.Conditions, mcpv1alpha1.ConditionReady),
 		Reachable: condStatus(s.Status.Conditions, mcpv1alpha1.ConditionReachable), Suspended: s.Spec.Suspend,
-		DataClass: string(s.Spec.DataClass), ApprovalCall: s.Spec.ApprovalRequired == nil || *s.Spec.ApprovalRequired}
+		DataClass: string(s.Spec.DataClass), ApprovalCall: governance.ServerApprovalRequired(s)}
 	if c := meta.FindStatusCondition(s.Status.Conditions, mcpv1alpha1.ConditionReady); c != nil {
 		item.Reason, item.Message = c.Reason, review.OneLine(c.Message, 1024)
 	}

@@ -56,9 +56,11 @@ var _ = Describe("McpAccessPolicy", func() {
 		Expect(ready.ObservedGeneration).To(Equal(invalid.Generation))
 		Consistently(policyWrites, settle).Should(Equal(1), "the first reconcile writes status once, and a stall is not retried")
 
-		// A change that is not to the spec is not reconciled.
+		// A label change (it may move the policy into a shard) is looked at
+		// again, and writes nothing: the status depends on the spec alone.
 		invalid.Labels = map[string]string{"team": "a"}
 		Expect(k8sClient.Update(context.Background(), invalid)).To(Succeed())
+		Consistently(policyWrites, settle).Should(Equal(1), "an unchanged spec writes no status")
 
 		fixed := getAccessPolicy(Default, ns)
 		before := fixed.DeepCopy()

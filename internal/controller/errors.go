@@ -35,8 +35,11 @@ import (
 //     is returned and controller-runtime retries with backoff.
 //
 // Stalled therefore means "needs a person": no failure that a Secret
-// rotation or the remote server can cure stalls, since nothing would notice
-// the cure.
+// rotation cures stalls, since nothing would notice the cure. A catalog over
+// the spec's ceilings (pages, tools, bytes) stalls although the server
+// could shrink it: the ceilings are the person's to raise, and a server
+// that shrinks its catalog is imported again on a request annotation
+// (ADR 007).
 
 // waitingError says the reconcile cannot finish until something outside the
 // controller changes (a Secret appears, say) and should be retried after a

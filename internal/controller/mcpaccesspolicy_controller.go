@@ -10,7 +10,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/governance"
@@ -77,6 +76,6 @@ func (r *McpAccessPolicyReconciler) now() time.Time {
 func (r *McpAccessPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("mcpaccesspolicy").
-		For(&mcpv1alpha1.McpAccessPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}, selected(r.Selector))).
+		For(&mcpv1alpha1.McpAccessPolicy{}, builder.WithPredicates(specOrShardChanged, selected(r.Selector))).
 		Complete(r)
 }

@@ -143,9 +143,14 @@ func (r *McpDelegationProfileReconciler) retry() time.Duration {
 func (r *McpDelegationProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("mcpdelegationprofile").
-		For(&mcpv1alpha1.McpDelegationProfile{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}, selected(r.Selector))).
+		For(&mcpv1alpha1.McpDelegationProfile{}, builder.WithPredicates(specOrShardChanged, selected(r.Selector))).
 		Complete(r)
 }
+
+// specOrShardChanged passes creations, deletions, spec changes (a new
+// generation) and label changes: a relabelled object may have moved into
+// this instance's shard, whose status nobody has written yet.
+var specOrShardChanged = predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})
 
 // selected passes objects the selector selects; a nil selector passes all.
 func selected(sel labels.Selector) predicate.Predicate {

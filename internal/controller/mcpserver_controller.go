@@ -3,7 +3,6 @@ package controller
 import (
 	"cmp"
 	"context"
-	"errors"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -157,7 +156,9 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // finish ends a reconcile: it summarises the conditions, writes status,
 // records the outcome in the schedule (a stalled server is forgotten, so
 // that whatever re-triggers it finds everything due at once), emits the
-// Events and logs the result.
+// Events and logs the result. When the status write fails, none of that
+// happens: the write's error is returned, whatever the reconcile's own
+// outcome, and the retry decides everything again.
 func (r *McpServerReconciler) finish(ctx context.Context, sc *serverScope, before *mcpv1alpha1.McpServer, err error) (ctrl.Result, error) {
 	srv := sc.server
 	summarize(srv, err, sc.now)
@@ -166,12 +167,13 @@ func (r *McpServerReconciler) finish(ctx context.Context, sc *serverScope, befor
 		// A stall is a decided outcome of this generation.
 		srv.Status.ObservedGeneration = srv.Generation
 	}
+	log := logging.FromContext(ctx, logging.Controllers).V(logging.Debug)
 	written, werr := patchStatus(ctx, r.Client, before, srv, statusWrite{owner: FieldManagerStatus})
 	if werr != nil {
-		err = errors.Join(err, werr)
-	} else {
-		r.Schedule.SawVersion(sc.key, srv.ResourceVersion)
+		logResult(log, srv, false, ctrl.Result{}, werr)
+		return ctrl.Result{}, werr
 	}
+	r.Schedule.SawVersion(sc.key, srv.ResourceVersion)
 	for _, e := range sc.events {
 		r.Recorder.Eventf(srv, nil, e.kind, e.reason, e.action, e.note, e.args...)
 	}
@@ -193,7 +195,6 @@ func (r *McpServerReconciler) finish(ctx context.Context, sc *serverScope, befor
 		}
 	}
 	result, err := resultOf(err, next, r.now())
-	log := logging.FromContext(ctx, logging.Controllers).V(logging.Debug)
 	logResult(log, srv, written, result, err)
 	return result, err
 }

@@ -70,11 +70,15 @@ func (r *McpToolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		// The import that created it writes its first status.
 		return ctrl.Result{}, nil
 	}
-	if err := r.tools.writeView(ctx, t, srv); err != nil {
+	w, err := r.tools.writeView(ctx, t, srv)
+	if err != nil {
+		log.Info("reconciled McpTool", "generation", t.Generation, "error", err.Error())
 		return ctrl.Result{}, err
 	}
-	if c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionReady); c != nil {
-		log.Info("reconciled McpTool", "generation", t.Generation, "ready", c.Status, "reason", c.Reason)
+	if w.tool != nil {
+		if c := meta.FindStatusCondition(w.tool.Status.Conditions, mcpv1alpha1.ConditionReady); c != nil {
+			log.Info("reconciled McpTool", "generation", t.Generation, "statusWritten", w.written, "ready", c.Status, "reason", c.Reason)
+		}
 	}
 	return ctrl.Result{}, nil
 }

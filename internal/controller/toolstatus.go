@@ -34,49 +34,58 @@ type toolStatus struct {
 // conflict.
 const toolStatusAttempts = 4
 
+// toolWritten is what a write left: the tool with its status as decided
+// (nil when the tool is gone), and whether a write was needed.
+type toolWritten struct {
+	tool    *mcpv1alpha1.McpTool
+	written bool
+}
+
 // write applies change to t (a tool read from the cache or the API server)
 // and writes the result when it differs. On a conflict the tool is read live
 // and change applied again.
-func (w *toolStatus) write(ctx context.Context, t *mcpv1alpha1.McpTool, change func(*mcpv1alpha1.McpTool)) error {
+func (w *toolStatus) write(ctx context.Context, t *mcpv1alpha1.McpTool, change func(*mcpv1alpha1.McpTool)) (toolWritten, error) {
 	before := t
 	for range toolStatusAttempts {
 		after := before.DeepCopy()
 		change(after)
-		_, err := patchStatus(ctx, w.client, before, after, statusWrite{owner: governance.FieldManagerToolStatus, guarded: true})
+		written, err := patchStatus(ctx, w.client, before, after, statusWrite{owner: governance.FieldManagerToolStatus, guarded: true})
 		if !apierrors.IsConflict(err) {
-			return err
+			return toolWritten{tool: after, written: written}, err
 		}
 		live := &mcpv1alpha1.McpTool{}
 		if err := w.live.Get(ctx, client.ObjectKeyFromObject(t), live); err != nil {
-			return client.IgnoreNotFound(err)
+			return toolWritten{}, client.IgnoreNotFound(err)
 		}
 		before = live
 	}
-	return fmt.Errorf("writing the status of McpTool %s: it kept changing while it was written", t.Name)
+	return toolWritten{}, fmt.Errorf("writing the status of McpTool %s: it kept changing while it was written", t.Name)
 }
 
 // writeDefinition records a definition the server offers, and the view the
 // tool then has. live must hold the definition texts (see setDefinition).
 func (w *toolStatus) writeDefinition(ctx context.Context, live *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, def *mcpv1alpha1.ToolDefinition) error {
-	return w.write(ctx, live, func(t *mcpv1alpha1.McpTool) {
+	_, err := w.write(ctx, live, func(t *mcpv1alpha1.McpTool) {
 		now := w.now()
 		setDefinition(t, def, now)
 		setToolView(t, srv, now)
 	})
+	return err
 }
 
 // writeNotOffered records that the last import did not accept the tool.
 func (w *toolStatus) writeNotOffered(ctx context.Context, t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, reason string) error {
-	return w.write(ctx, t, func(t *mcpv1alpha1.McpTool) {
+	_, err := w.write(ctx, t, func(t *mcpv1alpha1.McpTool) {
 		now := w.now()
 		setNotOffered(t, reason, now)
 		setToolView(t, srv, now)
 	})
+	return err
 }
 
 // writeView brings the view of the tool (names, effective class and
 // approval, Ready) up to date with its spec and its server; it writes
 // nothing when the view is current.
-func (w *toolStatus) writeView(ctx context.Context, t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer) error {
+func (w *toolStatus) writeView(ctx context.Context, t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer) (toolWritten, error) {
 	return w.write(ctx, t, func(t *mcpv1alpha1.McpTool) { setToolView(t, srv, w.now()) })
 }

@@ -27,8 +27,14 @@ func CallState(a *mcpv1alpha1.McpCallApproval, now time.Time) string {
 		return CallStateUsed
 	case !now.Before(a.Spec.ExpiresAt.Time):
 		return CallStateExpired
-	case a.Spec.Decision == "" || a.Spec.Decision == mcpv1alpha1.CallPending:
+	case !Decided(a):
 		return CallStatePending
 	}
 	return string(a.Spec.Decision)
+}
+
+// Decided reports whether a person decided a call approval, whatever has
+// happened since.
+func Decided(a *mcpv1alpha1.McpCallApproval) bool {
+	return a.Spec.Decision != "" && a.Spec.Decision != mcpv1alpha1.CallPending
 }

@@ -72,9 +72,14 @@ func Effective(srv *mcpv1alpha1.McpServer, t *mcpv1alpha1.McpTool) (mcpv1alpha1.
 	if !class.Valid() {
 		class = mcpv1alpha1.DataClassRestricted
 	}
-	serverApproval := srv.Spec.ApprovalRequired == nil || *srv.Spec.ApprovalRequired
 	toolApproval := t.Spec.ApprovalRequired != nil && *t.Spec.ApprovalRequired
-	return class, serverApproval || toolApproval
+	return class, ServerApprovalRequired(srv) || toolApproval
+}
+
+// ServerApprovalRequired is the server's declaration of approval: only an
+// explicit false turns it off.
+func ServerApprovalRequired(srv *mcpv1alpha1.McpServer) bool {
+	return srv.Spec.ApprovalRequired == nil || *srv.Spec.ApprovalRequired
 }
 
 // Recorded is a tool's data class and whether its calls need a person's

@@ -31,6 +31,8 @@ const (
 	Gateway = "gateway"
 	// Sweeper deletes expired McpCallApprovals.
 	Sweeper = "sweeper"
+	// Notify delivers notifications to a webhook.
+	Notify = "notify"
 	// Manager assembles and runs the operator.
 	Manager = "manager"
 )

@@ -113,10 +113,10 @@ func setupNotifications(mgr ctrl.Manager, opts Options) error {
 	if _, err := mgr.GetCache().GetInformer(context.Background(), &mcpv1alpha1.McpCallApproval{}); err != nil {
 		return fmt.Errorf("watching McpCallApprovals: %w", err)
 	}
-	if opts.NotifyWebhookURL == "" {
+	if opts.NotifyWebhookURL == "" && opts.NotifyWebhookURLFile == "" {
 		return nil
 	}
-	hook, err := notify.NewWebhook(notify.WebhookOptions{URL: opts.NotifyWebhookURL, KeyFile: opts.NotifyWebhookKeyFile})
+	hook, err := notify.NewWebhook(notify.WebhookOptions{URL: opts.NotifyWebhookURL, URLFile: opts.NotifyWebhookURLFile, KeyFile: opts.NotifyWebhookKeyFile})
 	if err != nil {
 		return err
 	}

@@ -183,6 +183,9 @@ type Options struct {
 	// and when a tool's definition drifts from the approved one. The
 	// controllers' leader sends them.
 	NotifyWebhookURL string
+	// NotifyWebhookURLFile holds the URL instead, for a URL that is a
+	// credential (a mounted Secret key).
+	NotifyWebhookURLFile string
 	// NotifyWebhookKeyFile holds the HMAC key the events are signed with;
 	// required with NotifyWebhookURL.
 	NotifyWebhookKeyFile string

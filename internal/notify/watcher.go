@@ -86,10 +86,6 @@ func (w *Watcher) Start(ctx context.Context) error {
 	return nil
 }
 
-func undecided(a *mcpv1alpha1.McpCallApproval) bool {
-	return a.Spec.Decision == "" || a.Spec.Decision == mcpv1alpha1.CallPending
-}
-
 func (w *Watcher) approvalAdded(a *mcpv1alpha1.McpCallApproval) {
 	if governance.CallState(a, w.now()) == governance.CallStatePending {
 		w.Notifier.Notify(ApprovalCreated(a, w.now()))
@@ -97,7 +93,7 @@ func (w *Watcher) approvalAdded(a *mcpv1alpha1.McpCallApproval) {
 }
 
 func (w *Watcher) approvalUpdated(old, cur *mcpv1alpha1.McpCallApproval) {
-	if undecided(old) && !undecided(cur) {
+	if !governance.Decided(old) && governance.Decided(cur) {
 		w.Notifier.Notify(ApprovalDecided(cur, w.now()))
 	}
 }

@@ -19,8 +19,7 @@ import (
 	"strings"
 	"time"
 
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-
+	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/internal/safeurl"
 )
@@ -65,8 +64,14 @@ var ErrNoKey = errors.New("notify: no HMAC key")
 
 // WebhookOptions configure a Webhook.
 type WebhookOptions struct {
-	// URL receives every event in a POST.
+	// URL receives every event in a POST. Exactly one of URL and URLFile
+	// is set.
 	URL string
+	// URLFile holds the URL instead (a mounted Secret key), for receivers
+	// whose URL is itself a credential (a token in its path). It is read
+	// at start and again at every delivery, like KeyFile; the URL is only
+	// ever shown as scheme, host and port.
+	URLFile string
 	// KeyFile holds the HMAC key (its bytes, a trailing newline ignored).
 	// It is read at every delivery, so a rotated Secret takes effect
 	// without a restart.
@@ -98,12 +103,21 @@ type Webhook struct {
 // NewWebhook checks the options and returns a Webhook that delivers once
 // started.
 func NewWebhook(o WebhookOptions) (*Webhook, error) {
-	u, err := url.Parse(o.URL)
-	if err != nil || u.Host == "" || u.User != nil || (u.Scheme != "https" && !(u.Scheme == "http" && loopback(u.Hostname()))) {
-		return nil, fmt.Errorf("%w: %s", ErrBadWebhookURL, safeurl.Display(o.URL))
+	if (o.URL == "") == (o.URLFile == "") {
+		return nil, fmt.Errorf("%w: give exactly one of a URL and a URL file", ErrBadWebhookURL)
+	}
+	w := &Webhook{o: o}
+	if _, err := w.url(); err != nil {
+		return nil, err
 	}
 	if o.KeyFile == "" {
 		return nil, fmt.Errorf("%w: no key file given", ErrNoKey)
+	}
+	// The key is read at every delivery; a key that cannot be read at all
+	// is a mistake in the deployment, said at start rather than as a
+	// failure of every event.
+	if _, err := w.key(); err != nil {
+		return nil, err
 	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = DefaultQueueSize
@@ -128,7 +142,25 @@ func NewWebhook(o WebhookOptions) (*Webhook, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Webhook{o: o, queue: make(chan Event, o.QueueSize)}, nil
+	w.o, w.queue = o, make(chan Event, o.QueueSize)
+	return w, nil
+}
+
+// url is where the events go: URL, or URLFile's content read now.
+func (w *Webhook) url() (string, error) {
+	raw := w.o.URL
+	if w.o.URLFile != "" {
+		b, err := os.ReadFile(w.o.URLFile)
+		if err != nil {
+			return "", fmt.Errorf("%w: reading the URL file: %w", ErrBadWebhookURL, err)
+		}
+		raw = string(bytes.TrimRight(b, "\r\n"))
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil || (u.Scheme != "https" && !(u.Scheme == "http" && loopback(u.Hostname()))) {
+		return "", fmt.Errorf("%w: %s", ErrBadWebhookURL, safeurl.Display(raw))
+	}
+	return raw, nil
 }
 
 func loopback(host string) bool {
@@ -175,7 +207,7 @@ func (w *Webhook) deliver(ctx context.Context, e Event) {
 		metrics.Notifications.WithLabelValues(e.Type, ResultFailed).Inc()
 		return
 	}
-	log := logf.FromContext(ctx).WithName("notify")
+	log := logging.FromContext(ctx, logging.Notify)
 	wait := w.o.Backoff
 	for attempt := 1; ; attempt++ {
 		err := w.send(ctx, e.ID, body)
@@ -241,9 +273,13 @@ func (w *Webhook) send(ctx context.Context, id string, body []byte) error {
 	if err != nil {
 		return err
 	}
+	target, err := w.url()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, w.o.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.o.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("%w: %w", errPermanent, err)
 	}
@@ -255,7 +291,7 @@ func (w *Webhook) send(ctx context.Context, id string, body []byte) error {
 	resp, err := w.o.Client.Do(req)
 	if err != nil {
 		// The error names the URL; the URL is the administrator's.
-		return fmt.Errorf("sending to %s: %w", safeurl.Display(w.o.URL), errors.Unwrap(err))
+		return fmt.Errorf("sending to %s: %w", safeurl.Display(target), errors.Unwrap(err))
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
@@ -263,8 +299,8 @@ func (w *Webhook) send(ctx context.Context, id string, body []byte) error {
 	case c >= 200 && c < 300:
 		return nil
 	case c == http.StatusRequestTimeout || c == http.StatusTooManyRequests || c >= 500:
-		return fmt.Errorf("%s answered %d", safeurl.Display(w.o.URL), c)
+		return fmt.Errorf("%s answered %d", safeurl.Display(target), c)
 	default:
-		return fmt.Errorf("%w: %s answered %d", errPermanent, safeurl.Display(w.o.URL), c)
+		return fmt.Errorf("%w: %s answered %d", errPermanent, safeurl.Display(target), c)
 	}
 }

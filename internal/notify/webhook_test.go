@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -192,7 +193,7 @@ func TestAFailingReceiverIsRetriedWithBackoffAndAPermanentRefusalIsNot(t *testin
 func TestNotifyNeverBlocksAndCountsWhatItDrops(t *testing.T) {
 	// Nobody delivers: the queue fills, and every further event is dropped
 	// at once.
-	w, err := NewWebhook(WebhookOptions{URL: "https://receiver.example/hook", KeyFile: "/nonexistent", QueueSize: 2})
+	w, err := NewWebhook(WebhookOptions{URL: "https://receiver.example/hook", KeyFile: keyFile(t, "k"), QueueSize: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,19 +216,57 @@ func TestNotifyNeverBlocksAndCountsWhatItDrops(t *testing.T) {
 }
 
 func TestNewWebhookRefusesAURLThatWouldLeakTheEvents(t *testing.T) {
+	kf := keyFile(t, "k")
 	for _, u := range []string{"http://receiver.example/hook", "https://user:pass@receiver.example/", "ftp://receiver.example/", "receiver.example", ""} {
-		if _, err := NewWebhook(WebhookOptions{URL: u, KeyFile: "k"}); !errors.Is(err, ErrBadWebhookURL) {
+		if _, err := NewWebhook(WebhookOptions{URL: u, KeyFile: kf}); !errors.Is(err, ErrBadWebhookURL) {
 			t.Errorf("NewWebhook(%q): %v, want ErrBadWebhookURL", u, err)
+		}
+		// The same URL read from a file (a mounted Secret) is refused the
+		// same way, and the refusal shows no more of it than its host.
+		uf := filepath.Join(t.TempDir(), "url")
+		if err := os.WriteFile(uf, []byte(u+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := NewWebhook(WebhookOptions{URLFile: uf, KeyFile: kf})
+		if !errors.Is(err, ErrBadWebhookURL) {
+			t.Errorf("NewWebhook(URLFile holding %q): %v, want ErrBadWebhookURL", u, err)
+		}
+		if err != nil && strings.Contains(u, "pass") && strings.Contains(err.Error(), "pass") {
+			t.Errorf("the refusal shows the URL's credential: %v", err)
 		}
 	}
 	if _, err := NewWebhook(WebhookOptions{URL: "https://receiver.example/"}); !errors.Is(err, ErrNoKey) {
 		t.Errorf("no key file: %v, want ErrNoKey", err)
 	}
+	if _, err := NewWebhook(WebhookOptions{URL: "https://receiver.example/", KeyFile: filepath.Join(t.TempDir(), "missing")}); !errors.Is(err, ErrNoKey) {
+		t.Errorf("a key file that cannot be read: %v, want ErrNoKey at start", err)
+	}
+	if _, err := NewWebhook(WebhookOptions{URL: "https://receiver.example/", URLFile: "x", KeyFile: kf}); !errors.Is(err, ErrBadWebhookURL) {
+		t.Errorf("both a URL and a URL file: %v, want ErrBadWebhookURL", err)
+	}
 	for _, u := range []string{"https://receiver.example/hook", "http://127.0.0.1:8080/hook", "http://localhost/hook", "http://[::1]/"} {
-		if _, err := NewWebhook(WebhookOptions{URL: u, KeyFile: "k"}); err != nil {
+		if _, err := NewWebhook(WebhookOptions{URL: u, KeyFile: kf}); err != nil {
 			t.Errorf("NewWebhook(%q): %v", u, err)
 		}
 	}
+}
+
+// A URL read from a file goes where the file says at each delivery, so a
+// rotated Secret takes effect without a restart.
+func TestAURLFileIsReadAtEveryDelivery(t *testing.T) {
+	first, second := newReceiver(t, "k"), newReceiver(t, "k")
+	uf := filepath.Join(t.TempDir(), "url")
+	if err := os.WriteFile(uf, []byte(first.URL+"/token-in-path\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := started(t, WebhookOptions{URLFile: uf, KeyFile: keyFile(t, "k"), Backoff: time.Millisecond})
+	w.Notify(Event{ID: "one", Type: TypeApprovalCreated})
+	waitFor(t, "the first delivery", func() bool { got, _, _ := first.events(); return len(got) == 1 })
+	if err := os.WriteFile(uf, []byte(second.URL+"/token-in-path\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.Notify(Event{ID: "two", Type: TypeApprovalCreated})
+	waitFor(t, "the delivery after the rotation", func() bool { got, _, _ := second.events(); return len(got) == 1 })
 }
 
 func TestASignatureCoversTheIDTheTimeAndTheBody(t *testing.T) {
@@ -245,5 +284,22 @@ func TestASignatureCoversTheIDTheTimeAndTheBody(t *testing.T) {
 		if ok {
 			t.Errorf("%s verifies", name)
 		}
+	}
+}
+
+// The signature follows the Standard Webhooks scheme: HMAC-SHA256 of
+// "<id>.<timestamp>.<body>" under the key, base64, prefixed "v1,". The
+// expected value was computed outside this package (openssl dgst -sha256
+// -hmac), so this test fails if Sign and Verify drift from the scheme
+// together, which their round trip would not notice.
+func TestSignMatchesTheStandardWebhooksScheme(t *testing.T) {
+	key := []byte("a-shared-key-32-bytes-long-xxxx!")
+	body := []byte(`{"specversion":"1.0","id":"msg_2Kd8Wq"}`)
+	const want = "v1,E36WiSQSlmneF/PyJHDKQYiza59yP/kBzg1u/+jeWww="
+	if got := Sign(key, "msg_2Kd8Wq", 1700000000, body); got != want {
+		t.Errorf("Sign = %s, want %s", got, want)
+	}
+	if !Verify(key, "msg_2Kd8Wq", 1700000000, body, "v1,other "+want) {
+		t.Error("Verify refused a header listing the right signature beside another")
 	}
 }

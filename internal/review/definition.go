@@ -17,6 +17,7 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
 )
 
 // ApprovedBySpec is Review.ApprovedBy when spec.approvedDefinitionHash
@@ -40,7 +41,9 @@ type Review struct {
 	// that comes from: spec.approvedDefinitionHash, or none.
 	ApprovedHash string `json:"approvedHash,omitempty"`
 	ApprovedBy   string `json:"approvedBy"`
-	Changed      bool   `json:"changed"`
+	// Changed says the current definition is not the approved one
+	// (governance.Unapproved): nothing is approved, or another is.
+	Changed bool `json:"changed"`
 	// Title, Description and InputSchema are the current definition as the
 	// server sent it (normalised); control characters are removed when it
 	// is shown (Lines).
@@ -62,7 +65,7 @@ func Of(t *mcpv1alpha1.McpTool) Review {
 	if t.Spec.ApprovedDefinitionHash != "" {
 		r.ApprovedHash, r.ApprovedBy = t.Spec.ApprovedDefinitionHash, ApprovedBySpec
 	}
-	r.Changed = r.ApprovedHash != r.CurrentHash
+	r.Changed = governance.Unapproved(t) != ""
 	if t.Status.InputSchema != nil && len(t.Status.InputSchema.Raw) > 0 {
 		r.InputSchema = json.RawMessage(t.Status.InputSchema.Raw)
 	}

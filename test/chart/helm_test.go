@@ -184,6 +184,16 @@ notifications:
 		check: checkSharded,
 	},
 	{
+		name: "webhook-url-from-a-secret",
+		values: `
+notifications:
+  webhook:
+    urlSecretKey: url
+    secretName: mcp-notify
+`,
+		check: checkWebhookURLFromSecret,
+	},
+	{
 		name: "watch-namespaces-without-crds",
 		values: `
 crds:

@@ -1005,6 +1005,34 @@ func checkSharded(t *testing.T, objs []*unstructured.Unstructured) {
 
 // checkNotifyKey checks that the notifications' HMAC key is mounted from
 // its Secret where the manager reads it.
+// checkWebhookURLFromSecret: a webhook URL that is itself a credential is
+// read from the Secret's key, so it appears neither in the Deployment's
+// arguments nor anywhere else in what the chart renders.
+func checkWebhookURLFromSecret(t *testing.T, objs []*unstructured.Unstructured) {
+	d, c := manager(t, objs)
+	f := flags(t, c)
+	if _, ok := f["--notify-webhook-url"]; ok {
+		t.Errorf("the URL is in the arguments: %v", f)
+	}
+	if f["--notify-webhook-url-file"] != "/etc/mcp-catalog-operator/notify/url" || f["--notify-webhook-key-file"] != "/etc/mcp-catalog-operator/notify/key" {
+		t.Errorf("notification flags %v, want the URL and the key read from the mounted Secret", f)
+	}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name != "notify-key" {
+			continue
+		}
+		items := map[string]string{}
+		for _, it := range v.Secret.Items {
+			items[it.Key] = it.Path
+		}
+		if v.Secret.SecretName != "mcp-notify" || items["url"] != "url" || items["key"] != "key" {
+			t.Errorf("the notify-key volume is %+v, want the Secret's url and key items", v)
+		}
+		return
+	}
+	t.Error("no notify-key volume")
+}
+
 func checkNotifyKey(t *testing.T, d *appsv1.Deployment, c *corev1.Container) {
 	t.Helper()
 	var vol *corev1.Volume

@@ -50,6 +50,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"tracing endpoint without a scheme", "gateway:\n  tracing:\n    otlpEndpoint: collector:4317", "/gateway/tracing/otlpEndpoint"},
 		{"webhook without its key Secret", "notifications:\n  webhook:\n    url: https://hooks.example.com/", "/notifications/webhook"},
 		{"webhook over plain http", "notifications:\n  webhook:\n    url: http://hooks.example.com/\n    secretName: k", "/notifications/webhook/url"},
+		{"webhook URL from a Secret without the Secret", "notifications:\n  webhook:\n    urlSecretKey: url", "/notifications/webhook"},
+		{"webhook URL given twice", "notifications:\n  webhook:\n    url: https://hooks.example.com/\n    urlSecretKey: url\n    secretName: k", "/notifications/webhook"},
 		{"tracing env without a name", "gateway:\n  tracing:\n    env: [{value: x}]", "/gateway/tracing/env/0"},
 	}
 	for _, c := range cases {

@@ -41,8 +41,9 @@ var _ = Describe("Status before the first reconcile", func() {
 			Expect(gen).To(Equal(int64(-1)), "a read")
 			Expect(conds).To(BeEmpty(), "a read")
 
-			// A spec change keeps it: only a status write changes it.
-			labels := map[string]string{"changed": "spec"}
+			// An update of the object keeps it: only a status write changes
+			// it.
+			labels := map[string]string{"changed": "metadata"}
 			obj.SetLabels(labels)
 			Expect(k8sClient.Update(ctx, obj)).To(Succeed())
 			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())

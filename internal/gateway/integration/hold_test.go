@@ -12,11 +12,12 @@ import (
 	"github.com/mcp-catalog/operator/internal/governance"
 )
 
-// toolControllerWrites holds the McpTool controller's status writes (those
-// of the one McpTool status writer that record no definition: an import's
-// write always carries the definition hash) while a spec asks it to, so
-// that a spec can observe the moment between an import writing a new
-// definition and the McpTool controller correcting Ready — a moment that on
+// toolControllerWrites holds, while a spec asks it to, the McpTool status
+// writes that record no definition: the McpTool controller's (an import's
+// write of a new definition always carries its hash), and an import's mark
+// that the server no longer offers a tool, which the specs that hold never
+// cause. A spec can so observe the moment between an import writing a new
+// definition and the McpTool controller correcting Ready, a moment that on
 // a busy cluster lasts minutes.
 var toolControllerWrites = &writeHold{}
 
