@@ -48,6 +48,9 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"namespace range that is no CIDR", "privateNetworks:\n  namespaceCIDRs:\n    team-a: [everything]", "/privateNetworks/namespaceCIDRs/team-a/0"},
 		{"token proxy that is no URL", "tokenEndpointProxy: proxy:3128", "/tokenEndpointProxy"},
 		{"tracing endpoint without a scheme", "gateway:\n  tracing:\n    otlpEndpoint: collector:4317", "/gateway/tracing/otlpEndpoint"},
+		{"catalog budget that is no size", "tenancy:\n  catalogBytesInFlight: lots", "/tenancy/catalogBytesInFlight"},
+		{"operation timeout cap without a unit", "tenancy:\n  caps:\n    maxOperationTimeout: \"30\"", "/tenancy/caps/maxOperationTimeout"},
+		{"negative namespace tool limit", "tenancy:\n  perNamespace:\n    maxTools: -1", "/tenancy/perNamespace/maxTools"},
 		{"tracing env without a name", "gateway:\n  tracing:\n    env: [{value: x}]", "/gateway/tracing/env/0"},
 	}
 	for _, c := range cases {
