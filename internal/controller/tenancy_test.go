@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/fairqueue"
@@ -184,7 +183,7 @@ var _ = Describe("Tenancy", func() {
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mcp"},
 			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
 				"count/mcpservers.mcp.catalog.dev": resource.MustParse("2"),
-				"count/mcptools.mcp.catalog.dev":   resource.MustParse("100"),
+				"count/mcptools.mcp.catalog.dev":   resource.MustParse("7"),
 			}},
 		}
 		Expect(k8sClient.Create(context.Background(), quota)).To(Succeed())
@@ -204,15 +203,21 @@ var _ = Describe("Tenancy", func() {
 		err := k8sClient.Create(context.Background(), third)
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the third McpServer: %v", err)
 		Expect(err.Error()).To(ContainSubstring("exceeded quota"))
-		// The quota counts the McpTools the importer creates too.
-		waitReady(ns, "one", 30*time.Second)
-		waitReady(ns, "two", 30*time.Second)
-		Eventually(func() string {
-			var q corev1.ResourceQuota
-			Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(quota), &q)).To(Succeed())
-			used := q.Status.Used["count/mcptools.mcp.catalog.dev"]
-			return used.String()
-		}).Should(Equal("10"))
+		// The McpTools the importer creates count too: two catalogs of five
+		// against a count of seven. Creates beyond it are refused, and an
+		// import that meets one fails as any failed write does.
+		Eventually(func(g Gomega) {
+			failed := 0
+			for _, name := range []string{"one", "two"} {
+				c := meta.FindStatusCondition(getServer(ns, name).Status.Conditions, mcpv1alpha1.ConditionCatalogSynced)
+				g.Expect(c).NotTo(BeNil())
+				if c.Status == metav1.ConditionFalse && c.Reason == mcpv1alpha1.ReasonImportFailed {
+					failed++
+				}
+			}
+			g.Expect(failed).To(BeNumerically(">=", 1))
+		}, bound(30*time.Second)).Should(Succeed())
+		Expect(listTools(ns)).To(HaveLen(7))
 	})
 })
 
