@@ -32,10 +32,11 @@ var _ = Describe("Tenancy", func() {
 		noisy, quiet := newNamespace(), newNamespace()
 		tarpit := mcpserver.StartTarpit(GinkgoT())
 		// Twice as many tarpit servers as there are workers, each holding a
-		// worker for a minute: with a first-in first-out queue they would
-		// hold all four, and the quiet namespace would get none.
+		// worker for three minutes, longer than the spec takes: with every
+		// worker open to one namespace they would hold all four, and the
+		// quiet namespace would get none.
 		for i := range 8 {
-			createServer(noisy, fmt.Sprintf("tarpit-%d", i), tarpit.URL, withProbeInterval(probeInterval), withTimeout(time.Minute))
+			createServer(noisy, fmt.Sprintf("tarpit-%d", i), tarpit.URL, withProbeInterval(probeInterval), withTimeout(3*time.Minute))
 		}
 		Eventually(tarpit.Open, bound(10*time.Second)).Should(Equal(ceiling), "the noisy namespace takes the workers it may")
 		Consistently(tarpit.Open, time.Second).Should(Equal(ceiling), "and no more")
