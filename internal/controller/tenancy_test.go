@@ -218,7 +218,10 @@ var _ = Describe("Tenancy", func() {
 			}
 			g.Expect(failed).To(BeNumerically(">=", 1))
 		}, bound(30*time.Second)).Should(Succeed())
-		Expect(listTools(ns)).To(HaveLen(7))
+		// Imports retry with backoff: the namespace fills to the count and
+		// stays there.
+		Eventually(func() map[string]mcpv1alpha1.McpTool { return listTools(ns) }, bound(30*time.Second)).Should(HaveLen(7))
+		Consistently(func() map[string]mcpv1alpha1.McpTool { return listTools(ns) }, settle).Should(HaveLen(7))
 	})
 })
 
