@@ -81,16 +81,38 @@ verify: verify-fmt vet verify-gen verify-modules lint ## gofmt check, vet, gener
 envtest: ## Build (once) the test control plane, with kube-controller-manager, and print its directory.
 	@hack/envtest.sh --with-controller-manager
 
+# The release test/release checks. make test builds it before go test runs
+# (eight cross-platform builds: no go test package compiles them within its
+# timeout), so that test/release checks every platform of a real release.
+RELEASE_TEST_VERSION = v0.0.0-releasetest.1
+RELEASE_TEST_REPO    = registry.example.test/mcp-catalog-operator
+
 .PHONY: test
-test: ## Run every test (builds the test control plane, with kube-controller-manager, and helm on first use).
-	@assets=$$(hack/envtest.sh --with-controller-manager); helm=$$(hack/helm.sh); \
-	echo ">> KUBEBUILDER_ASSETS=$$assets"; echo ">> HELM=$$helm"; \
-	KUBEBUILDER_ASSETS=$$assets HELM=$$helm $(GO) test $(GOTEST_FLAGS) ./...
+test: ## Run every test (builds the test control plane, with kube-controller-manager, helm and a test release, and installs Chromium, on first use).
+	@assets=$$(hack/envtest.sh --with-controller-manager); helm=$$(hack/helm.sh); chromium=$$(hack/chromium.sh); \
+	echo ">> KUBEBUILDER_ASSETS=$$assets"; echo ">> HELM=$$helm"; echo ">> CHROMIUM=$$chromium"; \
+	dist=$$(mktemp -d); trap 'rm -rf "$$dist" "$$dist.md"' EXIT; \
+	printf '# Changelog\n\n## %s\n\nA test release.\n' '$(RELEASE_TEST_VERSION)' > "$$dist.md"; \
+	start=$$SECONDS; echo ">> building a release for test/release"; \
+	VERSION=$(RELEASE_TEST_VERSION) IMAGE_REPO=$(RELEASE_TEST_REPO) DIST=$$dist CHANGELOG=$$dist.md hack/release.sh; \
+	echo ">> release built in $$((SECONDS - start))s"; \
+	KUBEBUILDER_ASSETS=$$assets HELM=$$helm CHROMIUM=$$chromium RELEASE_DIST=$$dist RELEASE_VERSION=$(RELEASE_TEST_VERSION) RELEASE_IMAGE_REPO=$(RELEASE_TEST_REPO) \
+		$(GO) test $(GOTEST_FLAGS) ./...
 	@$(MAKE) -s test-monitoring
 
 .PHONY: test-monitoring
 test-monitoring: ## Check the alert rules and dashboard with Prometheus' parsers (a module of its own).
 	cd test/monitoring && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) ./...
+
+.PHONY: test-console
+test-console: ## Run the console's browser tests only (headless Chromium against envtest).
+	@assets=$$(hack/envtest.sh); chromium=$$(hack/chromium.sh); \
+	KUBEBUILDER_ASSETS=$$assets CHROMIUM=$$chromium $(GO) test $(GOTEST_FLAGS) ./test/console/...
+
+.PHONY: console-screenshots
+console-screenshots: ## Run the console's browser tests and write docs/images/console-*.png for docs/console.md.
+	@assets=$$(hack/envtest.sh); chromium=$$(hack/chromium.sh); \
+	KUBEBUILDER_ASSETS=$$assets CHROMIUM=$$chromium CONSOLE_SCREENSHOTS=$(CURDIR)/docs/images $(GO) test -count=1 ./test/console/...
 
 .PHONY: test-chart
 test-chart: ## Run the Helm chart tests only.

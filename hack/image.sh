@@ -23,14 +23,27 @@ revision=$(git -C "${root}" rev-parse HEAD 2>/dev/null || echo unknown)
 # The commit time, so that the same commit gives the same image bytes.
 created=$(git -C "${root}" log -1 --format=%cI 2>/dev/null | xargs -r date -u +%Y-%m-%dT%H:%M:%SZ -d || true)
 
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 args=()
+pids=()
 for p in ${platforms}; do
 	os=${p%/*} arch=${p#*/}
 	bin="${out}/bin/manager_${os}_${arch}"
-	echo ">> building the manager for ${p}" >&2
-	(cd "${root}" && CGO_ENABLED=0 GOOS=${os} GOARCH=${arch} go build -trimpath -ldflags "-s -w ${ldflags}" -o "${bin}" ./cmd/manager) >&2
+	while (( $(jobs -rp | wc -l) >= jobs )); do wait -n || true; done
+	(
+		start=$SECONDS
+		cd "${root}" && CGO_ENABLED=0 GOOS=${os} GOARCH=${arch} go build -trimpath -ldflags "-s -w ${ldflags}" -o "${bin}" ./cmd/manager
+		echo ">> built the manager for ${p} in $((SECONDS - start))s" >&2
+	) >&2 &
+	pids+=($!)
 	args+=(-binary "${p}=${bin}")
 done
+failed=0
+for pid in "${pids[@]}"; do wait "${pid}" || failed=1; done
+if (( failed )); then
+	echo "image: building the manager failed" >&2
+	exit 1
+fi
 
 echo ">> writing the OCI image (${platforms})" >&2
 (cd "${here}/tools/ociimage" && go run . \

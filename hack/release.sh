@@ -21,6 +21,8 @@ image_repo=${IMAGE_REPO:-ghcr.io/mcp-catalog/mcp-catalog-operator}
 release_url=${RELEASE_URL:-https://github.com/mcp-catalog/operator/releases/download}
 cli_platforms=${CLI_PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64}
 ldflags="-X github.com/mcp-catalog/operator/internal/version.stamped=${version}"
+# Builds run in parallel, JOBS at a time (default: one per core).
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 if [[ ! "${version}" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
 	echo "release: VERSION must be a semantic version with a leading v (v1.2.3), got ${version}" >&2
@@ -36,7 +38,7 @@ command -v kubectl >/dev/null || { echo "release: kubectl (for kubectl kustomize
 rm -rf "${dist}"
 mkdir -p "${dist}/krew"
 
-digest=$("${here}/image.sh" "${dist}" "${version}" "${ldflags}")
+digest=$(JOBS=${jobs} "${here}/image.sh" "${dist}" "${version}" "${ldflags}")
 echo ">> image ${image_repo}@${digest}" >&2
 
 echo ">> install.yaml" >&2
@@ -67,16 +69,36 @@ sed -i -E "s|^(  digest:).*|\1 \"${digest}\"|" "${overlay}/chart/values.yaml"
 grep -q "^  digest: \"${digest}\"" "${overlay}/chart/values.yaml" || { echo "release: could not pin the chart's image digest" >&2; exit 1; }
 "${helm}" package "${overlay}/chart" --version "${semver}" --app-version "${version}" -d "${dist}" >&2
 
-echo ">> kubectl-mcp archives" >&2
+echo ">> kubectl-mcp for ${cli_platforms// /, } (${jobs} at a time)" >&2
 archiver="${overlay}/archive"
 (cd "${root}" && go build -o "${archiver}" ./hack/archive)
+# Each platform is a build of its own; two at a time keep both cores busy
+# through the stretches where one build waits on a single package or links.
+build_cli() { # build_cli <os> <arch> <out>
+	local start=$SECONDS
+	(cd "${root}" && CGO_ENABLED=0 GOOS=$1 GOARCH=$2 go build -trimpath -ldflags "-s -w ${ldflags}" -o "$3" ./cmd/kubectl-mcp) >&2
+	echo ">> built kubectl-mcp for $1/$2 in $((SECONDS - start))s" >&2
+}
+pids=()
+for p in ${cli_platforms}; do
+	os=${p%/*} arch=${p#*/}
+	exe=kubectl-mcp; [[ ${os} == windows ]] && exe=kubectl-mcp.exe
+	mkdir -p "${overlay}/cli/${os}_${arch}"
+	while (( $(jobs -rp | wc -l) >= jobs )); do wait -n || true; done
+	build_cli "${os}" "${arch}" "${overlay}/cli/${os}_${arch}/${exe}" &
+	pids+=($!)
+done
+failed=0
+for pid in "${pids[@]}"; do wait "${pid}" || failed=1; done
+if (( failed )); then
+	echo "release: building kubectl-mcp failed" >&2
+	exit 1
+fi
 platform_yaml=""
 for p in ${cli_platforms}; do
 	os=${p%/*} arch=${p#*/}
 	exe=kubectl-mcp; [[ ${os} == windows ]] && exe=kubectl-mcp.exe
 	stage="${overlay}/cli/${os}_${arch}"
-	mkdir -p "${stage}"
-	(cd "${root}" && CGO_ENABLED=0 GOOS=${os} GOARCH=${arch} go build -trimpath -ldflags "-s -w ${ldflags}" -o "${stage}/${exe}" ./cmd/kubectl-mcp) >&2
 	files=("${exe}=${stage}/${exe}" "README.md=${root}/README.md")
 	[[ -f "${root}/LICENSE" ]] && files+=("LICENSE=${root}/LICENSE")
 	# kubectl's plugin completion runs kubectl_complete-mcp; Windows users

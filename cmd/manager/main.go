@@ -76,10 +76,12 @@ func main() {
 	fs.StringVar(&auditPath, "gateway-audit-file", "-", `File the gateway appends audit records to (opened append-only, never rotated by the gateway); "-" is standard output.`)
 	fs.StringVar(&auditPath, "gateway-audit-log", "-", `Deprecated name of --gateway-audit-file.`)
 	fs.DurationVar(&opts.GatewayAuditTimeout, "gateway-audit-timeout", opts.GatewayAuditTimeout, "How long one audit write may take before the call it describes is refused; 0 means 5s.")
-	fs.DurationVar(&opts.GatewayContactInterval, "gateway-contact-interval", opts.GatewayContactInterval, "How often, at most, the gateway writes one McpServer's last contact; 0 means 30s.")
 	fs.StringVar(&opts.TracingOTLPEndpoint, "tracing-otlp-endpoint", "", `OTLP/gRPC endpoint URL the gateway exports traces to (e.g. http://otel-collector.monitoring:4317); empty leaves tracing off unless OTEL_EXPORTER_OTLP_ENDPOINT is set.`)
 	fs.BoolVar(&opts.GatewayStateless, "gateway-stateless", opts.GatewayStateless, "Serve initialize-era sessions without server memory, so that any gateway replica answers any request.")
 
+	fs.StringVar(&opts.NotifyWebhookURL, "notify-webhook-url", "", "URL (https, or http to loopback) that receives a signed CloudEvent when a call waits for approval, when one is decided, and when a tool's definition drifts; empty sends none.")
+	fs.StringVar(&opts.NotifyWebhookKeyFile, "notify-webhook-key-file", "", "File with the HMAC key that signs the notifications (a mounted Secret; read at every delivery).")
+	fs.BoolVar(&opts.NotifyCallApprovals, "notify-call-approvals", opts.NotifyCallApprovals, "Notify about call approvals as well as drift; a shard's Deployment turns it off, since every shard sees every approval.")
 	printVersion := fs.Bool("version", false, "Print the version and exit.")
 
 	zopts := zap.Options{Development: false}

@@ -3,18 +3,22 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
+	"github.com/mcp-catalog/operator/internal/review"
 )
 
 // approvalRow is one McpCallApproval as a person deciding it sees it.
@@ -32,27 +36,40 @@ type approvalRow struct {
 	Reason        string `json:"reason,omitempty"`
 }
 
-// approvalState is what became of an approval: Pending, Approved, Denied,
-// Used (approved and used by its call) or Expired (never used).
-func approvalState(a *mcpv1alpha1.McpCallApproval, now time.Time) string {
-	switch {
-	case a.Status.ConsumedAt != nil:
-		return "Used"
-	case !now.Before(a.Spec.ExpiresAt.Time):
-		return "Expired"
-	case a.Spec.Decision == "":
-		return string(mcpv1alpha1.CallPending)
+// approvalRowOf is a as a row of the approvals table, at now.
+func approvalRowOf(a *mcpv1alpha1.McpCallApproval, now time.Time) approvalRow {
+	return approvalRow{
+		Namespace: a.Namespace, Name: a.Name, State: governance.CallState(a, now), Tool: a.Spec.Tool, Server: a.Spec.Server,
+		Caller: review.OneLine(a.Spec.Caller, 512), DataClass: string(a.Spec.DataClass), ArgumentsHash: a.Spec.ArgumentsHash,
+		Expires: a.Spec.ExpiresAt.UTC().Format(time.RFC3339), DecidedBy: review.OneLine(a.Spec.DecidedBy, 512), Reason: review.OneLine(a.Spec.Reason, 1024),
 	}
-	return string(a.Spec.Decision)
+}
+
+const approvalsHeader = "NAMESPACE\tNAME\tSTATE\tTOOL\tCALLER\tCLASS\tEXPIRES\tDECIDED BY"
+
+func printApprovalRows(w io.Writer, rows []approvalRow, header bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if header {
+		fmt.Fprintln(tw, approvalsHeader)
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, r.Name, r.State, r.Tool, r.Caller, r.DataClass, r.Expires, dash(r.DecidedBy))
+	}
+	return tw.Flush()
 }
 
 func newApprovalsCommand(s Streams) *cobra.Command {
 	f := newClusterFlags("")
-	var all bool
+	var all, watchFlag bool
 	cmd := &cobra.Command{
 		Use:   "approvals",
 		Short: "List tool calls waiting for a person's approval (McpCallApprovals)",
-		Args:  cobra.NoArgs,
+		Long: "approvals lists the calls waiting for a person's approval. With --watch it goes on\n" +
+			"printing a line for each new waiting call and for each change of one it printed (decided,\n" +
+			"used), as they happen, until interrupted.",
+		Example: `  kubectl mcp approvals -n agents
+  kubectl mcp approvals -A --watch`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, ns, err := f.client(s)
 			if err != nil {
@@ -64,7 +81,7 @@ func newApprovalsCommand(s Streams) *cobra.Command {
 				opts = append(opts, client.InNamespace(ns))
 			}
 			if err := c.List(cmd.Context(), &list, opts...); err != nil {
-				return fmt.Errorf("listing McpCallApprovals: %w", err)
+				return clusterError(err, "listing McpCallApprovals")
 			}
 			now := time.Now()
 			sort.Slice(list.Items, func(i, j int) bool {
@@ -75,37 +92,102 @@ func newApprovalsCommand(s Streams) *cobra.Command {
 			})
 			rows := make([]approvalRow, 0, len(list.Items))
 			objs := make([]runtime.Object, 0, len(list.Items))
+			shown := map[types.UID]string{}
 			for i := range list.Items {
 				a := &list.Items[i]
-				state := approvalState(a, now)
-				if !all && state != string(mcpv1alpha1.CallPending) {
+				r := approvalRowOf(a, now)
+				if !all && r.State != governance.CallStatePending {
 					continue
 				}
+				shown[a.UID] = r.State
 				a.SetGroupVersionKind(mcpv1alpha1.GroupVersion.WithKind("McpCallApproval"))
 				objs = append(objs, a)
-				rows = append(rows, approvalRow{
-					Namespace: a.Namespace, Name: a.Name, State: state, Tool: a.Spec.Tool, Server: a.Spec.Server,
-					Caller: a.Spec.Caller, DataClass: string(a.Spec.DataClass), ArgumentsHash: a.Spec.ArgumentsHash,
-					Expires: a.Spec.ExpiresAt.UTC().Format(time.RFC3339), DecidedBy: a.Spec.DecidedBy, Reason: a.Spec.Reason,
-				})
+				rows = append(rows, r)
 			}
 			out, err := objectList(objs)
 			if err != nil {
 				return err
 			}
-			return f.printer.print(s.Out, out, func(bool) error {
-				tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAMESPACE\tNAME\tSTATE\tTOOL\tCALLER\tCLASS\tEXPIRES\tDECIDED BY")
-				for _, r := range rows {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, r.Name, r.State, r.Tool, r.Caller, r.DataClass, r.Expires, dash(r.DecidedBy))
+			if !watchFlag {
+				return f.printer.print(s.Out, out, func(bool) error { return printApprovalRows(s.Out, rows, true) })
+			}
+			table := f.printer.format() == "" || f.printer.format() == "wide"
+			if table {
+				if err := printApprovalRows(s.Out, rows, true); err != nil {
+					return err
 				}
-				return tw.Flush()
+			} else {
+				for _, o := range objs {
+					if err := f.printer.print(s.Out, o, nil); err != nil {
+						return err
+					}
+				}
+			}
+			wc, err := watchClient(c)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := signalContext(cmd.Context())
+			defer cancel()
+			return watchApprovals(ctx, wc, opts, list.ResourceVersion, func(a *mcpv1alpha1.McpCallApproval) error {
+				r := approvalRowOf(a, time.Now())
+				last, seen := shown[a.UID]
+				// A new waiting call, or a change of where one printed
+				// stands; with --all, every change.
+				if !all && !(r.State == governance.CallStatePending && !seen) && !(seen && last != r.State) {
+					return nil
+				}
+				shown[a.UID] = r.State
+				if table {
+					return printApprovalRows(s.Out, []approvalRow{r}, false)
+				}
+				a.SetGroupVersionKind(mcpv1alpha1.GroupVersion.WithKind("McpCallApproval"))
+				return f.printer.print(s.Out, a, nil)
 			})
 		},
 	}
 	f.bind(cmd, true)
 	cmd.Flags().BoolVar(&all, "all", false, "Also list decided, used and expired approvals.")
+	cmd.Flags().BoolVarP(&watchFlag, "watch", "w", false, "After listing, print each new waiting call and each change of one, until interrupted.")
 	return cmd
+}
+
+// watchApprovals calls show with every approval added or changed after
+// version rv until ctx ends, resuming the watch where the API server closed
+// it.
+func watchApprovals(ctx context.Context, c client.WithWatch, opts []client.ListOption, rv string, show func(*mcpv1alpha1.McpCallApproval) error) error {
+	for ctx.Err() == nil {
+		w, err := c.Watch(ctx, &mcpv1alpha1.McpCallApprovalList{}, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})...)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return clusterError(err, "watching McpCallApprovals")
+		}
+		for ev := range w.ResultChan() {
+			a, ok := ev.Object.(*mcpv1alpha1.McpCallApproval)
+			switch {
+			case ctx.Err() != nil:
+				// Interrupted: what the watch says now is about that.
+				w.Stop()
+				return nil
+			case ev.Type == watch.Error:
+				w.Stop()
+				return &exitError{code: ExitFailed, err: fmt.Errorf("watching McpCallApprovals: %w", apierrors.FromObject(ev.Object))}
+			case !ok:
+				continue
+			}
+			rv = a.ResourceVersion
+			if ev.Type == watch.Added || ev.Type == watch.Modified {
+				if err := show(a); err != nil {
+					w.Stop()
+					return err
+				}
+			}
+		}
+		w.Stop()
+	}
+	return nil
 }
 
 func newDecideCommand(s Streams, d mcpv1alpha1.CallDecision) *cobra.Command {
@@ -128,14 +210,14 @@ func newDecideCommand(s Streams, d mcpv1alpha1.CallDecision) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			me, err := whoAmI(cmd.Context(), c)
+			me, err := review.WhoAmI(cmd.Context(), c)
 			if err != nil {
-				return err
+				return reviewErr(err)
 			}
 			var errs []error
 			var done []string
 			for _, name := range args {
-				if err := decide(cmd.Context(), c, types.NamespacedName{Namespace: ns, Name: name}, d, me, reason); err != nil {
+				if err := reviewErr(review.DecideCall(cmd.Context(), c, types.NamespacedName{Namespace: ns, Name: name}, d, me, reason)); err != nil {
 					errs = append(errs, fmt.Errorf("%s: %w", name, err))
 					continue
 				}
@@ -151,43 +233,4 @@ func newDecideCommand(s Streams, d mcpv1alpha1.CallDecision) *cobra.Command {
 	f.bind(cmd, false)
 	cmd.Flags().StringVar(&reason, "reason", "", "A note for the agent and the record (at most 1024 characters).")
 	return cmd
-}
-
-// whoAmI asks the API server who the current credentials are: the
-// decision records that name, and the API server refuses any other.
-func whoAmI(ctx context.Context, c client.Client) (string, error) {
-	r := &authenticationv1.SelfSubjectReview{}
-	if err := c.Create(ctx, r); err != nil {
-		return "", fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
-	}
-	if r.Status.UserInfo.Username == "" {
-		return "", fmt.Errorf("the API server did not say who you are")
-	}
-	return r.Status.UserInfo.Username, nil
-}
-
-// decide sets an undecided approval's decision as user.
-func decide(ctx context.Context, c client.Client, key types.NamespacedName, d mcpv1alpha1.CallDecision, user, reason string) error {
-	a := &mcpv1alpha1.McpCallApproval{}
-	if err := c.Get(ctx, key, a); err != nil {
-		if apierrors.IsNotFound(err) {
-			return notFound("McpCallApproval", key.Namespace, key.Name)
-		}
-		return clusterError(err, "reading the McpCallApproval")
-	}
-	switch state := approvalState(a, time.Now()); state {
-	case string(mcpv1alpha1.CallPending):
-	case "Expired":
-		return &exitError{code: ExitFailed, err: fmt.Errorf("the approval expired at %s; the agent's next call asks again", a.Spec.ExpiresAt.UTC().Format(time.RFC3339))}
-	default:
-		return &exitError{code: ExitFailed, err: fmt.Errorf("the call is already %s (by %s); a decision is final", state, dash(a.Spec.DecidedBy))}
-	}
-	if a.Spec.Caller == user {
-		return &exitError{code: ExitFailed, err: fmt.Errorf("%s is the caller of this call and cannot decide it", user)}
-	}
-	a.Spec.Decision, a.Spec.DecidedBy, a.Spec.Reason = d, user, reason
-	if err := c.Update(ctx, a); err != nil {
-		return &exitError{code: ExitFailed, err: fmt.Errorf("recording the decision: %w", err)}
-	}
-	return nil
 }

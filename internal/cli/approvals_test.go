@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +25,8 @@ import (
 
 	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/review"
+	"github.com/mcp-catalog/operator/test/capture"
 )
 
 // installApprovalPolicy creates the admission policy and approver role
@@ -93,7 +99,7 @@ func (e *clusterEnv) as(t *testing.T, user string) client.Client {
 	}
 	cfg := rest.CopyConfig(e.cfg)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,4 +205,129 @@ func TestCallApprovalCommands(t *testing.T) {
 	if code, _, errOut := e.runAs(alice, "approve-call", "nope"); code != ExitFailed || !strings.Contains(errOut, "not found") {
 		t.Errorf("approve-call nope: exit %d: %s", code, errOut)
 	}
+
+	t.Run("console serves the waiting calls to the browser that opens its link, as the user", func(t *testing.T) {
+		five := e.pendingApproval(t, "call", bot)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		out, errOut := &capture.Buffer{}, &capture.Buffer{}
+		done := make(chan int, 1)
+		go func() {
+			done <- Run(Streams{In: strings.NewReader(""), Out: out, Err: errOut, Context: ctx,
+				NewKubeClient: func() (client.Client, string) { return alice, e.ns }}, []string{"console"})
+		}()
+		link := regexp.MustCompile(`http://127\.0\.0\.1:\d+/login\?token=\S+`)
+		deadline := time.Now().Add(30 * time.Second)
+		for link.FindString(out.String()) == "" {
+			if time.Now().After(deadline) {
+				t.Fatalf("console printed no link:\n%s%s", out.String(), errOut.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		jar, err := cookiejar.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		browser := &http.Client{Jar: jar}
+		resp, err := browser.Get(link.FindString(out.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/" {
+			t.Fatalf("the link led to %d %s", resp.StatusCode, resp.Request.URL)
+		}
+		base := resp.Request.URL.Scheme + "://" + resp.Request.URL.Host
+		var view struct {
+			User    string `json:"user"`
+			Scope   string `json:"scope"`
+			Pending []struct {
+				Name, Caller string
+			} `json:"pending"`
+		}
+		for {
+			resp, err := browser.Get(base + "/api/view")
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && json.Unmarshal(raw, &view) == nil && slices.ContainsFunc(view.Pending, func(p struct{ Name, Caller string }) bool { return p.Name == five.Name }) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the console's view never showed %s: %d %s", five.Name, resp.StatusCode, raw)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if view.User != "alice" || view.Scope != e.ns {
+			t.Errorf("the console acts as %q in %q, want alice in %s", view.User, view.Scope, e.ns)
+		}
+		cancel()
+		select {
+		case code := <-done:
+			if code != ExitOK {
+				t.Errorf("console ended with exit %d: %s", code, errOut.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("console did not stop when interrupted")
+		}
+	})
+
+	t.Run("approvals --watch prints a new waiting call and its decision as they happen", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		out, errOut := &capture.Buffer{}, &capture.Buffer{}
+		done := make(chan int, 1)
+		go func() {
+			done <- Run(Streams{In: strings.NewReader(""), Out: out, Err: errOut, Context: ctx,
+				NewKubeClient: func() (client.Client, string) { return alice, e.ns }}, []string{"approvals", "--watch"})
+		}()
+		waitFor := func(what string, ok func(string) bool) {
+			t.Helper()
+			deadline := time.Now().Add(30 * time.Second)
+			for !ok(out.String()) {
+				if time.Now().After(deadline) {
+					t.Fatalf("approvals --watch never printed %s:\n%s", what, out.String())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		waitFor("the header", func(s string) bool { return strings.Contains(s, "DECIDED BY") })
+		four := e.pendingApproval(t, "call", bot)
+		waitFor("the new call", func(s string) bool { return strings.Contains(s, four.Name) })
+		if err := decideAs(alice, four, mcpv1alpha1.CallDenied); err != nil {
+			t.Fatal(err)
+		}
+		waitFor("the decision", func(s string) bool {
+			for _, l := range strings.Split(s, "\n") {
+				if f := strings.Fields(l); len(f) >= 3 && f[1] == four.Name && f[2] == "Denied" && strings.HasSuffix(l, "alice") {
+					return true
+				}
+			}
+			return false
+		})
+		cancel()
+		select {
+		case code := <-done:
+			if code != ExitOK {
+				t.Errorf("approvals --watch ended with exit %d:\n%s%s", code, out.String(), errOut.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("approvals --watch did not end when its context did")
+		}
+		if strings.Contains(out.String(), one.Name) {
+			t.Errorf("approvals --watch printed %s, decided before it started:\n%s", one.Name, out.String())
+		}
+	})
+}
+
+// decideAs records a decision on a as c's user would with kubectl.
+func decideAs(c client.Client, a *mcpv1alpha1.McpCallApproval, d mcpv1alpha1.CallDecision) error {
+	ctx := context.Background()
+	user, err := review.WhoAmI(ctx, c)
+	if err != nil {
+		return err
+	}
+	return review.DecideCall(ctx, c, client.ObjectKeyFromObject(a), d, user, "")
 }

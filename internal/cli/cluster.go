@@ -23,15 +23,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
 	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
+	"github.com/mcp-catalog/operator/internal/review"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
-
-// FieldManager owns what kubectl-mcp writes: spec.enabled and
-// spec.approvedDefinitionHash of McpTools it is told to change.
-const FieldManager = "kubectl-mcp"
 
 // clusterFlags are the kubectl connection flags plus the output flags.
 type clusterFlags struct {
@@ -79,7 +76,8 @@ func (f *clusterFlags) client(s Streams) (client.Client, string, error) {
 	if ns == "" && !f.allNamespaces {
 		return nil, "", usageErr("no namespace given: use -n/--namespace")
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	// A client that can also watch, for `approvals --watch` and `console`.
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, "", clusterError(err, "connecting to the cluster")
 	}
@@ -344,7 +342,7 @@ func printResults(s Streams, results []requestResult, wide bool) error {
 	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAMESPACE\tNAME\tRESULT\tREASON\tTOOLS\tSKIPPED\tLATENCY\tMESSAGE")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, r.Name, r.Result, dash(r.Reason), count(r.Tools), count(r.Skipped), dash(r.Latency), oneLine(r.Message, msgLen))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, r.Name, r.Result, dash(r.Reason), count(r.Tools), count(r.Skipped), dash(r.Latency), review.OneLine(r.Message, msgLen))
 	}
 	return tw.Flush()
 }
@@ -421,8 +419,9 @@ func listTools(cmd *cobra.Command, s Streams, f *clusterFlags, server string) er
 		t := &list.Items[i]
 		t.SetGroupVersionKind(mcpv1alpha1.GroupVersion.WithKind("McpTool"))
 		objs = append(objs, t)
+		_, approval := governance.Recorded(t)
 		r := toolRow{Namespace: t.Namespace, Name: t.Name, LocalName: t.Status.LocalName, Server: t.Spec.ServerRef.Name, Enabled: t.Spec.Enabled,
-			DataClass: string(t.Status.EffectiveDataClass), Approval: t.Status.EffectiveApprovalRequired == nil || *t.Status.EffectiveApprovalRequired, Ready: "Unknown"}
+			DataClass: string(t.Status.EffectiveDataClass), Approval: approval, Ready: "Unknown"}
 		if c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionReady); c != nil {
 			r.Ready, r.Reason, r.Message = string(c.Status), c.Reason, c.Message
 		}
@@ -442,8 +441,8 @@ func listTools(cmd *cobra.Command, s Streams, f *clusterFlags, server string) er
 		}
 		for _, r := range rows {
 			if wide {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%t\t%s\t%s\t%s\t%s\n", r.Namespace, r.Name, r.Server, oneLine(r.RemoteName, 128), dash(r.LocalName), r.Enabled,
-					dash(r.DataClass), r.Approval, r.Ready, dash(r.Reason), dash(r.DefinitionHash), dash(oneLine(r.Message, 4096)))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%t\t%s\t%s\t%s\t%s\n", r.Namespace, r.Name, r.Server, review.OneLine(r.RemoteName, 128), dash(r.LocalName), r.Enabled,
+					dash(r.DataClass), r.Approval, r.Ready, dash(r.Reason), dash(r.DefinitionHash), dash(review.OneLine(r.Message, 4096)))
 				continue
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%t\t%s\t%s\n", r.Namespace, r.Name, dash(r.LocalName), r.Enabled, dash(r.DataClass), r.Approval, r.Ready, dash(r.Reason))
@@ -462,52 +461,6 @@ func resolveTool(arg string) (string, error) {
 		return name, nil
 	}
 	return arg, nil
-}
-
-// applyToolSpec changes one spec field of an existing McpTool with its own
-// field manager. Without --force, a field Git (or anyone) owns is not taken:
-// the conflict is reported so the change is made where it belongs.
-// ownedSpec is the part of t's spec this plugin's field manager owns,
-// with the tool's identity. An apply states every field its manager means to
-// keep, so enabling has to carry the approval this manager set earlier, and
-// approving the enablement, or each would drop the other.
-func ownedSpec(t *mcpv1alpha1.McpTool) (*mcpac.McpToolSpecApplyConfiguration, error) {
-	owned, err := mcpac.ExtractMcpTool(t, FieldManager)
-	if err != nil {
-		return nil, fmt.Errorf("reading the fields %s owns on McpTool %s: %w", FieldManager, t.Name, err)
-	}
-	spec := owned.Spec
-	if spec == nil {
-		spec = mcpac.McpToolSpec()
-	}
-	return spec.WithServerRef(mcpac.LocalObjectReference().WithName(t.Spec.ServerRef.Name)).
-		WithRemoteName(t.Spec.RemoteName), nil
-}
-
-func applyToolSpec(ctx context.Context, c client.Client, ns, name string, force bool, set func(*mcpac.McpToolSpecApplyConfiguration)) error {
-	var t mcpv1alpha1.McpTool
-	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &t); err != nil {
-		if apierrors.IsNotFound(err) {
-			return notFound("McpTool", ns, name)
-		}
-		return clusterError(err, "reading the McpTool")
-	}
-	spec, err := ownedSpec(&t)
-	if err != nil {
-		return err
-	}
-	set(spec)
-	opts := []client.ApplyOption{client.FieldOwner(FieldManager)}
-	if force {
-		opts = append(opts, client.ForceOwnership)
-	}
-	if err := c.Apply(ctx, mcpac.McpTool(name, ns).WithSpec(spec), opts...); err != nil {
-		if apierrors.IsConflict(err) {
-			return &exitError{code: ExitFailed, err: fmt.Errorf("another manager owns this field (change it there, for example in Git, or use --force): %w", err)}
-		}
-		return clusterError(err, "writing the McpTool")
-	}
-	return nil
 }
 
 // printChanged prints the McpTools a command changed: by default one line
@@ -565,7 +518,7 @@ func newEnableCommand(s Streams, enable bool) *cobra.Command {
 			for _, a := range args {
 				name, err := resolveTool(a)
 				if err == nil {
-					err = applyToolSpec(cmd.Context(), c, ns, name, force, func(sp *mcpac.McpToolSpecApplyConfiguration) { sp.WithEnabled(enable) })
+					err = reviewErr(review.SetEnabled(cmd.Context(), c, ns, name, enable, force))
 				}
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s: %w", a, err))

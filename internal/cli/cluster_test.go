@@ -25,6 +25,7 @@ import (
 	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/manager"
+	"github.com/mcp-catalog/operator/internal/review"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
 
@@ -59,7 +60,7 @@ func startCluster(t *testing.T) *clusterEnv {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = mgr.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +339,7 @@ func TestClusterCommands(t *testing.T) {
 			t.Errorf("approve without --hash: exit %d, want %d", code, ExitFailed)
 		}
 		// It is a line diff from the approved text, which the import kept.
-		oldLine := "-  " + strings.Split(printable(reviewed.Status.Description, true), "\n")[0]
+		oldLine := "-  " + strings.Split(review.Printable(reviewed.Status.Description, true), "\n")[0]
 		for _, want := range []string{"CHANGED", "+  a changed description", oldLine, "--hash " + tool.Status.DefinitionHash, "approved " + reviewed.Status.DefinitionHash} {
 			if !strings.Contains(out, want) {
 				t.Errorf("the review does not show %q:\n%s", want, out)
@@ -362,7 +363,7 @@ func TestClusterCommands(t *testing.T) {
 
 		// The hash diff shows is approved.
 		code, out, errOut = e.run(t, "diff", "good.image-and-text", "-o", "json")
-		var r review
+		var r review.Review
 		if code != ExitOK || json.Unmarshal([]byte(out), &r) != nil || !r.Changed || r.CurrentHash != tool.Status.DefinitionHash {
 			t.Fatalf("diff: exit %d, out %s, err %s", code, out, errOut)
 		}
@@ -407,16 +408,16 @@ func TestClusterCommands(t *testing.T) {
 		}
 		// The write made from the earlier read: its hash check passes on
 		// that read, so only the precondition can stop it.
-		err := approveIfCurrent(context.Background(), e.c, read, reviewed, false)
-		if !errors.Is(err, errStale) {
-			t.Fatalf("approve from a stale read: %v, want errStale", err)
+		err := review.ApproveIfCurrent(context.Background(), e.c, read, reviewed, false)
+		if !errors.Is(err, review.ErrStale) {
+			t.Fatalf("approve from a stale read: %v, want ErrStale", err)
 		}
 		if got := e.tool(t, "good.echo").Spec.ApprovedDefinitionHash; got != "" {
 			t.Fatalf("the stale approval was written: %q", got)
 		}
 		// Retried on a fresh read, the hash check refuses it.
-		err = approve(context.Background(), e.c, e.ns, "good.echo", reviewed, false)
-		if !errors.Is(err, ErrDefinitionChanged) {
+		err = review.Approve(context.Background(), e.c, e.ns, "good.echo", reviewed, false)
+		if !errors.Is(err, review.ErrDefinitionChanged) {
 			t.Fatalf("approve after a fresh read: %v, want ErrDefinitionChanged", err)
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
 )
 
 // completeServers completes McpServer names in the namespace the flags
@@ -72,6 +73,6 @@ func candidates(names, given []string, toComplete string) []string {
 func completePendingApprovals(s Streams, f *clusterFlags) cobra.CompletionFunc {
 	return completeNames(s, f, func() client.ObjectList { return &mcpv1alpha1.McpCallApprovalList{} }, func(o runtime.Object) bool {
 		a, ok := o.(*mcpv1alpha1.McpCallApproval)
-		return ok && approvalState(a, time.Now()) == string(mcpv1alpha1.CallPending)
+		return ok && governance.CallState(a, time.Now()) == governance.CallStatePending
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/review"
 	"github.com/mcp-catalog/operator/internal/safeurl"
 	"github.com/mcp-catalog/operator/internal/secret"
 )
@@ -148,13 +149,13 @@ func newProbeCommand(s Streams) *cobra.Command {
 // printProbe is the probe's table; wide shows nothing more.
 func printProbe(s Streams, res *mcp.ProbeResult) error {
 	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "SERVER\t%s\n", oneLine(res.Server.Name, 256))
+	fmt.Fprintf(tw, "SERVER\t%s\n", review.OneLine(res.Server.Name, 256))
 	if res.Server.Title != "" {
-		fmt.Fprintf(tw, "TITLE\t%s\n", oneLine(res.Server.Title, 256))
+		fmt.Fprintf(tw, "TITLE\t%s\n", review.OneLine(res.Server.Title, 256))
 	}
-	fmt.Fprintf(tw, "VERSION\t%s\n", oneLine(res.Server.Version, 128))
-	fmt.Fprintf(tw, "PROTOCOL\t%s\n", oneLine(res.ProtocolVersion, 64))
-	fmt.Fprintf(tw, "CAPABILITIES\t%s\n", oneLine(strings.Join(res.Capabilities, ", "), 512))
+	fmt.Fprintf(tw, "VERSION\t%s\n", review.OneLine(res.Server.Version, 128))
+	fmt.Fprintf(tw, "PROTOCOL\t%s\n", review.OneLine(res.ProtocolVersion, 64))
+	fmt.Fprintf(tw, "CAPABILITIES\t%s\n", review.OneLine(strings.Join(res.Capabilities, ", "), 512))
 	fmt.Fprintf(tw, "SESSION\t%t\n", res.SessionIssued)
 	fmt.Fprintf(tw, "LATENCY\t%s\n", res.Latency.Round(time.Millisecond))
 	return tw.Flush()
@@ -270,21 +271,21 @@ func printServerTools(s Streams, cat *mcp.Catalog, wide bool) error {
 	}
 	for _, t := range cat.Tools {
 		if wide {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", oneLine(t.Name, 128), oneLine(t.Title, 30), oneLine(t.Description, 60), dash(hints(t.Annotations)))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", review.OneLine(t.Name, 128), review.OneLine(t.Title, 30), review.OneLine(t.Description, 60), dash(hints(t.Annotations)))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", oneLine(t.Name, 128), oneLine(t.Title, 30), oneLine(t.Description, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", review.OneLine(t.Name, 128), review.OneLine(t.Title, 30), review.OneLine(t.Description, 60))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(s.Out, "\n%d tools in %d pages (protocol %s)", len(cat.Tools), cat.Pages, oneLine(cat.Probe.ProtocolVersion, 64))
+	fmt.Fprintf(s.Out, "\n%d tools in %d pages (protocol %s)", len(cat.Tools), cat.Pages, review.OneLine(cat.Probe.ProtocolVersion, 64))
 	if len(cat.Skipped) > 0 {
 		fmt.Fprintf(s.Out, "; %d skipped:\n", len(cat.Skipped))
 		sk := append([]mcp.SkippedTool(nil), cat.Skipped...)
 		sort.Slice(sk, func(i, j int) bool { return sk[i].Name < sk[j].Name })
 		for _, t := range sk {
-			fmt.Fprintf(s.Out, "  %s\t%s\n", oneLine(t.Name, 60), t.Reason)
+			fmt.Fprintf(s.Out, "  %s\t%s\n", review.OneLine(t.Name, 60), t.Reason)
 		}
 		return nil
 	}
@@ -385,7 +386,7 @@ func newCallCommand(s Streams) *cobra.Command {
 				return err
 			}
 			if err := f.printer.print(s.Out, obj, func(bool) error {
-				_, err := fmt.Fprintln(s.Out, printable(out.Text, true))
+				_, err := fmt.Fprintln(s.Out, review.Printable(out.Text, true))
 				return err
 			}); err != nil {
 				return err
@@ -427,15 +428,4 @@ func parseArgs(s Streams, v string) (map[string]any, error) {
 		return nil, usageErr("--args must be a JSON object")
 	}
 	return m, nil
-}
-
-// oneLine makes a string fit one table cell: control characters removed
-// (see printable), whitespace collapsed, at most n runes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(printable(s, false)), " ")
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

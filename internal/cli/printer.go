@@ -15,6 +15,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/mcp-catalog/operator/internal/review"
 )
 
 // ResultGroupVersion is the apiVersion of what kubectl-mcp prints that is
@@ -252,8 +254,8 @@ func cellValue(v reflect.Value) string {
 	case reflect.Map, reflect.Slice, reflect.Array:
 		var b bytes.Buffer
 		if err := json.NewEncoder(&b).Encode(v.Interface()); err == nil {
-			return oneLine(b.String(), 200)
+			return review.OneLine(b.String(), 200)
 		}
 	}
-	return oneLine(fmt.Sprint(v.Interface()), 200)
+	return review.OneLine(fmt.Sprint(v.Interface()), 200)
 }

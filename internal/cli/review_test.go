@@ -8,6 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/review"
 )
 
 func TestReviewShowsALineDiffFromTheKeptApprovedText(t *testing.T) {
@@ -27,7 +28,7 @@ func TestReviewShowsALineDiffFromTheKeptApprovedText(t *testing.T) {
 		InputSchema: &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"summary":{"type":"string"}}}`)},
 	}
 
-	r := reviewOf(tool)
+	r := review.Of(tool)
 	var out bytes.Buffer
 	printReview(&out, r)
 	got := out.String()
@@ -53,7 +54,7 @@ func TestReviewShowsALineDiffFromTheKeptApprovedText(t *testing.T) {
 	// A kept text of another definition than the approved one is stale:
 	// the review falls back to the full current definition.
 	tool.Status.ApprovedDefinition.Hash = "sha256:3333333333333333333333333333333333333333333333333333333333333333"
-	r = reviewOf(tool)
+	r = review.Of(tool)
 	if r.Approved != nil || r.Diff != "" {
 		t.Fatalf("a stale record was used: %+v", r.Approved)
 	}

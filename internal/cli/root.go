@@ -5,6 +5,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -51,8 +52,12 @@ type Streams struct {
 	// NewClient builds the MCP client; nil means mcp.New.
 	NewClient func(mcp.Options) *mcp.Client
 	// NewKubeClient, if set, replaces the kubeconfig: it returns the client
-	// and the default namespace. Tests use it.
+	// and the default namespace. Tests use it; a client that can watch
+	// (client.WithWatch) serves `approvals --watch` and `console`.
 	NewKubeClient func() (client.Client, string)
+	// Context, if set, ends the commands that run until interrupted
+	// (`console`, `approvals --watch`) when it is done. Tests use it.
+	Context context.Context
 }
 
 func (s Streams) getenv(k string) string {
@@ -98,7 +103,8 @@ func NewRootCommand(s Streams) *cobra.Command {
 		newRequestCommand(s, importRequest, "import [NAME...]", "Import McpServers' catalogs now and wait for the result"),
 		newRequestCommand(s, testRequest, "test [NAME...]", "Probe McpServers now and print their latency"),
 		newEnableCommand(s, true), newEnableCommand(s, false), newDiffCommand(s), newApproveCommand(s), newVersionCommand(),
-		newApprovalsCommand(s), newDecideCommand(s, mcpv1alpha1.CallApproved), newDecideCommand(s, mcpv1alpha1.CallDenied))
+		newApprovalsCommand(s), newDecideCommand(s, mcpv1alpha1.CallApproved), newDecideCommand(s, mcpv1alpha1.CallDenied),
+		newConsoleCommand(s))
 	return root
 }
 
@@ -130,7 +136,11 @@ func Run(s Streams, args []string) int {
 	// exit code of its own is the operation failing.
 	started := false
 	cmd.PersistentPreRun = func(*cobra.Command, []string) { started = true }
-	err := cmd.Execute()
+	ctx := s.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	err := cmd.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
 	}

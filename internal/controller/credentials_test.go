@@ -120,13 +120,13 @@ var _ = Describe("Credentials", func() {
 		// Rotate right after an operation, so the next one is a whole
 		// interval away and certainly starts after both sides rotated.
 		h := handshakes(up)
-		Eventually(func() int { return handshakes(up) }, 2*probeInterval).Should(BeNumerically(">", h))
+		Eventually(func() int { return handshakes(up) }, bound(3*probeEvery)).Should(BeNumerically(">", h))
 		putSecret(ns, "cred", newTok)
 		up.SetCredential(newTok)
 		rotatedAt := time.Now()
 		h = handshakes(up)
 
-		Eventually(func() int { return handshakes(up) }, 2*probeInterval).Should(BeNumerically(">", h), "the next scheduled probe")
+		Eventually(func() int { return handshakes(up) }, bound(3*probeEvery)).Should(BeNumerically(">", h), "the next scheduled probe")
 		st := up.Stats()
 		Expect(st.LastCredential).To(Equal("Bearer "+newTok), "the probe presented the rotated value")
 		Expect(st.Rejected).To(BeZero(), "the old value was never presented after the rotation")

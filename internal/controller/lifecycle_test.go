@@ -123,7 +123,7 @@ var _ = Describe("Suspend", func() {
 		// neither the request nor the probe schedule reaches the server.
 		up.RemoveTools(mcpserver.ToolFail, mcpserver.ToolSlow)
 		requestImport(ns, "sus")
-		Consistently(func() int { return handshakes(up) }, probeInterval+probeInterval/5+time.Second).Should(Equal(h))
+		Consistently(func() int { return handshakes(up) }, probeEvery+probeEvery/5+time.Second).Should(Equal(h))
 		Expect(resourceVersions(ns)).To(Equal(tools), "nothing was deleted or written")
 		Expect(getServer(ns, "sus").Status.LastHandledImportAt).To(BeEmpty(), "the request waits for the resume")
 
@@ -251,13 +251,13 @@ var _ = Describe("Scheduled probes of an unchanged server", func() {
 		// The first scheduled probe after the create's write, then count
 		// from the next.
 		h := handshakes(up)
-		Eventually(func() int { return handshakes(up) }, bound(3*probeInterval)).Should(BeNumerically(">", h))
+		Eventually(func() int { return handshakes(up) }, bound(3*probeEvery)).Should(BeNumerically(">", h))
 		before := getServer(ns, "steady")
 		mark := requests.mark()
 		contact := testutil.ToFloat64(opmetrics.LastContact.WithLabelValues(ns, "steady"))
 		h = handshakes(up)
 
-		Eventually(func() int { return handshakes(up) }, bound(3*probeInterval)).Should(BeNumerically(">=", h+1), "a scheduled probe")
+		Eventually(func() int { return handshakes(up) }, bound(3*probeEvery)).Should(BeNumerically(">=", h+1), "a scheduled probe")
 		Eventually(func() float64 { return testutil.ToFloat64(opmetrics.LastContact.WithLabelValues(ns, "steady")) }).
 			Should(BeNumerically(">", contact), "the metric records the probe's contact")
 		Expect(requests.writes(mark, "/namespaces/"+ns+"/mcpservers")).To(BeEmpty(), "no status write: nothing a reader acts on changed")

@@ -71,6 +71,10 @@ type McpServerReconciler struct {
 	// key) is missing is reconciled again; 0 means
 	// DefaultCredentialRetryInterval.
 	CredentialRetryInterval time.Duration
+	// HealthInterval, when set and positive for a server, is the
+	// health-check interval used for it in place of its
+	// spec.healthCheck.interval; for tests only.
+	HealthInterval func(*mcpv1alpha1.McpServer) time.Duration
 	// Schedule keeps when each server's next probe and import retry are
 	// due; nil means a new one. Tests set one to fix the jitter.
 	Schedule *schedule.Schedule
@@ -103,6 +107,9 @@ type serverScope struct {
 	// outcome is what the schedule counts the next probe and import retry
 	// from, recorded once at the end.
 	outcome schedule.Outcome
+	// healthInterval is the server's health-check interval, before the
+	// administrator's shortest (limits): use interval().
+	healthInterval time.Duration
 	// importInterval is the server's import interval; nextImport is when
 	// the next scheduled import is due (zero: none).
 	importInterval time.Duration
@@ -119,6 +126,9 @@ type serverScope struct {
 func (s *serverScope) interval() time.Duration {
 	if s.limits.HealthInterval > 0 {
 		return s.limits.HealthInterval
+	}
+	if s.healthInterval > 0 {
+		return s.healthInterval
 	}
 	return healthInterval(s.server)
 }
@@ -160,7 +170,8 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 	before := srv.DeepCopy()
 	now := r.now()
-	sc := &serverScope{server: srv, key: req.NamespacedName, now: now, plan: r.Schedule.Plan(req.NamespacedName, now)}
+	sc := &serverScope{server: srv, key: req.NamespacedName, now: now, plan: r.Schedule.Plan(req.NamespacedName, now),
+		healthInterval: r.healthInterval(srv)}
 	defer func() {
 		result, retErr = r.finish(ctx, sc, before, retErr)
 	}()
@@ -319,6 +330,15 @@ func (r *McpServerReconciler) readServer(ctx context.Context, key types.Namespac
 	}
 	r.Schedule.SawVersion(key, srv.ResourceVersion)
 	return srv, nil
+}
+
+func (r *McpServerReconciler) healthInterval(srv *mcpv1alpha1.McpServer) time.Duration {
+	if r.HealthInterval != nil {
+		if d := r.HealthInterval(srv); d > 0 {
+			return d
+		}
+	}
+	return healthInterval(srv)
 }
 
 func (r *McpServerReconciler) now() time.Time {

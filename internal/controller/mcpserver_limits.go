@@ -20,7 +20,11 @@ import (
 // names every field it replaced. It never fails.
 func (r *McpServerReconciler) reconcileLimits(_ context.Context, sc *serverScope) error {
 	srv := sc.server
-	limits, capped := r.Caps.Apply(askedLimits(srv))
+	asked := askedLimits(srv)
+	if sc.healthInterval > 0 {
+		asked.HealthInterval = sc.healthInterval
+	}
+	limits, capped := r.Caps.Apply(asked)
 	sc.limits = limits
 	if len(capped) == 0 {
 		meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionCapped)

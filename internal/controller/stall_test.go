@@ -28,7 +28,7 @@ var _ = Describe("Stalled", func() {
 		// A server that waits is probed every interval (see Faults); a
 		// stalled one is not contacted at all for more than two.
 		hits := f.hits.Load()
-		Consistently(f.hits.Load, 2*probeInterval+probeInterval/5+time.Second, 250*time.Millisecond).Should(Equal(hits),
+		Consistently(f.hits.Load, 2*probeEvery+probeEvery/5+time.Second, 250*time.Millisecond).Should(Equal(hits),
 			"a stalled server was contacted without anything changing")
 		Expect(getServer(ns, "moved").Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionStalled, metav1.ConditionTrue, mcpv1alpha1.ReasonRedirected))
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/test/capture"
 	"github.com/mcp-catalog/operator/test/testenv"
@@ -64,9 +65,13 @@ var _ = AfterSuite(func() {
 	plane.Stop()
 })
 
-// Test timings. The health interval is the API's minimum.
+// Test timings. probeInterval is the health interval a spec declares, the
+// API's minimum; the suite's manager probes a server that declares it every
+// probeEvery instead (manager.Options.HealthInterval), so that a spec sees
+// probes happen, or not happen, within a few seconds.
 const (
 	probeInterval    = 5 * time.Second
+	probeEvery       = time.Second
 	credentialRetry  = time.Second
 	operationTimeout = 2 * time.Second
 	// settle is how long Consistently watches for something that must not
@@ -85,6 +90,12 @@ func startManager(mutate ...func(*manager.Options)) *testenv.Manager {
 	// held a worker for longer than its own budget.
 	opts.MaxConcurrentServers = 4
 	opts.CredentialRetryInterval = credentialRetry
+	opts.HealthInterval = func(srv *mcpv1alpha1.McpServer) time.Duration {
+		if iv := srv.Spec.HealthCheck.Interval; iv != nil && iv.Duration == probeInterval {
+			return probeEvery
+		}
+		return 0
+	}
 	// The restart spec runs a second manager in this process.
 	opts.SkipControllerNameValidation = true
 	for _, m := range mutate {

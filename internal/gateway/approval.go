@@ -3,15 +3,358 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
+	"github.com/mcp-catalog/operator/internal/logging"
+	"github.com/mcp-catalog/operator/internal/metrics"
 )
+
+// approve is the approval stage of a call. A tool whose calls need
+// approval (governance.Recorded) is called only once a person other than
+// the caller approved this very call in an McpCallApproval (the Person
+// mode), or, where a policy of the namespace opts the caller in, the user
+// of its own client did (ClientElicitation). It answers what ends the call
+// here (a refusal, or the agent told to wait or asked), a protocol error
+// to answer with instead, or neither when the call goes on; either way it
+// says in the record what approval the call needed and had.
+func (g *Gateway) approve(ctx context.Context, req *sdk.CallToolRequest, id *Identity, c *callScope) (*sdk.CallToolResult, error) {
+	c.rec.Approval = "NotRequired"
+	if _, required := governance.Recorded(c.tool); !required {
+		return nil, nil
+	}
+	// A refusal from here on is a refusal of approval, and says so.
+	c.rec.Approval = "Required"
+	if approvalModeFor(id, c.policies) == mcpv1alpha1.ApprovalClientElicitation {
+		if answer := g.byClient(ctx, req, id, c); answer != nil {
+			// A question for the client's user, unless a refusal already
+			// said otherwise.
+			c.obs.end(OutcomeDenied, DenyApprovalPending)
+			return answer, nil
+		}
+	} else {
+		p := g.byPerson(ctx, req, id, c)
+		switch {
+		case p.err != nil:
+			logging.FromContext(ctx, logging.Gateway).Error(p.err, "the call approval could not be read or written", "tool", c.key.String())
+			return refusal("the gateway could not read or write this call's approval; try again"), nil
+		case p.protocolErr != nil:
+			return nil, p.protocolErr
+		case p.answer != nil:
+			return p.answer, nil
+		}
+		c.rec.ApprovalName, c.rec.ApprovedBy = p.name, p.approvedBy
+	}
+	c.rec.Approval = "Approved"
+	return nil, nil
+}
+
+// approvalModeFor is how the caller's calls are approved: ClientElicitation
+// when a policy of its namespace naming it opts in, and Person otherwise.
+func approvalModeFor(id *Identity, policies []mcpv1alpha1.McpAccessPolicy) mcpv1alpha1.ApprovalMode {
+	for _, p := range policies {
+		if p.Namespace != id.Namespace || p.Spec.ApprovalMode != mcpv1alpha1.ApprovalClientElicitation {
+			continue
+		}
+		for _, sa := range p.Spec.ServiceAccounts {
+			if sa == "*" || sa == id.ServiceAccount {
+				return mcpv1alpha1.ApprovalClientElicitation
+			}
+		}
+	}
+	return mcpv1alpha1.ApprovalPerson
+}
+
+// A call of a tool that requires approval, in the Person mode, waits for an
+// McpCallApproval that a person other than the caller decides. The gateway
+// keeps nothing about it in memory: the object is found again by the retry
+// of the same call (same caller, tool, definition and arguments), on any
+// replica, and an approved one is used by a status write carrying the
+// resourceVersion it was read at, so the API server lets exactly one call
+// use it.
+
+// Labels the gateway puts on an McpCallApproval to find it again. They
+// are an index only: the object's spec, which cannot change, decides.
+const (
+	LabelCaller = "mcp.catalog.dev/caller-hash"
+	LabelCall   = "mcp.catalog.dev/call-hash"
+)
+
+// DefaultApprovalTTL is how long a pending or approved McpCallApproval can
+// be used.
+const DefaultApprovalTTL = 15 * time.Minute
+
+// maxPendingPerCaller bounds the undecided approvals one caller can have:
+// an agent cannot fill the namespace with objects by varying arguments.
+const maxPendingPerCaller = 20
+
+// personResult is the outcome of the approval step in the Person mode:
+// either approved (the call goes on) or a result to answer with.
+type personResult struct {
+	approvedBy string
+	name       string
+	answer     *sdk.CallToolResult
+	// protocolErr is the URLElicitationRequired error a 2025-11-25 client
+	// is told to wait with.
+	protocolErr error
+	err         error
+}
+
+// callKey identifies a call for approval: the same caller, tool,
+// definition and arguments are the same call.
+func callKey(caller, tool, definition, args string) string {
+	h := sha256.Sum256([]byte(strings.Join([]string{caller, tool, definition, args}, "\x00")))
+	return hex.EncodeToString(h[:])[:48]
+}
+
+func callerKey(caller string) string {
+	h := sha256.Sum256([]byte(caller))
+	return hex.EncodeToString(h[:])[:48]
+}
+
+// sealOf signs the call an approval is for, so that an object the gateway
+// did not write is never used.
+func sealOf(key []byte, a *mcpv1alpha1.McpCallApproval) string {
+	s := a.Spec
+	b := []byte(strings.Join([]string{a.Namespace, a.Name, s.Tool, s.Server, s.Caller, s.ArgumentsHash, s.DefinitionHash, strconv.FormatInt(s.ExpiresAt.Unix(), 10)}, "\x00"))
+	return base64.RawURLEncoding.EncodeToString(mac(key, b))
+}
+
+func (g *Gateway) sealed(ctx context.Context, a *mcpv1alpha1.McpCallApproval) bool {
+	s := a.Spec
+	b := []byte(strings.Join([]string{a.Namespace, a.Name, s.Tool, s.Server, s.Caller, s.ArgumentsHash, s.DefinitionHash, strconv.FormatInt(s.ExpiresAt.Unix(), 10)}, "\x00"))
+	sig, err := base64.RawURLEncoding.DecodeString(s.Seal)
+	if err != nil {
+		return false
+	}
+	ok, err := verifyMAC(ctx, g.approvalKeys, b, sig)
+	return err == nil && ok
+}
+
+// byPerson runs the approval step in the Person mode for a call of t.
+func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Identity, c *callScope) personResult {
+	rec, t := c.rec, c.tool
+	if g.Approvals == nil {
+		return personResult{answer: g.deny(ctx, rec, t, DenyApprovalNoChannel, "", "this tool needs a person's approval for every call, and this gateway has no approvals configured; the call was not made")}
+	}
+	if resp, ok := req.Params.InputResponses[approvalInput]; ok {
+		// The client answered the URL elicitation: its user either went
+		// to see the approval or gave up waiting. Only the McpCallApproval
+		// decides; a client that declines stops waiting.
+		if r, ok := resp.(*sdk.ElicitResult); !ok || r.Action != "accept" {
+			return personResult{answer: g.deny(ctx, rec, t, DenyApprovalDeclined, "", "the client stopped waiting for approval; the call was not made")}
+		}
+	}
+	now := g.now()
+	key := callKey(id.Username, t.Name, t.Status.DefinitionHash, rec.ArgumentsHash)
+	var list mcpv1alpha1.McpCallApprovalList
+	// Read from the API server, not a cache: a decision made a moment ago
+	// must count, and using one needs its current resourceVersion.
+	if err := g.Approvals.List(ctx, &list, client.InNamespace(t.Namespace), client.MatchingLabels{LabelCaller: callerKey(id.Username)}); err != nil {
+		return personResult{err: fmt.Errorf("listing call approvals: %w", err)}
+	}
+	var approved, denied, pending *mcpv1alpha1.McpCallApproval
+	undecided := 0
+	for i := range list.Items {
+		a := &list.Items[i]
+		if a.Spec.Caller != id.Username || !now.Before(a.Spec.ExpiresAt.Time) || a.Status.ConsumedAt != nil {
+			continue
+		}
+		if a.Spec.Decision == mcpv1alpha1.CallPending || a.Spec.Decision == "" {
+			undecided++
+		}
+		if a.Spec.Tool != t.Name || a.Spec.DefinitionHash != t.Status.DefinitionHash || a.Spec.ArgumentsHash != rec.ArgumentsHash || !g.sealed(ctx, a) {
+			continue
+		}
+		switch a.Spec.Decision {
+		case mcpv1alpha1.CallApproved:
+			// The API server refuses a decision by the caller; this is a
+			// second look at a field nobody but the decider could set.
+			if a.Spec.DecidedBy != "" && a.Spec.DecidedBy != id.Username && approved == nil {
+				approved = a
+			}
+		case mcpv1alpha1.CallDenied:
+			denied = a
+		default:
+			pending = a
+		}
+	}
+	switch {
+	case approved != nil:
+		rec.ApprovalName = approved.Name
+		consumed := approved.DeepCopy()
+		consumed.Status.ConsumedAt = &metav1.Time{Time: now}
+		consumed.Status.CallID = rec.CallID
+		// The update carries the resourceVersion the approval was read at:
+		// when another request (on any replica) used it first, the API
+		// server answers 409 and this call is refused.
+		if err := g.Approvals.Status().Update(ctx, consumed); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return personResult{answer: g.deny(ctx, rec, t, DenyApprovalDeclined, "", "this approval was already used for a call, and every call needs its own; the call was not made")}
+			}
+			return personResult{err: fmt.Errorf("using call approval %s: %w", approved.Name, err)}
+		}
+		metrics.GatewayApprovalEvents.WithLabelValues("used").Inc()
+		return personResult{approvedBy: approved.Spec.DecidedBy, name: approved.Name}
+	case denied != nil:
+		rec.ApprovalName, rec.ApprovedBy = denied.Name, denied.Spec.DecidedBy
+		msg := "the call was denied by " + denied.Spec.DecidedBy + " (McpCallApproval " + denied.Name + ")"
+		if denied.Spec.Reason != "" {
+			msg += ": " + denied.Spec.Reason
+		}
+		return personResult{answer: g.deny(ctx, rec, t, DenyApprovalDeclined, "", msg+"; it was not made")}
+	case pending != nil:
+		return g.waitFor(ctx, req, rec, t, pending)
+	}
+	if undecided >= maxPendingPerCaller {
+		return personResult{answer: g.deny(ctx, rec, t, DenyApprovalNoChannel, "", fmt.Sprintf("the caller already has %d calls waiting for approval; the call was not made", undecided))}
+	}
+	a, err := g.newApproval(ctx, id, t, rec, key, now)
+	if err != nil {
+		return personResult{err: err}
+	}
+	return g.waitFor(ctx, req, rec, t, a)
+}
+
+// newApproval creates the McpCallApproval a person decides.
+func (g *Gateway) newApproval(ctx context.Context, id *Identity, t *mcpv1alpha1.McpTool, rec Record, key string, now time.Time) (*mcpv1alpha1.McpCallApproval, error) {
+	ks, err := g.approvalKeys.Keys(ctx, false)
+	if err != nil {
+		return nil, fmt.Errorf("reading the approval key: %w", err)
+	}
+	suffix := make([]byte, 5)
+	_, _ = rand.Read(suffix)
+	// A person decides on the class the gateway decided by.
+	class, _ := governance.Recorded(t)
+	ttl := g.ApprovalTTL
+	if ttl <= 0 {
+		ttl = DefaultApprovalTTL
+	}
+	a := &mcpv1alpha1.McpCallApproval{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: t.Namespace,
+			Name:      "call-" + hex.EncodeToString(suffix),
+			Labels:    map[string]string{LabelCaller: callerKey(id.Username), LabelCall: key},
+		},
+		Spec: mcpv1alpha1.McpCallApprovalSpec{
+			Tool:           t.Name,
+			LocalName:      t.Status.LocalName,
+			Server:         t.Spec.ServerRef.Name,
+			Caller:         id.Username,
+			CallerGroups:   id.Groups,
+			DataClass:      class,
+			ArgumentsHash:  rec.ArgumentsHash,
+			DefinitionHash: t.Status.DefinitionHash,
+			// The API stores seconds; the seal signs what is stored.
+			ExpiresAt: metav1.Time{Time: now.Add(ttl).Truncate(time.Second)},
+			Decision:  mcpv1alpha1.CallPending,
+		},
+	}
+	a.Spec.Seal = sealOf(ks.Current, a)
+	if err := g.Approvals.Create(ctx, a); err != nil {
+		return nil, fmt.Errorf("creating a call approval: %w", err)
+	}
+	metrics.GatewayApprovalEvents.WithLabelValues("requested").Inc()
+	g.Recorder.Eventf(t, nil, corev1.EventTypeNormal, EventApprovalRequested, eventAction, "a call by %s waits for approval in McpCallApproval %s", id.Username, a.Name)
+	return a, nil
+}
+
+// ApprovalURL returns where a person sees approval name in namespace ns;
+// the default names the object in the Kubernetes API.
+func (g *Gateway) approvalURL(ns, name string) string {
+	if g.ApprovalURL != nil {
+		return g.ApprovalURL(ns, name)
+	}
+	return "kubernetes:///apis/" + mcpv1alpha1.GroupVersion.String() + "/namespaces/" + ns + "/mcpcallapprovals/" + name
+}
+
+// waitFor tells the agent that the call waits for approval a, the way its
+// protocol revision and capabilities allow, and records that the call was
+// not made.
+func (g *Gateway) waitFor(ctx context.Context, req *sdk.CallToolRequest, rec Record, t *mcpv1alpha1.McpTool, a *mcpv1alpha1.McpCallApproval) personResult {
+	rec.ApprovalName = a.Name
+	how := fmt.Sprintf("kubectl mcp approve-call %s -n %s", a.Name, a.Namespace)
+	msg := fmt.Sprintf("The call of %s (MCP server %s, data class %s) waits for a person's approval: McpCallApproval %s/%s, until %s. A person other than the caller approves it with `%s`; then the same call with the same arguments is made once.",
+		t.Status.LocalName, t.Spec.ServerRef.Name, a.Spec.DataClass, a.Namespace, a.Name, a.Spec.ExpiresAt.UTC().Format(time.RFC3339), how)
+	rec.Phase, rec.Decision, rec.Reason, rec.Time = PhaseDenied, "Denied", DenyApprovalPending, g.now()
+	if err := g.Audit.Write(ctx, rec); err != nil {
+		logging.FromContext(ctx, logging.Gateway).Error(err, "the audit record of a call waiting for approval could not be written")
+	}
+	obsOf(ctx).end(OutcomeDenied, DenyApprovalPending)
+	elicit := &sdk.ElicitParams{Mode: "url", Message: msg, URL: g.approvalURL(a.Namespace, a.Name), ElicitationID: a.Namespace + "/" + a.Name}
+	caps := req.ClientCapabilities()
+	if caps != nil && caps.Elicitation != nil && caps.Elicitation.URL != nil {
+		if req.Session != nil && req.Session.InitializeParams() != nil && req.Session.InitializeParams().ProtocolVersion < modernProtocol {
+			// 2025-11-25: the URL elicitation travels in the error the
+			// specification reserves for it; the agent retries the call.
+			return personResult{protocolErr: sdk.URLElicitationRequiredError([]*sdk.ElicitParams{elicit})}
+		}
+		// 2026-07-28: an input-required result; the client's retry carries
+		// its answer and is decided afresh.
+		return personResult{answer: &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{approvalInput: elicit}}}
+	}
+	return personResult{answer: refusal("this call waits for a person's approval and was not made. " + msg + " Retry the call after that.")}
+}
+
+// In the ClientElicitation mode the user of the agent's own client approves
+// each call: the gateway asks with a form elicitation and signed request
+// state, and decides the retry that carries the answer. Spent answers are
+// remembered in this process only.
+
+// byClient asks the agent's own client for approval (the ClientElicitation
+// mode): an answer to give the agent, or nil when the client approved.
+func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, id *Identity, c *callScope) *sdk.CallToolResult {
+	rec, key, t := c.rec, c.key, c.tool
+	state := approvalState{Caller: id.UID + "/" + id.Username, Tool: key.String(), Definition: t.Status.DefinitionHash, Arguments: rec.ArgumentsHash}
+	resp, answered := req.Params.InputResponses[approvalInput]
+	if !answered {
+		caps := req.ClientCapabilities()
+		if caps == nil || caps.Elicitation == nil {
+			return g.deny(ctx, rec, t, DenyApprovalNoChannel, "", "this tool needs a human's approval for every call, and this client did not declare the elicitation capability to ask for it; the call was not made")
+		}
+		state.Expires, state.Nonce = g.now().Add(approvalWindow).Unix(), newNonce()
+		signed, err := g.approver.sign(ctx, state)
+		if err != nil {
+			logging.FromContext(ctx, logging.Gateway).Error(err, "signing approval state failed")
+			c.obs.end(OutcomeDenied, RefusedDecisionFailed)
+			return refusal("the gateway could not ask for approval; try again")
+		}
+		return &sdk.CallToolResult{
+			InputRequests: sdk.InputRequestMap{approvalInput: approvalQuestion(t.Status.LocalName, t.Spec.ServerRef.Name, string(t.Status.EffectiveDataClass))},
+			RequestState:  signed,
+		}
+	}
+	if err := g.approver.verify(ctx, req.Params.RequestState, state, g.now()); err != nil {
+		return g.deny(ctx, rec, t, DenyApprovalDeclined, "", "the approval answer does not belong to this call or has expired; the call was not made")
+	}
+	if !approved(resp) {
+		return g.deny(ctx, rec, t, DenyApprovalDeclined, "", "the call was not approved; it was not made")
+	}
+	if err := g.approver.spend(ctx, req.Params.RequestState, state, g.now()); err != nil {
+		msg := "this approval was already used for a call, and every call needs its own; the call was not made"
+		if errors.Is(err, errApprovalsFull) {
+			msg = "the gateway holds too many recent approvals to take another; try again shortly"
+		}
+		return g.deny(ctx, rec, t, DenyApprovalDeclined, "", msg)
+	}
+	return nil
+}
 
 // approvalInput is the id of the approval question in a multi-round-trip
 // call.
@@ -141,8 +484,8 @@ func (n *nonceSet) spend(nonce string, expires int64, now time.Time) error {
 }
 
 // approvalQuestion is what the client shows a human.
-func approvalQuestion(localName, server, class string) *mcp.ElicitParams {
-	return &mcp.ElicitParams{
+func approvalQuestion(localName, server, class string) *sdk.ElicitParams {
+	return &sdk.ElicitParams{
 		Mode: "form",
 		Message: "The agent wants to call the tool " + localName + " of the MCP server " + server +
 			" (data class " + class + "). Every call is treated as a write that cannot be undone. Approve this call?",
@@ -158,8 +501,8 @@ func approvalQuestion(localName, server, class string) *mcp.ElicitParams {
 
 // approved reads a client's answer: only an accepted form with approve true
 // approves.
-func approved(resp mcp.InputResponse) bool {
-	r, ok := resp.(*mcp.ElicitResult)
+func approved(resp sdk.InputResponse) bool {
+	r, ok := resp.(*sdk.ElicitResult)
 	if !ok || r.Action != "accept" {
 		return false
 	}

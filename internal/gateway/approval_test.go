@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 )
 
 var ctx = context.Background()
@@ -220,5 +222,32 @@ func TestApproverAcceptsStateSignedWithThePreviousKey(t *testing.T) {
 	}
 	if tok2 := rotated.signT(t, s); keyed("new").verify(ctx, tok2, s, stateNow) != nil {
 		t.Fatal("a rotated approver does not sign with its current key")
+	}
+}
+
+func TestApprovalModeIsPersonUnlessAPolicyNamingTheCallerOptsIn(t *testing.T) {
+	bot := &Identity{Namespace: "team", ServiceAccount: "bot", Username: "system:serviceaccount:team:bot"}
+	withMode := func(p mcpv1alpha1.McpAccessPolicy, m mcpv1alpha1.ApprovalMode) mcpv1alpha1.McpAccessPolicy {
+		p.Spec.ApprovalMode = m
+		return p
+	}
+	for _, tc := range []struct {
+		name     string
+		policies []mcpv1alpha1.McpAccessPolicy
+		want     mcpv1alpha1.ApprovalMode
+	}{
+		{"no policy", nil, mcpv1alpha1.ApprovalPerson},
+		{"a policy without a mode", []mcpv1alpha1.McpAccessPolicy{policy("team", mcpv1alpha1.DataClassInternal, "bot")}, mcpv1alpha1.ApprovalPerson},
+		{"an opt-in naming the caller", []mcpv1alpha1.McpAccessPolicy{
+			policy("team", mcpv1alpha1.DataClassInternal, "bot"),
+			withMode(policy("team", mcpv1alpha1.DataClassPublic, "bot"), mcpv1alpha1.ApprovalClientElicitation),
+		}, mcpv1alpha1.ApprovalClientElicitation},
+		{"an opt-in for every ServiceAccount", []mcpv1alpha1.McpAccessPolicy{withMode(policy("team", mcpv1alpha1.DataClassPublic, "*"), mcpv1alpha1.ApprovalClientElicitation)}, mcpv1alpha1.ApprovalClientElicitation},
+		{"an opt-in for another caller", []mcpv1alpha1.McpAccessPolicy{withMode(policy("team", mcpv1alpha1.DataClassPublic, "other"), mcpv1alpha1.ApprovalClientElicitation)}, mcpv1alpha1.ApprovalPerson},
+		{"an opt-in in another namespace", []mcpv1alpha1.McpAccessPolicy{withMode(policy("elsewhere", mcpv1alpha1.DataClassPublic, "bot"), mcpv1alpha1.ApprovalClientElicitation)}, mcpv1alpha1.ApprovalPerson},
+	} {
+		if got := approvalModeFor(bot, tc.policies); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }

@@ -3,11 +3,74 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
+	"github.com/mcp-catalog/operator/internal/logging"
 )
+
+// decide is the decision stage of a call. The tool is read again and the
+// call decided by the decision that made the list (verdictFor): the tool
+// may have been disabled, drifted or lost its server since the session
+// listed it. Only then are malformed arguments refused, so that the answer
+// to a caller RBAC does not allow stays the uniform one. Refusals of the
+// decision are audited; one of the arguments is not.
+func (g *Gateway) decide(ctx context.Context, id *Identity, c *callScope) *sdk.CallToolResult {
+	t := &mcpv1alpha1.McpTool{}
+	if err := g.Reader.Get(ctx, c.key, t); err != nil {
+		return g.deny(ctx, c.rec, nil, DenyNotServable, "", unknownTool)
+	}
+	c.tool = t
+	c.rec.LocalName, c.rec.Server, c.rec.DataClass = t.Status.LocalName, t.Spec.ServerRef.Name, string(t.Status.EffectiveDataClass)
+	policies, refused := g.gateCall(ctx, c.rec, id, t)
+	if refused != nil {
+		return refused
+	}
+	c.policies = policies
+	c.obs.of(t)
+	if c.argsErr != nil {
+		c.obs.end(OutcomeDenied, RefusedInvalidArguments)
+		return refusal("the arguments must be a JSON object")
+	}
+	return nil
+}
+
+// gateCall decides a call of t under the access policies of the caller's
+// namespace, which it returns for the approval stage, and answers an
+// audited refusal when the call is not allowed.
+func (g *Gateway) gateCall(ctx context.Context, rec Record, id *Identity, t *mcpv1alpha1.McpTool) ([]mcpv1alpha1.McpAccessPolicy, *sdk.CallToolResult) {
+	policies, err := g.accessPolicies(ctx, id)
+	if err != nil {
+		return nil, undecided(ctx, err)
+	}
+	ceiling := ceilingFor(id, policies)
+	v, err := g.verdictFor(ctx, id, t, ceiling)
+	if err != nil {
+		return nil, undecided(ctx, err)
+	}
+	if !v.allowed() {
+		return nil, g.deny(ctx, rec, t, v.reason, v.detail, v.message())
+	}
+	return policies, nil
+}
+
+// undecided answers a call the gateway could not decide on (a read of the
+// cache or a review failed): the agent is told to try again.
+func undecided(ctx context.Context, err error) *sdk.CallToolResult {
+	logging.FromContext(ctx, logging.Gateway).Error(err, "deciding on a call failed")
+	return refusal("the gateway could not decide on this call; try again")
+}
 
 // verdict is the gate's answer for one caller and one tool, approval aside:
 // allowed, or refused with a reason.
@@ -26,12 +89,66 @@ func refused(reason string, t *mcpv1alpha1.McpTool) verdict {
 	return verdict{reason: reason, detail: detailOf(reason, t)}
 }
 
-// decide is the one decision on whether a caller may see and call a tool:
-// the list offers exactly the tools it allows, and every call is decided by
-// it again (approval, a call-time step, aside). Its steps run in order and
-// the first refusal wins; a rule on who may use which tool belongs here, so
-// that the list and the call cannot disagree.
-func (g *Gateway) decide(ctx context.Context, id *Identity, t *mcpv1alpha1.McpTool, ceiling mcpv1alpha1.DataClass) (verdict, error) {
+// detailOf refines a denial reason: for NotServable, why the definition is
+// not the approved one, else the reason of the tool's Ready condition
+// (Disabled, ServerNotReady, …), which the tool controller writes from a
+// fixed vocabulary.
+func detailOf(reason string, t *mcpv1alpha1.McpTool) string {
+	if reason != DenyNotServable {
+		return ""
+	}
+	if !t.Spec.Enabled {
+		return mcpv1alpha1.ReasonDisabled
+	}
+	if why := governance.Unapproved(t); why != "" {
+		return why
+	}
+	c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionReady)
+	switch {
+	case c == nil:
+		return mcpv1alpha1.ReasonNotImported
+	case c.ObservedGeneration != t.Generation:
+		return mcpv1alpha1.ReasonProgressing
+	case c.Status != metav1.ConditionTrue:
+		return c.Reason
+	}
+	return ""
+}
+
+// message tells the agent why the call was refused. Only a caller RBAC lets
+// call the tool is told more than unknownTool.
+func (v verdict) message() string {
+	switch v.reason {
+	case DenyForbidden:
+		return unknownTool
+	case DenyAboveCeiling:
+		return "the tool's data class is above the caller's ceiling (McpAccessPolicy)"
+	}
+	msg := "the tool is not servable now"
+	switch v.detail {
+	case mcpv1alpha1.ReasonDisabled:
+		msg += ": it is disabled"
+	case mcpv1alpha1.ReasonDefinitionChanged:
+		msg += ": its definition changed since it was approved"
+	case mcpv1alpha1.ReasonDefinitionNotApproved:
+		msg += ": no definition of it is approved"
+	case mcpv1alpha1.ReasonServerNotReady, mcpv1alpha1.ReasonServerNotFound:
+		msg += ": its server is not Ready (unreachable, or not yet probed)"
+	case mcpv1alpha1.ReasonRemovedFromServer:
+		msg += ": its server no longer offers it"
+	case "":
+	default:
+		msg += " (" + v.detail + ")"
+	}
+	return msg
+}
+
+// verdictFor is the one decision on whether a caller may see and call a
+// tool: the list offers exactly the tools it allows, and every call is
+// decided by it again (approval, a call-time step, aside). Its steps run
+// in order and the first refusal wins; a rule on who may use which tool
+// belongs here, so that the list and the call cannot disagree.
+func (g *Gateway) verdictFor(ctx context.Context, id *Identity, t *mcpv1alpha1.McpTool, ceiling mcpv1alpha1.DataClass) (verdict, error) {
 	// Step 1: of the caller's namespace, and Kubernetes RBAC. They come
 	// first so that a caller the tool is not for learns nothing about it:
 	// not whether it is disabled, changed or waiting for its server.
@@ -46,33 +163,147 @@ func (g *Gateway) decide(ctx context.Context, id *Identity, t *mcpv1alpha1.McpTo
 		return verdict{reason: DenyForbidden}, nil
 	}
 	// Step 2: enabled, its current definition the approved one (whatever
-	// Ready says), Ready for the current generation, and named.
-	if !servable(t) || unapproved(t) != "" || t.Status.LocalName == "" {
+	// Ready says: an import writes a new definition before the tool
+	// controller turns Ready False, and in between the gateway would serve
+	// what nobody approved), Ready for the current generation, and named.
+	if !servable(t) || governance.Unapproved(t) != "" || t.Status.LocalName == "" {
 		return refused(DenyNotServable, t), nil
 	}
-	// Step 3: the data-class ceiling.
-	if !withinCeiling(t, ceiling) {
+	// Step 3: the data-class ceiling, against the class the tool controller
+	// recorded.
+	if !governance.WithinCeiling(t.Status.EffectiveDataClass, ceiling) {
 		return refused(DenyAboveCeiling, t), nil
 	}
 	return verdict{}, nil
 }
 
+// servable is part of the gate's first step: the tool is enabled and its
+// controller found it Ready (imported, approved, server Ready) for the
+// current generation.
+func servable(t *mcpv1alpha1.McpTool) bool {
+	if !t.Spec.Enabled {
+		return false
+	}
+	c := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation
+}
+
+// readTimeout bounds each read of the gateway from the cache.
+const readTimeout = 5 * time.Second
+
+// boundedReader is how the gateway reads what it decides from (tools,
+// access policies, servers) from the informer cache: every read with a
+// deadline, so that a kind whose informer cannot sync (its RBAC missing,
+// say) fails the call with an error the log names instead of holding it
+// until the agent gives up.
+type boundedReader struct {
+	client.Reader
+	timeout time.Duration
+}
+
+func (r boundedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (r boundedReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	return r.Reader.List(ctx, list, opts...)
+}
+
+// accessPolicies are the McpAccessPolicies of the caller's namespace: the
+// ceiling of the decision and the mode of the approval stage come from
+// them.
+func (g *Gateway) accessPolicies(ctx context.Context, id *Identity) ([]mcpv1alpha1.McpAccessPolicy, error) {
+	var policies mcpv1alpha1.McpAccessPolicyList
+	if err := g.Reader.List(ctx, &policies, client.InNamespace(id.Namespace)); err != nil {
+		return nil, fmt.Errorf("reading access policies: %w", err)
+	}
+	return policies.Items, nil
+}
+
 // ceiling is the caller's data-class ceiling, from the access policies of
 // its namespace.
 func (g *Gateway) ceiling(ctx context.Context, id *Identity) (mcpv1alpha1.DataClass, error) {
-	var policies mcpv1alpha1.McpAccessPolicyList
-	if err := g.Reader.List(ctx, &policies, client.InNamespace(id.Namespace)); err != nil {
-		return "", fmt.Errorf("reading access policies: %w", err)
+	policies, err := g.accessPolicies(ctx, id)
+	if err != nil {
+		return "", err
 	}
-	return ceilingFor(id, policies.Items), nil
+	return ceilingFor(id, policies), nil
 }
 
-// approvalMode is how the caller's calls of tools that require approval are
-// approved, from the access policies of its namespace.
-func (g *Gateway) approvalMode(ctx context.Context, id *Identity) (mcpv1alpha1.ApprovalMode, error) {
-	var policies mcpv1alpha1.McpAccessPolicyList
-	if err := g.Reader.List(ctx, &policies, client.InNamespace(id.Namespace)); err != nil {
-		return "", fmt.Errorf("reading access policies: %w", err)
+// ceilingFor is the highest data class the caller may use: the highest
+// maxDataClass among the policies of its namespace that name it, and Public
+// when none does.
+func ceilingFor(id *Identity, policies []mcpv1alpha1.McpAccessPolicy) mcpv1alpha1.DataClass {
+	ceiling := mcpv1alpha1.DataClassPublic
+	for _, p := range policies {
+		if p.Namespace != id.Namespace || !p.Spec.MaxDataClass.Valid() {
+			continue
+		}
+		for _, sa := range p.Spec.ServiceAccounts {
+			if sa == "*" || sa == id.ServiceAccount {
+				ceiling = mcpv1alpha1.MaxDataClass(ceiling, p.Spec.MaxDataClass)
+			}
+		}
 	}
-	return approvalModeFor(id, policies.Items), nil
+	return ceiling
+}
+
+// Authorizer decides whether a caller may call a tool, by Kubernetes RBAC.
+type Authorizer interface {
+	CanCall(ctx context.Context, id *Identity, namespace, tool string) (bool, error)
+}
+
+// VerbCall is the RBAC verb on mcptools that lets a caller call a tool.
+const VerbCall = "call"
+
+// SubjectAccessReviewAuthorizer asks the API server whether the caller may
+// "call" the McpTool (verb call on mcptools.mcp.catalog.dev, by name). It is
+// k8s.io/apiserver's delegating authorizer, as the metrics endpoint uses:
+// allowed and denied answers cached apart, each entry expiring on its own.
+type SubjectAccessReviewAuthorizer struct {
+	Client authorizationv1client.AuthorizationV1Interface
+	// AllowTTL and DenyTTL are how long an allowed and a denied answer are
+	// remembered; zero means the defaults.
+	AllowTTL, DenyTTL time.Duration
+
+	once  sync.Once
+	authz authorizer.Authorizer
+	err   error
+}
+
+// reviewBackoff retries a review that failed for a reason worth retrying
+// (a 5xx, a connection reset) a few times, briefly: an agent is waiting.
+var reviewBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 3}
+
+// CanCall implements Authorizer.
+func (a *SubjectAccessReviewAuthorizer) CanCall(ctx context.Context, id *Identity, namespace, tool string) (bool, error) {
+	a.once.Do(func() {
+		a.authz, a.err = authorizerfactory.DelegatingAuthorizerConfig{
+			SubjectAccessReviewClient: a.Client,
+			AllowCacheTTL:             ttlOr(a.AllowTTL, DefaultAllowTTL),
+			DenyCacheTTL:              ttlOr(a.DenyTTL, DefaultDenyTTL),
+			WebhookRetryBackoff:       &reviewBackoff,
+		}.New()
+	})
+	if a.err != nil {
+		return false, fmt.Errorf("building the authorizer: %w", a.err)
+	}
+	decision, _, err := a.authz.Authorize(ctx, authorizer.AttributesRecord{
+		User:            &identityInfo{*id},
+		Verb:            VerbCall,
+		Namespace:       namespace,
+		APIGroup:        mcpv1alpha1.GroupVersion.Group,
+		APIVersion:      mcpv1alpha1.GroupVersion.Version,
+		Resource:        "mcptools",
+		Name:            tool,
+		ResourceRequest: true,
+	})
+	if err != nil {
+		return false, fmt.Errorf("reviewing access: %w", err)
+	}
+	return decision == authorizer.DecisionAllow, nil
 }

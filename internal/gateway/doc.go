@@ -6,6 +6,12 @@
 // record before anything is sent, and then calls the remote tool with the
 // server's credential or a token exchanged for the caller.
 //
+// A call goes through its stages in order, each in the file named for
+// it and entered once: identify (identity.go), decide (decision.go),
+// approve (approval.go), audit (audit.go), send (send.go) and record
+// (observe.go). Gateway.call, in call.go, orchestrates them; the tool list
+// (list.go) asks the same decision.
+//
 // The endpoint speaks the initialize-era revisions on sessions and the
 // stateless 2026-07-28 revision; docs/gateway.md describes it from the
 // agent's side and docs/adr/005-gateway-policy.md explains the policy.

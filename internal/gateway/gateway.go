@@ -31,7 +31,7 @@ type Upstreams interface {
 }
 
 // Options are what a Gateway is built from. Reader, Authn, Authz,
-// Upstreams, MCP and Audit are required.
+// Upstreams, MCP, Audit and Recorder are required.
 type Options struct {
 	// Reader reads McpTools, McpServers and McpAccessPolicies (the cache).
 	Reader    client.Reader
@@ -40,12 +40,9 @@ type Options struct {
 	Upstreams Upstreams
 	MCP       *mcp.Client
 	Audit     Sink
-	// Recorder emits Events on McpTools for refusals and failures; may be
-	// nil.
+	// Recorder emits Events on McpTools for refusals, failures and
+	// approvals requested.
 	Recorder events.EventRecorder
-	// Contacts records completed calls as the server's last contact; nil
-	// records nothing.
-	Contacts *Contacts
 	// Version is reported to clients.
 	Version string
 	// ApprovalKeys sign approval state and seal McpCallApprovals; they
@@ -119,16 +116,13 @@ func New(o Options) (*Gateway, error) {
 		missing bool
 	}{
 		{"Reader", o.Reader == nil}, {"Authn", o.Authn == nil}, {"Authz", o.Authz == nil},
-		{"Upstreams", o.Upstreams == nil}, {"MCP", o.MCP == nil}, {"Audit", o.Audit == nil},
+		{"Upstreams", o.Upstreams == nil}, {"MCP", o.MCP == nil}, {"Audit", o.Audit == nil}, {"Recorder", o.Recorder == nil},
 	} {
 		if req.missing {
 			return nil, fmt.Errorf("%w: %s", ErrMissingOption, req.name)
 		}
 	}
 	g := &Gateway{Options: o}
-	// A read of a kind whose informer cannot sync (its RBAC missing, say)
-	// would otherwise block until the agent gives up; bounded, it fails
-	// the request with an error the log names.
 	g.Reader = boundedReader{Reader: o.Reader, timeout: readTimeout}
 	g.approvalKeys = o.ApprovalKeys
 	if g.approvalKeys == nil {
@@ -195,11 +189,22 @@ type serverMemo struct {
 	s *sdk.Server
 }
 
-func (g *Gateway) event(t *mcpv1alpha1.McpTool, kind, reason, note string, args ...any) {
-	if g.Recorder != nil {
-		g.Recorder.Eventf(t, nil, kind, reason, "Call", note, args...)
-	}
-}
+// The Events the gateway records on McpTools (docs/gateway.md, section 7)
+// are of this action, for one of these reasons. The note says who called;
+// never what with.
+const (
+	eventAction = "Call"
+
+	// EventCallRefused (Warning): a call was refused; the note gives the
+	// refusal reason.
+	EventCallRefused = "CallRefused"
+	// EventCallFailed (Warning): a call was sent and failed; the note gives
+	// the failure kind.
+	EventCallFailed = "CallFailed"
+	// EventApprovalRequested (Normal): a call waits for a person's decision
+	// on the McpCallApproval the note names.
+	EventApprovalRequested = "ApprovalRequested"
+)
 
 func (g *Gateway) now() time.Time { return clock(g.Now) }
 
@@ -209,25 +214,4 @@ func clock(f func() time.Time) time.Time {
 		return f()
 	}
 	return time.Now()
-}
-
-// readTimeout bounds each read of the gateway from the cache.
-const readTimeout = 5 * time.Second
-
-// boundedReader gives every read a deadline.
-type boundedReader struct {
-	client.Reader
-	timeout time.Duration
-}
-
-func (r boundedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	return r.Reader.Get(ctx, key, obj, opts...)
-}
-
-func (r boundedReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	return r.Reader.List(ctx, list, opts...)
 }

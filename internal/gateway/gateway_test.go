@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/mcp-catalog/operator/internal/credentials"
@@ -25,6 +26,8 @@ func completeOptions() Options {
 		Upstreams: &upstream.Endpoints{Credentials: &credentials.Resolver{Secrets: c, Profiles: c}},
 		MCP:       mcp.New(mcp.Options{}),
 		Audit:     NewJSONLines(io.Discard),
+		// Made by hand, it throws every Event away.
+		Recorder: &events.FakeRecorder{},
 	}
 }
 
@@ -36,6 +39,7 @@ func TestNewRefusesAnIncompleteGateway(t *testing.T) {
 		"Upstreams": func(o *Options) { o.Upstreams = nil },
 		"MCP":       func(o *Options) { o.MCP = nil },
 		"Audit":     func(o *Options) { o.Audit = nil },
+		"Recorder":  func(o *Options) { o.Recorder = nil },
 	} {
 		o := completeOptions()
 		clear(&o)

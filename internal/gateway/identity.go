@@ -1,23 +1,30 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
-	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/logging"
+	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
 // Identity is an authenticated caller: a ServiceAccount, as TokenReview
@@ -38,11 +45,6 @@ var ErrUnauthenticated = errors.New("unauthenticated")
 // Authenticator turns a bearer token into an Identity.
 type Authenticator interface {
 	Authenticate(ctx context.Context, token string) (*Identity, error)
-}
-
-// Authorizer decides whether a caller may call a tool, by Kubernetes RBAC.
-type Authorizer interface {
-	CanCall(ctx context.Context, id *Identity, namespace, tool string) (bool, error)
 }
 
 // Default cache lifetimes of review answers. An allowed answer is kept
@@ -167,53 +169,104 @@ func serviceAccountOf(username string) (namespace, name string, ok bool) {
 	return namespace, name, ok && namespace != "" && name != ""
 }
 
-// VerbCall is the RBAC verb on mcptools that lets a caller call a tool.
-const VerbCall = "call"
-
-// SubjectAccessReviewAuthorizer asks the API server whether the caller may
-// "call" the McpTool (verb call on mcptools.mcp.catalog.dev, by name). It is
-// k8s.io/apiserver's delegating authorizer, as the metrics endpoint uses:
-// allowed and denied answers cached apart, each entry expiring on its own.
-type SubjectAccessReviewAuthorizer struct {
-	Client authorizationv1client.AuthorizationV1Interface
-	// AllowTTL and DenyTTL are how long an allowed and a denied answer are
-	// remembered; zero means the defaults.
-	AllowTTL, DenyTTL time.Duration
-
-	once  sync.Once
-	authz authorizer.Authorizer
-	err   error
+// identify is the first stage of a call: who calls (id, the identity the
+// request's token was reviewed as), which call (a new call ID, the tool,
+// the hash of the arguments) and the audit record begun with them. A call
+// without an identity, or of another namespace's tool, is refused here,
+// with the uniform answer and no record: the caller may not learn that the
+// tool exists.
+func (g *Gateway) identify(ctx context.Context, req *sdk.CallToolRequest, id *Identity, key types.NamespacedName) (*callScope, *sdk.CallToolResult) {
+	obs := obsOf(ctx)
+	if id == nil || id.Namespace != key.Namespace {
+		obs.end(OutcomeDenied, DenyForbidden)
+		return nil, refusal(unknownTool)
+	}
+	c := &callScope{key: key, obs: obs, rec: Record{CallID: newCallID(), Caller: id.Username, Namespace: key.Namespace, Tool: key.Name}}
+	// Malformed arguments are refused only after the decision, so that the
+	// answer to a caller RBAC does not allow stays the uniform one.
+	c.args, c.rec.ArgumentsHash, c.argsErr = arguments(req.Params.Arguments)
+	return c, nil
 }
 
-// reviewBackoff retries a review that failed for a reason worth retrying
-// (a 5xx, a connection reset) a few times, briefly: an agent is waiting.
-var reviewBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 3}
+func newCallID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
 
-// CanCall implements Authorizer.
-func (a *SubjectAccessReviewAuthorizer) CanCall(ctx context.Context, id *Identity, namespace, tool string) (bool, error) {
-	a.once.Do(func() {
-		a.authz, a.err = authorizerfactory.DelegatingAuthorizerConfig{
-			SubjectAccessReviewClient: a.Client,
-			AllowCacheTTL:             ttlOr(a.AllowTTL, DefaultAllowTTL),
-			DenyCacheTTL:              ttlOr(a.DenyTTL, DefaultDenyTTL),
-			WebhookRetryBackoff:       &reviewBackoff,
-		}.New()
-	})
-	if a.err != nil {
-		return false, fmt.Errorf("building the authorizer: %w", a.err)
-	}
-	decision, _, err := a.authz.Authorize(ctx, authorizer.AttributesRecord{
-		User:            &identityInfo{*id},
-		Verb:            VerbCall,
-		Namespace:       namespace,
-		APIGroup:        mcpv1alpha1.GroupVersion.Group,
-		APIVersion:      mcpv1alpha1.GroupVersion.Version,
-		Resource:        "mcptools",
-		Name:            tool,
-		ResourceRequest: true,
-	})
+// verify authenticates a bearer token. Any failure is a plain 401.
+func (g *Gateway) verify(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+	id, err := g.Authn.Authenticate(ctx, token)
 	if err != nil {
-		return false, fmt.Errorf("reviewing access: %w", err)
+		if errors.Is(err, ErrUnauthenticated) && g.unauth != nil && r != nil {
+			// A review that could not be made is not the caller's failure.
+			g.unauth.failed(r, g.now())
+		}
+		if errors.Is(err, ErrUnauthenticated) {
+			metrics.GatewayRefusals.WithLabelValues(RefusedUnauthenticated).Inc()
+		} else {
+			logging.FromContext(ctx, logging.Gateway).Error(err, "authenticating a caller failed")
+			metrics.GatewayRefusals.WithLabelValues(RefusedDecisionFailed).Inc()
+		}
+		return nil, auth.ErrInvalidToken
 	}
-	return decision == authorizer.DecisionAllow, nil
+	return &auth.TokenInfo{
+		// Binds the MCP session to this identity: another token cannot use it.
+		UserID:     id.UID + "/" + id.Username,
+		Expiration: g.now().Add(time.Minute),
+		Extra:      map[string]any{"identity": id},
+	}, nil
+}
+
+// identityOf is the identity verify found for a request's token; nil
+// without one.
+func identityOf(ti *auth.TokenInfo) *Identity {
+	if ti == nil {
+		return nil
+	}
+	id, _ := ti.Extra["identity"].(*Identity)
+	return id
+}
+
+// arguments decodes the call's arguments and hashes their canonical form.
+func arguments(raw any) (map[string]any, string, error) {
+	var m map[string]any
+	switch v := raw.(type) {
+	case nil:
+		m = map[string]any{}
+	case json.RawMessage:
+		if len(v) == 0 || string(v) == "null" {
+			m = map[string]any{}
+		} else if err := decodeObject(v, &m); err != nil || m == nil {
+			return nil, "", errors.New("arguments are not an object")
+		}
+	case map[string]any:
+		m = v
+	default:
+		b, err := json.Marshal(v)
+		if err != nil || decodeObject(b, &m) != nil || m == nil {
+			return nil, "", errors.New("arguments are not an object")
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(b)
+	return m, "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// decodeObject decodes a JSON object keeping numbers as written
+// (json.Number): a float64 would change an integer id above 2^53 on its way
+// upstream.
+func decodeObject(b []byte, m *map[string]any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(m); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("trailing data after the arguments")
+	}
+	return nil
 }

@@ -14,9 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
@@ -49,7 +49,7 @@ func (g *Gateway) serverFor(r *http.Request) *sdk.Server {
 }
 
 func (g *Gateway) serverForRequest(r *http.Request, id *Identity) *sdk.Server {
-	log := logf.FromContext(r.Context())
+	log := logging.FromContext(r.Context(), logging.Gateway)
 	if !g.Stateless && r.Header.Get("Mcp-Session-Id") != "" && !modernRequest(r) {
 		// A request of an existing session is served by the server built
 		// when the session began; the SDK asks for one here only to read
@@ -60,7 +60,7 @@ func (g *Gateway) serverForRequest(r *http.Request, id *Identity) *sdk.Server {
 	if modernRequest(r) && r.Header.Get("Mcp-Method") == "tools/call" {
 		t, err := g.visibleTool(r.Context(), id, r.Header.Get("Mcp-Name"))
 		if err != nil {
-			log.Error(err, "gateway: deciding the called tool failed")
+			log.Error(err, "deciding the called tool failed")
 			return g.bareServer()
 		}
 		if t == nil {
@@ -70,7 +70,7 @@ func (g *Gateway) serverForRequest(r *http.Request, id *Identity) *sdk.Server {
 	}
 	tools, err := g.visibleTools(r.Context(), id)
 	if err != nil {
-		log.Error(err, "gateway: listing tools failed")
+		log.Error(err, "listing tools failed")
 		return g.bareServer()
 	}
 	return g.offering(log, tools...)
@@ -96,7 +96,7 @@ func (g *Gateway) offering(log logr.Logger, tools ...*mcpv1alpha1.McpTool) *sdk.
 		if err := addTool(s, sdkTool(t), func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return g.call(ctx, req, key)
 		}); err != nil {
-			log.Error(err, "gateway: a tool cannot be offered", "tool", key.String())
+			log.Error(err, "a tool cannot be offered", "tool", key.String())
 			continue
 		}
 		offered[t.Status.LocalName] = true
@@ -223,7 +223,7 @@ func (g *Gateway) visibleTool(ctx context.Context, id *Identity, name string) (*
 	if err != nil {
 		return nil, err
 	}
-	v, err := g.decide(ctx, id, t, ceiling)
+	v, err := g.verdictFor(ctx, id, t, ceiling)
 	if err != nil || !v.allowed() {
 		return nil, err
 	}
@@ -231,7 +231,7 @@ func (g *Gateway) visibleTool(ctx context.Context, id *Identity, name string) (*
 }
 
 // visibleTools is what the caller may see: the tools of its namespace that
-// decide allows, that is, exactly those a call would be allowed (approval
+// verdictFor allows, that is, exactly those a call would be allowed (approval
 // aside).
 func (g *Gateway) visibleTools(ctx context.Context, id *Identity) ([]*mcpv1alpha1.McpTool, error) {
 	var list mcpv1alpha1.McpToolList
@@ -245,7 +245,7 @@ func (g *Gateway) visibleTools(ctx context.Context, id *Identity) ([]*mcpv1alpha
 	var out []*mcpv1alpha1.McpTool
 	for i := range list.Items {
 		t := &list.Items[i]
-		v, err := g.decide(ctx, id, t, ceiling)
+		v, err := g.verdictFor(ctx, id, t, ceiling)
 		if err != nil {
 			return nil, err
 		}

@@ -2,9 +2,7 @@ package gateway
 
 import (
 	"context"
-	"errors"
-	"net/url"
-	"strconv"
+	"fmt"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,8 +10,10 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	corev1 "k8s.io/api/core/v1"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
@@ -184,66 +184,42 @@ func (g *Gateway) endCall(o *callObs, err error) {
 	o.span.End()
 }
 
-// startUpstream begins the client span of the upstream call, a child of the
-// call's server span, and returns the trace context to send with it. It
-// returns a zero TraceContext and a nil span when tracing is off.
-func (g *Gateway) startUpstream(ctx context.Context, srv *mcpv1alpha1.McpServer, t *mcpv1alpha1.McpTool) (context.Context, trace.Span, mcp.TraceContext) {
-	if g.tracer == nil {
-		return ctx, nil, mcp.TraceContext{}
+// record is the last stage of a call that was sent: its outcome in the
+// audit trail, the call's metrics and span, an Event when it failed, and
+// the server's last contact when it answered; and the result the agent
+// gets, which never shows what the server said when the call failed.
+func (g *Gateway) record(ctx context.Context, id *Identity, c *callScope, sent time.Time, out *mcp.CallOutcome, err error) *sdk.CallToolResult {
+	end := g.now()
+	c.rec.Phase, c.rec.Time, c.rec.LatencyMillis = PhaseAfter, end, end.Sub(sent).Milliseconds()
+	if err == nil {
+		// The server answered (a tool error is an answer too).
+		metrics.GatewayLastContact.WithLabelValues(c.srv.Namespace, c.srv.Name).Set(float64(end.UnixMilli()) / 1e3)
 	}
-	attrs := []attribute.KeyValue{
-		attribute.String("mcp.method.name", "tools/call"),
-		attribute.String("gen_ai.operation.name", "execute_tool"),
-		attribute.String("gen_ai.tool.name", t.Spec.RemoteName),
-		attribute.String("network.transport", "tcp"),
-		attribute.String("network.protocol.name", "http"),
-	}
-	// Host and port only: the URL's path or query may be the provider's
-	// business, and is not needed to find the server.
-	if u, err := url.Parse(srv.Spec.URL); err == nil && u.Hostname() != "" {
-		attrs = append(attrs, attribute.String("server.address", u.Hostname()))
-		port := u.Port()
-		if port == "" {
-			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-		}
-		if p, err := strconv.Atoi(port); err == nil {
-			attrs = append(attrs, attribute.Int("server.port", p))
-		}
-	}
-	ctx, span := g.tracer.Start(ctx, "tools/call "+t.Spec.RemoteName, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	carrier := propagation.MapCarrier{}
-	traceContext.Inject(ctx, carrier)
-	return ctx, span, mcp.TraceContext{Traceparent: carrier.Get("traceparent"), Tracestate: carrier.Get("tracestate")}
-}
-
-// endUpstream ends the client span with what the MCP client reported.
-func endUpstream(span trace.Span, info *mcp.CallInfo, out *mcp.CallOutcome, err error) {
-	if span == nil {
-		return
-	}
-	if info.ProtocolVersion != "" {
-		span.SetAttributes(attribute.String("mcp.protocol.version", info.ProtocolVersion))
-	}
-	if info.RequestID != "" {
-		span.SetAttributes(attribute.String("jsonrpc.request.id", info.RequestID))
-	}
+	result := &sdk.CallToolResult{}
 	switch {
 	case err != nil:
-		kind := string(failureKind(err))
-		var me *mcp.Error
-		if errors.As(err, &me) && me.RPCCode != 0 {
-			code := me.RPCCode
-			// The conventions ask for the JSON-RPC code as error.type.
-			kind = strconv.Itoa(code)
-			span.SetAttributes(attribute.String("rpc.response.status_code", kind))
-		}
-		span.SetAttributes(attribute.String("error.type", kind))
-		span.SetStatus(codes.Error, kind)
+		kind := failureKind(err)
+		c.rec.Outcome, c.rec.ErrorKind = OutcomeFailed, string(kind)
+		c.obs.end(OutcomeFailed, string(kind))
+		g.Recorder.Eventf(c.tool, nil, corev1.EventTypeWarning, EventCallFailed, eventAction, "a call by %s failed: %s", id.Username, kind)
+		result.IsError = true
+		result.Content = []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("The call to %s failed (%s); the remote server's answer is not shown.", c.tool.Status.LocalName, kind)}}
 	case out.IsError:
-		span.SetAttributes(attribute.String("error.type", "tool_error"))
-		span.SetStatus(codes.Error, "tool_error")
+		c.rec.Outcome = OutcomeToolError
+		c.obs.end(OutcomeToolError, "")
+		result.IsError = true
+		result.Content = []sdk.Content{&sdk.TextContent{Text: out.Text}}
+	default:
+		c.rec.Outcome = OutcomeSucceeded
+		c.obs.end(OutcomeSucceeded, "")
+		result.Content = []sdk.Content{&sdk.TextContent{Text: out.Text}}
 	}
-	span.End()
+	if err := g.Audit.Write(context.WithoutCancel(ctx), c.rec); err != nil {
+		// The call has happened; the before record stands for it.
+		logging.FromContext(ctx, logging.Gateway).Error(err, "the audit outcome record could not be written", "tool", c.key.String(), "callID", c.rec.CallID)
+		metrics.GatewayAuditFailures.WithLabelValues(PhaseAfter).Inc()
+	}
+	return result
 }
 
 // metaCarrier reads W3C trace context from a request's _meta, where the

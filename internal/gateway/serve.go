@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/mcp-catalog/operator/internal/logging"
 )
 
 // Listener serves a Gateway as a manager Runnable on every replica (it does
@@ -36,7 +37,7 @@ func (l *Listener) NeedLeaderElection() bool { return false }
 
 // Start serves until ctx ends.
 func (l *Listener) Start(ctx context.Context) error {
-	log := logf.FromContext(ctx).WithName("gateway")
+	log := logging.FromContext(ctx, logging.Gateway)
 	srv := &http.Server{Handler: l.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	ln, err := net.Listen("tcp", l.Addr)
 	if err != nil {

@@ -7,9 +7,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
@@ -45,7 +45,7 @@ func (s *ApprovalSweeper) Start(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-			logf.FromContext(ctx).Error(err, "gateway: sweeping expired call approvals failed")
+			logging.FromContext(ctx, logging.Sweeper).Error(err, "sweeping expired call approvals failed")
 		}
 		select {
 		case <-ctx.Done():

@@ -1,10 +1,11 @@
 // Package governance holds the platform's rules about McpTools, each once:
 // whether a tool's current definition is the approved one, the effective
 // data class and approval of a tool under its server's declaration,
-// whether a tool is the operator's alone to delete, and whether an
-// McpAccessPolicy's spec is valid. The controllers, the
-// gateway and kubectl mcp all call these functions; none of them restates
-// a rule. Every function is pure: it reads the objects it is given and
+// whether a tool is the operator's alone to delete, whether an
+// McpAccessPolicy's spec is valid, and where a call approval stands
+// (CallState). The controllers, the gateway, kubectl mcp and its console
+// all call these functions; none of them restates a rule. Every function is
+// pure: it reads the objects it is given and
 // nothing else.
 package governance
 
@@ -74,6 +75,20 @@ func Effective(srv *mcpv1alpha1.McpServer, t *mcpv1alpha1.McpTool) (mcpv1alpha1.
 	serverApproval := srv.Spec.ApprovalRequired == nil || *srv.Spec.ApprovalRequired
 	toolApproval := t.Spec.ApprovalRequired != nil && *t.Spec.ApprovalRequired
 	return class, serverApproval || toolApproval
+}
+
+// Recorded is a tool's data class and whether its calls need a person's
+// approval as the McpTool controller last recorded them in status, with
+// the strictest values where it recorded none (or a class the API server
+// should have rejected): Restricted, approval required. It is what Effective
+// computed when the tool was last reconciled; the gateway decides calls by it.
+func Recorded(t *mcpv1alpha1.McpTool) (mcpv1alpha1.DataClass, bool) {
+	class := t.Status.EffectiveDataClass
+	if !class.Valid() {
+		class = mcpv1alpha1.DataClassRestricted
+	}
+	approval := t.Status.EffectiveApprovalRequired == nil || *t.Status.EffectiveApprovalRequired
+	return class, approval
 }
 
 // WithinCeiling reports whether a data class is at or below a caller's

@@ -62,6 +62,30 @@ func TestUnapproved(t *testing.T) {
 	}
 }
 
+func TestRecordedIsTheStrictestWhereStatusSaysNothing(t *testing.T) {
+	tool := func(class mcpv1alpha1.DataClass, approval *bool) *mcpv1alpha1.McpTool {
+		return &mcpv1alpha1.McpTool{Status: mcpv1alpha1.McpToolStatus{EffectiveDataClass: class, EffectiveApprovalRequired: approval}}
+	}
+	for _, tc := range []struct {
+		name     string
+		tool     *mcpv1alpha1.McpTool
+		class    mcpv1alpha1.DataClass
+		approval bool
+	}{
+		{"not yet reconciled", tool("", nil), mcpv1alpha1.DataClassRestricted, true},
+		{"as recorded", tool(mcpv1alpha1.DataClassInternal, ptr(false)), mcpv1alpha1.DataClassInternal, false},
+		{"approval recorded as required", tool(mcpv1alpha1.DataClassPublic, ptr(true)), mcpv1alpha1.DataClassPublic, true},
+		{"an unknown class ranks as Restricted", tool("Secret", ptr(false)), mcpv1alpha1.DataClassRestricted, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			class, approval := Recorded(tc.tool)
+			if class != tc.class || approval != tc.approval {
+				t.Fatalf("Recorded = (%s, %t), want (%s, %t)", class, approval, tc.class, tc.approval)
+			}
+		})
+	}
+}
+
 func TestWithinCeiling(t *testing.T) {
 	if !WithinCeiling(mcpv1alpha1.DataClassInternal, mcpv1alpha1.DataClassInternal) {
 		t.Error("a class equal to the ceiling is within it")
@@ -76,9 +100,9 @@ func TestWithinCeiling(t *testing.T) {
 
 func TestCollectableKeepsWhatAPersonDecided(t *testing.T) {
 	spec := func(manager string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:enabled":{}}}`)}}
+		return metav1.ManagedFieldsEntry{Manager: manager, FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:enabled":{}}}`)}
 	}
-	status := metav1.ManagedFieldsEntry{Manager: "kubectl", Subresource: "status", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}
+	status := metav1.ManagedFieldsEntry{Manager: "kubectl", Subresource: "status", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}
 	now := metav1.Now()
 	for _, tc := range []struct {
 		name string

@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/metrics"
+	"github.com/mcp-catalog/operator/internal/notify"
 	"github.com/mcp-catalog/operator/internal/tenancy"
 	"github.com/mcp-catalog/operator/internal/tokenexchange"
 	"github.com/mcp-catalog/operator/internal/upstream"
@@ -37,7 +38,7 @@ const EventSource = "mcp-catalog-operator"
 var Version = version.Get()
 
 // +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpaccesspolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpcallapprovals,verbs=get;list;create;delete
+// +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpcallapprovals,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpcallapprovals/status,verbs=update
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -90,6 +91,7 @@ func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Sele
 		CatalogBudget:             opts.CatalogBudget,
 		Storage:                   opts.NamespaceStorage,
 		CredentialRetryInterval:   opts.CredentialRetryInterval,
+		HealthInterval:            opts.HealthInterval,
 	}
 	if servers.CatalogBudget == nil && opts.CatalogBytesInFlight > 0 {
 		servers.CatalogBudget = tenancy.NewBudget(opts.CatalogBytesInFlight)
@@ -109,10 +111,31 @@ func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Sele
 	if err := tools.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpTool controller: %w", err)
 	}
-	return nil
+	return setupNotifications(mgr, opts)
 }
 
-// +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpservers/status,verbs=patch
+// setupNotifications watches McpCallApprovals, for the metrics of calls
+// waiting for a person, and adds the webhook when one is configured.
+func setupNotifications(mgr ctrl.Manager, opts Options) error {
+	// Registered now, so that a missing permission shows at start.
+	if _, err := mgr.GetCache().GetInformer(context.Background(), &mcpv1alpha1.McpCallApproval{}); err != nil {
+		return fmt.Errorf("watching McpCallApprovals: %w", err)
+	}
+	if opts.NotifyWebhookURL == "" {
+		return nil
+	}
+	hook, err := notify.NewWebhook(notify.WebhookOptions{URL: opts.NotifyWebhookURL, KeyFile: opts.NotifyWebhookKeyFile})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(hook); err != nil {
+		return fmt.Errorf("adding the notification webhook: %w", err)
+	}
+	if err := mgr.Add(&notify.Watcher{Cache: mgr.GetCache(), Notifier: hook, CallApprovals: opts.NotifyCallApprovals}); err != nil {
+		return fmt.Errorf("adding the notification watcher: %w", err)
+	}
+	return nil
+}
 
 // setupGateway adds the gateway to the manager. It runs on every replica,
 // leader or not.
@@ -168,7 +191,6 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		ApprovalURL:  approvalURL(opts.GatewayApprovalURL, mgr.GetConfig().Host),
 		Now:          opts.GatewayNow,
 		Stateless:    opts.GatewayStateless,
-		Contacts:     &gateway.Contacts{Client: mgr.GetClient(), Interval: opts.GatewayContactInterval},
 
 		TracerProvider: tp,
 	})

@@ -150,6 +150,12 @@ type Options struct {
 	// is looked at again; 0 means the controller's default (15s). Secrets
 	// are not watched (docs/adr/003-secret-access.md).
 	CredentialRetryInterval time.Duration
+	// HealthInterval, when set and positive for a server, is the
+	// health-check interval the controller uses for it in place of its
+	// spec.healthCheck.interval.
+	// It is for tests, which would otherwise wait out the API's 5 s minimum
+	// to see a probe happen or not; no flag sets it.
+	HealthInterval func(*mcpv1alpha1.McpServer) time.Duration
 	// SkipControllerNameValidation lets several managers run in one process,
 	// one after the other, as tests that restart the manager need.
 	SkipControllerNameValidation bool
@@ -176,9 +182,6 @@ type Options struct {
 	// (docs/adr/015-gateway-deployment.md). A single process may keep
 	// sessions.
 	GatewayStateless bool
-	// GatewayContactInterval is how often, at most, the gateway writes one
-	// McpServer's last contact; 0 means gateway.DefaultContactInterval.
-	GatewayContactInterval time.Duration
 	// GatewayReady, if set, receives the gateway's bound address.
 	GatewayReady chan<- string
 	// GatewayApprovalKeySecret names the Secret (namespace/name, keys
@@ -195,6 +198,18 @@ type Options struct {
 	GatewayApprovalURL string
 	// GatewayNow, if set, is the gateway's clock (tests).
 	GatewayNow func() time.Time
+	// NotifyWebhookURL, if set, receives an event (a signed CloudEvent)
+	// when a call starts waiting for approval, when a person decides one,
+	// and when a tool's definition drifts from the approved one. The
+	// controllers' leader sends them.
+	NotifyWebhookURL string
+	// NotifyWebhookKeyFile holds the HMAC key the events are signed with;
+	// required with NotifyWebhookURL.
+	NotifyWebhookKeyFile string
+	// NotifyCallApprovals sends the events about call approvals as well
+	// as drift. Every shard sees every approval, so only the default
+	// instance of a sharded installation sends them.
+	NotifyCallApprovals bool
 	// TokenEndpointRootCAs, if set, replaces the system roots when
 	// verifying delegation profiles' token endpoints.
 	TokenEndpointRootCAs *x509.CertPool
@@ -217,6 +232,7 @@ func DefaultOptions() Options {
 		MaxConcurrentServers:    controller.DefaultMaxConcurrentServers,
 		GatewayAudience:         DefaultGatewayAudience,
 		Components:              ComponentsAll,
+		NotifyCallApprovals:     true,
 	}
 }
 

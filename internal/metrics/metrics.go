@@ -104,6 +104,24 @@ var (
 		Help: "Unix time of each McpServer's last completed probe or import.",
 	}, []string{"namespace", "server"})
 
+	// GatewayLastContact is when a tool call through this gateway replica
+	// last had an answer from each McpServer (a tool error is an answer
+	// too), updated at every one. The gateway writes no McpServer status:
+	// the controller owns it, and this gauge is the call side's record.
+	// Each replica reports its own calls; take the max across them.
+	GatewayLastContact = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mcp_catalog_gateway_server_last_contact_timestamp_seconds",
+		Help: "Unix time of each McpServer's last answer to a tool call through this gateway replica.",
+	}, []string{"namespace", "server"})
+
+	// Notifications counts webhook notifications by event type and
+	// result: delivered, retried (a try failed and another follows),
+	// failed (given up) and dropped (the queue was full).
+	Notifications = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_notifications_total",
+		Help: "Webhook notifications, by event type and result (delivered, retried, failed, dropped).",
+	}, []string{"type", "result"})
+
 	// GatewayAuditFailures counts audit records the gateway could not write,
 	// by phase (before: the call was refused; after: the call had happened;
 	// denied: a refusal went unrecorded).
@@ -118,8 +136,8 @@ var (
 // the names they describe.
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		GatewayCalls, GatewayRefusals, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals,
-		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, Tools, LastContact, GatewayAuditFailures, State,
+		GatewayCalls, GatewayRefusals, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals, GatewayLastContact,
+		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, Tools, LastContact, GatewayAuditFailures, Notifications, State,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
 )
 
 // Per-object state, the way kube-state-metrics publishes it: computed at
@@ -26,6 +27,10 @@ var (
 	toolsByReasonDesc = prometheus.NewDesc("mcp_catalog_tools_by_ready_reason",
 		"McpTools of each McpServer by the reason of their Ready condition (Succeeded when Ready; Disabled, DefinitionChanged, ServerNotReady, ... when not).",
 		[]string{"namespace", "server", "reason"}, nil)
+	approvalsPendingDesc = prometheus.NewDesc("mcp_catalog_call_approvals_pending",
+		"McpCallApprovals of each namespace waiting for a person's decision (undecided, not expired).", []string{"namespace"}, nil)
+	approvalOldestPendingDesc = prometheus.NewDesc("mcp_catalog_call_approval_oldest_pending_seconds",
+		"Age of the oldest McpCallApproval of each namespace still waiting for a person's decision; absent when none waits.", []string{"namespace"}, nil)
 )
 
 // State is the collector of per-object state. It reports nothing until
@@ -48,6 +53,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- serverReachableDesc
 	ch <- serverSuspendedDesc
 	ch <- toolsByReasonDesc
+	ch <- approvalsPendingDesc
+	ch <- approvalOldestPendingDesc
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -87,6 +94,40 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		for k, n := range counts {
 			ch <- prometheus.MustNewConstMetric(toolsByReasonDesc, prometheus.GaugeValue, float64(n), k.ns, k.server, k.reason)
 		}
+	}
+
+	var approvals mcpv1alpha1.McpCallApprovalList
+	if err := r.List(ctx, &approvals); err == nil {
+		collectPending(ch, approvals.Items, time.Now())
+	}
+}
+
+// collectPending reports, per namespace, how many calls wait for a person
+// and how long the oldest has waited.
+func collectPending(ch chan<- prometheus.Metric, items []mcpv1alpha1.McpCallApproval, now time.Time) {
+	type waiting struct {
+		n      int
+		oldest time.Time
+	}
+	byNS := map[string]*waiting{}
+	for i := range items {
+		a := &items[i]
+		if governance.CallState(a, now) != governance.CallStatePending {
+			continue
+		}
+		w := byNS[a.Namespace]
+		if w == nil {
+			w = &waiting{oldest: a.CreationTimestamp.Time}
+			byNS[a.Namespace] = w
+		}
+		w.n++
+		if a.CreationTimestamp.Before(&metav1.Time{Time: w.oldest}) {
+			w.oldest = a.CreationTimestamp.Time
+		}
+	}
+	for ns, w := range byNS {
+		ch <- prometheus.MustNewConstMetric(approvalsPendingDesc, prometheus.GaugeValue, float64(w.n), ns)
+		ch <- prometheus.MustNewConstMetric(approvalOldestPendingDesc, prometheus.GaugeValue, max(0, now.Sub(w.oldest).Seconds()), ns)
 	}
 }
 

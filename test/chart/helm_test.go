@@ -176,6 +176,10 @@ var valueSets = []valueSet{
 		values: `
 sharding:
   shards: [east, west]
+notifications:
+  webhook:
+    url: https://hooks.example.com/mcp
+    secretName: mcp-notify
 `,
 		check: checkSharded,
 	},

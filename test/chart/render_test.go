@@ -867,10 +867,10 @@ func checkGatewayScoped(t *testing.T, objs []*unstructured.Unstructured) {
 			t.Errorf("the gateway role does not grant get, list, watch on %s", res)
 		}
 	}
-	// It writes Events, last contacts and the McpCallApprovals of calls
-	// that wait for a person (created, used through status, swept), and
-	// nothing else.
-	writable := [][]string{{"events"}, {"mcpservers/status"}, {"mcpcallapprovals"}, {"mcpcallapprovals/status"}}
+	// It writes Events and the McpCallApprovals of calls that wait for a
+	// person (created, used through status, swept), and nothing else: no
+	// McpServer or McpTool status, which the controllers own.
+	writable := [][]string{{"events"}, {"mcpcallapprovals"}, {"mcpcallapprovals/status"}}
 	for _, r := range role.Rules {
 		for _, v := range r.Verbs {
 			if !slices.Contains([]string{"get", "list", "watch", "create", "patch", "update", "delete"}, v) {
@@ -973,6 +973,14 @@ func checkTenancy(t *testing.T, objs []*unstructured.Unstructured) {
 
 func checkSharded(t *testing.T, objs []*unstructured.Unstructured) {
 	d, c := manager(t, objs)
+	// The webhook: every instance signs with the mounted key; only the
+	// default instance notifies about call approvals, which every shard sees.
+	if f := flags(t, c); f["--notify-webhook-url"] != "https://hooks.example.com/mcp" || f["--notify-webhook-key-file"] != "/etc/mcp-catalog-operator/notify/key" {
+		t.Errorf("default instance: notification flags %v", f)
+	} else if _, off := f["--notify-call-approvals"]; off {
+		t.Error("the default instance does not notify about call approvals")
+	}
+	checkNotifyKey(t, d, c)
 	if got := flags(t, c)["--watch-label-selector"]; got != "!sharding.mcp.catalog.dev/key" {
 		t.Errorf("default instance: --watch-label-selector=%q, want every object without a shard key", got)
 	}
@@ -993,6 +1001,10 @@ func checkSharded(t *testing.T, objs []*unstructured.Unstructured) {
 		if f["--components"] != "controllers" {
 			t.Errorf("shard %s: --components=%q, want controllers (a shard cannot serve the gateway)", shard, f["--components"])
 		}
+		if f["--notify-call-approvals"] != "false" || f["--notify-webhook-url"] == "" {
+			t.Errorf("shard %s: notification flags %v, want the webhook without call approvals", shard, f)
+		}
+		checkNotifyKey(t, sd, &cs[0])
 		id := f["--leader-election-id"]
 		if id == "" || leases[id] {
 			t.Errorf("shard %s: lease %q is empty or shared", shard, id)
@@ -1009,4 +1021,25 @@ func checkSharded(t *testing.T, objs []*unstructured.Unstructured) {
 			t.Errorf("shard %s selects the pods of another shard", shard)
 		}
 	}
+}
+
+// checkNotifyKey checks that the notifications' HMAC key is mounted from
+// its Secret where the manager reads it.
+func checkNotifyKey(t *testing.T, d *appsv1.Deployment, c *corev1.Container) {
+	t.Helper()
+	var vol *corev1.Volume
+	for i, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name == "notify-key" {
+			vol = &d.Spec.Template.Spec.Volumes[i]
+		}
+	}
+	if vol == nil || vol.Secret == nil || vol.Secret.SecretName != "mcp-notify" || len(vol.Secret.Items) != 1 || vol.Secret.Items[0].Key != "key" || vol.Secret.Items[0].Path != "key" {
+		t.Fatalf("%s: the notify-key volume is %+v", d.Name, vol)
+	}
+	for _, m := range c.VolumeMounts {
+		if m.Name == "notify-key" && m.MountPath == "/etc/mcp-catalog-operator/notify" && m.ReadOnly {
+			return
+		}
+	}
+	t.Errorf("%s: the notify key is not mounted read-only at /etc/mcp-catalog-operator/notify: %+v", d.Name, c.VolumeMounts)
 }

@@ -51,6 +51,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"catalog budget that is no size", "tenancy:\n  catalogBytesInFlight: lots", "/tenancy/catalogBytesInFlight"},
 		{"operation timeout cap without a unit", "tenancy:\n  caps:\n    maxOperationTimeout: \"30\"", "/tenancy/caps/maxOperationTimeout"},
 		{"negative namespace tool limit", "tenancy:\n  perNamespace:\n    maxTools: -1", "/tenancy/perNamespace/maxTools"},
+		{"webhook without its key Secret", "notifications:\n  webhook:\n    url: https://hooks.example.com/", "/notifications/webhook"},
+		{"webhook over plain http", "notifications:\n  webhook:\n    url: http://hooks.example.com/\n    secretName: k", "/notifications/webhook/url"},
 		{"tracing env without a name", "gateway:\n  tracing:\n    env: [{value: x}]", "/gateway/tracing/env/0"},
 	}
 	for _, c := range cases {

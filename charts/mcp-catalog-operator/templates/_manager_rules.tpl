@@ -57,6 +57,7 @@
   - delete
   - get
   - list
+  - watch
 - apiGroups:
   - mcp.catalog.dev
   resources:

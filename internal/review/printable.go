@@ -1,19 +1,19 @@
-package cli
+package review
 
 import (
 	"strings"
 	"unicode"
 )
 
-// printable returns a string a server sent with every control character
+// Printable returns a string a server sent with every control character
 // removed, so that printing it cannot move the cursor, recolour, retitle or
 // clear the terminal, rewrite an earlier line (\r, backspace) or reorder
 // text (bidirectional overrides). ANSI escape sequences are removed whole.
 // With keepLines, newlines and tabs survive, for multi-line text such as a
 // tool's output; otherwise they become spaces.
 //
-// Every printer of a server-provided string goes through it (oneLine does).
-func printable(s string, keepLines bool) string {
+// Every printer of a server-provided string goes through it (OneLine does).
+func Printable(s string, keepLines bool) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	rs := []rune(s)
@@ -90,4 +90,15 @@ func skipString(rs []rune, i int) int {
 		}
 	}
 	return len(rs) - 1
+}
+
+// OneLine is Printable on one line, with runs of white space made one
+// space, cut to n characters (the last one an ellipsis when cut).
+func OneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(Printable(s, false)), " ")
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

@@ -1,4 +1,4 @@
-package cli
+package review
 
 import "testing"
 
@@ -21,14 +21,14 @@ func TestPrintable(t *testing.T) {
 		{"unterminated CSI", "a\x1b[12", "a", "a"},
 		{"DEL and NUL", "a\x7f\x00b", "ab", "ab"},
 	} {
-		if got := printable(c.in, false); got != c.want {
-			t.Errorf("%s: printable(%q, false) = %q, want %q", c.name, c.in, got, c.want)
+		if got := Printable(c.in, false); got != c.want {
+			t.Errorf("%s: Printable(%q, false) = %q, want %q", c.name, c.in, got, c.want)
 		}
-		if got := printable(c.in, true); got != c.wantLines {
-			t.Errorf("%s: printable(%q, true) = %q, want %q", c.name, c.in, got, c.wantLines)
+		if got := Printable(c.in, true); got != c.wantLines {
+			t.Errorf("%s: Printable(%q, true) = %q, want %q", c.name, c.in, got, c.wantLines)
 		}
 	}
-	if got := oneLine("x\x1b[2Jy\r\nz", 80); got != "xy z" {
-		t.Errorf("oneLine = %q", got)
+	if got := OneLine("x\x1b[2Jy\r\nz", 80); got != "xy z" {
+		t.Errorf("OneLine = %q", got)
 	}
 }

@@ -1,0 +1,89 @@
+package console
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+)
+
+func hash(c string) string { return "sha256:" + strings.Repeat(c, 64) }
+
+func tool(name string, enabled bool, approved, current string, ready metav1.ConditionStatus, reason string) *mcpv1alpha1.McpTool {
+	t := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "docs." + name},
+		Spec: mcpv1alpha1.McpToolSpec{ServerRef: mcpv1alpha1.LocalObjectReference{Name: "docs"}, RemoteName: name, Enabled: enabled, ApprovedDefinitionHash: approved}}
+	t.Status.DefinitionHash = current
+	t.Status.Description = "does " + name
+	t.Status.Conditions = []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: ready, Reason: reason, Message: "why\x1b[2J not"}}
+	return t
+}
+
+func TestTheViewQueuesEveryUnapprovedDefinitionAndCountsEachToolOnce(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	served := tool("served", true, hash("a"), hash("a"), metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded)
+	fresh := tool("fresh", false, "", hash("b"), metav1.ConditionFalse, mcpv1alpha1.ReasonDisabled)
+	drifted := tool("drifted", true, hash("c"), hash("d"), metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionChanged)
+	drifted.Status.ApprovedDefinition = &mcpv1alpha1.ToolDefinition{Hash: hash("c"), Description: "does drifted",
+		InputSchema: &apiextensionsv1.JSON{Raw: []byte(`{"type":"object"}`)}}
+	drifted.Status.Description = "does drifted\nand mails it <script>x()</script> \u202eelsewhere"
+	off := tool("off", false, hash("e"), hash("e"), metav1.ConditionFalse, mcpv1alpha1.ReasonDisabled)
+	notImported := tool("later", false, "", "", metav1.ConditionFalse, mcpv1alpha1.ReasonNotImported)
+	srv := &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "docs"}, Spec: mcpv1alpha1.McpServerSpec{DataClass: mcpv1alpha1.DataClassInternal}}
+	srv.Status.ServerInfo = &mcpv1alpha1.ServerInfo{Name: "docs\x07server", ProtocolVersion: "2026-07-28"}
+
+	pending := &mcpv1alpha1.McpCallApproval{ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "call-1"},
+		Spec: mcpv1alpha1.McpCallApprovalSpec{Tool: "docs.served", Caller: "system:serviceaccount:agents:bot", ExpiresAt: metav1.NewTime(now.Add(time.Minute))}}
+	lapsed := pending.DeepCopy()
+	lapsed.Name = "call-0"
+	lapsed.Spec.ExpiresAt = metav1.NewTime(now.Add(-time.Minute))
+	denied := pending.DeepCopy()
+	denied.Name, denied.Spec.Decision, denied.Spec.DecidedBy, denied.Spec.Reason = "call-2", mcpv1alpha1.CallDenied, "alice", "not\rnow"
+
+	v := BuildView(Objects{Servers: []*mcpv1alpha1.McpServer{srv}, Tools: []*mcpv1alpha1.McpTool{served, fresh, drifted, off, notImported},
+		Approvals: []*mcpv1alpha1.McpCallApproval{pending, lapsed, denied}}, now)
+
+	if len(v.Reviews) != 2 || v.Reviews[0].Name != "docs.drifted" || v.Reviews[0].Kind != KindDrifted || v.Reviews[1].Name != "docs.fresh" || v.Reviews[1].Kind != KindNew {
+		t.Fatalf("reviews = %+v, want docs.drifted (drifted) then docs.fresh (new)", v.Reviews)
+	}
+	d := v.Reviews[0]
+	if d.CurrentHash != hash("d") || d.ApprovedHash != hash("c") || len(d.Approved) == 0 || len(d.Diff) == 0 {
+		t.Errorf("the drifted review lacks the approved text or the diff: %+v", d)
+	}
+	joined := strings.Join(d.Current, "\n") + strings.Join(d.Diff, "\n") + strings.Join(d.Warnings, "\n")
+	if !strings.Contains(joined, "+  and mails it <script>x()</script> elsewhere") {
+		t.Errorf("the diff does not show the added line as text:\n%s", joined)
+	}
+	if strings.ContainsAny(joined, "\u202e\x1b") {
+		t.Errorf("a control character reached the view: %q", joined)
+	}
+	if len(v.Reviews[1].Approved) != 0 || len(v.Reviews[1].Diff) != 0 {
+		t.Errorf("a new tool has nothing approved to compare with: %+v", v.Reviews[1])
+	}
+
+	if len(v.Namespaces) != 1 || len(v.Namespaces[0].Servers) != 1 {
+		t.Fatalf("namespaces = %+v", v.Namespaces)
+	}
+	s := v.Namespaces[0].Servers[0]
+	want := Counts{Total: 5, Served: 1, Review: 2, Disabled: 2}
+	if s.Counts != want {
+		t.Errorf("counts = %+v, want %+v", s.Counts, want)
+	}
+	if s.Era != "2026-07-28" || s.ServerName != "docsserver" || !s.ApprovalCall {
+		t.Errorf("server = %+v", s)
+	}
+
+	if len(v.Pending) != 1 || v.Pending[0].Name != "call-1" {
+		t.Errorf("pending = %+v, want call-1 only (call-0 expired)", v.Pending)
+	}
+	states := map[string]string{}
+	for _, c := range v.Decided {
+		states[c.Name] = c.State + "/" + c.Reason
+	}
+	if states["call-0"] != "Expired/" || states["call-2"] != "Denied/notnow" {
+		t.Errorf("decided = %v", states)
+	}
+}

@@ -1,0 +1,132 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/url"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/credentials"
+	"github.com/mcp-catalog/operator/internal/mcp"
+)
+
+// xMCPHeader is the schema annotation that mirrors an argument into a
+// header.
+const xMCPHeader = `"x-mcp-header"`
+
+// send is the send stage of a call: the endpoint and credential of the
+// tool's server for the caller (the server's own, or a token exchanged for
+// the caller), then the remote tool called with the arguments, under a
+// client span of its own.
+func (g *Gateway) send(ctx context.Context, id *Identity, c *callScope) (*mcp.CallOutcome, error) {
+	ep, err := g.Upstreams.Call(ctx, c.srv, credentials.Actor{Username: id.Username, Groups: id.Groups})
+	if err != nil {
+		return nil, err
+	}
+	var opts []mcp.CallOption
+	if schema := c.tool.Status.InputSchema; schema != nil && bytes.Contains(schema.Raw, []byte(xMCPHeader)) {
+		// Arguments the schema marks with x-mcp-header travel in headers
+		// too, which 2026-07-28 servers require. A schema without the
+		// annotation has no such argument, and is not walked on every call.
+		opts = append(opts, mcp.WithInputSchema(schema.Raw))
+	}
+	ctx, span, tc := g.startUpstream(ctx, c.srv, c.tool)
+	var info mcp.CallInfo
+	opts = append(opts, mcp.WithTraceContext(tc), mcp.WithCallInfo(&info))
+	start := time.Now()
+	out, err := g.MCP.CallTool(ctx, ep, c.tool.Spec.RemoteName, c.args, opts...)
+	c.obs.upstream, c.obs.sent = time.Since(start), true
+	endUpstream(span, &info, out, err)
+	return out, err
+}
+
+// startUpstream begins the client span of the upstream call, a child of the
+// call's server span, and returns the trace context to send with it. It
+// returns a zero TraceContext and a nil span when tracing is off.
+func (g *Gateway) startUpstream(ctx context.Context, srv *mcpv1alpha1.McpServer, t *mcpv1alpha1.McpTool) (context.Context, trace.Span, mcp.TraceContext) {
+	if g.tracer == nil {
+		return ctx, nil, mcp.TraceContext{}
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("mcp.method.name", "tools/call"),
+		attribute.String("gen_ai.operation.name", "execute_tool"),
+		attribute.String("gen_ai.tool.name", t.Spec.RemoteName),
+		attribute.String("network.transport", "tcp"),
+		attribute.String("network.protocol.name", "http"),
+	}
+	// Host and port only: the URL's path or query may be the provider's
+	// business, and is not needed to find the server.
+	if u, err := url.Parse(srv.Spec.URL); err == nil && u.Hostname() != "" {
+		attrs = append(attrs, attribute.String("server.address", u.Hostname()))
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		}
+		if p, err := strconv.Atoi(port); err == nil {
+			attrs = append(attrs, attribute.Int("server.port", p))
+		}
+	}
+	ctx, span := g.tracer.Start(ctx, "tools/call "+t.Spec.RemoteName, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	carrier := propagation.MapCarrier{}
+	traceContext.Inject(ctx, carrier)
+	return ctx, span, mcp.TraceContext{Traceparent: carrier.Get("traceparent"), Tracestate: carrier.Get("tracestate")}
+}
+
+// endUpstream ends the client span with what the MCP client reported.
+func endUpstream(span trace.Span, info *mcp.CallInfo, out *mcp.CallOutcome, err error) {
+	if span == nil {
+		return
+	}
+	if info.ProtocolVersion != "" {
+		span.SetAttributes(attribute.String("mcp.protocol.version", info.ProtocolVersion))
+	}
+	if info.RequestID != "" {
+		span.SetAttributes(attribute.String("jsonrpc.request.id", info.RequestID))
+	}
+	switch {
+	case err != nil:
+		kind := string(failureKind(err))
+		var me *mcp.Error
+		if errors.As(err, &me) && me.RPCCode != 0 {
+			code := me.RPCCode
+			// The conventions ask for the JSON-RPC code as error.type.
+			kind = strconv.Itoa(code)
+			span.SetAttributes(attribute.String("rpc.response.status_code", kind))
+		}
+		span.SetAttributes(attribute.String("error.type", kind))
+		span.SetStatus(codes.Error, kind)
+	case out.IsError:
+		span.SetAttributes(attribute.String("error.type", "tool_error"))
+		span.SetStatus(codes.Error, "tool_error")
+	}
+	span.End()
+}
+
+// failureKind names why a call failed with a fixed word: the MCP client's
+// error kind, or why no credential could be had (an unmapped or disabled
+// actor, a refused token exchange, a missing Secret).
+func failureKind(err error) mcp.Kind {
+	var de *credentials.DelegationError
+	var me *credentials.MissingError
+	var ce *credentials.InvalidCABundleError
+	switch {
+	case mcp.KindOf(err) != "":
+		return mcp.KindOf(err)
+	case errors.As(err, &de):
+		return mcp.Kind(de.Reason)
+	case errors.As(err, &me):
+		return mcp.Kind(me.Reason)
+	case errors.As(err, &ce):
+		return mcp.Kind(mcpv1alpha1.ReasonCABundleInvalid)
+	default:
+		return "CredentialUnavailable"
+	}
+}

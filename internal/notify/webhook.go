@@ -1,0 +1,270 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/mcp-catalog/operator/internal/metrics"
+	"github.com/mcp-catalog/operator/internal/safeurl"
+)
+
+// The headers of a delivery. The signature is
+//
+//	v1,<base64 of HMAC-SHA256(key, id + "." + timestamp + "." + body)>
+//
+// over the exact body bytes, with the webhook-id and webhook-timestamp
+// header values: the scheme of the Standard Webhooks specification, so its
+// verifiers accept it (given the key as "whsec_" + base64 of the key).
+const (
+	HeaderID        = "webhook-id"
+	HeaderTimestamp = "webhook-timestamp"
+	HeaderSignature = "webhook-signature"
+	// ContentType is the CloudEvents JSON format.
+	ContentType = "application/cloudevents+json"
+)
+
+// Defaults of a Webhook.
+const (
+	DefaultQueueSize   = 256
+	DefaultMaxAttempts = 6
+	DefaultTimeout     = 10 * time.Second
+	DefaultBackoff     = time.Second
+	maxBackoff         = time.Minute
+)
+
+// Results counted by the notifications metric.
+const (
+	ResultDelivered = "delivered"
+	ResultRetried   = "retried"
+	ResultFailed    = "failed"
+	ResultDropped   = "dropped"
+)
+
+// ErrBadWebhookURL is returned for a URL a Webhook does not send to.
+var ErrBadWebhookURL = errors.New("notify: the webhook URL must be https (or http to a loopback address)")
+
+// ErrNoKey is returned when the HMAC key file is missing or empty.
+var ErrNoKey = errors.New("notify: no HMAC key")
+
+// WebhookOptions configure a Webhook.
+type WebhookOptions struct {
+	// URL receives every event in a POST.
+	URL string
+	// KeyFile holds the HMAC key (its bytes, a trailing newline ignored).
+	// It is read at every delivery, so a rotated Secret takes effect
+	// without a restart.
+	KeyFile string
+	// QueueSize bounds the events waiting; 0 means DefaultQueueSize.
+	QueueSize int
+	// MaxAttempts bounds the tries of one event; 0 means
+	// DefaultMaxAttempts.
+	MaxAttempts int
+	// Timeout bounds one try; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Backoff is the first wait before a retry, doubled (with jitter) up
+	// to a minute; 0 means DefaultBackoff.
+	Backoff time.Duration
+	// Client sends the requests; nil means a client with no proxy from
+	// the environment and no redirects followed.
+	Client *http.Client
+	// Now is the clock of the timestamps; nil means time.Now.
+	Now func() time.Time
+}
+
+// Webhook delivers events to one URL, one at a time, from a bounded queue.
+// Start runs the delivery; Notify only queues.
+type Webhook struct {
+	o     WebhookOptions
+	queue chan Event
+}
+
+// NewWebhook checks the options and returns a Webhook that delivers once
+// started.
+func NewWebhook(o WebhookOptions) (*Webhook, error) {
+	u, err := url.Parse(o.URL)
+	if err != nil || u.Host == "" || u.User != nil || (u.Scheme != "https" && !(u.Scheme == "http" && loopback(u.Hostname()))) {
+		return nil, fmt.Errorf("%w: %s", ErrBadWebhookURL, safeurl.Display(o.URL))
+	}
+	if o.KeyFile == "" {
+		return nil, fmt.Errorf("%w: no key file given", ErrNoKey)
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = DefaultQueueSize
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = DefaultBackoff
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{
+			Transport: &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: o.Timeout}).DialContext, TLSHandshakeTimeout: o.Timeout},
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Webhook{o: o, queue: make(chan Event, o.QueueSize)}, nil
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Notify queues e, or drops it (and counts it) when the queue is full. It
+// never blocks.
+func (w *Webhook) Notify(e Event) {
+	select {
+	case w.queue <- e:
+	default:
+		metrics.Notifications.WithLabelValues(e.Type, ResultDropped).Inc()
+	}
+}
+
+// NeedLeaderElection is true: one process sends each event.
+func (w *Webhook) NeedLeaderElection() bool { return true }
+
+// Start delivers queued events until ctx ends.
+func (w *Webhook) Start(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e := <-w.queue:
+			w.deliver(ctx, e)
+		}
+	}
+}
+
+// errPermanent marks a refusal that a retry would not change.
+var errPermanent = errors.New("the receiver refused the event")
+
+// deliver tries e until it is accepted, refused for good, or out of
+// attempts.
+func (w *Webhook) deliver(ctx context.Context, e Event) {
+	body, err := json.Marshal(e)
+	if err != nil {
+		metrics.Notifications.WithLabelValues(e.Type, ResultFailed).Inc()
+		return
+	}
+	log := logf.FromContext(ctx).WithName("notify")
+	wait := w.o.Backoff
+	for attempt := 1; ; attempt++ {
+		err := w.send(ctx, e.ID, body)
+		if err == nil {
+			metrics.Notifications.WithLabelValues(e.Type, ResultDelivered).Inc()
+			return
+		}
+		if errors.Is(err, errPermanent) || attempt >= w.o.MaxAttempts || ctx.Err() != nil {
+			metrics.Notifications.WithLabelValues(e.Type, ResultFailed).Inc()
+			log.Error(err, "a notification was not delivered", "type", e.Type, "id", e.ID, "attempts", attempt)
+			return
+		}
+		metrics.Notifications.WithLabelValues(e.Type, ResultRetried).Inc()
+		// Full jitter: between half and all of the wait.
+		d := wait/2 + rand.N(wait/2+1)
+		select {
+		case <-ctx.Done():
+			metrics.Notifications.WithLabelValues(e.Type, ResultFailed).Inc()
+			return
+		case <-time.After(d):
+		}
+		wait = min(2*wait, maxBackoff)
+	}
+}
+
+// key reads the HMAC key.
+func (w *Webhook) key() ([]byte, error) {
+	b, err := os.ReadFile(w.o.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the key file: %w", ErrNoKey, err)
+	}
+	b = bytes.TrimRight(b, "\r\n")
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: the key file is empty", ErrNoKey)
+	}
+	return b, nil
+}
+
+// Sign is the webhook-signature value of body sent with id at timestamp.
+func Sign(key []byte, id string, timestamp int64, body []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id + "." + strconv.FormatInt(timestamp, 10) + "."))
+	m.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// Verify reports whether signature (a webhook-signature header, which may
+// list several space-separated signatures) signs body with key.
+func Verify(key []byte, id string, timestamp int64, body []byte, signature string) bool {
+	want := Sign(key, id, timestamp, body)
+	for _, s := range strings.Fields(signature) {
+		if hmac.Equal([]byte(s), []byte(want)) {
+			return true
+		}
+	}
+	return false
+}
+
+// send makes one try. A 2xx answer is delivery; 408, 429 and 5xx, and a
+// failed connection, are worth another try; any other answer is final.
+func (w *Webhook) send(ctx context.Context, id string, body []byte) error {
+	key, err := w.key()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.o.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.o.URL, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("%w: %w", errPermanent, err)
+	}
+	ts := w.o.Now().Unix()
+	req.Header.Set("Content-Type", ContentType)
+	req.Header.Set(HeaderID, id)
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
+	req.Header.Set(HeaderSignature, Sign(key, id, ts, body))
+	resp, err := w.o.Client.Do(req)
+	if err != nil {
+		// The error names the URL; the URL is the administrator's.
+		return fmt.Errorf("sending to %s: %w", safeurl.Display(w.o.URL), errors.Unwrap(err))
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	switch c := resp.StatusCode; {
+	case c >= 200 && c < 300:
+		return nil
+	case c == http.StatusRequestTimeout || c == http.StatusTooManyRequests || c >= 500:
+		return fmt.Errorf("%s answered %d", safeurl.Display(w.o.URL), c)
+	default:
+		return fmt.Errorf("%w: %s answered %d", errPermanent, safeurl.Display(w.o.URL), c)
+	}
+}
