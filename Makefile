@@ -149,7 +149,7 @@ bench: ## Run the benchmark harness (test/bench) and regenerate docs/benchmarks.
 	echo ">> client and decode"; \
 	$(GO) test -run '^$$' -bench '^Benchmark(Client|Decode)$$' -benchmem -count $(BENCH_COUNT) ./test/bench/ | tee $$out/micro.txt; \
 	status=0; \
-	for s in Import Probe Cache Hostile Shards; do \
+	for s in Import Probe Cache Hostile Shards NoisyNeighbour; do \
 		echo ">> scale: $$s (one process each, so that each reports its own memory)"; \
 		KUBEBUILDER_ASSETS=$$assets $(GO) test -run '^$$' -bench "^BenchmarkScale$$s\$$" -benchtime 1x -timeout $(BENCH_TIMEOUT) ./test/bench/ | tee $$out/$$s.txt || status=1; \
 	done; \

@@ -28,6 +28,14 @@ const (
 	// ConditionReconciling (abnormal-true) says work is in progress.
 	ConditionReconciling = "Reconciling"
 
+	// ConditionCapped (abnormal-true) says the spec asks for more than the
+	// administrator allows (a catalog, tool or time budget above a cap, or a
+	// health interval below the shortest allowed), and the allowed value is
+	// used instead; the message names every such field. The server works
+	// within the caps, so Ready does not depend on it. Present only while
+	// true.
+	ConditionCapped = "Capped"
+
 	// ConditionStalled (abnormal-true) says the controller cannot make
 	// progress without a change to the spec by a human; nothing is retried
 	// until the spec (or a referenced object) changes. Failures that a
@@ -110,6 +118,26 @@ const (
 	// and not imported again until its spec changes (a raised ceiling, say)
 	// or an import is requested.
 	ReasonCatalogTooLarge = "CatalogTooLarge"
+
+	// ReasonCappedByAdministrator: a spec value is above (or, for the
+	// health interval, below) what the controller's flags allow; the
+	// allowed value is used (condition Capped).
+	ReasonCappedByAdministrator = "CappedByAdministrator"
+	// ReasonWaitingForCatalogBudget: the import is due but the bytes its
+	// catalog may take are not free in the controller's budget of catalogs
+	// in flight (--catalog-bytes-in-flight), or its namespace holds its
+	// half of it; it is tried again shortly, without holding a worker
+	// (condition Reconciling).
+	ReasonWaitingForCatalogBudget = "WaitingForCatalogBudget"
+	// ReasonNamespaceToolLimit: the import would take the namespace's
+	// McpTools above --max-tools-per-namespace. Nothing was changed; the
+	// import is retried after one health interval.
+	ReasonNamespaceToolLimit = "NamespaceToolLimit"
+	// ReasonNamespaceDefinitionBytesLimit: the import would take the bytes
+	// of tool definitions the namespace stores above
+	// --max-definition-bytes-per-namespace. Nothing was changed; the import
+	// is retried after one health interval.
+	ReasonNamespaceDefinitionBytesLimit = "NamespaceDefinitionBytesLimit"
 
 	// ReasonImportFailed: the last import failed; see the message.
 	ReasonImportFailed = "ImportFailed"

@@ -362,6 +362,12 @@ type ToolCounts struct {
 	// removed is how many enabled McpTools the server no longer offers.
 	// +required
 	Removed int32 `json:"removed"`
+	// definitionBytes is the size of the definitions the last import
+	// accepted, counted as stored; it is what the server's tools count
+	// against the namespace's limit of definition bytes.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	DefinitionBytes int64 `json:"definitionBytes,omitempty"`
 }
 
 // SkippedTool is a tool an import refused.

@@ -5,10 +5,12 @@ import (
 	"crypto/x509"
 	"flag"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -43,6 +45,17 @@ func main() {
 	fs.StringVar(&tokenProxy, "token-endpoint-proxy", "", "HTTP proxy URL for token exchanges; HTTP(S)_PROXY in the environment is never used.")
 
 	fs.IntVar(&opts.MaxConcurrentServers, "max-concurrent-servers", opts.MaxConcurrentServers, "How many McpServers are imported or probed at once.")
+	// What one namespace may take of what every namespace shares
+	// (docs/adr/024-tenant-fairness.md). Zero: no cap, or the derived value.
+	fs.IntVar(&opts.MaxConcurrentServersPerNamespace, "max-concurrent-servers-per-namespace", 0, "How many of --max-concurrent-servers one namespace's McpServers may hold at once; 0 means three quarters of them.")
+	fs.Var(bytesFlag{&opts.CatalogBytesInFlight}, "catalog-bytes-in-flight", `Budget of catalog bytes all imports in flight may hold together, one namespace at most half (e.g. "64Mi"); 0 means a quarter of GOMEMLIMIT, or without it --max-concurrent-servers × 16Mi.`)
+	fs.Var(bytesFlag{&opts.Caps.MaxCatalogBytes}, "max-catalog-bytes", `Cap on spec.import.maxCatalogBytes (e.g. "4Mi"); 0: no cap beyond half of --catalog-bytes-in-flight.`)
+	var maxTools int
+	fs.IntVar(&maxTools, "max-tools", 0, "Cap on spec.import.maxTools; 0: no cap.")
+	fs.DurationVar(&opts.Caps.MaxOperationTimeout, "max-operation-timeout", 0, "Cap on spec.operationTimeout; 0: no cap.")
+	fs.DurationVar(&opts.Caps.MinHealthInterval, "min-health-interval", 0, "Shortest spec.healthCheck.interval used; 0: none beyond the API's 5s.")
+	fs.Int64Var(&opts.NamespaceStorage.Tools, "max-tools-per-namespace", 0, "Most McpTools the imports of one namespace's McpServers may store; 0: no limit.")
+	fs.Var(bytesFlag{&opts.NamespaceStorage.DefinitionBytes}, "max-definition-bytes-per-namespace", `Most bytes of tool definitions the imports of one namespace's McpServers may store (e.g. "64Mi"); 0: no limit.`)
 	// client-go's default (20 requests a second, bursts of 30) is below what
 	// an import of thousands of tools or a thousand probed servers needs.
 	var apiQPS float64
@@ -83,6 +96,11 @@ func main() {
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
 	log := ctrl.Log.WithName("setup")
+	if maxTools < 0 || maxTools > math.MaxInt32 {
+		log.Error(nil, "--max-tools is out of range")
+		os.Exit(1)
+	}
+	opts.Caps.MaxTools = int32(maxTools)
 
 	for _, ns := range strings.Split(watchNamespaces, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
@@ -143,4 +161,28 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// bytesFlag reads a size as a Kubernetes quantity ("64Mi", "1G",
+// "1048576"), as the chart's values are written.
+type bytesFlag struct{ v *int64 }
+
+func (f bytesFlag) String() string {
+	if f.v == nil {
+		return "0"
+	}
+	return resource.NewQuantity(*f.v, resource.BinarySI).String()
+}
+
+func (f bytesFlag) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return err
+	}
+	n, ok := q.AsInt64()
+	if !ok || n < 0 {
+		return fmt.Errorf("%q is not a size in bytes", s)
+	}
+	*f.v = n
+	return nil
 }

@@ -16,6 +16,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/tenancy"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
@@ -44,6 +45,9 @@ type catalogPlan struct {
 	// offering: they are deleted.
 	collect []*mcpv1alpha1.McpTool
 	result  appliedCatalog
+	// stores is what the server's tools store once the plan is carried
+	// out: the tools accepted and those kept, and the accepted definitions.
+	stores tenancy.Usage
 }
 
 // toolWrite is one tool an import declares and records the definition of.
@@ -63,6 +67,9 @@ func (r *McpServerReconciler) applyCatalog(ctx context.Context, srv *mcpv1alpha1
 		return nil, err
 	}
 	plan := planCatalog(srv, cat, existing)
+	if err := r.admitStorage(ctx, srv, plan.stores); err != nil {
+		return nil, err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(r.ApplyConcurrency)
 	for _, t := range plan.collect {
@@ -103,6 +110,7 @@ func planCatalog(srv *mcpv1alpha1.McpServer, cat *mcp.Catalog, existing []mcpv1a
 	}
 
 	accepted := make(map[string]bool, len(cat.Tools))
+	var definitionBytes int64
 	for _, t := range cat.Tools {
 		name, err := toolname.ObjectName(srv.Name, t.Name)
 		switch {
@@ -117,13 +125,14 @@ func planCatalog(srv *mcpv1alpha1.McpServer, cat *mcp.Catalog, existing []mcpv1a
 			continue
 		}
 		accepted[name] = true
+		definitionBytes += mcp.DefinitionSize(t)
 		def := definitionOf(t)
 		if ex := byName[name]; ex == nil || !importedUpToDate(ex, srv, def.Hash) {
 			p.apply = append(p.apply, toolWrite{name: name, remoteName: t.Name, def: def})
 		}
 	}
 
-	removed, enabled := int32(0), int32(0)
+	removed, enabled, kept := int32(0), int32(0), int64(0)
 	for i := range existing {
 		ex := &existing[i]
 		if ex.Spec.Enabled {
@@ -136,6 +145,7 @@ func planCatalog(srv *mcpv1alpha1.McpServer, cat *mcp.Catalog, existing []mcpv1a
 			p.collect = append(p.collect, ex)
 			continue
 		}
+		kept++
 		reason := mcpv1alpha1.ReasonRemovedFromServer
 		if why, ok := offeredButSkipped[ex.Name]; ok {
 			reason = why
@@ -153,12 +163,37 @@ func planCatalog(srv *mcpv1alpha1.McpServer, cat *mcp.Catalog, existing []mcpv1a
 		Skipped:  int32(len(skipped)),
 		Enabled:  enabled,
 		Removed:  removed,
+
+		DefinitionBytes: definitionBytes,
 	}
+	p.stores = tenancy.Usage{Tools: int64(len(accepted)) + kept, DefinitionBytes: definitionBytes}
 	if len(skipped) > maxSkippedListed {
 		skipped = skipped[:maxSkippedListed]
 	}
 	p.result.skipped = skipped
 	return p
+}
+
+// admitStorage checks that the namespace's tools stay within the storage
+// limits once the server stores stores (docs/adr/024-tenant-fairness.md).
+// What the namespace's other servers store is read from their status in
+// the cache, and from memory for imports this process admitted since. It
+// returns a *tenancy.ExceededError when the import must change nothing.
+func (r *McpServerReconciler) admitStorage(ctx context.Context, srv *mcpv1alpha1.McpServer, stores tenancy.Usage) error {
+	if r.stored == nil {
+		return nil
+	}
+	var servers mcpv1alpha1.McpServerList
+	if err := r.List(ctx, &servers, client.InNamespace(srv.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing the namespace's McpServers: %w", err)
+	}
+	recorded := make(map[string]tenancy.Usage, len(servers.Items))
+	for i := range servers.Items {
+		if t := servers.Items[i].Status.Tools; t != nil {
+			recorded[servers.Items[i].Name] = tenancy.Usage{Tools: int64(t.Imported) + int64(t.Removed), DefinitionBytes: t.DefinitionBytes}
+		}
+	}
+	return r.stored.Admit(client.ObjectKeyFromObject(srv), stores, recorded, r.Storage)
 }
 
 // notOfferedAs reports whether the tool already records that the import did

@@ -18,4 +18,7 @@ const (
 	// only get them, see docs/adr/003-secret-access.md), so this is how a
 	// Secret created after its server is picked up without anyone's help.
 	DefaultCredentialRetryInterval = 15 * time.Second
+	// DefaultCatalogBudgetRetry is how soon an import that found its bytes
+	// of the catalog budget taken is tried again.
+	DefaultCatalogBudgetRetry = 2 * time.Second
 )

@@ -29,7 +29,9 @@ var _ = Describe("Import", func() {
 			createServer(ns, "big", up.URL, withMaxTools(3000), withTimeout(min(bound(20*time.Second), 5*time.Minute)))
 
 			srv := waitReady(ns, "big", 2*time.Minute)
-			Expect(srv.Status.Tools).To(Equal(&mcpv1alpha1.ToolCounts{Offered: offered, Imported: offered}))
+			Expect(srv.Status.Tools).To(Equal(&mcpv1alpha1.ToolCounts{Offered: offered, Imported: offered, DefinitionBytes: srv.Status.Tools.DefinitionBytes}))
+			// What the tools store counts against the namespace's limit.
+			Expect(srv.Status.Tools.DefinitionBytes).To(BeNumerically(">", offered*64))
 			Expect(srv.Status.SkippedTools).To(BeEmpty())
 
 			tools := listTools(ns)

@@ -3,13 +3,16 @@ package controller
 import (
 	"cmp"
 	"context"
+	"runtime/debug"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,11 +21,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/fairqueue"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/schedule"
+	"github.com/mcp-catalog/operator/internal/tenancy"
 	"github.com/mcp-catalog/operator/internal/upstream"
 )
 
@@ -41,6 +47,23 @@ type McpServerReconciler struct {
 	// MaxConcurrent bounds how many servers are imported or probed at once;
 	// a hung server holds one slot for at most its own budget.
 	MaxConcurrent int
+	// MaxConcurrentPerNamespace bounds how many of those one namespace's
+	// servers hold at once; among namespaces with work waiting, the one
+	// holding fewest goes first (package fairqueue). 0 means
+	// fairqueue.DefaultMaxPerTenant(MaxConcurrent).
+	MaxConcurrentPerNamespace int
+	// Caps are the administrator's ceilings on what a spec may ask for.
+	// Catalog ceilings are also capped at what one namespace may hold of
+	// CatalogBudget.
+	Caps tenancy.Caps
+	// CatalogBudget is the process's budget of catalog bytes in flight;
+	// nil means one of tenancy.DefaultInFlight.
+	CatalogBudget *tenancy.Budget
+	// CatalogBudgetRetry is how soon an import waiting for CatalogBudget is
+	// tried again; 0 means DefaultCatalogBudgetRetry.
+	CatalogBudgetRetry time.Duration
+	// Storage bounds what the imports of one namespace's servers store.
+	Storage tenancy.StorageLimits
 	// ApplyConcurrency bounds the parallel McpTool writes of one import.
 	ApplyConcurrency int
 	// CredentialRetryInterval is how soon a server whose Secret (or Secret
@@ -58,6 +81,11 @@ type McpServerReconciler struct {
 	Now func() time.Time
 
 	tools *toolStatus
+	// stored is what each server's admitted imports store, when Storage
+	// bounds anything.
+	stored *tenancy.Ledger
+	// waiters are the servers whose import waits for catalog budget.
+	waiters *catalogWaiters
 }
 
 // serverScope carries what earlier steps of one reconcile learnt to later
@@ -68,6 +96,8 @@ type serverScope struct {
 	now    time.Time
 	// plan is what the schedule says is due, read once at the start.
 	plan schedule.Plan
+	// limits are what imports and probes run under (reconcileLimits).
+	limits tenancy.Limits
 	// endpoint is where imports and probes go, credential resolved.
 	endpoint mcp.Endpoint
 	// importChecked and probeChecked are set when the import and probe
@@ -76,7 +106,8 @@ type serverScope struct {
 	// outcome is what the schedule counts the next probe and import retry
 	// from, recorded once at the end.
 	outcome schedule.Outcome
-	// healthInterval is the server's health-check interval.
+	// healthInterval is the server's health-check interval, before the
+	// administrator's shortest (limits): use interval().
 	healthInterval time.Duration
 	// importInterval is the server's import interval; nextImport is when
 	// the next scheduled import is due (zero: none).
@@ -84,6 +115,21 @@ type serverScope struct {
 	nextImport     time.Time
 	// events are emitted at the end, once status is settled.
 	events []pendingEvent
+	// deferred is set when a due import was put off without holding a
+	// worker (its catalog budget was not free); the reconcile waits.
+	deferred *waitingError
+}
+
+// interval is the health interval the server is probed at: its spec's,
+// within the administrator's shortest.
+func (s *serverScope) interval() time.Duration {
+	if s.limits.HealthInterval > 0 {
+		return s.limits.HealthInterval
+	}
+	if s.healthInterval > 0 {
+		return s.healthInterval
+	}
+	return healthInterval(s.server)
 }
 
 // Event vocabulary: the reasons of the Events this package emits that are
@@ -134,6 +180,7 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	var stalled error
 	for _, step := range []func(context.Context, *serverScope) error{
+		r.reconcileLimits,
 		r.reconcileCredentials,
 		r.reconcileImport,
 		r.reconcileProbe,
@@ -150,6 +197,9 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			return ctrl.Result{}, err
 		}
 	}
+	if stalled == nil && sc.deferred != nil {
+		return ctrl.Result{}, sc.deferred
+	}
 	return ctrl.Result{}, stalled
 }
 
@@ -162,6 +212,10 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 func (r *McpServerReconciler) finish(ctx context.Context, sc *serverScope, before *mcpv1alpha1.McpServer, err error) (ctrl.Result, error) {
 	srv := sc.server
 	summarize(srv, err, sc.now)
+	if d := sc.deferred; d != nil && err == error(d) {
+		// The import was put off, not failed: work in progress.
+		setCondition(&srv.Status.Conditions, srv.Generation, mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, d.reason, d.err.Error(), sc.now)
+	}
 	_, stalled := asStalling(err)
 	if err == nil || stalled {
 		// A stall is a decided outcome of this generation.
@@ -247,6 +301,12 @@ func earliest(a, b time.Time) time.Time {
 // forget drops a deleted server's schedule and metrics.
 func (r *McpServerReconciler) forget(key types.NamespacedName) {
 	r.Schedule.Forget(key)
+	if r.stored != nil {
+		r.stored.Forget(key)
+	}
+	if r.waiters != nil {
+		r.waiters.done(key)
+	}
 	forgetServerGauges(key.Namespace, key.Name)
 }
 
@@ -304,6 +364,25 @@ func (r *McpServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.CredentialRetryInterval <= 0 {
 		r.CredentialRetryInterval = DefaultCredentialRetryInterval
 	}
+	if r.MaxConcurrentPerNamespace <= 0 {
+		r.MaxConcurrentPerNamespace = fairqueue.DefaultMaxPerTenant(r.MaxConcurrent)
+	}
+	if r.CatalogBudget == nil {
+		r.CatalogBudget = tenancy.NewBudget(tenancy.DefaultInFlight(debug.SetMemoryLimit(-1), r.MaxConcurrent, mcp.DefaultMaxCatalogBytes))
+	}
+	if r.CatalogBudgetRetry <= 0 {
+		r.CatalogBudgetRetry = DefaultCatalogBudgetRetry
+	}
+	// An import takes its catalog ceiling from the budget, so no ceiling
+	// may exceed what one namespace may hold of it.
+	if per := r.CatalogBudget.PerTenant(); r.Caps.MaxCatalogBytes <= 0 || r.Caps.MaxCatalogBytes > per {
+		r.Caps.MaxCatalogBytes = per
+	}
+	if r.Storage != (tenancy.StorageLimits{}) {
+		r.stored = tenancy.NewLedger()
+	}
+	r.waiters = newCatalogWaiters()
+	perNamespace := r.MaxConcurrentPerNamespace
 	r.tools = &toolStatus{client: r.Client, live: r.APIReader, now: r.now}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("mcpserver").
@@ -314,10 +393,23 @@ func (r *McpServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A tool enabled or disabled changes its server's counts.
 		Watches(&mcpv1alpha1.McpTool{}, handler.EnqueueRequestsFromMapFunc(toolToServer), builder.WithPredicates(enabledChanged{})).
 		// A delegated server's credentials depend on its profile's readiness.
+		// An import waiting for catalog budget starts when bytes are given
+		// back.
+		WatchesRawSource(source.Channel(r.waiters.wake, &handler.EnqueueRequestForObject{})).
 		Watches(&mcpv1alpha1.McpDelegationProfile{}, handler.EnqueueRequestsFromMapFunc(byIndex[mcpv1alpha1.McpServerList](r.Client, indexServerProfile, "the servers of a delegation profile")), builder.WithPredicates(readyChanged{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrent}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: r.MaxConcurrent,
+			// A server that answers slowly holds its worker for its whole
+			// budget: workers are shared fairly between namespaces.
+			NewQueue: func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+				return fairqueue.NewRateLimiting(name, rl, requestNamespace, perNamespace)
+			},
+		}).
 		Complete(r)
 }
+
+// requestNamespace is the tenant a request's work belongs to.
+func requestNamespace(r reconcile.Request) string { return r.Namespace }
 
 // readyChanged passes creations, deletions and changes of the Ready
 // condition's status.

@@ -27,7 +27,7 @@ func (r *McpServerReconciler) reconcileCredentials(ctx context.Context, sc *serv
 		}
 		return err
 	}
-	sc.endpoint = ep
+	sc.endpoint = withLimits(ep, sc.limits)
 	switch {
 	case ep.CABundle != nil && ep.Credential == nil:
 		set(metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "the CA bundle was read; no credential is needed")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,6 +25,23 @@ func (r *McpServerReconciler) reconcileImport(ctx context.Context, sc *serverSco
 	if !importDue(sc) {
 		return nil
 	}
+	// The catalog may take up to its ceiling in memory until it is
+	// applied: that much of the process's budget is taken first, or the
+	// import waits for it without holding a worker.
+	ns, reserved := sc.key.Namespace, sc.limits.MaxCatalogBytes
+	if !r.CatalogBudget.TryAcquire(ns, reserved) {
+		r.waiters.wait(sc.key, reserved)
+		all, mine := r.CatalogBudget.Held(ns)
+		sc.deferred = &waitingError{after: r.CatalogBudgetRetry, reason: mcpv1alpha1.ReasonWaitingForCatalogBudget,
+			err: fmt.Errorf("the import waits for %d bytes of the controller's catalog budget: %d of %d are taken, %d of them by this namespace, which may hold %d",
+				reserved, all, r.CatalogBudget.Total(), mine, r.CatalogBudget.PerTenant())}
+		return nil
+	}
+	r.waiters.done(sc.key)
+	defer func() {
+		r.CatalogBudget.Release(ns, reserved)
+		r.waiters.released(reserved)
+	}()
 	sc.imported = true
 	if v := requestedImport(sc.server); v != "" {
 		// A request is handled once, whatever its outcome.

@@ -12,6 +12,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/schedule"
+	"github.com/mcp-catalog/operator/internal/tenancy"
 )
 
 // The functions in this file compute McpServer status from what the
@@ -233,6 +234,7 @@ func recordImport(sc *serverScope, cat *mcp.Catalog, listErr error, applied *app
 	set := func(status metav1.ConditionStatus, reason, msg string) {
 		setCondition(&srv.Status.Conditions, srv.Generation, mcpv1alpha1.ConditionCatalogSynced, status, reason, msg, now)
 	}
+	var exceeded *tenancy.ExceededError
 	switch {
 	case listErr != nil:
 		reason, msg := failureReason(listErr)
@@ -247,9 +249,25 @@ func recordImport(sc *serverScope, cat *mcp.Catalog, listErr error, applied *app
 		stall := classifyOperation(listErr, reason, "import failed: "+msg)
 		if stall == nil {
 			// Waiting: the next attempt is one health interval away.
-			sc.outcome.Import, sc.outcome.RetryAfter = schedule.ImportFailed, sc.healthInterval
+			sc.outcome.Import, sc.outcome.RetryAfter = schedule.ImportFailed, sc.interval()
 		}
 		return stall
+	case errors.As(applyErr, &exceeded):
+		// The operation completed and was refused as a whole: the last
+		// good catalog stays. Another server's tools going away can cure
+		// it, which nothing here watches: it waits, like a server that is
+		// down.
+		recordHandshake(sc, &cat.Probe, nil, cat.Probe.Latency, true, false)
+		reason := mcpv1alpha1.ReasonNamespaceToolLimit
+		if exceeded.Limit == tenancy.LimitDefinitionBytes {
+			reason = mcpv1alpha1.ReasonNamespaceDefinitionBytesLimit
+		}
+		msg := exceeded.Error() + "; nothing was changed"
+		observeImport(took, reason)
+		set(metav1.ConditionFalse, reason, "import refused: "+msg)
+		sc.event(actionImport, eventWarning, EventImportFailed, "import refused (%s): %s", reason, msg)
+		sc.outcome.Import, sc.outcome.RetryAfter = schedule.ImportFailed, sc.interval()
+		return nil
 	case applyErr != nil:
 		// The operation completed: that is a contact, and counts as a probe.
 		recordHandshake(sc, &cat.Probe, nil, cat.Probe.Latency, true, false)
@@ -290,7 +308,7 @@ func recordHandshake(sc *serverScope, res *mcp.ProbeResult, err error, took time
 		}
 		sc.event(actionProbe, kind, c.Reason, "%s", c.Message)
 	}
-	sc.outcome.Probed = &schedule.Probe{Interval: sc.healthInterval, OnSchedule: onSchedule}
+	sc.outcome.Probed = &schedule.Probe{Interval: sc.interval(), OnSchedule: onSchedule}
 	observeProbe(srv, took, err, now)
 }
 

@@ -95,7 +95,7 @@ var _ = Describe("Skipped tools", func() {
 		createServer(ns, "odd", url)
 		srv := waitReady(ns, "odd", 30*time.Second)
 
-		Expect(srv.Status.Tools).To(Equal(&mcpv1alpha1.ToolCounts{Offered: 9, Imported: 1, Skipped: 8, Enabled: 1}))
+		Expect(srv.Status.Tools).To(Equal(&mcpv1alpha1.ToolCounts{Offered: 9, Imported: 1, Skipped: 8, Enabled: 1, DefinitionBytes: srv.Status.Tools.DefinitionBytes}))
 		Expect(srv.Status.SkippedTools).To(ConsistOf(
 			mcpv1alpha1.SkippedTool{Name: "bad name", Reason: "InvalidName"},
 			mcpv1alpha1.SkippedTool{Name: strings.Repeat("b", 64) + "...", Reason: "InvalidName"},
@@ -124,7 +124,7 @@ var _ = Describe("Skipped tools", func() {
 		ns := newNamespace()
 		createServer(ns, "many", plainMCP(25, defs))
 		srv := waitReady(ns, "many", 30*time.Second)
-		Expect(srv.Status.Tools).To(Equal(&mcpv1alpha1.ToolCounts{Offered: 61, Imported: 1, Skipped: 60}))
+		Expect(srv.Status.Tools).To(Equal(&mcpv1alpha1.ToolCounts{Offered: 61, Imported: 1, Skipped: 60, DefinitionBytes: srv.Status.Tools.DefinitionBytes}))
 		Expect(srv.Status.SkippedTools).To(HaveLen(50))
 		Expect(srv.Status.SkippedTools[0]).To(Equal(mcpv1alpha1.SkippedTool{Name: "bad name 0", Reason: "InvalidName"}))
 	})

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/test/capture"
 	"github.com/mcp-catalog/operator/test/testenv"
 )
@@ -80,8 +81,8 @@ const (
 
 // startManager starts the operator's manager with the suite's options: a
 // short Secret retry, few workers, and a counting transport under its API
-// client.
-func startManager() *testenv.Manager {
+// client; mutate changes them further.
+func startManager(mutate ...func(*manager.Options)) *testenv.Manager {
 	mcfg := rest.CopyConfig(cfg)
 	mcfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, log: requests} })
 	opts := testenv.ManagerOptions()
@@ -97,6 +98,9 @@ func startManager() *testenv.Manager {
 	}
 	// The restart spec runs a second manager in this process.
 	opts.SkipControllerNameValidation = true
+	for _, m := range mutate {
+		m(&opts)
+	}
 	return testenv.StartManager(mcfg, opts)
 }
 

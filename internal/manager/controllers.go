@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/internal/notify"
+	"github.com/mcp-catalog/operator/internal/tenancy"
 	"github.com/mcp-catalog/operator/internal/tokenexchange"
 	"github.com/mcp-catalog/operator/internal/upstream"
 	"github.com/mcp-catalog/operator/internal/version"
@@ -85,8 +86,15 @@ func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Sele
 		Recorder:      mgr.GetEventRecorder(EventSource),
 		MaxConcurrent: opts.MaxConcurrentServers,
 
-		CredentialRetryInterval: opts.CredentialRetryInterval,
-		HealthInterval:          opts.HealthInterval,
+		MaxConcurrentPerNamespace: opts.MaxConcurrentServersPerNamespace,
+		Caps:                      opts.Caps,
+		CatalogBudget:             opts.CatalogBudget,
+		Storage:                   opts.NamespaceStorage,
+		CredentialRetryInterval:   opts.CredentialRetryInterval,
+		HealthInterval:            opts.HealthInterval,
+	}
+	if servers.CatalogBudget == nil && opts.CatalogBytesInFlight > 0 {
+		servers.CatalogBudget = tenancy.NewBudget(opts.CatalogBytesInFlight)
 	}
 	if err := servers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpServer controller: %w", err)

@@ -30,6 +30,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/controller"
 	"github.com/mcp-catalog/operator/internal/logging"
+	"github.com/mcp-catalog/operator/internal/tenancy"
 )
 
 // DefaultGatewayAudience is the audience agents request for their tokens
@@ -126,6 +127,25 @@ type Options struct {
 	// MaxConcurrentServers bounds how many servers are imported or probed at
 	// once; a hung server holds one slot for at most its own budget.
 	MaxConcurrentServers int
+	// MaxConcurrentServersPerNamespace bounds how many of those one
+	// namespace's servers hold at once; 0 means three quarters of
+	// MaxConcurrentServers (docs/adr/024-tenant-fairness.md).
+	MaxConcurrentServersPerNamespace int
+	// CatalogBytesInFlight is the budget of catalog bytes all imports in
+	// flight may hold together (one namespace at most half); 0 means a
+	// quarter of GOMEMLIMIT, or without one MaxConcurrentServers imports at
+	// the default catalog ceiling.
+	CatalogBytesInFlight int64
+	// CatalogBudget, if set, is used instead of one of CatalogBytesInFlight
+	// (tests read what it held).
+	CatalogBudget *tenancy.Budget
+	// Caps are the ceilings on what one McpServer's spec may ask for; a
+	// zero field caps nothing.
+	Caps tenancy.Caps
+	// NamespaceStorage bounds the McpTools and definition bytes the
+	// imports of one namespace's servers store; a zero field bounds
+	// nothing.
+	NamespaceStorage tenancy.StorageLimits
 	// CredentialRetryInterval is how soon a server whose Secret is missing
 	// is looked at again; 0 means the controller's default (15s). Secrets
 	// are not watched (docs/adr/003-secret-access.md).

@@ -478,6 +478,40 @@ func startProbeTarget(b *testing.B, n int) *probeTarget {
 	return p
 }
 
+// worstLateness is the longest a server of p waited for a probe in the
+// window from start to end beyond one interval: every gap between
+// consecutive probes of a server inside the window, and the gap from a
+// server's last probe to the window's end. The scheduler adds up to a
+// tenth of the interval as jitter, which is counted as lateness here.
+func (p *probeTarget) worstLateness(start, end time.Time, interval time.Duration) time.Duration {
+	var worst time.Duration
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ts := range p.times {
+		last := time.Time{}
+		for _, t := range ts {
+			if !last.IsZero() && t.After(start) {
+				worst = max(worst, t.Sub(last)-interval)
+			}
+			last = t
+		}
+		worst = max(worst, end.Sub(last)-interval)
+	}
+	return worst
+}
+
+// allContacted reports whether every server of p was probed at least once.
+func (p *probeTarget) allContacted() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, t := range p.times {
+		if len(t) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func (p *probeTarget) serverURL(i int) string {
 	return p.url + "/s/" + strconv.Itoa(i) + "/mcp"
 }
@@ -509,16 +543,7 @@ func BenchmarkScaleProbe(b *testing.B) {
 		r.startManager(b)
 		r.namespace(b, "probe")
 		createServers(b, r, "probe", p, n, probeInterval)
-		await(b, 10*time.Minute, "every server contacted", func() bool {
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			for _, t := range p.times {
-				if len(t) == 0 {
-					return false
-				}
-			}
-			return true
-		})
+		await(b, 10*time.Minute, "every server contacted", p.allContacted)
 		// Let the creation burst (imports, first status writes) pass.
 		time.Sleep(2 * probeInterval)
 
@@ -531,23 +556,7 @@ func BenchmarkScaleProbe(b *testing.B) {
 		probes := p.total.Load() - probesBefore
 		writes := r.writes.get("mcpservers/status") - writesBefore
 
-		// Lateness: every gap between consecutive probes of a server inside
-		// the window, and the gap from a server's last probe to the window's
-		// end, beyond one interval. The scheduler adds up to a tenth of the
-		// interval as jitter, which is counted as lateness here.
-		var worst time.Duration
-		p.mu.Lock()
-		for _, ts := range p.times {
-			last := time.Time{}
-			for _, t := range ts {
-				if !last.IsZero() && t.After(start) {
-					worst = max(worst, t.Sub(last)-probeInterval)
-				}
-				last = t
-			}
-			worst = max(worst, end.Sub(last)-probeInterval)
-		}
-		p.mu.Unlock()
+		worst := p.worstLateness(start, end, probeInterval)
 		// A server is scheduled once per interval plus a mean jitter of a
 		// twentieth of it.
 		scheduled := float64(n) * window.Seconds() / (probeInterval.Seconds() * 1.05)

@@ -194,6 +194,23 @@ notifications:
 		check: checkWebhookURLFromSecret,
 	},
 	{
+		name: "tenancy",
+		values: `
+tenancy:
+  maxConcurrentServersPerNamespace: 4
+  catalogBytesInFlight: 96Mi
+  caps:
+    maxCatalogBytes: 4Mi
+    maxTools: 500
+    maxOperationTimeout: 30s
+    minHealthInterval: 30s
+  perNamespace:
+    maxTools: 5000
+    maxDefinitionBytes: 64Mi
+`,
+		check: checkTenancy,
+	},
+	{
 		name: "watch-namespaces-without-crds",
 		values: `
 crds:

@@ -951,6 +951,26 @@ func checkPrivateCA(t *testing.T, objs []*unstructured.Unstructured) {
 // stays as it was, since a selector cannot change on upgrade; it is a
 // subset of a shard pod's labels, and the ReplicaSets' controller
 // references keep the two apart.)
+// checkTenancy: every tenancy value reaches the manager as its flag.
+func checkTenancy(t *testing.T, objs []*unstructured.Unstructured) {
+	_, c := manager(t, objs)
+	f := flags(t, c)
+	for flag, want := range map[string]string{
+		"--max-concurrent-servers-per-namespace": "4",
+		"--catalog-bytes-in-flight":              "96Mi",
+		"--max-catalog-bytes":                    "4Mi",
+		"--max-tools":                            "500",
+		"--max-operation-timeout":                "30s",
+		"--min-health-interval":                  "30s",
+		"--max-tools-per-namespace":              "5000",
+		"--max-definition-bytes-per-namespace":   "64Mi",
+	} {
+		if got, ok := f[flag]; !ok || got != want {
+			t.Errorf("%s=%q (set: %v), want %q", flag, got, ok, want)
+		}
+	}
+}
+
 func checkSharded(t *testing.T, objs []*unstructured.Unstructured) {
 	d, c := manager(t, objs)
 	// The webhook: every instance signs with the mounted key; only the

@@ -619,6 +619,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ToolCounts
   map:
     fields:
+    - name: definitionBytes
+      type:
+        scalar: numeric
     - name: enabled
       type:
         scalar: numeric

@@ -145,6 +145,7 @@ func write(w *strings.Builder, r results, elapsed time.Duration) {
 	hostileSection(p, r)
 	gatewaySection(p, r)
 	shardsSection(p, r)
+	noisySection(p, r)
 	targetsSection(p, r)
 
 	p("## How to reproduce\n\n")
@@ -156,6 +157,7 @@ func write(w *strings.Builder, r results, elapsed time.Duration) {
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleHostile -benchtime 1x -timeout 30m ./test/bench/\n")
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkGateway -benchtime 1x -timeout 30m ./test/bench/\n")
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleShards  -benchtime 1x -timeout 30m ./test/bench/\n")
+	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleNoisyNeighbour -benchtime 1x -timeout 30m ./test/bench/\n")
 	p("```\n\n")
 	p("Profiles: add `-cpuprofile cpu.out -memprofile mem.out` to a `go test` line\n")
 	p("above and read them with `go tool pprof -top`. The gateway of section 7 is\n")
@@ -513,6 +515,39 @@ func shardsSection(p printer, r results) {
 	p("Target: each shard probes only its half and no object is written by both: %s.\n\n", verdict(ok))
 }
 
+func noisySection(p printer, r results) {
+	const n = "BenchmarkScaleNoisyNeighbour"
+	p("## 9. A noisy neighbour (envtest)\n\n")
+	ratio, ok := r.get(n, "quiet-achieved/scheduled")
+	if !ok {
+		p("Not measured (needs KUBEBUILDER_ASSETS).\n\n")
+		return
+	}
+	get := func(unit string) float64 { v, _ := r.get(n, unit); return v }
+	iv := get("interval-s")
+	late := get("quiet-worst-late-s")
+	p("Two namespaces on the manager's default workers (16, of which one namespace\n")
+	p("holds at most %s: docs/adr/024-tenant-fairness.md). Namespace *noisy*: %s\n", num(get("workers-per-namespace")), num(get("noisy-servers")))
+	p("McpServers at a tarpit, a server that answers one byte a second, with the\n")
+	p("API's longest operationTimeout (5m), so that every operation against one\n")
+	p("holds its worker for five minutes; created first, they take every worker\n")
+	p("their namespace may hold. Then namespace *quiet*: %s McpServers at the\n", num(get("quiet-servers")))
+	p("API's shortest health interval (%ss), each its own endpoint of one\n", num(iv))
+	p("in-process go-sdk server. Once each was contacted and the creation burst\n")
+	p("passed, a window of 12 intervals is watched as in section 4.\n\n")
+	p("| figure | value |\n|---|---:|\n")
+	p("| workers the noisy namespace holds (most at once) | %s (%s) |\n", num(get("noisy-workers-held")), num(get("noisy-workers-most")))
+	p("| time from creating the quiet servers to each contacted once | %.1f s |\n", get("quiet-first-contact-s"))
+	p("| quiet probes achieved / scheduled | %s / %.0f (%s) |\n", num(get("quiet-probes")), get("quiet-scheduled"), percent1(ratio))
+	p("| quiet worst lateness | %.2f s |\n", late)
+	p("| RSS | %.1f MiB |\n| live heap | %.1f MiB |\n\n", get("rss-MiB"), get("heap-MiB"))
+	p("Targets: the quiet namespace keeps ≥ 98%% of its probes on time: %s %s; no probe later than one interval: %.2f s < %s s %s.\n\n",
+		percent1(ratio), verdict(ratio >= 0.98), late, num(iv), verdict(late < iv))
+	p("Without the ceiling the tarpits can take every worker for five minutes\n")
+	p("each; the same attack at 4 workers in internal/controller's tenancy spec\n")
+	p("then leaves the quiet namespace without a Ready server for 30 s.\n\n")
+}
+
 // targetsSection restates the controller scale targets in one table.
 func targetsSection(p printer, r results) {
 	p("## Controller scale targets\n\n")
@@ -543,5 +578,10 @@ func targetsSection(p printer, r results) {
 	shared, okS := r.get("BenchmarkScaleShards", "objects-written-by-both")
 	foreign, _ := r.get("BenchmarkScaleShards", "writes-to-other-shard")
 	row("two shards: objects written by both, writes to the other's objects", "0, 0", num(shared)+", "+num(foreign), shared == 0 && foreign == 0, okS)
+	quiet, okN := r.get("BenchmarkScaleNoisyNeighbour", "quiet-achieved/scheduled")
+	qlate, _ := r.get("BenchmarkScaleNoisyNeighbour", "quiet-worst-late-s")
+	qiv, _ := r.get("BenchmarkScaleNoisyNeighbour", "interval-s")
+	row("noisy neighbour (32 tarpit servers beside 200 at 5 s): the quiet namespace's probes achieved / scheduled", "≥ 0.98", fixed(quiet), quiet >= 0.98, okN)
+	row("noisy neighbour: the quiet namespace's worst lateness", "< 1 interval", fmt.Sprintf("%.2f s", qlate), qlate < qiv, okN)
 	p("\n")
 }

@@ -33,6 +33,10 @@ type ToolCountsApplyConfiguration struct {
 	Enabled *int32 `json:"enabled,omitempty"`
 	// removed is how many enabled McpTools the server no longer offers.
 	Removed *int32 `json:"removed,omitempty"`
+	// definitionBytes is the size of the definitions the last import
+	// accepted, counted as stored; it is what the server's tools count
+	// against the namespace's limit of definition bytes.
+	DefinitionBytes *int64 `json:"definitionBytes,omitempty"`
 }
 
 // ToolCountsApplyConfiguration constructs a declarative configuration of the ToolCounts type for use with
@@ -78,5 +82,13 @@ func (b *ToolCountsApplyConfiguration) WithEnabled(value int32) *ToolCountsApply
 // If called multiple times, the Removed field is set to the value of the last call.
 func (b *ToolCountsApplyConfiguration) WithRemoved(value int32) *ToolCountsApplyConfiguration {
 	b.Removed = &value
+	return b
+}
+
+// WithDefinitionBytes sets the DefinitionBytes field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DefinitionBytes field is set to the value of the last call.
+func (b *ToolCountsApplyConfiguration) WithDefinitionBytes(value int64) *ToolCountsApplyConfiguration {
+	b.DefinitionBytes = &value
 	return b
 }
