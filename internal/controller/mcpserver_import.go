@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,9 +13,10 @@ import (
 	"github.com/mcp-catalog/operator/internal/logging"
 )
 
-// reconcileImport imports the catalog when it is due, in three stages:
-// fetch it (one MCP operation under one budget), apply it to the McpTools,
-// and record the outcome in status. A failed or refused import changes no
+// reconcileImport imports the catalog when it is due and the process's
+// catalog budget admits it, in three stages: fetch it (one MCP operation
+// under one budget), apply it to the McpTools, and record the outcome in
+// status. A failed or refused import changes no
 // McpTool and records no contact: the last good catalog stays. A failure
 // only a spec change cures stalls.
 func (r *McpServerReconciler) reconcileImport(ctx context.Context, sc *serverScope) error {
@@ -25,23 +25,11 @@ func (r *McpServerReconciler) reconcileImport(ctx context.Context, sc *serverSco
 	if !importDue(sc) {
 		return nil
 	}
-	// The catalog may take up to its ceiling in memory until it is
-	// applied: that much of the process's budget is taken first, or the
-	// import waits for it without holding a worker.
-	ns, reserved := sc.key.Namespace, sc.limits.MaxCatalogBytes
-	if !r.CatalogBudget.TryAcquire(ns, reserved) {
-		r.waiters.wait(sc.key, reserved)
-		all, mine := r.CatalogBudget.Held(ns)
-		sc.deferred = &waitingError{after: r.CatalogBudgetRetry, reason: mcpv1alpha1.ReasonWaitingForCatalogBudget,
-			err: fmt.Errorf("the import waits for %d bytes of the controller's catalog budget: %d of %d are taken, %d of them by this namespace, which may hold %d",
-				reserved, all, r.CatalogBudget.Total(), mine, r.CatalogBudget.PerTenant())}
+	release, admitted := r.admitImport(sc)
+	if !admitted {
 		return nil
 	}
-	r.waiters.done(sc.key)
-	defer func() {
-		r.CatalogBudget.Release(ns, reserved)
-		r.waiters.released(reserved)
-	}()
+	defer release()
 	sc.imported = true
 	if v := requestedImport(sc.server); v != "" {
 		// A request is handled once, whatever its outcome.

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,6 +10,29 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 )
+
+// admitImport takes the bytes an import may hold in memory until its
+// catalog is applied (its ceiling, as capped) from the process's catalog
+// budget, and returns the function that gives them back. When the budget
+// cannot spare them, the import waits for them without holding a worker:
+// the server is woken when bytes are given back (catalogWaiters), or at
+// the latest after CatalogBudgetRetry, and says so in its status.
+func (r *McpServerReconciler) admitImport(sc *serverScope) (release func(), admitted bool) {
+	ns, reserved := sc.key.Namespace, sc.limits.MaxCatalogBytes
+	if !r.CatalogBudget.TryAcquire(ns, reserved) {
+		r.waiters.wait(sc.key, reserved)
+		all, mine := r.CatalogBudget.Held(ns)
+		sc.deferred = &waitingError{after: r.CatalogBudgetRetry, reason: mcpv1alpha1.ReasonWaitingForCatalogBudget,
+			err: fmt.Errorf("the import waits for %d bytes of the controller's catalog budget: %d of %d are taken, %d of them by this namespace, which may hold %d",
+				reserved, all, r.CatalogBudget.Total(), mine, r.CatalogBudget.PerTenant())}
+		return nil, false
+	}
+	r.waiters.done(sc.key)
+	return func() {
+		r.CatalogBudget.Release(ns, reserved)
+		r.waiters.released(reserved)
+	}, true
+}
 
 // catalogWaiters are the servers whose import waits for bytes of the
 // catalog budget, in the order they began to wait. Bytes given back wake
