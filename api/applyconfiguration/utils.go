@@ -32,6 +32,10 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=mcp.catalog.dev, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("ArgumentRule"):
+		return &apiv1alpha1.ArgumentRuleApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ArgumentRules"):
+		return &apiv1alpha1.ArgumentRulesApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BearerAuth"):
 		return &apiv1alpha1.BearerAuthApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CABundleReference"):
@@ -42,6 +46,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.DelegatedAuthApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DelegationActor"):
 		return &apiv1alpha1.DelegationActorApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("FixedArgument"):
+		return &apiv1alpha1.FixedArgumentApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HeaderAuth"):
 		return &apiv1alpha1.HeaderAuthApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HealthCheckSettings"):
@@ -82,6 +88,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.McpToolSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpToolStatus"):
 		return &apiv1alpha1.McpToolStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ParameterText"):
+		return &apiv1alpha1.ParameterTextApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReviewedText"):
+		return &apiv1alpha1.ReviewedTextApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretKeySelector"):
 		return &apiv1alpha1.SecretKeySelectorApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServerInfo"):

@@ -25,6 +25,18 @@ const (
 	// last import.
 	ConditionImported = "Imported"
 
+	// ConditionReviewedTextValid says whether an McpTool's
+	// spec.reviewedText can be honoured against the server's definition
+	// (every parameter it describes is one the schema has). Present only
+	// while the spec sets reviewed text.
+	ConditionReviewedTextValid = "ReviewedTextValid"
+
+	// ConditionArgumentRulesValid says whether an McpTool's
+	// spec.argumentRules can be honoured: every rule compiles, and every
+	// fixed argument is valid JSON for an argument the server's schema
+	// has. Present only while the spec sets argument rules.
+	ConditionArgumentRulesValid = "ArgumentRulesValid"
+
 	// ConditionReconciling (abnormal-true) says work is in progress.
 	ConditionReconciling = "Reconciling"
 
@@ -164,6 +176,15 @@ const (
 	// ReasonNameMismatch: the McpTool's name is not the one derived from its
 	// server and remote name.
 	ReasonNameMismatch = "NameMismatch"
+	// ReasonReviewedTextInvalid: spec.reviewedText cannot be honoured (it
+	// describes a parameter the server's schema does not have); the tool
+	// is not served until it can.
+	ReasonReviewedTextInvalid = "ReviewedTextInvalid"
+	// ReasonArgumentRulesInvalid: spec.argumentRules cannot be honoured (a
+	// rule does not compile, or a fixed argument is not valid JSON or not
+	// an argument of the server's schema); the tool is not served until
+	// they can.
+	ReasonArgumentRulesInvalid = "ArgumentRulesInvalid"
 )
 
 // Labels and annotations.

@@ -56,6 +56,133 @@ type McpToolSpec struct {
 	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
 	// +kubebuilder:validation:MaxLength=71
 	ApprovedDefinitionHash string `json:"approvedDefinitionHash,omitempty"`
+
+	// reviewedText is the text agents read of the tool instead of the
+	// server's: a title, a description and descriptions of its arguments,
+	// each replacing the server's where it is set. What an agent reads is
+	// an instruction to its model, so the platform decides it; the
+	// server's own text stays in status for reviewers, and the approval
+	// (approvedDefinitionHash) stays the approval of the server's
+	// definition, so a changed server definition is not served until it is
+	// approved again, whatever text hides it. A parameter the server's
+	// schema does not have makes the tool unservable, with the condition
+	// ReviewedTextValid=False.
+	// +optional
+	ReviewedText *ReviewedText `json:"reviewedText,omitempty"`
+
+	// argumentRules narrow what a call of the tool may carry: arguments the
+	// gateway sets itself, hidden from agents, and CEL rules every call's
+	// arguments must pass. A rule that does not compile, or a fixed
+	// argument the server's schema does not have, makes the tool
+	// unservable, with the condition ArgumentRulesValid=False.
+	// +optional
+	ArgumentRules *ArgumentRules `json:"argumentRules,omitempty"`
+}
+
+// ReviewedText is the text agents read of a tool, written by people instead
+// of the server. An empty field leaves the server's text in place.
+type ReviewedText struct {
+	// title agents see instead of the server's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Title string `json:"title,omitempty"`
+
+	// description agents see instead of the server's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	Description string `json:"description,omitempty"`
+
+	// parameters replace the descriptions of the tool's arguments: each
+	// names a property at the top level of the server's input schema.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Parameters []ParameterText `json:"parameters,omitempty"`
+}
+
+// ParameterText is the reviewed description of one argument.
+type ParameterText struct {
+	// name of a property at the top level of the tool's input schema.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Name string `json:"name"`
+
+	// description agents see instead of the server's.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	Description string `json:"description"`
+}
+
+// ArgumentRules narrow the calls of a tool: arguments the gateway sets, and
+// rules over the arguments. The type is meant for any object that narrows a
+// tool's calls, so that a consuming namespace can later add rules of its own
+// to a tool it is granted; rules from several sets all apply, and a set can
+// only add to another, never remove from it.
+type ArgumentRules struct {
+	// fixed are arguments the gateway sets on every call. They are hidden
+	// from the schema agents see, and a call that sends one is refused,
+	// never overridden silently. Every reader of the McpTool can read the
+	// values, and the server receives them: never put a credential here
+	// (the McpServer's auth carries those, from Secrets).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Fixed []FixedArgument `json:"fixed,omitempty"`
+
+	// rules are CEL expressions over the call's arguments (the variable
+	// args, a map) as they are sent upstream, fixed arguments included;
+	// every rule must evaluate to true for the call to be made. A refusal
+	// names the rule and gives its message, never the arguments.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Rules []ArgumentRule `json:"rules,omitempty"`
+}
+
+// FixedArgument is an argument the gateway sets.
+type FixedArgument struct {
+	// name of a property at the top level of the tool's input schema.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Name string `json:"name"`
+
+	// value is the argument's value as JSON text: '"example.com"' for a
+	// string, '10', 'true', '["a","b"]' or '{"k":"v"}'.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Value string `json:"value"`
+}
+
+// ArgumentRule is one rule over a call's arguments.
+type ArgumentRule struct {
+	// name identifies the rule in refusals, audit records and conditions.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// expression is a CEL expression that evaluates to true for arguments
+	// the rule allows, for example
+	// args.to.all(r, r.endsWith('@example.com')). args is a map from
+	// argument name to value; test an optional argument with has(args.x).
+	// The functions are those of Kubernetes validation rules.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Expression string `json:"expression"`
+
+	// message is what the agent is told when the rule refuses a call.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Message string `json:"message,omitempty"`
 }
 
 // ToolHints are the server's annotations about its tool. They are shown as
@@ -81,7 +208,9 @@ type ToolHints struct {
 
 // McpToolStatus is the controller side of a tool.
 type McpToolStatus struct {
-	// conditions are Ready (servable) and Imported.
+	// conditions are Ready (servable) and Imported, and ReviewedTextValid
+	// and ArgumentRulesValid while the spec sets reviewed text or argument
+	// rules.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

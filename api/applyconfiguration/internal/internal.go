@@ -41,6 +41,37 @@ var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ApprovalMode
   scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ArgumentRule
+  map:
+    fields:
+    - name: expression
+      type:
+        scalar: string
+    - name: message
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ArgumentRules
+  map:
+    fields:
+    - name: fixed
+      type:
+        list:
+          elementType:
+            namedType: com.github.mcp-catalog.operator.api.v1alpha1.FixedArgument
+          elementRelationship: associative
+          keys:
+          - name
+    - name: rules
+      type:
+        list:
+          elementType:
+            namedType: com.github.mcp-catalog.operator.api.v1alpha1.ArgumentRule
+          elementRelationship: associative
+          keys:
+          - name
 - name: com.github.mcp-catalog.operator.api.v1alpha1.BearerAuth
   map:
     fields:
@@ -111,6 +142,15 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: subjectTokenSecretRef
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.SecretKeySelector
+- name: com.github.mcp-catalog.operator.api.v1alpha1.FixedArgument
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+    - name: value
+      type:
+        scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.HeaderAuth
   map:
     fields:
@@ -495,6 +535,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: approvedDefinitionHash
       type:
         scalar: string
+    - name: argumentRules
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.ArgumentRules
     - name: dataClass
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.DataClass
@@ -505,6 +548,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: remoteName
       type:
         scalar: string
+    - name: reviewedText
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.ReviewedText
     - name: serverRef
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.LocalObjectReference
@@ -565,6 +611,32 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: requiresAdmin
       type:
         scalar: boolean
+    - name: title
+      type:
+        scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ParameterText
+  map:
+    fields:
+    - name: description
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ReviewedText
+  map:
+    fields:
+    - name: description
+      type:
+        scalar: string
+    - name: parameters
+      type:
+        list:
+          elementType:
+            namedType: com.github.mcp-catalog.operator.api.v1alpha1.ParameterText
+          elementRelationship: associative
+          keys:
+          - name
     - name: title
       type:
         scalar: string

@@ -52,6 +52,23 @@ type McpToolSpecApplyConfiguration struct {
 	// lives in spec so that Git can pin it and it survives the tool being
 	// deleted and created again.
 	ApprovedDefinitionHash *string `json:"approvedDefinitionHash,omitempty"`
+	// reviewedText is the text agents read of the tool instead of the
+	// server's: a title, a description and descriptions of its arguments,
+	// each replacing the server's where it is set. What an agent reads is
+	// an instruction to its model, so the platform decides it; the
+	// server's own text stays in status for reviewers, and the approval
+	// (approvedDefinitionHash) stays the approval of the server's
+	// definition, so a changed server definition is not served until it is
+	// approved again, whatever text hides it. A parameter the server's
+	// schema does not have makes the tool unservable, with the condition
+	// ReviewedTextValid=False.
+	ReviewedText *ReviewedTextApplyConfiguration `json:"reviewedText,omitempty"`
+	// argumentRules narrow what a call of the tool may carry: arguments the
+	// gateway sets itself, hidden from agents, and CEL rules every call's
+	// arguments must pass. A rule that does not compile, or a fixed
+	// argument the server's schema does not have, makes the tool
+	// unservable, with the condition ArgumentRulesValid=False.
+	ArgumentRules *ArgumentRulesApplyConfiguration `json:"argumentRules,omitempty"`
 }
 
 // McpToolSpecApplyConfiguration constructs a declarative configuration of the McpToolSpec type for use with
@@ -105,5 +122,21 @@ func (b *McpToolSpecApplyConfiguration) WithApprovalRequired(value bool) *McpToo
 // If called multiple times, the ApprovedDefinitionHash field is set to the value of the last call.
 func (b *McpToolSpecApplyConfiguration) WithApprovedDefinitionHash(value string) *McpToolSpecApplyConfiguration {
 	b.ApprovedDefinitionHash = &value
+	return b
+}
+
+// WithReviewedText sets the ReviewedText field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ReviewedText field is set to the value of the last call.
+func (b *McpToolSpecApplyConfiguration) WithReviewedText(value *ReviewedTextApplyConfiguration) *McpToolSpecApplyConfiguration {
+	b.ReviewedText = value
+	return b
+}
+
+// WithArgumentRules sets the ArgumentRules field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ArgumentRules field is set to the value of the last call.
+func (b *McpToolSpecApplyConfiguration) WithArgumentRules(value *ArgumentRulesApplyConfiguration) *McpToolSpecApplyConfiguration {
+	b.ArgumentRules = value
 	return b
 }

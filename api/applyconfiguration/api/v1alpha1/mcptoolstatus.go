@@ -29,7 +29,9 @@ import (
 //
 // McpToolStatus is the controller side of a tool.
 type McpToolStatusApplyConfiguration struct {
-	// conditions are Ready (servable) and Imported.
+	// conditions are Ready (servable) and Imported, and ReviewedTextValid
+	// and ArgumentRulesValid while the spec sets reviewed text or argument
+	// rules.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// observedGeneration is the generation last reconciled. The API server
 	// shows -1 until the first reconcile writes status; a status sent with
