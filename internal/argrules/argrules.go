@@ -1,0 +1,443 @@
+// Package argrules compiles and applies the argument rules of a tool
+// (mcpv1alpha1.ArgumentRules): the arguments the gateway sets itself, and
+// the CEL rules every call's arguments must pass. The McpTool controller
+// compiles them to report whether they can be honoured, and the gateway
+// compiles them once per version of a tool and applies them to every call;
+// both call Compile, so the two cannot disagree on what compiles.
+//
+// Rules come in layers: the tool owner's, and later those a consuming
+// namespace adds to a tool it is granted. Every rule of every layer
+// applies, and a fixed argument may be set by one layer only, so a layer
+// can add to what the layers before it allow, never widen it.
+package argrules
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/interpreter"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apiserver/pkg/cel/environment"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+)
+
+// RuleCostLimit is what one rule may spend on one call, in CEL's cost
+// units (about one cheap operation each): a hundredth of what one
+// Kubernetes validation rule may spend. A rule that would spend more is
+// stopped and the call refused.
+const RuleCostLimit = 100_000
+
+// Variable is the name under which a rule sees the call's arguments.
+const Variable = "args"
+
+// celVersion pins the CEL language and functions rules are written in: those
+// of Kubernetes validation rules in this Kubernetes version. It changes
+// only deliberately, since a rule that compiles today must compile after an
+// upgrade of the operator.
+var celVersion = version.MajorMinor(1, 37)
+
+// env is the one CEL environment every rule is compiled in.
+var env = sync.OnceValues(func() (*cel.Env, error) {
+	set, err := environment.MustBaseEnvSet(celVersion).Extend(environment.VersionedOptions{
+		IntroducedVersion: version.MajorMinor(1, 0),
+		EnvOptions: []cel.EnvOption{
+			cel.Variable(Variable, cel.MapType(cel.StringType, cel.DynType)),
+			cel.ParserExpressionSizeLimit(4096),
+			cel.ParserRecursionLimit(64),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return set.NewExpressionsEnv(), nil
+})
+
+// Layer is one set of argument rules and where it comes from.
+type Layer struct {
+	// Source names the object the rules come from in refusals and
+	// problems ("" for the tool's own spec); a rule of another source is
+	// named "<source>/<rule>".
+	Source string
+	Rules  *mcpv1alpha1.ArgumentRules
+}
+
+// Program is a compiled rule set: what the gateway applies to each call of
+// one version of a tool. It is safe for concurrent use.
+type Program struct {
+	fixed []fixedArg
+	rules []rule
+}
+
+type fixedArg struct {
+	name  string
+	value any
+}
+
+type rule struct {
+	name, message string
+	prg           cel.Program
+}
+
+// Fixed are the names of the arguments the gateway sets, which agents
+// neither see nor may send.
+func (p *Program) Fixed() []string {
+	if p == nil {
+		return nil
+	}
+	out := make([]string, len(p.fixed))
+	for i, f := range p.fixed {
+		out[i] = f.name
+	}
+	return out
+}
+
+// Empty reports whether the program neither sets an argument nor has a
+// rule: calls pass through it unchanged.
+func (p *Program) Empty() bool { return p == nil || (len(p.fixed) == 0 && len(p.rules) == 0) }
+
+// Problem is one reason a rule set cannot be honoured.
+type Problem struct {
+	// What names the fixed argument or rule: `rule "to-domain"`,
+	// `fixed argument "table"`.
+	What string
+	// Why it cannot be honoured. It never holds a fixed argument's value.
+	Why string
+}
+
+// InvalidError says why a rule set cannot be honoured: every problem
+// found, in the order of the layers and their lists.
+type InvalidError struct {
+	Problems []Problem
+}
+
+func (e *InvalidError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.What + ": " + p.Why
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Compile compiles the layers of rules of a tool whose server-side input
+// schema is schema (the normalised JSON Schema the importer stored; nil when
+// none is known). It fails with an InvalidError listing every rule that
+// does not compile and every fixed argument that is not valid JSON, is not
+// a top-level property of the schema, does not fit the property's type or
+// enum, or is set by two layers.
+func Compile(schema []byte, layers ...Layer) (*Program, error) {
+	e, err := env()
+	if err != nil {
+		return nil, fmt.Errorf("building the CEL environment: %w", err)
+	}
+	props := properties(schema)
+	p := &Program{}
+	var problems []Problem
+	fixedBy := map[string]bool{}
+	for _, l := range layers {
+		if l.Rules == nil {
+			continue
+		}
+		for _, f := range l.Rules.Fixed {
+			what := fmt.Sprintf("fixed argument %q", f.Name)
+			if l.Source != "" {
+				what += " of " + l.Source
+			}
+			v, why := fixedValue(f, props, fixedBy[f.Name])
+			if why != "" {
+				problems = append(problems, Problem{What: what, Why: why})
+				continue
+			}
+			fixedBy[f.Name] = true
+			p.fixed = append(p.fixed, fixedArg{name: f.Name, value: v})
+		}
+		for _, r := range l.Rules.Rules {
+			name := qualified(l.Source, r.Name)
+			prg, why := compileRule(e, r.Expression)
+			if why != "" {
+				problems = append(problems, Problem{What: fmt.Sprintf("rule %q", name), Why: why})
+				continue
+			}
+			p.rules = append(p.rules, rule{name: name, message: r.Message, prg: prg})
+		}
+	}
+	if len(problems) > 0 {
+		return nil, &InvalidError{Problems: problems}
+	}
+	return p, nil
+}
+
+func qualified(source, name string) string {
+	if source == "" {
+		return name
+	}
+	return source + "/" + name
+}
+
+// compileRule compiles one expression, with the cost limit its program
+// carries, or says why it does not compile.
+func compileRule(e *cel.Env, expr string) (cel.Program, string) {
+	ast, iss := e.Compile(expr)
+	if iss != nil && iss.Err() != nil {
+		return nil, "does not compile: " + iss.Err().Error()
+	}
+	if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
+		return nil, "does not compile: it evaluates to " + t.String() + ", not a bool"
+	}
+	prg, err := e.Program(ast, cel.CostLimit(RuleCostLimit))
+	if err != nil {
+		return nil, "does not compile: " + err.Error()
+	}
+	return prg, ""
+}
+
+// fixedValue decodes a fixed argument's value, or says why it cannot be
+// honoured. The value itself never appears in what it says: a reader of
+// the condition need not be one of the McpTool.
+func fixedValue(f mcpv1alpha1.FixedArgument, props map[string]json.RawMessage, taken bool) (any, string) {
+	if taken {
+		return nil, "an earlier rule set already fixes this argument"
+	}
+	v, err := decodeJSON([]byte(f.Value))
+	if err != nil {
+		return nil, "the value is not a JSON value (a string needs its quotes: '\"text\"')"
+	}
+	prop, ok := props[f.Name]
+	if !ok {
+		return nil, "the tool's input schema has no top-level argument of this name"
+	}
+	if why := fits(v, prop); why != "" {
+		return nil, why
+	}
+	return v, ""
+}
+
+// properties are the top-level properties of a JSON Schema, by name.
+func properties(schema []byte) map[string]json.RawMessage {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if len(schema) > 0 {
+		// The importer stored a normalised schema; one that does not
+		// decode has no properties to fix.
+		_ = json.Unmarshal(schema, &s)
+	}
+	return s.Properties
+}
+
+// fits says why v does not fit a property's schema (its type and enum), or
+// "" when it does.
+func fits(v any, prop json.RawMessage) string {
+	var s struct {
+		Type json.RawMessage   `json:"type"`
+		Enum []json.RawMessage `json:"enum"`
+	}
+	if err := json.Unmarshal(prop, &s); err != nil {
+		return ""
+	}
+	if len(s.Type) > 0 {
+		var allowed []string
+		var one string
+		if json.Unmarshal(s.Type, &one) == nil {
+			allowed = []string{one}
+		} else {
+			_ = json.Unmarshal(s.Type, &allowed)
+		}
+		if len(allowed) > 0 && !typeIn(v, allowed) {
+			return "the value is not of the argument's type (" + strings.Join(allowed, " or ") + ")"
+		}
+	}
+	if len(s.Enum) > 0 {
+		want, _ := json.Marshal(v)
+		for _, e := range s.Enum {
+			ev, err := decodeJSON(e)
+			if err != nil {
+				continue
+			}
+			got, _ := json.Marshal(ev)
+			if bytes.Equal(got, want) {
+				return ""
+			}
+		}
+		return "the value is not one the argument's enum allows"
+	}
+	return ""
+}
+
+func typeIn(v any, allowed []string) bool {
+	for _, t := range allowed {
+		switch x := v.(type) {
+		case string:
+			if t == "string" {
+				return true
+			}
+		case bool:
+			if t == "boolean" {
+				return true
+			}
+		case nil:
+			if t == "null" {
+				return true
+			}
+		case []any:
+			if t == "array" {
+				return true
+			}
+		case map[string]any:
+			if t == "object" {
+				return true
+			}
+		case json.Number:
+			if t == "number" {
+				return true
+			}
+			if _, err := x.Int64(); err == nil && t == "integer" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// decodeJSON decodes one JSON value, keeping numbers as written.
+func decodeJSON(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after the value")
+	}
+	return v, nil
+}
+
+// Refusal kinds.
+const (
+	// FixedArgumentSent: the call sent an argument the gateway sets.
+	FixedArgumentSent = "FixedArgumentSent"
+	// RuleFailed: a rule evaluated to false.
+	RuleFailed = "ArgumentRuleFailed"
+	// RuleNotEvaluated: a rule could not be evaluated on the arguments (an
+	// argument it reads is missing or of another type, or it ran out of
+	// its cost limit); the call is refused, as if the rule said false.
+	RuleNotEvaluated = "ArgumentRuleNotEvaluated"
+)
+
+// Refusal says why a call's arguments are refused. It never holds a value
+// of the arguments: Name and Message come from the rule set.
+type Refusal struct {
+	// Kind is one of FixedArgumentSent, RuleFailed, RuleNotEvaluated.
+	Kind string
+	// Name is the fixed argument's or the rule's name.
+	Name string
+	// Message is the rule's message, for the agent; empty when it has none.
+	Message string
+	// CostExceeded says a RuleNotEvaluated rule ran out of RuleCostLimit.
+	CostExceeded bool
+}
+
+// Text is what the agent is told.
+func (r *Refusal) Text() string {
+	switch r.Kind {
+	case FixedArgumentSent:
+		return fmt.Sprintf("the argument %q is set by the platform and may not be sent", r.Name)
+	case RuleFailed:
+		msg := fmt.Sprintf("the arguments break the rule %q", r.Name)
+		if r.Message != "" {
+			msg += ": " + r.Message
+		}
+		return msg
+	}
+	msg := fmt.Sprintf("the rule %q could not be evaluated on these arguments", r.Name)
+	if r.CostExceeded {
+		msg += " within its cost limit"
+	}
+	if r.Message != "" {
+		msg += " (" + r.Message + ")"
+	}
+	return msg
+}
+
+// Apply returns the arguments as they are sent upstream: args with the
+// fixed arguments set, once every rule allowed them; or the refusal of the
+// first fixed argument sent or the first rule that does not allow them.
+// args is not changed.
+func (p *Program) Apply(args map[string]any) (map[string]any, *Refusal) {
+	if p.Empty() {
+		return args, nil
+	}
+	for _, f := range p.fixed {
+		if _, sent := args[f.name]; sent {
+			return nil, &Refusal{Kind: FixedArgumentSent, Name: f.name}
+		}
+	}
+	out := args
+	if len(p.fixed) > 0 {
+		out = make(map[string]any, len(args)+len(p.fixed))
+		for k, v := range args {
+			out[k] = v
+		}
+		for _, f := range p.fixed {
+			out[f.name] = f.value
+		}
+	}
+	if len(p.rules) == 0 {
+		return out, nil
+	}
+	act, err := interpreter.NewActivation(map[string]any{Variable: celValue(out)})
+	if err != nil {
+		return nil, &Refusal{Kind: RuleNotEvaluated, Name: p.rules[0].name, Message: p.rules[0].message}
+	}
+	for _, r := range p.rules {
+		val, _, err := r.prg.Eval(act)
+		if err != nil {
+			var cancelled interpreter.EvalCancelledError
+			exceeded := errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded
+			return nil, &Refusal{Kind: RuleNotEvaluated, Name: r.name, Message: r.message, CostExceeded: exceeded}
+		}
+		ok, isBool := val.Value().(bool)
+		if !isBool {
+			return nil, &Refusal{Kind: RuleNotEvaluated, Name: r.name, Message: r.message}
+		}
+		if !ok {
+			return nil, &Refusal{Kind: RuleFailed, Name: r.name, Message: r.message}
+		}
+	}
+	return out, nil
+}
+
+// celValue gives a decoded JSON value the types CEL knows: a number as an
+// int when it is one that fits, and a double otherwise.
+func celValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = celValue(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = celValue(e)
+		}
+		return l
+	case json.Number:
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return i
+		}
+		f, _ := strconv.ParseFloat(string(x), 64)
+		return f
+	}
+	return v
+}
