@@ -1,0 +1,230 @@
+// Package toolview is what agents see of a tool and what its calls may
+// carry, as the platform decides it: the reviewed text in place of the
+// server's (spec.reviewedText), the input schema without the arguments the
+// gateway sets, and the compiled argument rules (spec.argumentRules). The
+// McpTool controller builds it to report whether the spec can be honoured,
+// and the gateway to serve the tool; a tool whose view cannot be built is
+// not served.
+package toolview
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/argrules"
+)
+
+// View is what agents see of one version of a tool, and what its calls may
+// carry.
+type View struct {
+	// Title and Description are the reviewed text where the spec sets it,
+	// and the server's otherwise.
+	Title, Description string
+	// InputSchema is the server's normalised schema with the reviewed
+	// parameter descriptions, without the fixed arguments.
+	InputSchema json.RawMessage
+	// Rules are applied to every call; never nil.
+	Rules *argrules.Program
+}
+
+// ErrNoDefinition says the spec describes arguments of a tool whose
+// definition has not been imported yet: whether it can be honoured is not
+// known.
+var ErrNoDefinition = errors.New("no definition of the tool has been imported yet, so its arguments are not known")
+
+// InvalidError says why a tool's spec cannot be honoured: the problems of
+// its reviewed text, and of its argument rules.
+type InvalidError struct {
+	// Text are the problems of spec.reviewedText.
+	Text []string
+	// Rules are the problems of spec.argumentRules, or nil.
+	Rules *argrules.InvalidError
+}
+
+func (e *InvalidError) Error() string {
+	var parts []string
+	if len(e.Text) > 0 {
+		parts = append(parts, "spec.reviewedText: "+strings.Join(e.Text, "; "))
+	}
+	if e.Rules != nil {
+		parts = append(parts, "spec.argumentRules: "+e.Rules.Error())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Unwrap gives the argument rules' InvalidError, if any.
+func (e *InvalidError) Unwrap() error {
+	if e.Rules == nil {
+		return nil
+	}
+	return e.Rules
+}
+
+// NeedsSchema reports whether honouring t's spec depends on the server's
+// input schema: it describes or fixes arguments.
+func NeedsSchema(t *mcpv1alpha1.McpTool) bool {
+	return (t.Spec.ReviewedText != nil && len(t.Spec.ReviewedText.Parameters) > 0) ||
+		(t.Spec.ArgumentRules != nil && len(t.Spec.ArgumentRules.Fixed) > 0)
+}
+
+// Build is the view of t, from its spec and the definition the importer
+// recorded in its status. It fails with ErrNoDefinition when the spec names
+// arguments and no definition is known, and with an InvalidError when the
+// spec cannot be honoured. t must hold its input schema when NeedsSchema
+// (a tool read from the API server, or from a cache that keeps it).
+func Build(t *mcpv1alpha1.McpTool) (*View, error) {
+	if NeedsSchema(t) && t.Status.DefinitionHash == "" {
+		return nil, ErrNoDefinition
+	}
+	var schema []byte
+	if t.Status.InputSchema != nil {
+		schema = t.Status.InputSchema.Raw
+	}
+	v := &View{Title: t.Status.Title, Description: t.Status.Description, InputSchema: schema}
+	if len(v.InputSchema) == 0 {
+		v.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	inv := &InvalidError{}
+	rt := t.Spec.ReviewedText
+	if rt != nil {
+		if rt.Title != "" {
+			v.Title = rt.Title
+		}
+		if rt.Description != "" {
+			v.Description = rt.Description
+		}
+	}
+	rules, err := argrules.Compile(schema, argrules.Layer{Rules: t.Spec.ArgumentRules})
+	if err != nil {
+		if !errors.As(err, &inv.Rules) {
+			return nil, err
+		}
+	}
+	if (rt != nil && len(rt.Parameters) > 0) || len(rules.Fixed()) > 0 {
+		served, problems := serve(v.InputSchema, rt, rules.Fixed())
+		inv.Text = problems
+		v.InputSchema = served
+	}
+	if len(inv.Text) > 0 || inv.Rules != nil {
+		return nil, inv
+	}
+	v.Rules = rules
+	return v, nil
+}
+
+// serve rewrites a schema for agents: the reviewed parameter descriptions
+// in place of the server's, and the fixed arguments removed from its
+// properties and required list. It reports a reviewed parameter the schema
+// does not have.
+func serve(schema json.RawMessage, rt *mcpv1alpha1.ReviewedText, fixed []string) (json.RawMessage, []string) {
+	var s map[string]any
+	dec := json.NewDecoder(bytes.NewReader(schema))
+	dec.UseNumber()
+	if err := dec.Decode(&s); err != nil || s == nil {
+		return schema, []string{"the tool's input schema cannot be read"}
+	}
+	props, _ := s["properties"].(map[string]any)
+	var problems []string
+	if rt != nil {
+		for _, p := range rt.Parameters {
+			prop, ok := props[p.Name].(map[string]any)
+			if !ok {
+				problems = append(problems, fmt.Sprintf("parameter %q: the tool's input schema has no top-level argument of this name", p.Name))
+				continue
+			}
+			prop["description"] = p.Description
+		}
+	}
+	if len(fixed) > 0 {
+		hidden := make(map[string]bool, len(fixed))
+		for _, f := range fixed {
+			hidden[f] = true
+			delete(props, f)
+		}
+		if req, ok := s["required"].([]any); ok {
+			kept := make([]any, 0, len(req))
+			for _, r := range req {
+				if name, _ := r.(string); !hidden[name] {
+					kept = append(kept, r)
+				}
+			}
+			if len(kept) == 0 {
+				delete(s, "required")
+			} else {
+				s["required"] = kept
+			}
+		}
+	}
+	out, err := json.Marshal(s)
+	if err != nil {
+		return schema, append(problems, "the tool's input schema cannot be rewritten")
+	}
+	return out, problems
+}
+
+// key is one version of a tool as far as its view goes: its spec
+// (generation) and the definition the server offers.
+type key struct {
+	uid        types.UID
+	generation int64
+	definition string
+}
+
+func keyOf(t *mcpv1alpha1.McpTool) key {
+	return key{uid: t.UID, generation: t.Generation, definition: t.Status.DefinitionHash}
+}
+
+type entry struct {
+	view *View
+	err  error
+}
+
+// Cache keeps the view of each version of each tool, so that rules are
+// compiled once per version. It is bounded: when it holds MaxEntries it
+// starts again empty. It is safe for concurrent use.
+type Cache struct {
+	mu sync.Mutex
+	m  map[key]entry
+	// byName is the key each tool was last seen at, so that an older
+	// version's entry is dropped when a newer one is stored.
+	byName map[types.NamespacedName]key
+}
+
+// MaxEntries bounds a Cache.
+const MaxEntries = 8192
+
+// Lookup returns the cached view of t's version, and whether there was one.
+func (c *Cache) Lookup(t *mcpv1alpha1.McpTool) (*View, error, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[keyOf(t)]
+	return e.view, e.err, ok
+}
+
+// Get returns the view of t's version, building it (Build) the first time
+// that version is asked for. t must hold what Build needs.
+func (c *Cache) Get(t *mcpv1alpha1.McpTool) (*View, error) {
+	if v, err, ok := c.Lookup(t); ok {
+		return v, err
+	}
+	v, err := Build(t)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= MaxEntries {
+		c.m, c.byName = make(map[key]entry), make(map[types.NamespacedName]key)
+	}
+	name := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
+	k := keyOf(t)
+	if old, ok := c.byName[name]; ok && old != k {
+		delete(c.m, old)
+	}
+	c.m[k], c.byName[name] = entry{view: v, err: err}, k
+	return v, err
+}
