@@ -134,10 +134,6 @@ func (e *InvalidError) Error() string {
 // a top-level property of the schema, does not fit the property's type or
 // enum, or is set by two layers.
 func Compile(schema []byte, layers ...Layer) (*Program, error) {
-	e, err := env()
-	if err != nil {
-		return nil, fmt.Errorf("building the CEL environment: %w", err)
-	}
 	props := properties(schema)
 	p := &Program{}
 	var problems []Problem
@@ -160,6 +156,10 @@ func Compile(schema []byte, layers ...Layer) (*Program, error) {
 			p.fixed = append(p.fixed, fixedArg{name: f.Name, value: v})
 		}
 		for _, r := range l.Rules.Rules {
+			e, err := env()
+			if err != nil {
+				return nil, fmt.Errorf("building the CEL environment: %w", err)
+			}
 			name := qualified(l.Source, r.Name)
 			prg, why := compileRule(e, r.Expression)
 			if why != "" {

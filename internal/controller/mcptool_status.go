@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"errors"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -9,6 +11,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/toolname"
+	"github.com/mcp-catalog/operator/internal/toolview"
 )
 
 // The functions in this file compute an McpTool's status. They are pure:
@@ -18,8 +21,11 @@ import (
 
 // setToolView sets what a tool's spec and its server (nil when the server
 // does not exist) decide of its status: its names, effective class and
-// approval, and whether it is servable (Ready) for this generation.
-func setToolView(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, now time.Time) {
+// approval, whether its reviewed text and argument rules can be honoured,
+// and whether it is servable (Ready) for this generation. honoured is what
+// toolview.Build said of this version of the tool: nil when the spec can be
+// honoured, toolview.ErrNoDefinition, or a *toolview.InvalidError.
+func setToolView(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, honoured error, now time.Time) {
 	s := &t.Status
 	s.LocalName = toolname.LocalName(t.Spec.ServerRef.Name, t.Spec.RemoteName)
 	s.Group = toolname.Group(t.Spec.ServerRef.Name)
@@ -27,8 +33,58 @@ func setToolView(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, now time.Ti
 	s.EffectiveDataClass, s.EffectiveApprovalRequired = class, &approval
 	s.Effect, s.RequiresAdmin = mcpv1alpha1.EffectNonIdempotentWrite, true
 	s.ObservedGeneration = t.Generation
-	status, reason, msg := toolReadiness(t, srv)
+	setHonoured(t, honoured, now)
+	status, reason, msg := toolReadiness(t, srv, honoured)
 	setCondition(&s.Conditions, t.Generation, mcpv1alpha1.ConditionReady, status, reason, msg, now)
+}
+
+// maxProblemMessage bounds the problems a condition message lists.
+const maxProblemMessage = 4096
+
+// setHonoured sets ReviewedTextValid while the spec sets reviewed text, and
+// ArgumentRulesValid while it sets argument rules, each from what
+// toolview.Build said (honoured); a condition whose spec field is unset is
+// removed.
+func setHonoured(t *mcpv1alpha1.McpTool, honoured error, now time.Time) {
+	var inv *toolview.InvalidError
+	invalid := errors.As(honoured, &inv)
+	set := func(typ string, present bool, problems string, reason string) {
+		switch {
+		case !present:
+			meta.RemoveStatusCondition(&t.Status.Conditions, typ)
+		case errors.Is(honoured, toolview.ErrNoDefinition):
+			setCondition(&t.Status.Conditions, t.Generation, typ, metav1.ConditionUnknown, mcpv1alpha1.ReasonNotImported, honoured.Error(), now)
+		case problems != "":
+			setCondition(&t.Status.Conditions, t.Generation, typ, metav1.ConditionFalse, reason, clip(problems, maxProblemMessage)+"; the tool is not served until this is fixed", now)
+		case honoured != nil && !invalid:
+			setCondition(&t.Status.Conditions, t.Generation, typ, metav1.ConditionFalse, reason, clip(honoured.Error(), maxProblemMessage), now)
+		default:
+			setCondition(&t.Status.Conditions, t.Generation, typ, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "can be honoured against the server's current definition", now)
+		}
+	}
+	var textProblems, ruleProblems string
+	if invalid {
+		textProblems = strings.Join(inv.Text, "; ")
+		if inv.Rules != nil {
+			ruleProblems = inv.Rules.Error()
+		}
+	}
+	set(mcpv1alpha1.ConditionReviewedTextValid, t.Spec.ReviewedText != nil, textProblems, mcpv1alpha1.ReasonReviewedTextInvalid)
+	set(mcpv1alpha1.ConditionArgumentRulesValid, t.Spec.ArgumentRules != nil, ruleProblems, mcpv1alpha1.ReasonArgumentRulesInvalid)
+}
+
+// unhonoured is the Ready reason and message of a tool whose spec cannot be
+// honoured, or "" when it can (or cannot be known yet: a tool not imported
+// is not Ready for that reason).
+func unhonoured(honoured error) (string, string) {
+	var inv *toolview.InvalidError
+	switch {
+	case honoured == nil || errors.Is(honoured, toolview.ErrNoDefinition):
+		return "", ""
+	case errors.As(honoured, &inv) && len(inv.Text) > 0:
+		return mcpv1alpha1.ReasonReviewedTextInvalid, "spec.reviewedText cannot be honoured (see the condition " + mcpv1alpha1.ConditionReviewedTextValid + "); the tool is not served"
+	}
+	return mcpv1alpha1.ReasonArgumentRulesInvalid, "spec.argumentRules cannot be honoured (see the condition " + mcpv1alpha1.ConditionArgumentRulesValid + "); the tool is not served"
 }
 
 // toolReadiness says whether a tool is servable, and otherwise the first
@@ -36,7 +92,7 @@ func setToolView(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, now time.Ti
 // (governance.Unapproved): enabling approves nothing, and nothing in status
 // counts as an approval, so a tool deleted and created again (status
 // empty) is not servable until its approval is on record again.
-func toolReadiness(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer) (metav1.ConditionStatus, string, string) {
+func toolReadiness(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, honoured error) (metav1.ConditionStatus, string, string) {
 	imported := meta.FindStatusCondition(t.Status.Conditions, mcpv1alpha1.ConditionImported)
 	wantName, nameErr := toolname.ObjectName(t.Spec.ServerRef.Name, t.Spec.RemoteName)
 	switch {
@@ -60,6 +116,9 @@ func toolReadiness(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer) (metav1.C
 	case mcpv1alpha1.ReasonDefinitionChanged:
 		return metav1.ConditionFalse, mcpv1alpha1.ReasonDefinitionChanged,
 			"the tool's definition differs from the approved one; review it and set spec.approvedDefinitionHash to " + t.Status.DefinitionHash + " to serve it again"
+	}
+	if reason, msg := unhonoured(honoured); reason != "" {
+		return metav1.ConditionFalse, reason, msg
 	}
 	if !meta.IsStatusConditionTrue(srv.Status.Conditions, mcpv1alpha1.ConditionReady) {
 		return metav1.ConditionFalse, mcpv1alpha1.ReasonServerNotReady, "McpServer " + srv.Name + " is not Ready"

@@ -14,8 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/argrules"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/toolname"
+	"github.com/mcp-catalog/operator/internal/toolview"
 )
 
 // wantCondition is a condition a table row expects.
@@ -410,6 +412,73 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+func TestSetToolViewReportsASpecThatCannotBeHonoured(t *testing.T) {
+	name, err := toolname.ObjectName("docs", "search_docs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hash = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	readyServer := &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Name: "docs", Generation: 1}}
+	readyServer.Spec.DataClass = mcpv1alpha1.DataClassInternal
+	setServerCondition(readyServer, mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "x")
+	tool := func(text bool, rules bool) *mcpv1alpha1.McpTool {
+		tl := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 3}}
+		tl.Spec.ServerRef.Name, tl.Spec.RemoteName, tl.Spec.Enabled = "docs", "search_docs", true
+		tl.Spec.ApprovedDefinitionHash, tl.Status.DefinitionHash = hash, hash
+		meta.SetStatusCondition(&tl.Status.Conditions, metav1.Condition{Type: mcpv1alpha1.ConditionImported, Status: metav1.ConditionTrue, Reason: mcpv1alpha1.ReasonSucceeded})
+		if text {
+			tl.Spec.ReviewedText = &mcpv1alpha1.ReviewedText{Description: "reviewed"}
+		}
+		if rules {
+			tl.Spec.ArgumentRules = &mcpv1alpha1.ArgumentRules{}
+		}
+		return tl
+	}
+	badRules := &toolview.InvalidError{Rules: &argrules.InvalidError{Problems: []argrules.Problem{{What: `rule "r"`, Why: "does not compile: boom"}}}}
+	badText := &toolview.InvalidError{Text: []string{`parameter "limit": not in the schema`}}
+	cases := []struct {
+		name     string
+		tool     *mcpv1alpha1.McpTool
+		honoured error
+		ready    string
+		// text and rules are the wanted ReviewedTextValid and
+		// ArgumentRulesValid statuses, "" when the condition is absent.
+		text, rules metav1.ConditionStatus
+	}{
+		{"neither set: no conditions", tool(false, false), nil, mcpv1alpha1.ReasonSucceeded, "", ""},
+		{"both honoured", tool(true, true), nil, mcpv1alpha1.ReasonSucceeded, metav1.ConditionTrue, metav1.ConditionTrue},
+		{"a rule that does not compile", tool(true, true), badRules, mcpv1alpha1.ReasonArgumentRulesInvalid, metav1.ConditionTrue, metav1.ConditionFalse},
+		{"a parameter not in the schema", tool(true, false), badText, mcpv1alpha1.ReasonReviewedTextInvalid, metav1.ConditionFalse, ""},
+		{"not imported yet: not known", tool(false, true), toolview.ErrNoDefinition, mcpv1alpha1.ReasonSucceeded, "", metav1.ConditionUnknown},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := tc.tool.DeepCopy()
+			// A condition left from an earlier spec is removed with it.
+			meta.SetStatusCondition(&tl.Status.Conditions, metav1.Condition{Type: mcpv1alpha1.ConditionReviewedTextValid, Status: metav1.ConditionFalse, Reason: "Old"})
+			setToolView(tl, readyServer, tc.honoured, time.Now())
+			ready := meta.FindStatusCondition(tl.Status.Conditions, mcpv1alpha1.ConditionReady)
+			if ready.Reason != tc.ready || (ready.Status == metav1.ConditionTrue) != (tc.ready == mcpv1alpha1.ReasonSucceeded) {
+				t.Errorf("Ready = %s/%s, want reason %s (%q)", ready.Status, ready.Reason, tc.ready, ready.Message)
+			}
+			for typ, want := range map[string]metav1.ConditionStatus{mcpv1alpha1.ConditionReviewedTextValid: tc.text, mcpv1alpha1.ConditionArgumentRulesValid: tc.rules} {
+				c := meta.FindStatusCondition(tl.Status.Conditions, typ)
+				switch {
+				case want == "" && c != nil:
+					t.Errorf("%s present (%s) while the spec does not set it", typ, c.Status)
+				case want != "" && c == nil:
+					t.Errorf("%s absent, want %s", typ, want)
+				case c != nil && (c.Status != want || c.ObservedGeneration != tl.Generation || c.Message == ""):
+					t.Errorf("%s = %s/%s gen %d (%q), want %s", typ, c.Status, c.Reason, c.ObservedGeneration, c.Message, want)
+				}
+			}
+			if c := meta.FindStatusCondition(tl.Status.Conditions, mcpv1alpha1.ConditionArgumentRulesValid); c != nil && c.Status == metav1.ConditionFalse && !strings.Contains(c.Message, `rule "r": does not compile`) {
+				t.Errorf("the condition does not name the rule: %q", c.Message)
+			}
+		})
+	}
+}
+
 func TestSetToolView(t *testing.T) {
 	const (
 		hashA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -489,7 +558,7 @@ func TestSetToolView(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tl := tc.tool.DeepCopy()
-			setToolView(tl, tc.server, time.Now())
+			setToolView(tl, tc.server, nil, time.Now())
 			v := tl.Status
 			ready := meta.FindStatusCondition(v.Conditions, mcpv1alpha1.ConditionReady)
 			if ready == nil {

@@ -10,6 +10,7 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/governance"
+	"github.com/mcp-catalog/operator/internal/toolview"
 )
 
 // toolStatus is the one writer of McpTool status: every field of it is
@@ -28,6 +29,10 @@ type toolStatus struct {
 	// controllers' cache drops.
 	live client.Reader
 	now  func() time.Time
+	// views holds, per version of a tool, whether its reviewed text and
+	// argument rules can be honoured, so that rules are compiled once per
+	// version however often the view is written.
+	views toolview.Cache
 }
 
 // toolStatusAttempts bounds how often one write is decided again after a
@@ -68,17 +73,20 @@ func (w *toolStatus) writeDefinition(ctx context.Context, live *mcpv1alpha1.McpT
 	_, err := w.write(ctx, live, func(t *mcpv1alpha1.McpTool) {
 		now := w.now()
 		setDefinition(t, def, now)
-		setToolView(t, srv, now)
+		setToolView(t, srv, w.honoured(t), now)
 	})
 	return err
 }
 
 // writeNotOffered records that the last import did not accept the tool.
 func (w *toolStatus) writeNotOffered(ctx context.Context, t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, reason string) error {
+	if err := w.knowDefinition(ctx, t); err != nil {
+		return err
+	}
 	_, err := w.write(ctx, t, func(t *mcpv1alpha1.McpTool) {
 		now := w.now()
 		setNotOffered(t, reason, now)
-		setToolView(t, srv, now)
+		setToolView(t, srv, w.honoured(t), now)
 	})
 	return err
 }
@@ -87,5 +95,39 @@ func (w *toolStatus) writeNotOffered(ctx context.Context, t *mcpv1alpha1.McpTool
 // approval, Ready) up to date with its spec and its server; it writes
 // nothing when the view is current.
 func (w *toolStatus) writeView(ctx context.Context, t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer) (toolWritten, error) {
-	return w.write(ctx, t, func(t *mcpv1alpha1.McpTool) { setToolView(t, srv, w.now()) })
+	if err := w.knowDefinition(ctx, t); err != nil {
+		return toolWritten{}, err
+	}
+	return w.write(ctx, t, func(t *mcpv1alpha1.McpTool) { setToolView(t, srv, w.honoured(t), w.now()) })
+}
+
+// honoured is whether t's reviewed text and argument rules can be honoured
+// (toolview.Build), computed once per version of t. A tool whose spec sets
+// neither needs nothing computed.
+func (w *toolStatus) honoured(t *mcpv1alpha1.McpTool) error {
+	if t.Spec.ReviewedText == nil && t.Spec.ArgumentRules == nil {
+		return nil
+	}
+	_, err := w.views.Get(t)
+	return err
+}
+
+// knowDefinition makes sure honoured can answer for t, a tool read from the
+// controllers' cache, which may have dropped its input schema: when the
+// spec names arguments and this version was never checked, it is checked
+// once on the tool read live. Should the live tool be another version, the
+// write guarded by t's resourceVersion fails and is decided again on it.
+func (w *toolStatus) knowDefinition(ctx context.Context, t *mcpv1alpha1.McpTool) error {
+	if !toolview.NeedsSchema(t) || t.Status.InputSchema != nil || t.Status.DefinitionHash == "" {
+		return nil
+	}
+	if _, _, ok := w.views.Lookup(t); ok {
+		return nil
+	}
+	live := &mcpv1alpha1.McpTool{}
+	if err := w.live.Get(ctx, client.ObjectKeyFromObject(t), live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	_, _ = w.views.Get(live)
+	return nil
 }
