@@ -46,6 +46,10 @@ func printReview(w io.Writer, r review.Review) {
 	fmt.Fprintf(w, "McpTool %s/%s: tool %s of McpServer %s\n", r.Namespace, r.Name, review.OneLine(r.RemoteName, 128), r.Server)
 	fmt.Fprintf(w, "current definition:  %s\n", dash(r.CurrentHash))
 	fmt.Fprintf(w, "approved definition: %s (%s)\n", dash(r.ApprovedHash), r.ApprovedBy)
+	if r.ReviewedText != nil {
+		fmt.Fprintf(w, "Agents read reviewed text instead of the server's (spec.reviewedText; `kubectl mcp describe-as %s` shows it).\n", r.Name)
+		fmt.Fprintln(w, "The approval is still of the server's definition, below.")
+	}
 	switch {
 	case r.CurrentHash == "":
 		fmt.Fprintln(w, "No definition has been imported yet: there is nothing to review.")

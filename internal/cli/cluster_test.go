@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -309,6 +310,79 @@ func TestClusterCommands(t *testing.T) {
 		}
 		if code, _, errOut := e.run(t, "enable", "good.fail", "--force"); code != ExitOK {
 			t.Fatalf("enable --force: exit %d: %s", code, errOut)
+		}
+	})
+
+	t.Run("describe-as sets the text agents read and keeps the server's for reviewers", func(t *testing.T) {
+		if code, _, errOut := e.run(t, "describe-as", "good.slow", "--description", "Waits.", "--parameter", "seconds=How long to wait, at most 5."); code != ExitOK {
+			t.Fatalf("describe-as: exit %d: %s", code, errOut)
+		}
+		// A later flag replaces its field and keeps what kubectl mcp set before.
+		if code, out, errOut := e.run(t, "describe-as", "good.slow", "--title", "Wait"); code != ExitOK || out != "mcptool/good.slow reviewed text set\n" {
+			t.Fatalf("describe-as --title: exit %d: %q %s", code, out, errOut)
+		}
+		tool := e.tool(t, "good.slow")
+		want := mcpv1alpha1.ReviewedText{Title: "Wait", Description: "Waits.", Parameters: []mcpv1alpha1.ParameterText{{Name: "seconds", Description: "How long to wait, at most 5."}}}
+		if tool.Spec.ReviewedText == nil || !reflect.DeepEqual(*tool.Spec.ReviewedText, want) {
+			t.Fatalf("spec.reviewedText = %+v, want %+v", tool.Spec.ReviewedText, want)
+		}
+		if !strings.HasPrefix(tool.Status.Description, "Blocks until cancelled") {
+			t.Errorf("status.description = %q, want the server's own", tool.Status.Description)
+		}
+		owned := false
+		for _, mf := range tool.ManagedFields {
+			owned = owned || (mf.Manager == review.FieldManager && strings.Contains(mf.FieldsV1.String(), `"f:reviewedText"`))
+		}
+		if !owned {
+			t.Errorf("%s does not own spec.reviewedText", review.FieldManager)
+		}
+
+		code, out, _ := e.run(t, "describe-as", "good.slow")
+		if code != ExitOK || !strings.Contains(out, "Agents read:") || !strings.Contains(out, "How long to wait, at most 5.") ||
+			!strings.Contains(out, "The server wrote") || !strings.Contains(out, "Blocks until cancelled") {
+			t.Errorf("describe-as without flags: exit %d:\n%s", code, out)
+		}
+		if code, out, _ := e.run(t, "diff", "good.slow"); code != ExitOK || !strings.Contains(out, "Agents read reviewed text") {
+			t.Errorf("diff does not say agents read reviewed text: exit %d:\n%s", code, out)
+		}
+
+		// Text of an argument the server's schema does not have would make
+		// the tool unservable: refused, and nothing written.
+		code, _, errOut := e.run(t, "describe-as", "good.slow", "--parameter", "minutes=How many minutes.")
+		if code != ExitFailed || !strings.Contains(errOut, `parameter "minutes"`) {
+			t.Errorf("describe-as of an unknown parameter: exit %d: %s", code, errOut)
+		}
+		if got := e.tool(t, "good.slow").Spec.ReviewedText; len(got.Parameters) != 1 {
+			t.Errorf("a refused change was written: %+v", got)
+		}
+		if code, _, errOut := e.run(t, "describe-as", "good.slow", "--parameter", "seconds"); code != ExitUsage {
+			t.Errorf("--parameter without text: exit %d: %s", code, errOut)
+		}
+
+		if code, _, errOut := e.run(t, "describe-as", "good.slow", "--clear"); code != ExitOK {
+			t.Fatalf("describe-as --clear: %s", errOut)
+		}
+		if got := e.tool(t, "good.slow").Spec.ReviewedText; got != nil {
+			t.Errorf("--clear left %+v", got)
+		}
+	})
+
+	t.Run("describe-as does not take reviewed text Git declares without --force", func(t *testing.T) {
+		gitops := mcpac.McpTool("good.echo", e.ns).WithSpec(mcpac.McpToolSpec().
+			WithServerRef(mcpac.LocalObjectReference().WithName("good")).WithRemoteName("echo").
+			WithReviewedText(mcpac.ReviewedText().WithDescription("Returns the text it is given.")))
+		if err := e.c.Apply(context.Background(), gitops, client.FieldOwner("argocd-controller")); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := e.run(t, "describe-as", "good.echo", "--description", "Echoes.")
+		if code != ExitFailed || !strings.Contains(errOut, "another manager owns this field") {
+			t.Fatalf("describe-as of Git's text: exit %d: %s", code, errOut)
+		}
+		if got := e.tool(t, "good.echo").Spec.ReviewedText.Description; got != "Returns the text it is given." {
+			t.Fatalf("Git's text was changed to %q", got)
+		}
+		if code, _, errOut := e.run(t, "describe-as", "good.echo", "--description", "Echoes.", "--force"); code != ExitOK {
+			t.Fatalf("describe-as --force: %s", errOut)
 		}
 	})
 

@@ -55,6 +55,10 @@ type Review struct {
 	// from it to the current definition.
 	Approved *mcpv1alpha1.ToolDefinition `json:"approved,omitempty"`
 	Diff     string                      `json:"diff,omitempty"`
+	// ReviewedText is what agents read instead of the server's text
+	// (spec.reviewedText). It is not part of the definition an approval
+	// names: the approval is of what the server offers.
+	ReviewedText *mcpv1alpha1.ReviewedText `json:"reviewedText,omitempty"`
 }
 
 // Of is the review of t as read.
@@ -66,6 +70,7 @@ func Of(t *mcpv1alpha1.McpTool) Review {
 		r.ApprovedHash, r.ApprovedBy = t.Spec.ApprovedDefinitionHash, ApprovedBySpec
 	}
 	r.Changed = governance.Unapproved(t) != ""
+	r.ReviewedText = t.Spec.ReviewedText
 	if t.Status.InputSchema != nil && len(t.Status.InputSchema.Raw) > 0 {
 		r.InputSchema = json.RawMessage(t.Status.InputSchema.Raw)
 	}
