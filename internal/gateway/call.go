@@ -19,7 +19,8 @@ type callScope struct {
 	obs *callObs
 
 	// Learnt by identify: the arguments, and the audit record of the call,
-	// which every later stage fills in.
+	// which every later stage fills in. applyRules makes them the
+	// arguments sent upstream, and the record's hash theirs.
 	args    map[string]any
 	argsErr error
 	rec     Record
@@ -35,9 +36,9 @@ type callScope struct {
 }
 
 // call makes one tool call, stage by stage, each stage in the file named
-// for it: identify (identity.go), decide (decision.go), approve
-// (approval.go), auditBefore (audit.go), send (send.go) and record
-// (observe.go). Every stage acts for the caller, whose identity it is
+// for it: identify (identity.go), decide (decision.go), applyRules
+// (rules.go), approve (approval.go), auditBefore (audit.go), send (send.go)
+// and record (observe.go). Every stage acts for the caller, whose identity it is
 // given; the scope carries what the stages before it learnt. A stage that
 // ends the call returns the answer the agent gets, having recorded it; the
 // stages after it do not run.
@@ -48,6 +49,9 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 		return answer, nil
 	}
 	if answer := g.decide(ctx, id, c); answer != nil {
+		return answer, nil
+	}
+	if answer := g.applyRules(ctx, c); answer != nil {
 		return answer, nil
 	}
 	if answer, err := g.approve(ctx, req, id, c); answer != nil || err != nil {

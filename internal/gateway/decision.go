@@ -136,6 +136,8 @@ func (v verdict) message() string {
 		msg += ": its server is not Ready (unreachable, or not yet probed)"
 	case mcpv1alpha1.ReasonRemovedFromServer:
 		msg += ": its server no longer offers it"
+	case mcpv1alpha1.ReasonArgumentRulesInvalid, mcpv1alpha1.ReasonReviewedTextInvalid:
+		msg += ": its argument rules or reviewed text cannot be honoured"
 	case "":
 	default:
 		msg += " (" + v.detail + ")"
@@ -147,7 +149,8 @@ func (v verdict) message() string {
 // tool: the list offers exactly the tools it allows, and every call is
 // decided by it again (approval, a call-time step, aside). Its steps run
 // in order and the first refusal wins; a rule on who may use which tool
-// belongs here, so that the list and the call cannot disagree.
+// belongs here, so that the list and the call cannot disagree. A tool whose
+// argument rules or reviewed text cannot be honoured is offered to nobody.
 func (g *Gateway) verdictFor(ctx context.Context, id *Identity, t *mcpv1alpha1.McpTool, ceiling mcpv1alpha1.DataClass) (verdict, error) {
 	// Step 1: of the caller's namespace, and Kubernetes RBAC. They come
 	// first so that a caller the tool is not for learns nothing about it:
@@ -168,6 +171,10 @@ func (g *Gateway) verdictFor(ctx context.Context, id *Identity, t *mcpv1alpha1.M
 	// what nobody approved), Ready for the current generation, and named.
 	if !servable(t) || governance.Unapproved(t) != "" || t.Status.LocalName == "" {
 		return refused(DenyNotServable, t), nil
+	}
+	// Its reviewed text and argument rules can be honoured (rules.go).
+	if why := g.unhonoured(t); why != "" {
+		return verdict{reason: DenyNotServable, detail: why}, nil
 	}
 	// Step 3: the data-class ceiling, against the class the tool controller
 	// recorded.

@@ -19,6 +19,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/toolview"
 )
 
 // Path is where the gateway serves MCP.
@@ -87,6 +88,8 @@ type Gateway struct {
 	unauth       *unauthLimiter
 	handler      http.Handler
 	servers      toolServers
+	// views is what agents see of each version of each tool (rules.go).
+	views toolview.Cache
 	// tracer is nil when tracing is off.
 	tracer trace.Tracer
 }

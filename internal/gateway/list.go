@@ -18,6 +18,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/toolname"
+	"github.com/mcp-catalog/operator/internal/toolview"
 )
 
 // serverFor gives the MCP server a session (or a stateless request) sees:
@@ -93,7 +94,13 @@ func (g *Gateway) offering(log logr.Logger, tools ...*mcpv1alpha1.McpTool) *sdk.
 	offered := make(map[string]bool, len(tools))
 	for _, t := range tools {
 		key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
-		if err := addTool(s, sdkTool(t), func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		v, err := g.views.Get(t)
+		if err != nil {
+			// The decision offers no such tool; this is a newer version.
+			log.Error(err, "a tool cannot be offered", "tool", key.String())
+			continue
+		}
+		if err := addTool(s, sdkTool(t, v), func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return g.call(ctx, req, key)
 		}); err != nil {
 			log.Error(err, "a tool cannot be offered", "tool", key.String())
@@ -184,20 +191,18 @@ func addTool(s *sdk.Server, t *sdk.Tool, h sdk.ToolHandler) (err error) {
 	return nil
 }
 
-// sdkTool presents an McpTool to agents: its local name and normalised
-// schema, and hints that say what the gate assumes — a destructive,
-// non-idempotent write — rather than what the remote server claims.
-func sdkTool(t *mcpv1alpha1.McpTool) *sdk.Tool {
-	schema := json.RawMessage(`{"type":"object"}`)
-	if t.Status.InputSchema != nil && len(t.Status.InputSchema.Raw) > 0 {
-		schema = t.Status.InputSchema.Raw
-	}
+// sdkTool presents an McpTool to agents: its local name, the text and
+// schema of its view (the reviewed text where the spec sets it, without the
+// arguments the gateway sets), and hints that say what the gate assumes — a
+// destructive, non-idempotent write — rather than what the remote server
+// claims.
+func sdkTool(t *mcpv1alpha1.McpTool, v *toolview.View) *sdk.Tool {
 	destructive, openWorld := true, true
 	return &sdk.Tool{
 		Name:        t.Status.LocalName,
-		Title:       t.Status.Title,
-		Description: t.Status.Description,
-		InputSchema: schema,
+		Title:       v.Title,
+		Description: v.Description,
+		InputSchema: json.RawMessage(v.InputSchema),
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: &destructive, IdempotentHint: false, ReadOnlyHint: false, OpenWorldHint: &openWorld},
 	}
 }

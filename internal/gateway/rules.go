@@ -1,0 +1,71 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/argrules"
+	"github.com/mcp-catalog/operator/internal/toolview"
+)
+
+// What agents see of a tool and what its calls may carry are the
+// platform's: the view internal/toolview builds from the McpTool's spec
+// (reviewed text, argument rules) and the definition its import recorded,
+// once per version of the tool (g.views). The decision offers no tool whose
+// view cannot be built (unhonoured), the list serves the view's text and
+// schema (sdkTool), and the rules stage applies its rules to every call.
+
+// Denial reasons of the rules stage: the argument rules' refusal kinds.
+const (
+	DenyFixedArgumentSent        = argrules.FixedArgumentSent
+	DenyArgumentRuleFailed       = argrules.RuleFailed
+	DenyArgumentRuleNotEvaluated = argrules.RuleNotEvaluated
+)
+
+// unhonoured says why t's view cannot be built, as a NotServable detail:
+// ReviewedTextInvalid or ArgumentRulesInvalid, or "" when it can. The
+// McpTool controller reports the same on the tool's conditions, from the
+// same function.
+func (g *Gateway) unhonoured(t *mcpv1alpha1.McpTool) string {
+	_, err := g.views.Get(t)
+	var inv *toolview.InvalidError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &inv) && len(inv.Text) > 0:
+		return mcpv1alpha1.ReasonReviewedTextInvalid
+	}
+	return mcpv1alpha1.ReasonArgumentRulesInvalid
+}
+
+// applyRules is the rules stage of a call, between the decision and the
+// approval: the arguments become those sent upstream (the fixed arguments
+// set), once every rule allowed them, and the record's arguments hash
+// becomes theirs, so that an approval names what the server receives. A
+// refusal names the fixed argument or rule, never a value, and is audited.
+// A person is never asked to approve a call the rules refuse.
+func (g *Gateway) applyRules(ctx context.Context, c *callScope) *sdk.CallToolResult {
+	v, err := g.views.Get(c.tool)
+	if err != nil {
+		// The decision refused a tool without a view; this one changed
+		// version in between.
+		return g.deny(ctx, c.rec, c.tool, DenyNotServable, g.unhonoured(c.tool), "the tool is not servable now (its argument rules or reviewed text cannot be honoured)")
+	}
+	if v.Rules.Empty() {
+		return nil
+	}
+	upstream, refused := v.Rules.Apply(c.args)
+	if refused != nil {
+		return g.deny(ctx, c.rec, c.tool, refused.Kind, refused.Name, refused.Text())
+	}
+	_, hash, err := arguments(upstream)
+	if err != nil {
+		// Every value came from JSON, so they marshal again.
+		return g.deny(ctx, c.rec, c.tool, DenyArgumentRuleNotEvaluated, "", "the arguments could not be prepared for the server")
+	}
+	c.args, c.rec.ArgumentsHash = upstream, hash
+	return nil
+}
