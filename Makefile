@@ -146,8 +146,8 @@ BENCH_TIMEOUT ?= 30m
 bench: ## Run the benchmark harness (test/bench) and regenerate docs/benchmarks.md.
 	@assets=$$(hack/envtest.sh); out=$$(mktemp -d); start=$$(date +%s); \
 	trap 'rm -rf "$$out"' EXIT; \
-	echo ">> client and decode"; \
-	$(GO) test -run '^$$' -bench '^Benchmark(Client|Decode)$$' -benchmem -count $(BENCH_COUNT) ./test/bench/ | tee $$out/micro.txt; \
+	echo ">> client, decode and argument rules"; \
+	$(GO) test -run '^$$' -bench '^Benchmark(Client|Decode|ArgumentRules)$$' -benchmem -count $(BENCH_COUNT) ./test/bench/ | tee $$out/micro.txt; \
 	status=0; \
 	for s in Import Probe Cache Hostile Shards NoisyNeighbour; do \
 		echo ">> scale: $$s (one process each, so that each reports its own memory)"; \

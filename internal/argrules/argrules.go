@@ -23,6 +23,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/cel/environment"
@@ -416,28 +417,35 @@ func (p *Program) Apply(args map[string]any) (map[string]any, *Refusal) {
 	return out, nil
 }
 
-// celValue gives a decoded JSON value the types CEL knows: a number as an
-// int when it is one that fits, and a double otherwise.
-func celValue(v any) any {
+// celValue gives a decoded JSON value to CEL: as CEL values throughout, so
+// that no rule converts an argument again each time it reads it, and a
+// number as an int when it is one that fits, a double otherwise.
+func celValue(v any) ref.Val {
 	switch x := v.(type) {
 	case map[string]any:
-		m := make(map[string]any, len(x))
+		m := make(map[ref.Val]ref.Val, len(x))
 		for k, e := range x {
-			m[k] = celValue(e)
+			m[types.String(k)] = celValue(e)
 		}
-		return m
+		return types.NewRefValMap(types.DefaultTypeAdapter, m)
 	case []any:
-		l := make([]any, len(x))
+		l := make([]ref.Val, len(x))
 		for i, e := range x {
 			l[i] = celValue(e)
 		}
-		return l
+		return types.NewRefValList(types.DefaultTypeAdapter, l)
+	case string:
+		return types.String(x)
+	case bool:
+		return types.Bool(x)
+	case nil:
+		return types.NullValue
 	case json.Number:
 		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
-			return i
+			return types.Int(i)
 		}
 		f, _ := strconv.ParseFloat(string(x), 64)
-		return f
+		return types.Double(f)
 	}
-	return v
+	return types.DefaultTypeAdapter.NativeToValue(v)
 }
