@@ -2,14 +2,17 @@
 // behind one policy gate and one audit trail. No agent talks to a remote MCP
 // server directly: it calls the gateway, which authenticates it (a
 // ServiceAccount token checked by TokenReview), decides (enabled and Ready;
-// Kubernetes RBAC; the data-class ceiling; human approval), writes an audit
-// record before anything is sent, and then calls the remote tool with the
-// server's credential or a token exchanged for the caller.
+// Kubernetes RBAC; the data-class ceiling), applies the tool's argument
+// rules, asks for human approval where required, writes an audit record
+// before anything is sent, and then calls the remote tool with the
+// server's credential or a token exchanged for the caller. Agents read each
+// tool as its McpTool's spec presents it (reviewed text, fixed arguments
+// hidden).
 //
 // A call goes through its stages in order, each in the file named for
 // it and entered once: identify (identity.go), decide (decision.go),
-// approve (approval.go), audit (audit.go), send (send.go) and record
-// (observe.go). Gateway.call, in call.go, orchestrates them; the tool list
+// rules (rules.go), approve (approval.go), audit (audit.go), send (send.go)
+// and record (observe.go). Gateway.call, in call.go, orchestrates them; the tool list
 // (list.go) asks the same decision.
 //
 // The endpoint speaks the initialize-era revisions on sessions and the
