@@ -173,6 +173,11 @@ var _ = Describe("the API server rejects bad manifests", func() {
 		Entry("McpTool loosening approval", validTool, []string{"spec.approvalRequired=false"}, "spec.approvalRequired", "can only tighten"),
 		Entry("McpTool with an unknown dataClass", validTool, []string{"spec.dataClass=TopSecret"}, "spec.dataClass", "supported values"),
 		Entry("McpTool with a malformed approved hash", validTool, []string{"spec.approvedDefinitionHash=abc"}, "spec.approvedDefinitionHash", "should match"),
+		Entry("McpTool with an argument rule named like no DNS label", validTool, []string{"spec.argumentRules={rules: [{name: Recipients_Domain, expression: 'true'}]}"}, "spec.argumentRules.rules[0].name", "should match"),
+		Entry("McpTool with an argument rule without an expression", validTool, []string{"spec.argumentRules={rules: [{name: r}]}"}, "spec.argumentRules.rules[0].expression", "Required value"),
+		Entry("McpTool with two argument rules of one name", validTool, []string{"spec.argumentRules={rules: [{name: r, expression: 'true'}, {name: r, expression: 'false'}]}"}, "spec.argumentRules.rules[1]", "Duplicate value"),
+		Entry("McpTool fixing an argument without a value", validTool, []string{"spec.argumentRules={fixed: [{name: table}]}"}, "spec.argumentRules.fixed[0].value", "Required value"),
+		Entry("McpTool with reviewed text of a parameter without a description", validTool, []string{"spec.reviewedText={parameters: [{name: q}]}"}, "spec.reviewedText.parameters[0].description", "Required value"),
 
 		Entry("McpDelegationProfile with an http token endpoint", validProfile, []string{"spec.tokenEndpoint=http://idp.example.com/token"}, "spec.tokenEndpoint", "must be an https URL"),
 		Entry("McpDelegationProfile without a client secret reference", validProfile, []string{"spec.clientSecretRef=<delete>"}, "spec.clientSecretRef", "Required value"),
@@ -267,6 +272,9 @@ var _ = Describe("the API server accepts and defaults good manifests", func() {
 		Entry("a CA bundle from a Secret for the token endpoint", validProfile, "spec.tls={caBundleRef: {secretKeyRef: {name: corporate-ca, key: ca.crt}}}"),
 		Entry("a tool name with every allowed character", validTool, "spec.remoteName=Aa0_.-", "metadata.name=srv.x.ifqtaxzofu"),
 		Entry("a tool tightening approval and class", validTool, "spec.approvalRequired=true", "spec.dataClass=Restricted"),
+		Entry("a tool with reviewed text and argument rules", validTool,
+			"spec.reviewedText={title: Search, description: 'Searches the docs.', parameters: [{name: q, description: 'What to look for.'}]}",
+			"spec.argumentRules={fixed: [{name: space, value: '\"public\"'}], rules: [{name: short-query, expression: 'args.q.size() < 100', message: 'keep queries short'}]}"),
 		Entry("an actor within the profile's sets", validProfile,
 			"spec.actors=[{identity: 'system:serviceaccount:a:b', enabled: false, subjectTokenSecretRef: {name: s, key: k}, allowedAudiences: [api], allowedScopes: [read]}]"),
 	)
