@@ -135,7 +135,7 @@ func (e *InvalidError) Error() string {
 // a top-level property of the schema, does not fit the property's type or
 // enum, or is set by two layers.
 func Compile(schema []byte, layers ...Layer) (*Program, error) {
-	props := properties(schema)
+	var props map[string]json.RawMessage
 	p := &Program{}
 	var problems []Problem
 	fixedBy := map[string]bool{}
@@ -144,6 +144,9 @@ func Compile(schema []byte, layers ...Layer) (*Program, error) {
 			continue
 		}
 		for _, f := range l.Rules.Fixed {
+			if props == nil {
+				props = properties(schema)
+			}
 			what := fmt.Sprintf("fixed argument %q", f.Name)
 			if l.Source != "" {
 				what += " of " + l.Source

@@ -67,6 +67,11 @@ func (e *InvalidError) Unwrap() error {
 	return e.Rules
 }
 
+// decided reports whether t's spec decides anything of its view.
+func decided(t *mcpv1alpha1.McpTool) bool {
+	return t.Spec.ReviewedText != nil || t.Spec.ArgumentRules != nil
+}
+
 // NeedsSchema reports whether honouring t's spec depends on the server's
 // input schema: it describes or fixes arguments.
 func NeedsSchema(t *mcpv1alpha1.McpTool) bool {
@@ -90,6 +95,11 @@ func Build(t *mcpv1alpha1.McpTool) (*View, error) {
 	v := &View{Title: t.Status.Title, Description: t.Status.Description, InputSchema: schema}
 	if len(v.InputSchema) == 0 {
 		v.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	if !decided(t) {
+		// The server's definition as it is: nothing to check or compile.
+		v.Rules = &argrules.Program{}
+		return v, nil
 	}
 	inv := &InvalidError{}
 	rt := t.Spec.ReviewedText
@@ -186,9 +196,11 @@ type entry struct {
 	err  error
 }
 
-// Cache keeps the view of each version of each tool, so that rules are
-// compiled once per version. It is bounded: when it holds MaxEntries it
-// starts again empty. It is safe for concurrent use.
+// Cache keeps the view of each version of each tool whose spec decides
+// any of it, so that rules are compiled once per version; the view of any
+// other tool is the server's definition, built without being kept. It is
+// bounded: when it holds MaxEntries it starts again empty. It is safe for
+// concurrent use.
 type Cache struct {
 	mu sync.Mutex
 	m  map[key]entry
@@ -211,6 +223,9 @@ func (c *Cache) Lookup(t *mcpv1alpha1.McpTool) (*View, error, bool) {
 // Get returns the view of t's version, building it (Build) the first time
 // that version is asked for. t must hold what Build needs.
 func (c *Cache) Get(t *mcpv1alpha1.McpTool) (*View, error) {
+	if !decided(t) {
+		return Build(t)
+	}
 	if v, err, ok := c.Lookup(t); ok {
 		return v, err
 	}

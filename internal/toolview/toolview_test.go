@@ -148,6 +148,14 @@ func TestTheCacheBuildsOncePerVersion(t *testing.T) {
 	if _, _, ok := c.Lookup(redefined); ok {
 		t.Error("a new definition found a cached view")
 	}
+	plain := tool(mcpv1alpha1.McpToolSpec{})
+	plain.Name, plain.UID = "plain", "uid-plain"
+	if v, err := c.Get(plain); err != nil || v.Title != "Query" {
+		t.Fatalf("a tool whose spec decides nothing: %v, %v", v, err)
+	}
+	if _, _, ok := c.Lookup(plain); ok {
+		t.Error("the view of a tool whose spec decides nothing was kept: a catalog of them would fill the cache")
+	}
 	var inv *argrules.InvalidError
 	bad := changed.DeepCopy()
 	bad.Generation = 3
