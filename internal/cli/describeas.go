@@ -98,7 +98,7 @@ func newDescribeAsCommand(s Streams) *cobra.Command {
 // readDescription reads --description-file, refusing more than the API
 // takes.
 func readDescription(s Streams, file string) (string, error) {
-	var r io.Reader = s.In
+	r := s.In
 	if file != "-" {
 		fh, err := os.Open(file)
 		if err != nil {

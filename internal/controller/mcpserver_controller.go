@@ -3,6 +3,7 @@ package controller
 import (
 	"cmp"
 	"context"
+	"errors"
 	"runtime/debug"
 	"time"
 
@@ -212,7 +213,7 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 func (r *McpServerReconciler) finish(ctx context.Context, sc *serverScope, before *mcpv1alpha1.McpServer, err error) (ctrl.Result, error) {
 	srv := sc.server
 	summarize(srv, err, sc.now)
-	if d := sc.deferred; d != nil && err == error(d) {
+	if d := sc.deferred; d != nil && errors.Is(err, d) {
 		// The import was put off, not failed: work in progress.
 		setCondition(&srv.Status.Conditions, srv.Generation, mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, d.reason, d.err.Error(), sc.now)
 	}
