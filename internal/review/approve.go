@@ -39,13 +39,20 @@ func GetTool(ctx context.Context, c client.Reader, ns, name string) (*mcpv1alpha
 // tool is refused by the API server and checked again on a fresh read.
 // force takes the field from another manager.
 func Approve(ctx context.Context, c client.Client, ns, name, hash string, force bool) error {
+	return onFreshTool(ctx, c, ns, name, func(t *mcpv1alpha1.McpTool) error {
+		return ApproveIfCurrent(ctx, c, t, hash, force)
+	})
+}
+
+// onFreshTool runs change on a fresh read of the tool until it does not
+// fail with ErrStale, a few times at the most.
+func onFreshTool(ctx context.Context, c client.Client, ns, name string, change func(*mcpv1alpha1.McpTool) error) error {
 	for range 5 {
 		t, err := GetTool(ctx, c, ns, name)
 		if err != nil {
 			return err
 		}
-		err = ApproveIfCurrent(ctx, c, t, hash, force)
-		if !errors.Is(err, ErrStale) {
+		if err := change(t); !errors.Is(err, ErrStale) {
 			return err
 		}
 	}
@@ -66,8 +73,16 @@ func ApproveIfCurrent(ctx context.Context, c client.Client, t *mcpv1alpha1.McpTo
 		return err
 	}
 	spec.WithApprovedDefinitionHash(hash)
+	return applySpec(ctx, c, t, spec, force)
+}
+
+// applySpec applies spec, as FieldManager declares it, to t as read. The
+// write carries t's resourceVersion: a tool changed since fails with
+// ErrStale, a field another manager owns (without force) with
+// FieldOwnedError.
+func applySpec(ctx context.Context, c client.Client, t *mcpv1alpha1.McpTool, spec *mcpac.McpToolSpecApplyConfiguration, force bool) error {
 	obj := mcpac.McpTool(t.Name, t.Namespace).WithResourceVersion(t.ResourceVersion).WithSpec(spec)
-	err = c.Apply(ctx, obj, applyOptions(force)...)
+	err := c.Apply(ctx, obj, applyOptions(force)...)
 	switch {
 	case err == nil:
 		return nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sort"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
@@ -49,11 +48,7 @@ func (e *TextNotHonouredError) Error() string {
 // change of the tool fails with ErrStale after a few attempts; without
 // force, a field another manager (Git) owns is not taken.
 func SetReviewedText(ctx context.Context, c client.Client, ns, name string, change TextChange, force bool) error {
-	for range 5 {
-		t, err := GetTool(ctx, c, ns, name)
-		if err != nil {
-			return err
-		}
+	return onFreshTool(ctx, c, ns, name, func(t *mcpv1alpha1.McpTool) error {
 		spec, err := OwnedSpec(t)
 		if err != nil {
 			return err
@@ -63,19 +58,8 @@ func SetReviewedText(ctx context.Context, c client.Client, ns, name string, chan
 		if err := checkText(t, rt); err != nil {
 			return err
 		}
-		obj := mcpac.McpTool(t.Name, t.Namespace).WithResourceVersion(t.ResourceVersion).WithSpec(spec)
-		err = c.Apply(ctx, obj, applyOptions(force)...)
-		switch {
-		case err == nil:
-			return nil
-		case apierrors.IsConflict(err) && !isFieldManagerConflict(err):
-			continue
-		case apierrors.IsConflict(err):
-			return &FieldOwnedError{Err: err}
-		}
-		return &APIError{Doing: "writing the McpTool", Err: err}
-	}
-	return ErrStale
+		return applySpec(ctx, c, t, spec, force)
+	})
 }
 
 // changedText is the reviewed text FieldManager declares after change: what
