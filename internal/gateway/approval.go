@@ -27,7 +27,7 @@ import (
 )
 
 // approve is the approval stage of a call. A tool whose calls need
-// approval (governance.Recorded) is called only once a person other than
+// approval (governance.Effective, on the specs the decision read) is called only once a person other than
 // the caller approved this very call in an McpCallApproval (the Person
 // mode), or, where a policy of the namespace opts the caller in, the user
 // of its own client did (ClientElicitation). It answers what ends the call
@@ -36,7 +36,7 @@ import (
 // says in the record what approval the call needed and had.
 func (g *Gateway) approve(ctx context.Context, req *sdk.CallToolRequest, id *Identity, c *callScope) (*sdk.CallToolResult, error) {
 	c.rec.Approval = "NotRequired"
-	if _, required := governance.Recorded(c.tool); !required {
+	if !c.approval {
 		return nil, nil
 	}
 	// A refusal from here on is a refusal of approval, and says so.
@@ -68,14 +68,10 @@ func (g *Gateway) approve(ctx context.Context, req *sdk.CallToolRequest, id *Ide
 // approvalModeFor is how the caller's calls are approved: ClientElicitation
 // when a policy of its namespace naming it opts in, and Person otherwise.
 func approvalModeFor(id *Identity, policies []mcpv1alpha1.McpAccessPolicy) mcpv1alpha1.ApprovalMode {
-	for _, p := range policies {
-		if p.Namespace != id.Namespace || p.Spec.ApprovalMode != mcpv1alpha1.ApprovalClientElicitation {
-			continue
-		}
-		for _, sa := range p.Spec.ServiceAccounts {
-			if sa == "*" || sa == id.ServiceAccount {
-				return mcpv1alpha1.ApprovalClientElicitation
-			}
+	for i := range policies {
+		p := &policies[i]
+		if p.Spec.ApprovalMode == mcpv1alpha1.ApprovalClientElicitation && governance.Names(p, id.Namespace, id.ServiceAccount) {
+			return mcpv1alpha1.ApprovalClientElicitation
 		}
 	}
 	return mcpv1alpha1.ApprovalPerson
@@ -225,23 +221,23 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Id
 	if undecided >= maxPendingPerCaller {
 		return personResult{answer: g.deny(ctx, rec, t, DenyApprovalNoChannel, "", fmt.Sprintf("the caller already has %d calls waiting for approval; the call was not made", undecided))}
 	}
-	a, err := g.newApproval(ctx, id, t, rec, key, now)
+	a, err := g.newApproval(ctx, id, c, key, now)
 	if err != nil {
 		return personResult{err: err}
 	}
 	return g.waitFor(ctx, req, rec, t, a)
 }
 
-// newApproval creates the McpCallApproval a person decides.
-func (g *Gateway) newApproval(ctx context.Context, id *Identity, t *mcpv1alpha1.McpTool, rec Record, key string, now time.Time) (*mcpv1alpha1.McpCallApproval, error) {
+// newApproval creates the McpCallApproval a person decides, for the call c
+// at the data class the gateway decided it by.
+func (g *Gateway) newApproval(ctx context.Context, id *Identity, c *callScope, key string, now time.Time) (*mcpv1alpha1.McpCallApproval, error) {
+	t, rec := c.tool, c.rec
 	ks, err := g.approvalKeys.Keys(ctx, false)
 	if err != nil {
 		return nil, fmt.Errorf("reading the approval key: %w", err)
 	}
 	suffix := make([]byte, 5)
 	_, _ = rand.Read(suffix)
-	// A person decides on the class the gateway decided by.
-	class, _ := governance.Recorded(t)
 	ttl := g.ApprovalTTL
 	if ttl <= 0 {
 		ttl = DefaultApprovalTTL
@@ -258,7 +254,7 @@ func (g *Gateway) newApproval(ctx context.Context, id *Identity, t *mcpv1alpha1.
 			Server:         t.Spec.ServerRef.Name,
 			Caller:         id.Username,
 			CallerGroups:   id.Groups,
-			DataClass:      class,
+			DataClass:      c.class,
 			ArgumentsHash:  rec.ArgumentsHash,
 			DefinitionHash: t.Status.DefinitionHash,
 			// The API stores seconds; the seal signs what is stored.
@@ -336,7 +332,7 @@ func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, id *Id
 			return refusal("the gateway could not ask for approval; try again")
 		}
 		return &sdk.CallToolResult{
-			InputRequests: sdk.InputRequestMap{approvalInput: approvalQuestion(t.Status.LocalName, t.Spec.ServerRef.Name, string(t.Status.EffectiveDataClass))},
+			InputRequests: sdk.InputRequestMap{approvalInput: approvalQuestion(t.Status.LocalName, t.Spec.ServerRef.Name, string(c.class))},
 			RequestState:  signed,
 		}
 	}
