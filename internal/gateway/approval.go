@@ -124,22 +124,27 @@ func callerKey(caller string) string {
 	return hex.EncodeToString(h[:])[:48]
 }
 
-// sealOf signs the call an approval is for, so that an object the gateway
-// did not write is never used.
-func sealOf(key []byte, a *mcpv1alpha1.McpCallApproval) string {
+// sealMessage is what an approval's seal signs: where the object is and
+// the call it is for, so that an object the gateway did not write is never
+// used, nor counted.
+func sealMessage(a *mcpv1alpha1.McpCallApproval) []byte {
 	s := a.Spec
-	b := []byte(strings.Join([]string{a.Namespace, a.Name, s.Tool, s.Server, s.Caller, s.ArgumentsHash, s.DefinitionHash, strconv.FormatInt(s.ExpiresAt.Unix(), 10)}, "\x00"))
-	return base64.RawURLEncoding.EncodeToString(mac(key, b))
+	return []byte(strings.Join([]string{a.Namespace, a.Name, s.Tool, s.Server, s.Caller, s.ArgumentsHash, s.DefinitionHash, strconv.FormatInt(s.ExpiresAt.Unix(), 10)}, "\x00"))
 }
 
+// sealOf is the seal of a under key.
+func sealOf(key []byte, a *mcpv1alpha1.McpCallApproval) string {
+	return base64.RawURLEncoding.EncodeToString(mac(key, sealMessage(a)))
+}
+
+// sealed reports whether a carries the gateway's seal under its current or
+// previous key.
 func (g *Gateway) sealed(ctx context.Context, a *mcpv1alpha1.McpCallApproval) bool {
-	s := a.Spec
-	b := []byte(strings.Join([]string{a.Namespace, a.Name, s.Tool, s.Server, s.Caller, s.ArgumentsHash, s.DefinitionHash, strconv.FormatInt(s.ExpiresAt.Unix(), 10)}, "\x00"))
-	sig, err := base64.RawURLEncoding.DecodeString(s.Seal)
+	sig, err := base64.RawURLEncoding.DecodeString(a.Spec.Seal)
 	if err != nil {
 		return false
 	}
-	ok, err := verifyMAC(ctx, g.approvalKeys, b, sig)
+	ok, err := verifyMAC(ctx, g.approvalKeys, sealMessage(a), sig)
 	return err == nil && ok
 }
 
@@ -169,25 +174,29 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Id
 	undecided := 0
 	for i := range list.Items {
 		a := &list.Items[i]
-		if a.Spec.Caller != id.Username || !now.Before(a.Spec.ExpiresAt.Time) || a.Status.ConsumedAt != nil {
+		// Only the gateway's own objects count, toward the caller's limit
+		// as for this call: whoever may create approvals could otherwise
+		// fill the limit with objects of their own and lock the caller out.
+		if a.Spec.Caller != id.Username || !g.sealed(ctx, a) {
 			continue
 		}
-		if a.Spec.Decision == mcpv1alpha1.CallPending || a.Spec.Decision == "" {
+		state := governance.CallState(a, now)
+		if state == governance.CallStatePending {
 			undecided++
 		}
-		if a.Spec.Tool != t.Name || a.Spec.DefinitionHash != t.Status.DefinitionHash || a.Spec.ArgumentsHash != rec.ArgumentsHash || !g.sealed(ctx, a) {
+		if a.Spec.Tool != t.Name || a.Spec.DefinitionHash != t.Status.DefinitionHash || a.Spec.ArgumentsHash != rec.ArgumentsHash {
 			continue
 		}
-		switch a.Spec.Decision {
-		case mcpv1alpha1.CallApproved:
+		switch state {
+		case governance.CallStateApproved:
 			// The API server refuses a decision by the caller; this is a
 			// second look at a field nobody but the decider could set.
 			if a.Spec.DecidedBy != "" && a.Spec.DecidedBy != id.Username && approved == nil {
 				approved = a
 			}
-		case mcpv1alpha1.CallDenied:
+		case governance.CallStateDenied:
 			denied = a
-		default:
+		case governance.CallStatePending:
 			pending = a
 		}
 	}
