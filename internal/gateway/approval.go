@@ -319,8 +319,8 @@ func (g *Gateway) waitFor(ctx context.Context, req *sdk.CallToolRequest, rec Rec
 
 // In the ClientElicitation mode the user of the agent's own client approves
 // each call: the gateway asks with a form elicitation and signed request
-// state, and decides the retry that carries the answer. Spent answers are
-// remembered in this process only.
+// state, and decides the retry that carries the answer. A spent answer is
+// recorded in the API (spendAnswer), so no replica accepts it again.
 
 // byClient asks the agent's own client for approval (the ClientElicitation
 // mode): an answer to give the agent, or nil when the client approved.
@@ -351,15 +351,79 @@ func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, id *Id
 	if !approved(resp) {
 		return g.deny(ctx, rec, t, DenyApprovalDeclined, "", "the call was not approved; it was not made")
 	}
-	if err := g.approver.spend(ctx, req.Params.RequestState, state, g.now()); err != nil {
+	if err := g.spendAnswer(ctx, id, c, req.Params.RequestState, state); err != nil {
 		msg := "this approval was already used for a call, and every call needs its own; the call was not made"
-		if errors.Is(err, errApprovalsFull) {
+		switch {
+		case errors.Is(err, errApprovalsFull):
 			msg = "the gateway holds too many recent approvals to take another; try again shortly"
+		case !errors.Is(err, errBadState):
+			logging.FromContext(ctx, logging.Gateway).Error(err, "recording a spent approval answer failed", "tool", key.String())
+			msg = "the gateway could not record this approval as used; try again"
 		}
 		return g.deny(ctx, rec, t, DenyApprovalDeclined, "", msg)
 	}
 	return nil
 }
+
+// spendAnswer uses up the client's approval answer token (for the call
+// state want describes), so that it opens one call on whichever replica
+// sees it first and none after. With Approvals configured, the mark is an
+// McpCallApproval named after the answer's nonce, created already used:
+// the API server lets exactly one replica create it. Without (a gateway
+// that has no approvals), the mark is this process's memory.
+func (g *Gateway) spendAnswer(ctx context.Context, id *Identity, c *callScope, token string, want approvalState) error {
+	now := g.now()
+	if g.Approvals == nil {
+		return g.approver.spend(ctx, token, want, now)
+	}
+	s, err := g.approver.verified(ctx, token, want, now)
+	if err != nil {
+		return err
+	}
+	ks, err := g.approvalKeys.Keys(ctx, false)
+	if err != nil {
+		return fmt.Errorf("reading the approval key: %w", err)
+	}
+	h := sha256.Sum256([]byte(s.Nonce))
+	t := c.tool
+	a := &mcpv1alpha1.McpCallApproval{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: t.Namespace,
+			Name:      spentAnswerPrefix + hex.EncodeToString(h[:])[:40],
+			Labels:    map[string]string{LabelCaller: callerKey(id.Username), LabelCall: callKey(id.Username, t.Name, t.Status.DefinitionHash, c.rec.ArgumentsHash)},
+		},
+		Spec: mcpv1alpha1.McpCallApprovalSpec{
+			Tool:           t.Name,
+			LocalName:      t.Status.LocalName,
+			Server:         t.Spec.ServerRef.Name,
+			Caller:         id.Username,
+			CallerGroups:   id.Groups,
+			DataClass:      c.class,
+			ArgumentsHash:  c.rec.ArgumentsHash,
+			DefinitionHash: t.Status.DefinitionHash,
+			ExpiresAt:      metav1.Time{Time: time.Unix(s.Expires, 0)},
+			Decision:       mcpv1alpha1.CallPending,
+		},
+	}
+	a.Spec.Seal = sealOf(ks.Current, a)
+	if err := g.Approvals.Create(ctx, a); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return errBadState
+		}
+		return fmt.Errorf("recording a spent approval answer: %w", err)
+	}
+	// The create is the mark; the status says what it was used for, for
+	// the people who list approvals. A failure here opens nothing more.
+	a.Status.ConsumedAt, a.Status.CallID = &metav1.Time{Time: now}, c.rec.CallID
+	if err := g.Approvals.Status().Update(ctx, a); err != nil {
+		logging.FromContext(ctx, logging.Gateway).Error(err, "marking a spent approval answer used failed", "approval", a.Name)
+	}
+	return nil
+}
+
+// spentAnswerPrefix names the McpCallApprovals that record an approval
+// answer of the ClientElicitation opt-in as spent.
+const spentAnswerPrefix = "answer-"
 
 // approvalInput is the id of the approval question in a multi-round-trip
 // call.
@@ -430,16 +494,26 @@ func (a approver) verify(ctx context.Context, token string, want approvalState, 
 	return nil
 }
 
-// spend verifies token like verify and then uses it up: a second spend of
-// the same approval fails.
-func (a approver) spend(ctx context.Context, token string, want approvalState, now time.Time) error {
+// verified verifies token like verify and returns the state it carries,
+// nonce and expiry included.
+func (a approver) verified(ctx context.Context, token string, want approvalState, now time.Time) (approvalState, error) {
 	if err := a.verify(ctx, token, want, now); err != nil {
-		return err
+		return approvalState{}, err
 	}
 	body, _, _ := strings.Cut(token, ".")
 	b, _ := base64.RawURLEncoding.DecodeString(body)
 	var s approvalState
 	_ = json.Unmarshal(b, &s)
+	return s, nil
+}
+
+// spend verifies token like verify and then uses it up in this process's
+// memory: a second spend of the same approval here fails.
+func (a approver) spend(ctx context.Context, token string, want approvalState, now time.Time) error {
+	s, err := a.verified(ctx, token, want, now)
+	if err != nil {
+		return err
+	}
 	return a.used.spend(s.Nonce, s.Expires, now)
 }
 

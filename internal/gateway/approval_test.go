@@ -269,6 +269,14 @@ type personGateway struct {
 
 func newPersonGateway(t *testing.T) *personGateway {
 	t.Helper()
+	return newApprovalGateway(t, nil)
+}
+
+// newApprovalGateway is a replica of that gateway keeping approvals in
+// approvals (a new fake API server when nil), with more objects (access
+// policies) in its cache.
+func newApprovalGateway(t *testing.T, approvals client.Client, more ...client.Object) *personGateway {
+	t.Helper()
 	const ns = "team"
 	tl := &mcpv1alpha1.McpTool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "docs.echo", Generation: 1},
@@ -281,9 +289,11 @@ func newPersonGateway(t *testing.T) *personGateway {
 		t.Fatal(err)
 	}
 	o := completeOptions()
-	o.Reader = fake.NewClientBuilder().WithScheme(scheme).WithObjects(server(ns, "docs", mcpv1alpha1.DataClassPublic, true), tl).Build()
+	o.Reader = fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(more, server(ns, "docs", mcpv1alpha1.DataClassPublic, true), tl)...).Build()
 	o.Authz = allowList{"docs.echo": true}
-	approvals := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&mcpv1alpha1.McpCallApproval{}).Build()
+	if approvals == nil {
+		approvals = fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&mcpv1alpha1.McpCallApproval{}).Build()
+	}
 	o.Approvals = approvals
 	o.ApprovalKeys = StaticKeys{Current: []byte(strings.Repeat("k", 32))}
 	g, err := New(o)
@@ -298,7 +308,11 @@ func newPersonGateway(t *testing.T) *personGateway {
 // answer that ends it, or nil when it would be sent.
 func (p *personGateway) call(t *testing.T, args string) *mcp.CallToolResult {
 	t.Helper()
-	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "mcp_docs_echo", Arguments: json.RawMessage(args)}}
+	return p.callWith(t, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "mcp_docs_echo", Arguments: json.RawMessage(args)}})
+}
+
+func (p *personGateway) callWith(t *testing.T, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	t.Helper()
 	c, answer := p.g.identify(ctx, req, p.id, p.key)
 	if answer != nil {
 		t.Fatalf("identify refused: %+v", answer)
@@ -367,5 +381,49 @@ func TestUnsealedApprovalsDoNotCountTowardTheCallersLimit(t *testing.T) {
 	}
 	if got := textOfResult(p.call(t, `{"q":"one too many"}`)); !strings.Contains(got, "calls waiting for approval") {
 		t.Fatalf("a call past the limit answered %q, want the limit named", got)
+	}
+}
+
+// A client's approval answer in the ClientElicitation opt-in opens one
+// call across every replica: replayed to another replica (any replica
+// may serve any request), it is refused there too, because the spent mark
+// is in the API, not in the memory of the replica that took it.
+func TestASpentClientAnswerIsRefusedOnEveryReplica(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	shared := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&mcpv1alpha1.McpCallApproval{}).Build()
+	optIn := policy("team", mcpv1alpha1.DataClassPublic, "agent")
+	optIn.Spec.ApprovalMode = mcpv1alpha1.ApprovalClientElicitation
+	first, second := newApprovalGateway(t, shared, &optIn), newApprovalGateway(t, shared, optIn.DeepCopy())
+
+	const args = `{"q":"x"}`
+	_, hash, err := arguments(json.RawMessage(args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := approvalState{Caller: first.id.UID + "/" + first.id.Username, Tool: first.key.String(), Definition: hashA, Arguments: hash,
+		Expires: time.Now().Add(approvalWindow).Unix(), Nonce: newNonce()}
+	token, err := first.g.approver.sign(ctx, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := func() *mcp.CallToolRequest {
+		return &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "mcp_docs_echo", Arguments: json.RawMessage(args),
+			RequestState:   token,
+			InputResponses: mcp.InputResponseMap{approvalInput: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}}}
+	}
+	if answer := first.callWith(t, answered()); answer != nil {
+		t.Fatalf("the first use of an approved answer was refused: %q", textOfResult(answer))
+	}
+	for name, replica := range map[string]*personGateway{"the same replica": first, "another replica": second} {
+		if got := textOfResult(replica.callWith(t, answered())); !strings.Contains(got, "already used") {
+			t.Errorf("%s: the replayed answer got %q, want it refused as used", name, got)
+		}
+	}
+	used := first.list(t)
+	if len(used) != 1 || used[0].Status.ConsumedAt == nil || !strings.HasPrefix(used[0].Name, spentAnswerPrefix) {
+		t.Fatalf("the API holds %+v, want one used answer record", used)
 	}
 }
