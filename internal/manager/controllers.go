@@ -197,7 +197,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	if err != nil {
 		return fmt.Errorf("building the gateway: %w", err)
 	}
-	if err := mgr.Add(&gateway.ApprovalSweeper{Client: approvals, Now: opts.GatewayNow}); err != nil {
+	if err := mgr.Add(&gateway.ApprovalSweeper{Client: approvals, Namespaces: opts.WatchNamespaces, Now: opts.GatewayNow}); err != nil {
 		return fmt.Errorf("adding the approval sweeper: %w", err)
 	}
 	if err := mgr.Add(&gateway.Listener{Addr: opts.GatewayAddr, Handler: gw.Handler(), CertDir: opts.GatewayCertDir, Insecure: opts.GatewayInsecure, Ready: opts.GatewayReady}); err != nil {
