@@ -154,6 +154,13 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Id
 	if g.Approvals == nil {
 		return personResult{answer: g.deny(ctx, rec, t, DenyApprovalNoChannel, "", "this tool needs a person's approval for every call, and this gateway has no approvals configured; the call was not made")}
 	}
+	if missing, err := g.admission.missingPart(ctx, g.now()); err != nil {
+		return personResult{err: err}
+	} else if missing != "" {
+		logging.FromContext(ctx, logging.Gateway).Error(nil, "refusing calls that need a person's approval: the admission policy is not in force", "missing", missing)
+		return personResult{answer: g.deny(ctx, rec, t, DenyApprovalNoChannel, DetailAdmissionPolicyMissing,
+			"this tool needs a person's approval for every call, and "+missing+": without it an approval cannot be trusted (the caller could decide its own), so none is used; the call was not made")}
+	}
 	if resp, ok := req.Params.InputResponses[approvalInput]; ok {
 		// The client answered the URL elicitation: its user either went
 		// to see the approval or gave up waiting. Only the McpCallApproval

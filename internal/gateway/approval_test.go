@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -288,6 +289,9 @@ func newApprovalGateway(t *testing.T, approvals client.Client, more ...client.Ob
 	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	if err := admissionregistrationv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	o := completeOptions()
 	o.Reader = fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(more, server(ns, "docs", mcpv1alpha1.DataClassPublic, true), tl)...).Build()
 	o.Authz = allowList{"docs.echo": true}
@@ -426,4 +430,59 @@ func TestASpentClientAnswerIsRefusedOnEveryReplica(t *testing.T) {
 	if len(used) != 1 || used[0].Status.ConsumedAt == nil || !strings.HasPrefix(used[0].Name, spentAnswerPrefix) {
 		t.Fatalf("the API holds %+v, want one used answer record", used)
 	}
+}
+
+// A person's approval means something only while the admission policy
+// keeps the caller from deciding its own and a decider from forging
+// decidedBy. Where the policy is deleted, or its binding names another
+// policy (as a kustomize that renames the policy but not the reference
+// renders it), an agent with update on approvals could approve itself: the
+// gateway refuses to use approvals then, and says why.
+func TestPersonApprovalsAreRefusedWhileTheAdmissionPolicyIsNotInForce(t *testing.T) {
+	p := newPersonGateway(t)
+	const name = "mcp-catalog-call-approvals"
+	p.g.admission = admissionGuard{reader: p.approvals, policy: name}
+	expect := func(says string) {
+		t.Helper()
+		p.g.admission.checked = time.Time{}
+		if got := textOfResult(p.call(t, `{"q":"x"}`)); !strings.Contains(got, says) {
+			t.Fatalf("the call answered %q, want it to say %q", got, says)
+		}
+	}
+	expect("the ValidatingAdmissionPolicy " + name + " is not installed")
+	if len(p.list(t)) != 0 {
+		t.Fatal("an approval was created while the policy is missing")
+	}
+
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := p.approvals.Create(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	expect("no ValidatingAdmissionPolicyBinding binds")
+	for _, b := range []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		// What an older kustomize renders: the binding renamed, its
+		// policyName not.
+		{ObjectMeta: metav1.ObjectMeta{Name: "stale"}, Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: "call-approvals", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}},
+		// One that only warns.
+		{ObjectMeta: metav1.ObjectMeta{Name: "warn"}, Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}}},
+	} {
+		if err := p.approvals.Create(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect("no ValidatingAdmissionPolicyBinding binds")
+
+	if err := p.approvals.Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}); err != nil {
+		t.Fatal(err)
+	}
+	expect("waits for a person's approval")
+
+	// Deleted afterwards: the next check refuses again.
+	if err := p.approvals.Delete(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	expect("is not installed")
 }

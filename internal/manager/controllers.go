@@ -185,12 +185,13 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		Recorder:  mgr.GetEventRecorder(EventSource),
 		Version:   Version,
 
-		ApprovalKeys: keys,
-		Approvals:    approvals,
-		ApprovalTTL:  opts.GatewayApprovalTTL,
-		ApprovalURL:  approvalURL(opts.GatewayApprovalURL, mgr.GetConfig().Host),
-		Now:          opts.GatewayNow,
-		Stateless:    opts.GatewayStateless,
+		ApprovalKeys:   keys,
+		Approvals:      approvals,
+		ApprovalPolicy: opts.GatewayApprovalPolicy,
+		ApprovalTTL:    opts.GatewayApprovalTTL,
+		ApprovalURL:    approvalURL(opts.GatewayApprovalURL, mgr.GetConfig().Host),
+		Now:            opts.GatewayNow,
+		Stateless:      opts.GatewayStateless,
 
 		TracerProvider: tp,
 	})

@@ -116,6 +116,14 @@ func TestGatewayRBACWithWatchNamespaces(t *testing.T) {
 	if can("team-a", "update", "mcp.catalog.dev", "mcptools") || can("team-a", "update", "mcp.catalog.dev", "mcpservers") {
 		t.Error("the gateway can change McpTools or McpServers; it only reads them")
 	}
+	// Without reading the admission policy and its bindings the gateway
+	// uses no approval; they are cluster-scoped.
+	if !can("", "get", "admissionregistration.k8s.io", "validatingadmissionpolicies") || !can("", "list", "admissionregistration.k8s.io", "validatingadmissionpolicybindings") {
+		t.Error("the gateway cannot read the admission policy and its bindings")
+	}
+	if can("", "update", "admissionregistration.k8s.io", "validatingadmissionpolicies") {
+		t.Error("the gateway can change admission policies; it only reads them")
+	}
 }
 
 // TestGatewaySweepsApprovalsWithWatchNamespaces runs the gateway's approval
