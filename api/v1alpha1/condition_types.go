@@ -173,6 +173,12 @@ const (
 	// is kept (deleting a server never deletes an enabled or declared tool)
 	// and is servable again once the server is back.
 	ReasonServerNotFound = "ServerNotFound"
+	// ReasonShardMismatch: the McpTool's shard label
+	// (sharding.mcp.catalog.dev/key) is not its server's, so the
+	// controller instance that reconciles the server does not reconcile the
+	// tool. The gateway does not serve it until the labels agree again (the
+	// server's next import relabels the tool).
+	ReasonShardMismatch = "ShardMismatch"
 	// ReasonNameMismatch: the McpTool's name is not the one derived from its
 	// server and remote name.
 	ReasonNameMismatch = "NameMismatch"

@@ -109,7 +109,8 @@ type McpCallApprovalSpec struct {
 // McpCallApprovalStatus is written by the gateway.
 type McpCallApprovalStatus struct {
 	// consumedAt is when the gateway used the approval for the call. An
-	// approval is used once, whichever gateway replica gets the retry.
+	// approval is used once, whichever gateway replica gets the retry; once
+	// set, the API server refuses to clear or change it (or callID).
 	// +optional
 	ConsumedAt *metav1.Time `json:"consumedAt,omitempty"`
 
@@ -131,6 +132,7 @@ type McpCallApprovalStatus struct {
 // +kubebuilder:printcolumn:name="Used",type=string,format=date-time,JSONPath=`.status.consumedAt`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.spec.reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.consumedAt) || (has(self.status) && has(self.status.consumedAt) && self.status.consumedAt == oldSelf.status.consumedAt && (has(self.status.callID) ? self.status.callID : '') == (has(oldSelf.status.callID) ? oldSelf.status.callID : ''))",message="an approval once used stays used: status.consumedAt and status.callID cannot change once set"
 
 // McpCallApproval is a call of a tool that requires approval, waiting for
 // a person other than the caller to approve or deny it. The gateway creates

@@ -256,11 +256,15 @@ type McpToolStatus struct {
 	// +optional
 	Hints *ToolHints `json:"hints,omitempty"`
 
-	// effectiveDataClass is the higher of the server's and the tool's class.
+	// effectiveDataClass is the higher of the server's and the tool's class,
+	// as last reconciled: a report; the gateway computes it from spec on
+	// every call.
 	// +optional
 	EffectiveDataClass DataClass `json:"effectiveDataClass,omitempty"`
 
-	// effectiveApprovalRequired is the server's or the tool's requirement.
+	// effectiveApprovalRequired is the server's or the tool's requirement,
+	// as last reconciled: a report; the gateway computes it from spec on
+	// every call.
 	// +optional
 	EffectiveApprovalRequired *bool `json:"effectiveApprovalRequired,omitempty"`
 

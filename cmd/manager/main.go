@@ -67,6 +67,7 @@ func main() {
 	fs.StringVar(&opts.GatewayCertDir, "gateway-cert-dir", opts.GatewayCertDir, "Directory with the gateway's tls.crt and tls.key (reloaded on change).")
 	fs.BoolVar(&opts.GatewayInsecure, "gateway-insecure", opts.GatewayInsecure, "Serve the gateway over plain HTTP (development and tests only).")
 	fs.StringVar(&opts.GatewayAudience, "gateway-audience", opts.GatewayAudience, "Audience agents' ServiceAccount tokens must be bound to.")
+	fs.StringVar(&opts.GatewayApprovalPolicy, "gateway-approval-policy", "", `Name of the ValidatingAdmissionPolicy that keeps a caller from deciding its own McpCallApproval (the chart's <fullname>-call-approvals, config/default's mcp-catalog-call-approvals); while it, or a binding of it that denies, is missing, calls that need a person's approval are refused. Empty checks nothing (development only).`)
 	fs.StringVar(&opts.GatewayApprovalKeySecret, "gateway-approval-key-secret", "", `Secret (namespace/name) with the approval signing keys "current" and "previous", shared by every gateway replica; empty generates a key per process (development only).`)
 	fs.DurationVar(&opts.GatewayApprovalTTL, "gateway-approval-ttl", 0, "How long a call approval can be decided and used (default 15m).")
 	fs.StringVar(&opts.GatewayApprovalURL, "gateway-approval-url", "", "URL shown to an agent's user for a call approval, with {namespace} and {name}; empty names the object on the API server.")

@@ -27,7 +27,7 @@ import (
 )
 
 // approve is the approval stage of a call. A tool whose calls need
-// approval (governance.Recorded) is called only once a person other than
+// approval (governance.Effective, on the specs the decision read) is called only once a person other than
 // the caller approved this very call in an McpCallApproval (the Person
 // mode), or, where a policy of the namespace opts the caller in, the user
 // of its own client did (ClientElicitation). It answers what ends the call
@@ -36,7 +36,7 @@ import (
 // says in the record what approval the call needed and had.
 func (g *Gateway) approve(ctx context.Context, req *sdk.CallToolRequest, id *Identity, c *callScope) (*sdk.CallToolResult, error) {
 	c.rec.Approval = "NotRequired"
-	if _, required := governance.Recorded(c.tool); !required {
+	if !c.approval {
 		return nil, nil
 	}
 	// A refusal from here on is a refusal of approval, and says so.
@@ -68,14 +68,10 @@ func (g *Gateway) approve(ctx context.Context, req *sdk.CallToolRequest, id *Ide
 // approvalModeFor is how the caller's calls are approved: ClientElicitation
 // when a policy of its namespace naming it opts in, and Person otherwise.
 func approvalModeFor(id *Identity, policies []mcpv1alpha1.McpAccessPolicy) mcpv1alpha1.ApprovalMode {
-	for _, p := range policies {
-		if p.Namespace != id.Namespace || p.Spec.ApprovalMode != mcpv1alpha1.ApprovalClientElicitation {
-			continue
-		}
-		for _, sa := range p.Spec.ServiceAccounts {
-			if sa == "*" || sa == id.ServiceAccount {
-				return mcpv1alpha1.ApprovalClientElicitation
-			}
+	for i := range policies {
+		p := &policies[i]
+		if p.Spec.ApprovalMode == mcpv1alpha1.ApprovalClientElicitation && governance.Names(p, id.Namespace, id.ServiceAccount) {
+			return mcpv1alpha1.ApprovalClientElicitation
 		}
 	}
 	return mcpv1alpha1.ApprovalPerson
@@ -128,22 +124,27 @@ func callerKey(caller string) string {
 	return hex.EncodeToString(h[:])[:48]
 }
 
-// sealOf signs the call an approval is for, so that an object the gateway
-// did not write is never used.
-func sealOf(key []byte, a *mcpv1alpha1.McpCallApproval) string {
+// sealMessage is what an approval's seal signs: where the object is and
+// the call it is for, so that an object the gateway did not write is never
+// used, nor counted.
+func sealMessage(a *mcpv1alpha1.McpCallApproval) []byte {
 	s := a.Spec
-	b := []byte(strings.Join([]string{a.Namespace, a.Name, s.Tool, s.Server, s.Caller, s.ArgumentsHash, s.DefinitionHash, strconv.FormatInt(s.ExpiresAt.Unix(), 10)}, "\x00"))
-	return base64.RawURLEncoding.EncodeToString(mac(key, b))
+	return []byte(strings.Join([]string{a.Namespace, a.Name, s.Tool, s.Server, s.Caller, s.ArgumentsHash, s.DefinitionHash, strconv.FormatInt(s.ExpiresAt.Unix(), 10)}, "\x00"))
 }
 
+// sealOf is the seal of a under key.
+func sealOf(key []byte, a *mcpv1alpha1.McpCallApproval) string {
+	return base64.RawURLEncoding.EncodeToString(mac(key, sealMessage(a)))
+}
+
+// sealed reports whether a carries the gateway's seal under its current or
+// previous key.
 func (g *Gateway) sealed(ctx context.Context, a *mcpv1alpha1.McpCallApproval) bool {
-	s := a.Spec
-	b := []byte(strings.Join([]string{a.Namespace, a.Name, s.Tool, s.Server, s.Caller, s.ArgumentsHash, s.DefinitionHash, strconv.FormatInt(s.ExpiresAt.Unix(), 10)}, "\x00"))
-	sig, err := base64.RawURLEncoding.DecodeString(s.Seal)
+	sig, err := base64.RawURLEncoding.DecodeString(a.Spec.Seal)
 	if err != nil {
 		return false
 	}
-	ok, err := verifyMAC(ctx, g.approvalKeys, b, sig)
+	ok, err := verifyMAC(ctx, g.approvalKeys, sealMessage(a), sig)
 	return err == nil && ok
 }
 
@@ -152,6 +153,13 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Id
 	rec, t := c.rec, c.tool
 	if g.Approvals == nil {
 		return personResult{answer: g.deny(ctx, rec, t, DenyApprovalNoChannel, "", "this tool needs a person's approval for every call, and this gateway has no approvals configured; the call was not made")}
+	}
+	if missing, err := g.admission.missingPart(ctx, g.now()); err != nil {
+		return personResult{err: err}
+	} else if missing != "" {
+		logging.FromContext(ctx, logging.Gateway).Error(nil, "refusing calls that need a person's approval: the admission policy is not in force", "missing", missing)
+		return personResult{answer: g.deny(ctx, rec, t, DenyApprovalNoChannel, DetailAdmissionPolicyMissing,
+			"this tool needs a person's approval for every call, and "+missing+": without it an approval cannot be trusted (the caller could decide its own), so none is used; the call was not made")}
 	}
 	if resp, ok := req.Params.InputResponses[approvalInput]; ok {
 		// The client answered the URL elicitation: its user either went
@@ -173,25 +181,29 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Id
 	undecided := 0
 	for i := range list.Items {
 		a := &list.Items[i]
-		if a.Spec.Caller != id.Username || !now.Before(a.Spec.ExpiresAt.Time) || a.Status.ConsumedAt != nil {
+		// Only the gateway's own objects count, toward the caller's limit
+		// as for this call: whoever may create approvals could otherwise
+		// fill the limit with objects of their own and lock the caller out.
+		if a.Spec.Caller != id.Username || !g.sealed(ctx, a) {
 			continue
 		}
-		if a.Spec.Decision == mcpv1alpha1.CallPending || a.Spec.Decision == "" {
+		state := governance.CallState(a, now)
+		if state == governance.CallStatePending {
 			undecided++
 		}
-		if a.Spec.Tool != t.Name || a.Spec.DefinitionHash != t.Status.DefinitionHash || a.Spec.ArgumentsHash != rec.ArgumentsHash || !g.sealed(ctx, a) {
+		if a.Spec.Tool != t.Name || a.Spec.DefinitionHash != t.Status.DefinitionHash || a.Spec.ArgumentsHash != rec.ArgumentsHash {
 			continue
 		}
-		switch a.Spec.Decision {
-		case mcpv1alpha1.CallApproved:
+		switch state {
+		case governance.CallStateApproved:
 			// The API server refuses a decision by the caller; this is a
 			// second look at a field nobody but the decider could set.
 			if a.Spec.DecidedBy != "" && a.Spec.DecidedBy != id.Username && approved == nil {
 				approved = a
 			}
-		case mcpv1alpha1.CallDenied:
+		case governance.CallStateDenied:
 			denied = a
-		default:
+		case governance.CallStatePending:
 			pending = a
 		}
 	}
@@ -225,23 +237,23 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Id
 	if undecided >= maxPendingPerCaller {
 		return personResult{answer: g.deny(ctx, rec, t, DenyApprovalNoChannel, "", fmt.Sprintf("the caller already has %d calls waiting for approval; the call was not made", undecided))}
 	}
-	a, err := g.newApproval(ctx, id, t, rec, key, now)
+	a, err := g.newApproval(ctx, id, c, key, now)
 	if err != nil {
 		return personResult{err: err}
 	}
 	return g.waitFor(ctx, req, rec, t, a)
 }
 
-// newApproval creates the McpCallApproval a person decides.
-func (g *Gateway) newApproval(ctx context.Context, id *Identity, t *mcpv1alpha1.McpTool, rec Record, key string, now time.Time) (*mcpv1alpha1.McpCallApproval, error) {
+// newApproval creates the McpCallApproval a person decides, for the call c
+// at the data class the gateway decided it by.
+func (g *Gateway) newApproval(ctx context.Context, id *Identity, c *callScope, key string, now time.Time) (*mcpv1alpha1.McpCallApproval, error) {
+	t, rec := c.tool, c.rec
 	ks, err := g.approvalKeys.Keys(ctx, false)
 	if err != nil {
 		return nil, fmt.Errorf("reading the approval key: %w", err)
 	}
 	suffix := make([]byte, 5)
 	_, _ = rand.Read(suffix)
-	// A person decides on the class the gateway decided by.
-	class, _ := governance.Recorded(t)
 	ttl := g.ApprovalTTL
 	if ttl <= 0 {
 		ttl = DefaultApprovalTTL
@@ -258,7 +270,7 @@ func (g *Gateway) newApproval(ctx context.Context, id *Identity, t *mcpv1alpha1.
 			Server:         t.Spec.ServerRef.Name,
 			Caller:         id.Username,
 			CallerGroups:   id.Groups,
-			DataClass:      class,
+			DataClass:      c.class,
 			ArgumentsHash:  rec.ArgumentsHash,
 			DefinitionHash: t.Status.DefinitionHash,
 			// The API stores seconds; the seal signs what is stored.
@@ -314,8 +326,8 @@ func (g *Gateway) waitFor(ctx context.Context, req *sdk.CallToolRequest, rec Rec
 
 // In the ClientElicitation mode the user of the agent's own client approves
 // each call: the gateway asks with a form elicitation and signed request
-// state, and decides the retry that carries the answer. Spent answers are
-// remembered in this process only.
+// state, and decides the retry that carries the answer. A spent answer is
+// recorded in the API (spendAnswer), so no replica accepts it again.
 
 // byClient asks the agent's own client for approval (the ClientElicitation
 // mode): an answer to give the agent, or nil when the client approved.
@@ -336,7 +348,7 @@ func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, id *Id
 			return refusal("the gateway could not ask for approval; try again")
 		}
 		return &sdk.CallToolResult{
-			InputRequests: sdk.InputRequestMap{approvalInput: approvalQuestion(t.Status.LocalName, t.Spec.ServerRef.Name, string(t.Status.EffectiveDataClass))},
+			InputRequests: sdk.InputRequestMap{approvalInput: approvalQuestion(t.Status.LocalName, t.Spec.ServerRef.Name, string(c.class))},
 			RequestState:  signed,
 		}
 	}
@@ -346,15 +358,79 @@ func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, id *Id
 	if !approved(resp) {
 		return g.deny(ctx, rec, t, DenyApprovalDeclined, "", "the call was not approved; it was not made")
 	}
-	if err := g.approver.spend(ctx, req.Params.RequestState, state, g.now()); err != nil {
+	if err := g.spendAnswer(ctx, id, c, req.Params.RequestState, state); err != nil {
 		msg := "this approval was already used for a call, and every call needs its own; the call was not made"
-		if errors.Is(err, errApprovalsFull) {
+		switch {
+		case errors.Is(err, errApprovalsFull):
 			msg = "the gateway holds too many recent approvals to take another; try again shortly"
+		case !errors.Is(err, errBadState):
+			logging.FromContext(ctx, logging.Gateway).Error(err, "recording a spent approval answer failed", "tool", key.String())
+			msg = "the gateway could not record this approval as used; try again"
 		}
 		return g.deny(ctx, rec, t, DenyApprovalDeclined, "", msg)
 	}
 	return nil
 }
+
+// spendAnswer uses up the client's approval answer token (for the call
+// state want describes), so that it opens one call on whichever replica
+// sees it first and none after. With Approvals configured, the mark is an
+// McpCallApproval named after the answer's nonce, created already used:
+// the API server lets exactly one replica create it. Without (a gateway
+// that has no approvals), the mark is this process's memory.
+func (g *Gateway) spendAnswer(ctx context.Context, id *Identity, c *callScope, token string, want approvalState) error {
+	now := g.now()
+	if g.Approvals == nil {
+		return g.approver.spend(ctx, token, want, now)
+	}
+	s, err := g.approver.verified(ctx, token, want, now)
+	if err != nil {
+		return err
+	}
+	ks, err := g.approvalKeys.Keys(ctx, false)
+	if err != nil {
+		return fmt.Errorf("reading the approval key: %w", err)
+	}
+	h := sha256.Sum256([]byte(s.Nonce))
+	t := c.tool
+	a := &mcpv1alpha1.McpCallApproval{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: t.Namespace,
+			Name:      spentAnswerPrefix + hex.EncodeToString(h[:])[:40],
+			Labels:    map[string]string{LabelCaller: callerKey(id.Username), LabelCall: callKey(id.Username, t.Name, t.Status.DefinitionHash, c.rec.ArgumentsHash)},
+		},
+		Spec: mcpv1alpha1.McpCallApprovalSpec{
+			Tool:           t.Name,
+			LocalName:      t.Status.LocalName,
+			Server:         t.Spec.ServerRef.Name,
+			Caller:         id.Username,
+			CallerGroups:   id.Groups,
+			DataClass:      c.class,
+			ArgumentsHash:  c.rec.ArgumentsHash,
+			DefinitionHash: t.Status.DefinitionHash,
+			ExpiresAt:      metav1.Time{Time: time.Unix(s.Expires, 0)},
+			Decision:       mcpv1alpha1.CallPending,
+		},
+	}
+	a.Spec.Seal = sealOf(ks.Current, a)
+	if err := g.Approvals.Create(ctx, a); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return errBadState
+		}
+		return fmt.Errorf("recording a spent approval answer: %w", err)
+	}
+	// The create is the mark; the status says what it was used for, for
+	// the people who list approvals. A failure here opens nothing more.
+	a.Status.ConsumedAt, a.Status.CallID = &metav1.Time{Time: now}, c.rec.CallID
+	if err := g.Approvals.Status().Update(ctx, a); err != nil {
+		logging.FromContext(ctx, logging.Gateway).Error(err, "marking a spent approval answer used failed", "approval", a.Name)
+	}
+	return nil
+}
+
+// spentAnswerPrefix names the McpCallApprovals that record an approval
+// answer of the ClientElicitation opt-in as spent.
+const spentAnswerPrefix = "answer-"
 
 // approvalInput is the id of the approval question in a multi-round-trip
 // call.
@@ -425,16 +501,26 @@ func (a approver) verify(ctx context.Context, token string, want approvalState, 
 	return nil
 }
 
-// spend verifies token like verify and then uses it up: a second spend of
-// the same approval fails.
-func (a approver) spend(ctx context.Context, token string, want approvalState, now time.Time) error {
+// verified verifies token like verify and returns the state it carries,
+// nonce and expiry included.
+func (a approver) verified(ctx context.Context, token string, want approvalState, now time.Time) (approvalState, error) {
 	if err := a.verify(ctx, token, want, now); err != nil {
-		return err
+		return approvalState{}, err
 	}
 	body, _, _ := strings.Cut(token, ".")
 	b, _ := base64.RawURLEncoding.DecodeString(body)
 	var s approvalState
 	_ = json.Unmarshal(b, &s)
+	return s, nil
+}
+
+// spend verifies token like verify and then uses it up in this process's
+// memory: a second spend of the same approval here fails.
+func (a approver) spend(ctx context.Context, token string, want approvalState, now time.Time) error {
+	s, err := a.verified(ctx, token, want, now)
+	if err != nil {
+		return err
+	}
 	return a.used.spend(s.Nonce, s.Expires, now)
 }
 

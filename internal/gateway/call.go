@@ -25,11 +25,14 @@ type callScope struct {
 	argsErr error
 	rec     Record
 
-	// Learnt by decide: the tool as the cache holds it now, and the access
+	// Learnt by decide: the tool as the cache holds it now, the access
 	// policies of the caller's namespace, which give the ceiling and the
-	// approval mode.
+	// approval mode, and the tool's effective data class and approval from
+	// the specs of the tool and its server as they are now.
 	tool     *mcpv1alpha1.McpTool
 	policies []mcpv1alpha1.McpAccessPolicy
+	class    mcpv1alpha1.DataClass
+	approval bool
 
 	// Learnt by auditBefore: the server the call is sent to.
 	srv *mcpv1alpha1.McpServer
@@ -90,8 +93,8 @@ func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest)
 	if err != nil || g.Reader.Get(ctx, types.NamespacedName{Namespace: id.Namespace, Name: object}, t) != nil || t.Status.LocalName != name {
 		return g.deny(ctx, rec, nil, DenyNotServable, "", unknownTool)
 	}
-	rec.Tool, rec.Server, rec.DataClass = t.Name, t.Spec.ServerRef.Name, string(t.Status.EffectiveDataClass)
-	if _, refused := g.gateCall(ctx, rec, id, t); refused != nil {
+	rec.Tool, rec.Server = t.Name, t.Spec.ServerRef.Name
+	if _, _, refused := g.gateCall(ctx, &rec, id, t); refused != nil {
 		return refused
 	}
 	return g.deny(ctx, rec, t, DenyNotServable, DetailNotInSession,

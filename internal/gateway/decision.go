@@ -7,8 +7,10 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
@@ -20,10 +22,11 @@ import (
 	"github.com/mcp-catalog/operator/internal/logging"
 )
 
-// decide is the decision stage of a call. The tool is read again and the
-// call decided by the decision that made the list (verdictFor): the tool
-// may have been disabled, drifted or lost its server since the session
-// listed it. Only then are malformed arguments refused, so that the answer
+// decide is the decision stage of a call. The tool and its server are read
+// again and the call decided by the decision that made the list
+// (verdictFor): the tool may have been disabled, drifted or lost its
+// server since the session listed it, and the server may have been
+// tightened. Only then are malformed arguments refused, so that the answer
 // to a caller RBAC does not allow stays the uniform one. Refusals of the
 // decision are audited; one of the arguments is not.
 func (g *Gateway) decide(ctx context.Context, id *Identity, c *callScope) *sdk.CallToolResult {
@@ -32,12 +35,12 @@ func (g *Gateway) decide(ctx context.Context, id *Identity, c *callScope) *sdk.C
 		return g.deny(ctx, c.rec, nil, DenyNotServable, "", unknownTool)
 	}
 	c.tool = t
-	c.rec.LocalName, c.rec.Server, c.rec.DataClass = t.Status.LocalName, t.Spec.ServerRef.Name, string(t.Status.EffectiveDataClass)
-	policies, refused := g.gateCall(ctx, c.rec, id, t)
+	c.rec.LocalName, c.rec.Server = t.Status.LocalName, t.Spec.ServerRef.Name
+	policies, v, refused := g.gateCall(ctx, &c.rec, id, t)
 	if refused != nil {
 		return refused
 	}
-	c.policies = policies
+	c.policies, c.class, c.approval = policies, v.class, v.approval
 	c.obs.of(t)
 	if c.argsErr != nil {
 		c.obs.end(OutcomeDenied, RefusedInvalidArguments)
@@ -47,22 +50,24 @@ func (g *Gateway) decide(ctx context.Context, id *Identity, c *callScope) *sdk.C
 }
 
 // gateCall decides a call of t under the access policies of the caller's
-// namespace, which it returns for the approval stage, and answers an
-// audited refusal when the call is not allowed.
-func (g *Gateway) gateCall(ctx context.Context, rec Record, id *Identity, t *mcpv1alpha1.McpTool) ([]mcpv1alpha1.McpAccessPolicy, *sdk.CallToolResult) {
+// namespace, which it returns for the approval stage with the verdict, and
+// answers an audited refusal when the call is not allowed. It records the
+// tool's effective data class in rec.
+func (g *Gateway) gateCall(ctx context.Context, rec *Record, id *Identity, t *mcpv1alpha1.McpTool) ([]mcpv1alpha1.McpAccessPolicy, verdict, *sdk.CallToolResult) {
 	policies, err := g.accessPolicies(ctx, id)
 	if err != nil {
-		return nil, undecided(ctx, err)
+		return nil, verdict{}, undecided(ctx, err)
 	}
 	ceiling := ceilingFor(id, policies)
-	v, err := g.verdictFor(ctx, id, t, ceiling)
+	v, err := g.verdictFor(ctx, id, t, ceiling, nil)
 	if err != nil {
-		return nil, undecided(ctx, err)
+		return nil, verdict{}, undecided(ctx, err)
 	}
+	rec.DataClass = string(v.class)
 	if !v.allowed() {
-		return nil, g.deny(ctx, rec, t, v.reason, v.detail, v.message())
+		return nil, v, g.deny(ctx, *rec, t, v.reason, v.detail, v.message())
 	}
-	return policies, nil
+	return policies, v, nil
 }
 
 // undecided answers a call the gateway could not decide on (a read of the
@@ -80,6 +85,12 @@ type verdict struct {
 	reason string
 	// detail refines reason: for NotServable, why the tool is not servable.
 	detail string
+	// class and approval are the tool's effective data class and whether
+	// its calls need a person's approval, from the specs of the tool and
+	// its server as they are now (governance.Effective); class is empty
+	// when the decision ended before the server was read.
+	class    mcpv1alpha1.DataClass
+	approval bool
 }
 
 func (v verdict) allowed() bool { return v.reason == "" }
@@ -132,8 +143,12 @@ func (v verdict) message() string {
 		msg += ": its definition changed since it was approved"
 	case mcpv1alpha1.ReasonDefinitionNotApproved:
 		msg += ": no definition of it is approved"
-	case mcpv1alpha1.ReasonServerNotReady, mcpv1alpha1.ReasonServerNotFound:
+	case mcpv1alpha1.ReasonServerNotReady:
 		msg += ": its server is not Ready (unreachable, or not yet probed)"
+	case mcpv1alpha1.ReasonServerNotFound:
+		msg += ": its McpServer does not exist"
+	case mcpv1alpha1.ReasonShardMismatch:
+		msg += ": it is labelled into another shard than its McpServer (label " + mcpv1alpha1.LabelShardKey + ")"
 	case mcpv1alpha1.ReasonRemovedFromServer:
 		msg += ": its server no longer offers it"
 	case mcpv1alpha1.ReasonArgumentRulesInvalid, mcpv1alpha1.ReasonReviewedTextInvalid:
@@ -151,7 +166,14 @@ func (v verdict) message() string {
 // in order and the first refusal wins; a rule on who may use which tool
 // belongs here, so that the list and the call cannot disagree. A tool whose
 // argument rules or reviewed text cannot be honoured is offered to nobody.
-func (g *Gateway) verdictFor(ctx context.Context, id *Identity, t *mcpv1alpha1.McpTool, ceiling mcpv1alpha1.DataClass) (verdict, error) {
+//
+// What the platform declares is read from spec as it is now: the tool's
+// and its McpServer's (the data class and approval the verdict carries).
+// Of the tool's status only what the import recorded is used: the
+// definition, its hash and name, and the Ready condition for the current
+// generation. servers, when not nil, remembers the servers read in one
+// round of decisions (a list).
+func (g *Gateway) verdictFor(ctx context.Context, id *Identity, t *mcpv1alpha1.McpTool, ceiling mcpv1alpha1.DataClass, servers map[string]*mcpv1alpha1.McpServer) (verdict, error) {
 	// Step 1: of the caller's namespace, and Kubernetes RBAC. They come
 	// first so that a caller the tool is not for learns nothing about it:
 	// not whether it is disabled, changed or waiting for its server.
@@ -176,12 +198,47 @@ func (g *Gateway) verdictFor(ctx context.Context, id *Identity, t *mcpv1alpha1.M
 	if why := g.unhonoured(t); why != "" {
 		return verdict{reason: DenyNotServable, detail: why}, nil
 	}
-	// Step 3: the data-class ceiling, against the class the tool controller
-	// recorded.
-	if !governance.WithinCeiling(t.Status.EffectiveDataClass, ceiling) {
-		return refused(DenyAboveCeiling, t), nil
+	// Its McpServer exists now, and the tool is in the server's shard: a
+	// tool relabelled into a shard that does not run (or runs elsewhere)
+	// is reconciled by no instance that sees its server, and its status
+	// would go on saying what the server said before.
+	srv, err := g.serverOf(ctx, t, servers)
+	if err != nil {
+		return verdict{}, err
 	}
-	return verdict{}, nil
+	if srv == nil {
+		return verdict{reason: DenyNotServable, detail: mcpv1alpha1.ReasonServerNotFound}, nil
+	}
+	class, approval := governance.Effective(srv, t)
+	if governance.OutsideServerShard(srv, t) {
+		return verdict{reason: DenyNotServable, detail: mcpv1alpha1.ReasonShardMismatch, class: class, approval: approval}, nil
+	}
+	// Step 3: the data-class ceiling, against the class the server's and
+	// the tool's specs declare now.
+	if !governance.WithinCeiling(class, ceiling) {
+		return verdict{reason: DenyAboveCeiling, class: class, approval: approval}, nil
+	}
+	return verdict{class: class, approval: approval}, nil
+}
+
+// serverOf reads the McpServer of t from the cache: nil when there is
+// none. servers, when not nil, remembers what was read by name.
+func (g *Gateway) serverOf(ctx context.Context, t *mcpv1alpha1.McpTool, servers map[string]*mcpv1alpha1.McpServer) (*mcpv1alpha1.McpServer, error) {
+	name := t.Spec.ServerRef.Name
+	if srv, ok := servers[name]; ok {
+		return srv, nil
+	}
+	srv := &mcpv1alpha1.McpServer{}
+	if err := g.Reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, srv); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("reading the tool's server: %w", err)
+		}
+		srv = nil
+	}
+	if servers != nil {
+		servers[name] = srv
+	}
+	return srv, nil
 }
 
 // servable is part of the gate's first step: the tool is enabled and its
@@ -246,14 +303,10 @@ func (g *Gateway) ceiling(ctx context.Context, id *Identity) (mcpv1alpha1.DataCl
 // when none does.
 func ceilingFor(id *Identity, policies []mcpv1alpha1.McpAccessPolicy) mcpv1alpha1.DataClass {
 	ceiling := mcpv1alpha1.DataClassPublic
-	for _, p := range policies {
-		if p.Namespace != id.Namespace || !p.Spec.MaxDataClass.Valid() {
-			continue
-		}
-		for _, sa := range p.Spec.ServiceAccounts {
-			if sa == "*" || sa == id.ServiceAccount {
-				ceiling = mcpv1alpha1.MaxDataClass(ceiling, p.Spec.MaxDataClass)
-			}
+	for i := range policies {
+		p := &policies[i]
+		if p.Spec.MaxDataClass.Valid() && governance.Names(p, id.Namespace, id.ServiceAccount) {
+			ceiling = mcpv1alpha1.MaxDataClass(ceiling, p.Spec.MaxDataClass)
 		}
 	}
 	return ceiling

@@ -33,6 +33,9 @@ func TestListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1},
 			Spec:       mcpv1alpha1.McpToolSpec{Enabled: enabled, ServerRef: mcpv1alpha1.LocalObjectReference{Name: "docs"}, ApprovedDefinitionHash: hashA},
 		}
+		// The class is the tool's spec raising the server's Public; status
+		// says the same, as a reconciled tool's would.
+		t.Spec.DataClass = class
 		t.Status.LocalName, t.Status.EffectiveDataClass, t.Status.DefinitionHash = local, class, hashA
 		status := metav1.ConditionFalse
 		if ready {
@@ -42,6 +45,7 @@ func TestListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 		return t
 	}
 	objects := []client.Object{
+		server(ns, "docs", mcpv1alpha1.DataClassPublic, false),
 		tool("docs.public", true, true, mcpv1alpha1.DataClassPublic, "mcp_docs_public"),
 		tool("docs.internal", true, true, mcpv1alpha1.DataClassInternal, "mcp_docs_internal"),
 		tool("docs.confidential", true, true, mcpv1alpha1.DataClassConfidential, "mcp_docs_confidential"),
@@ -127,23 +131,23 @@ func TestRefusalsBeforeRBACSayNothingAboutTheTool(t *testing.T) {
 	}
 	id := &Identity{Username: "system:serviceaccount:team:agent", Namespace: ns, ServiceAccount: "agent"}
 	ctx := context.Background()
-	textOf := func(_ []mcpv1alpha1.McpAccessPolicy, r *sdk.CallToolResult) string {
+	textOf := func(_ []mcpv1alpha1.McpAccessPolicy, _ verdict, r *sdk.CallToolResult) string {
 		if r == nil || len(r.Content) != 1 {
 			t.Fatalf("result %+v, want one refusal text", r)
 		}
 		return r.Content[0].(*sdk.TextContent).Text
 	}
-	forbiddenReady := textOf(g.gateCall(ctx, Record{}, id, tool("forbidden-ready", true)))
-	forbiddenDisabled := textOf(g.gateCall(ctx, Record{}, id, tool("forbidden-disabled", false)))
+	forbiddenReady := textOf(g.gateCall(ctx, &Record{}, id, tool("forbidden-ready", true)))
+	forbiddenDisabled := textOf(g.gateCall(ctx, &Record{}, id, tool("forbidden-disabled", false)))
 	if forbiddenReady != forbiddenDisabled || !strings.HasSuffix(forbiddenReady, unknownTool) {
 		t.Errorf("forbidden tools answered %q and %q, want both the uniform %q", forbiddenReady, forbiddenDisabled, unknownTool)
 	}
 	other := tool("allowed-disabled", true)
 	other.Namespace = "elsewhere"
-	if got := textOf(g.gateCall(ctx, Record{}, id, other)); got != forbiddenReady {
+	if got := textOf(g.gateCall(ctx, &Record{}, id, other)); got != forbiddenReady {
 		t.Errorf("another namespace's tool answered %q, want %q", got, forbiddenReady)
 	}
-	allowedDisabled := textOf(g.gateCall(ctx, Record{}, id, tool("allowed-disabled", false)))
+	allowedDisabled := textOf(g.gateCall(ctx, &Record{}, id, tool("allowed-disabled", false)))
 	if !strings.Contains(allowedDisabled, "disabled") {
 		t.Errorf("a caller RBAC allows was told %q, want that the tool is disabled", allowedDisabled)
 	}
@@ -183,6 +187,15 @@ func TestCeilingForIsTheHighestMatchingPolicyAndPublicWithoutOne(t *testing.T) {
 				t.Fatalf("ceilingFor = %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// server is an McpServer of the given class that requires approval or
+// not.
+func server(ns, name string, class mcpv1alpha1.DataClass, approval bool) *mcpv1alpha1.McpServer {
+	return &mcpv1alpha1.McpServer{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       mcpv1alpha1.McpServerSpec{URL: "https://docs.example", DataClass: class, ApprovalRequired: &approval},
 	}
 }
 
@@ -259,5 +272,142 @@ func TestDetailOfNamesWhyAToolIsNotServable(t *testing.T) {
 				t.Errorf("message = %q, want it to say %q", got, tc.says)
 			}
 		})
+	}
+}
+
+// The platform's tightening reaches every call even when nothing
+// reconciles the tool: an attacker holding mcptools/status (or a tool
+// labelled into a shard that does not run) leaves status saying Internal
+// and no approval, and the gate decides by the McpServer's and McpTool's
+// spec as they are now, in the list and on the call alike.
+func TestTheGateDecidesFromSpecWhateverStatusSays(t *testing.T) {
+	const ns = "team"
+	no := false
+	tl := &mcpv1alpha1.McpTool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "docs.echo", Generation: 1},
+		Spec:       mcpv1alpha1.McpToolSpec{Enabled: true, ServerRef: mcpv1alpha1.LocalObjectReference{Name: "docs"}, ApprovedDefinitionHash: hashA},
+	}
+	// What the attacker wrote, and keeps writing: the old, looser rules.
+	tl.Status.LocalName, tl.Status.DefinitionHash = "mcp_docs_echo", hashA
+	tl.Status.EffectiveDataClass, tl.Status.EffectiveApprovalRequired = mcpv1alpha1.DataClassInternal, &no
+	tl.Status.Conditions = []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: "Succeeded", LastTransitionTime: metav1.Now()}}
+	srv := server(ns, "docs", mcpv1alpha1.DataClassInternal, false)
+	scheme := runtime.NewScheme()
+	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(srv, tl, &mcpv1alpha1.McpAccessPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agents"},
+		Spec:       mcpv1alpha1.McpAccessPolicySpec{ServiceAccounts: []string{"agent"}, MaxDataClass: mcpv1alpha1.DataClassConfidential},
+	}).Build()
+	o := completeOptions()
+	o.Reader = reader
+	o.Authz = allowList{"docs.echo": true}
+	var audit bytes.Buffer
+	o.Audit = NewJSONLines(&audit)
+	g, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := &Identity{Username: "system:serviceaccount:team:agent", Namespace: ns, ServiceAccount: "agent"}
+	ctx := context.Background()
+	req := &sdk.CallToolRequest{Params: &sdk.CallToolParamsRaw{Name: "mcp_docs_echo"}}
+	// call decides one call up to the approval stage and returns the
+	// refusal (nil when the call may go on) and the scope.
+	call := func() (*sdk.CallToolResult, *callScope) {
+		t.Helper()
+		c := &callScope{key: client.ObjectKeyFromObject(tl), obs: &callObs{}}
+		if answer := g.decide(ctx, id, c); answer != nil {
+			return answer, c
+		}
+		answer, err := g.approve(ctx, req, id, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return answer, c
+	}
+	listed := func() bool {
+		t.Helper()
+		visible, err := g.visibleTools(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(visible) == 1
+	}
+	change := func(f func(*mcpv1alpha1.McpServer)) {
+		t.Helper()
+		s := &mcpv1alpha1.McpServer{}
+		if err := reader.Get(ctx, client.ObjectKeyFromObject(srv), s); err != nil {
+			t.Fatal(err)
+		}
+		f(s)
+		if err := reader.Update(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refusedFor := func(answer *sdk.CallToolResult, says string) {
+		t.Helper()
+		if answer == nil || !answer.IsError || !strings.Contains(answer.Content[0].(*sdk.TextContent).Text, says) {
+			t.Fatalf("answer %+v, want a refusal saying %q", answer, says)
+		}
+	}
+
+	if answer, c := call(); answer != nil || c.approval || c.class != mcpv1alpha1.DataClassInternal || !listed() {
+		t.Fatalf("before any change: answer %+v, approval %t, class %s; want the call allowed without approval at Internal", answer, c.approval, c.class)
+	}
+
+	// The server now requires approval; the tool's status still says not.
+	yes := true
+	change(func(s *mcpv1alpha1.McpServer) { s.Spec.ApprovalRequired = &yes })
+	answer, c := call()
+	if !c.approval {
+		t.Fatal("the server requires approval, and the call was decided without it")
+	}
+	refusedFor(answer, "approval")
+	if !strings.Contains(audit.String(), `"approval":"Required"`) {
+		t.Errorf("the audit record does not say the call needed approval: %s", audit.String())
+	}
+
+	// The server is now Restricted, above the caller's ceiling.
+	change(func(s *mcpv1alpha1.McpServer) {
+		s.Spec.ApprovalRequired, s.Spec.DataClass = &no, mcpv1alpha1.DataClassRestricted
+	})
+	answer, _ = call()
+	refusedFor(answer, "above the caller's ceiling")
+	if listed() {
+		t.Error("a tool above the caller's ceiling is listed")
+	}
+
+	// The tool is labelled into a shard its server is not in.
+	change(func(s *mcpv1alpha1.McpServer) { s.Spec.DataClass = mcpv1alpha1.DataClassInternal })
+	moved := &mcpv1alpha1.McpTool{}
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(tl), moved); err != nil {
+		t.Fatal(err)
+	}
+	moved.Labels = map[string]string{mcpv1alpha1.LabelShardKey: "nobody-runs-this"}
+	if err := reader.Update(ctx, moved); err != nil {
+		t.Fatal(err)
+	}
+	answer, _ = call()
+	refusedFor(answer, "another shard")
+	if listed() {
+		t.Error("a tool outside its server's shard is listed")
+	}
+	// Its server labelled into the same shard: the tool follows it.
+	change(func(s *mcpv1alpha1.McpServer) {
+		s.Labels = map[string]string{mcpv1alpha1.LabelShardKey: "nobody-runs-this"}
+	})
+	if answer, _ := call(); answer != nil || !listed() {
+		t.Fatalf("a tool in its server's shard was refused: %+v", answer)
+	}
+
+	// The server is gone; the tool's status still says Ready.
+	if err := reader.Delete(ctx, srv); err != nil {
+		t.Fatal(err)
+	}
+	answer, _ = call()
+	refusedFor(answer, "its McpServer does not exist")
+	if listed() {
+		t.Error("a tool without its server is listed")
 	}
 }

@@ -54,6 +54,13 @@ type Options struct {
 	// API server (not a cache). Nil refuses every call that needs a
 	// person's approval.
 	Approvals client.Client
+	// ApprovalPolicy names the ValidatingAdmissionPolicy that keeps a caller
+	// from deciding its own McpCallApproval and a decider from forging
+	// decidedBy (config/policy, the chart). When set, calls that need a
+	// person's approval are refused while that policy, or a binding of it
+	// that denies, is missing: without them an approval proves nothing.
+	// Empty checks nothing (development).
+	ApprovalPolicy string
 	// ApprovalTTL is how long an McpCallApproval can be decided and used;
 	// 0 means DefaultApprovalTTL.
 	ApprovalTTL time.Duration
@@ -85,6 +92,7 @@ type Gateway struct {
 
 	approver     approver
 	approvalKeys KeySource
+	admission    admissionGuard
 	unauth       *unauthLimiter
 	handler      http.Handler
 	servers      toolServers
@@ -134,6 +142,7 @@ func New(o Options) (*Gateway, error) {
 		g.approvalKeys = StaticKeys{Current: key}
 	}
 	g.approver = approver{keys: g.approvalKeys, used: newNonceSet()}
+	g.admission = admissionGuard{reader: o.Approvals, policy: o.ApprovalPolicy}
 	if o.TracerProvider != nil {
 		g.tracer = o.TracerProvider.Tracer(instrumentationName)
 	}

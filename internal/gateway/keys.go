@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -52,7 +53,9 @@ var ErrBadKeySecret = errors.New("the approval key Secret is missing or has no c
 // SecretKeys reads the KeySet from a Secret shared by every gateway
 // replica, and caches it for TTL (default one minute). To rotate, move
 // current to previous and write a new current; keep previous for at least
-// the approval window plus TTL.
+// the approval window plus TTL. Deleting the Secret (or its current key)
+// revokes the keys: each replica stops signing and verifying with them
+// within TTL.
 type SecretKeys struct {
 	Reader client.Reader
 	Secret types.NamespacedName
@@ -82,14 +85,20 @@ func (s *SecretKeys) Keys(ctx context.Context, fresh bool) (KeySet, error) {
 	}
 	var sec corev1.Secret
 	if err := s.Reader.Get(ctx, s.Secret, &sec); err != nil {
-		if s.keys.Current != nil {
+		if s.keys.Current != nil && !apierrors.IsNotFound(err) {
 			// A passing API hiccup keeps the keys already known.
 			return s.keys, nil
 		}
+		// A deleted Secret revokes its keys: nothing signed or sealed
+		// with them verifies any more, on any replica, once its cache
+		// expires.
+		s.keys = KeySet{}
 		return KeySet{}, fmt.Errorf("%w: %s: %w", ErrBadKeySecret, s.Secret, err)
 	}
 	cur := sec.Data[SecretKeyCurrent]
 	if len(cur) < minKeyLength {
+		// So does a Secret emptied of its current key.
+		s.keys = KeySet{}
 		return KeySet{}, fmt.Errorf("%w: %s", ErrBadKeySecret, s.Secret)
 	}
 	s.keys = KeySet{Current: cur, Previous: sec.Data[SecretKeyPrevious]}

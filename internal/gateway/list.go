@@ -228,7 +228,7 @@ func (g *Gateway) visibleTool(ctx context.Context, id *Identity, name string) (*
 	if err != nil {
 		return nil, err
 	}
-	v, err := g.verdictFor(ctx, id, t, ceiling)
+	v, err := g.verdictFor(ctx, id, t, ceiling, nil)
 	if err != nil || !v.allowed() {
 		return nil, err
 	}
@@ -248,9 +248,10 @@ func (g *Gateway) visibleTools(ctx context.Context, id *Identity) ([]*mcpv1alpha
 		return nil, err
 	}
 	var out []*mcpv1alpha1.McpTool
+	servers := map[string]*mcpv1alpha1.McpServer{}
 	for i := range list.Items {
 		t := &list.Items[i]
-		v, err := g.verdictFor(ctx, id, t, ceiling)
+		v, err := g.verdictFor(ctx, id, t, ceiling, servers)
 		if err != nil {
 			return nil, err
 		}

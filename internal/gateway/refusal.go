@@ -50,6 +50,11 @@ func refusal(msg string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "Refused by the MCP catalog gateway: " + msg}}}
 }
 
+// DetailAdmissionPolicyMissing refines ApprovalUnavailable: the
+// admission policy that keeps a caller from deciding its own approval
+// (Options.ApprovalPolicy), or a binding of it that denies, is missing.
+const DetailAdmissionPolicyMissing = "AdmissionPolicyMissing"
+
 // DetailNotInSession refines NotServable: the tool is callable now, but the
 // session did not offer it when it began.
 const DetailNotInSession = "NotInSession"

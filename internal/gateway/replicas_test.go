@@ -67,7 +67,7 @@ func replicaSession(t *testing.T, stateless bool) (tools []string, err error) {
 		t.Fatal(err)
 	}
 	o := completeOptions()
-	o.Reader = fake.NewClientBuilder().WithScheme(scheme).WithObjects(tool, policy).Build()
+	o.Reader = fake.NewClientBuilder().WithScheme(scheme).WithObjects(server(ns, "docs", mcpv1alpha1.DataClassPublic, false), tool, policy).Build()
 	o.Authn = tokenTable{"agent-token": {Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: ns, ServiceAccount: "agent"}}
 	o.Authz = allowList{"docs.echo": true}
 	o.Stateless = stateless

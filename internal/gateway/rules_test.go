@@ -38,6 +38,7 @@ func TestNoToolWhoseSpecCannotBeHonouredIsListedOrCalled(t *testing.T) {
 		}
 	}
 	objects := []client.Object{
+		server(ns, "docs", mcpv1alpha1.DataClassPublic, false),
 		tool("plain", func(*mcpv1alpha1.McpToolSpec) {}),
 		tool("good-rules", rules(`args.q.size() < 10`)),
 		tool("bad-rules", rules(`args.q.size() <`)),
@@ -84,7 +85,7 @@ func TestNoToolWhoseSpecCannotBeHonouredIsListedOrCalled(t *testing.T) {
 			callable = append(callable, tl.Name)
 		}
 		ceiling, _ := g.ceiling(ctx, id)
-		v, _ := g.verdictFor(ctx, id, tl, ceiling)
+		v, _ := g.verdictFor(ctx, id, tl, ceiling, nil)
 		details[tl.Name] = v.detail
 	}
 	slices.Sort(listed)

@@ -19,6 +19,10 @@ import (
 // UID and a second delete of the same object is harmless.
 type ApprovalSweeper struct {
 	Client client.Client
+	// Namespaces are the namespaces to sweep, one list each, as a gateway
+	// limited to them (watchNamespaces) is allowed; empty sweeps every
+	// namespace with one cluster-wide list.
+	Namespaces []string
 	// Keep is how long an expired approval stays visible; 0 means one hour.
 	Keep time.Duration
 	// Interval between sweeps; 0 means five minutes.
@@ -56,18 +60,40 @@ func (s *ApprovalSweeper) Start(ctx context.Context) error {
 }
 
 // Sweep deletes the approvals that expired more than Keep ago, among the
-// first sweepPages pages, and reports how many it deleted.
+// first sweepPages pages of each namespace swept, and reports how many it
+// deleted.
 func (s *ApprovalSweeper) Sweep(ctx context.Context) (int, error) {
 	now := clock(s.Now)
 	keep := s.Keep
 	if keep <= 0 {
 		keep = time.Hour
 	}
-	deleted, cont := 0, ""
+	namespaces := s.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{""}
+	}
+	deleted := 0
 	states := map[string]int{"pending": 0, "approved": 0, "denied": 0, "used": 0, "expired": 0}
+	for _, ns := range namespaces {
+		n, err := s.sweepNamespace(ctx, ns, now, keep, states)
+		deleted += n
+		if err != nil {
+			return deleted, err
+		}
+	}
+	for state, n := range states {
+		metrics.GatewayApprovals.WithLabelValues(state).Set(float64(n))
+	}
+	return deleted, nil
+}
+
+// sweepNamespace sweeps one namespace ("" for all), counting the approvals
+// it keeps into states.
+func (s *ApprovalSweeper) sweepNamespace(ctx context.Context, ns string, now time.Time, keep time.Duration, states map[string]int) (int, error) {
+	deleted, cont := 0, ""
 	for range sweepPages {
 		var list mcpv1alpha1.McpCallApprovalList
-		if err := s.Client.List(ctx, &list, client.Limit(sweepPage), client.Continue(cont)); err != nil {
+		if err := s.Client.List(ctx, &list, client.InNamespace(ns), client.Limit(sweepPage), client.Continue(cont)); err != nil {
 			return deleted, fmt.Errorf("listing call approvals: %w", err)
 		}
 		for i := range list.Items {
@@ -87,9 +113,6 @@ func (s *ApprovalSweeper) Sweep(ctx context.Context) (int, error) {
 		if cont = list.Continue; cont == "" {
 			break
 		}
-	}
-	for state, n := range states {
-		metrics.GatewayApprovals.WithLabelValues(state).Set(float64(n))
 	}
 	return deleted, nil
 }

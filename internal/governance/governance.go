@@ -85,8 +85,10 @@ func ServerApprovalRequired(srv *mcpv1alpha1.McpServer) bool {
 // Recorded is a tool's data class and whether its calls need a person's
 // approval as the McpTool controller last recorded them in status, with
 // the strictest values where it recorded none (or a class the API server
-// should have rejected): Restricted, approval required. It is what Effective
-// computed when the tool was last reconciled; the gateway decides calls by it.
+// should have rejected): Restricted, approval required. It is a report of
+// what Effective computed when the tool was last reconciled, for display;
+// no decision is made by it (status is writable by whoever holds
+// mcptools/status, and a tool no controller reconciles keeps old values).
 func Recorded(t *mcpv1alpha1.McpTool) (mcpv1alpha1.DataClass, bool) {
 	class := t.Status.EffectiveDataClass
 	if !class.Valid() {
@@ -94,6 +96,17 @@ func Recorded(t *mcpv1alpha1.McpTool) (mcpv1alpha1.DataClass, bool) {
 	}
 	approval := t.Status.EffectiveApprovalRequired == nil || *t.Status.EffectiveApprovalRequired
 	return class, approval
+}
+
+// OutsideServerShard reports whether a tool's shard label
+// (mcpv1alpha1.LabelShardKey) differs from its server's, present or absent
+// alike: then the controller instance that reconciles the server does not
+// reconcile the tool (docs/adr/019-sharding.md), and the tool must not be
+// served until the server's next import labels it again.
+func OutsideServerShard(srv *mcpv1alpha1.McpServer, t *mcpv1alpha1.McpTool) bool {
+	want, wantOK := srv.Labels[mcpv1alpha1.LabelShardKey]
+	got, gotOK := t.Labels[mcpv1alpha1.LabelShardKey]
+	return want != got || wantOK != gotOK
 }
 
 // WithinCeiling reports whether a data class is at or below a caller's

@@ -120,3 +120,26 @@ func TestCollectableKeepsWhatAPersonDecided(t *testing.T) {
 		}
 	}
 }
+
+func TestOutsideServerShardComparesTheLabelPresentOrAbsent(t *testing.T) {
+	labelled := func(labels map[string]string) metav1.ObjectMeta { return metav1.ObjectMeta{Labels: labels} }
+	a, b, empty := map[string]string{mcpv1alpha1.LabelShardKey: "a"}, map[string]string{mcpv1alpha1.LabelShardKey: "b"}, map[string]string{mcpv1alpha1.LabelShardKey: ""}
+	for _, tc := range []struct {
+		name      string
+		srv, tool map[string]string
+		outside   bool
+	}{
+		{"neither sharded", nil, nil, false},
+		{"same shard", a, a, false},
+		{"another shard", a, b, true},
+		{"a sharded tool of an unsharded server", nil, b, true},
+		{"an unsharded tool of a sharded server", a, nil, true},
+		{"an empty label is a shard of its own", nil, empty, true},
+	} {
+		srv := &mcpv1alpha1.McpServer{ObjectMeta: labelled(tc.srv)}
+		tool := &mcpv1alpha1.McpTool{ObjectMeta: labelled(tc.tool)}
+		if got := OutsideServerShard(srv, tool); got != tc.outside {
+			t.Errorf("%s: OutsideServerShard = %t, want %t", tc.name, got, tc.outside)
+		}
+	}
+}

@@ -58,3 +58,18 @@ func InvalidPolicy(spec *mcpv1alpha1.McpAccessPolicySpec) string {
 	}
 	return strings.Join(problems, "; ")
 }
+
+// Names reports whether an McpAccessPolicy applies to a ServiceAccount of
+// its own namespace: the policy lists the account's name, or the wildcard.
+// A policy of another namespace names nobody there.
+func Names(p *mcpv1alpha1.McpAccessPolicy, namespace, serviceAccount string) bool {
+	if p.Namespace != namespace {
+		return false
+	}
+	for _, sa := range p.Spec.ServiceAccounts {
+		if sa == wildcard || sa == serviceAccount {
+			return true
+		}
+	}
+	return false
+}

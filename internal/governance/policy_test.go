@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 )
 
@@ -57,5 +59,25 @@ func TestInvalidPolicy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestNamesIsTheAccountOrTheWildcardOfThePolicysNamespace(t *testing.T) {
+	p := func(ns string, sas ...string) *mcpv1alpha1.McpAccessPolicy {
+		return &mcpv1alpha1.McpAccessPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns}, Spec: mcpv1alpha1.McpAccessPolicySpec{ServiceAccounts: sas}}
+	}
+	for _, tc := range []struct {
+		name   string
+		policy *mcpv1alpha1.McpAccessPolicy
+		want   bool
+	}{
+		{"named", p("team", "other", "bot"), true},
+		{"wildcard", p("team", "*"), true},
+		{"someone else", p("team", "other"), false},
+		{"another namespace, even by wildcard", p("elsewhere", "bot", "*"), false},
+	} {
+		if got := Names(tc.policy, "team", "bot"); got != tc.want {
+			t.Errorf("%s: Names = %t, want %t", tc.name, got, tc.want)
+		}
 	}
 }

@@ -185,19 +185,20 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		Recorder:  mgr.GetEventRecorder(EventSource),
 		Version:   Version,
 
-		ApprovalKeys: keys,
-		Approvals:    approvals,
-		ApprovalTTL:  opts.GatewayApprovalTTL,
-		ApprovalURL:  approvalURL(opts.GatewayApprovalURL, mgr.GetConfig().Host),
-		Now:          opts.GatewayNow,
-		Stateless:    opts.GatewayStateless,
+		ApprovalKeys:   keys,
+		Approvals:      approvals,
+		ApprovalPolicy: opts.GatewayApprovalPolicy,
+		ApprovalTTL:    opts.GatewayApprovalTTL,
+		ApprovalURL:    approvalURL(opts.GatewayApprovalURL, mgr.GetConfig().Host),
+		Now:            opts.GatewayNow,
+		Stateless:      opts.GatewayStateless,
 
 		TracerProvider: tp,
 	})
 	if err != nil {
 		return fmt.Errorf("building the gateway: %w", err)
 	}
-	if err := mgr.Add(&gateway.ApprovalSweeper{Client: approvals, Now: opts.GatewayNow}); err != nil {
+	if err := mgr.Add(&gateway.ApprovalSweeper{Client: approvals, Namespaces: opts.WatchNamespaces, Now: opts.GatewayNow}); err != nil {
 		return fmt.Errorf("adding the approval sweeper: %w", err)
 	}
 	if err := mgr.Add(&gateway.Listener{Addr: opts.GatewayAddr, Handler: gw.Handler(), CertDir: opts.GatewayCertDir, Insecure: opts.GatewayInsecure, Ready: opts.GatewayReady}); err != nil {

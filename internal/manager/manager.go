@@ -189,6 +189,11 @@ type Options struct {
 	// approval state and McpCallApprovals with. Empty generates a key per
 	// process, which suits one process in development only.
 	GatewayApprovalKeySecret string
+	// GatewayApprovalPolicy names the ValidatingAdmissionPolicy that keeps
+	// a caller from deciding its own McpCallApproval; while it or a
+	// denying binding of it is missing, the gateway uses no approval.
+	// Empty checks nothing (development).
+	GatewayApprovalPolicy string
 	// GatewayApprovalTTL is how long an McpCallApproval can be decided and
 	// used; 0 means the gateway's default (15 minutes).
 	GatewayApprovalTTL time.Duration

@@ -2,17 +2,26 @@ package chart
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway"
 )
 
 // TestGatewayRBACWithWatchNamespaces applies the RBAC the chart renders for
@@ -106,5 +115,103 @@ func TestGatewayRBACWithWatchNamespaces(t *testing.T) {
 	}
 	if can("team-a", "update", "mcp.catalog.dev", "mcptools") || can("team-a", "update", "mcp.catalog.dev", "mcpservers") {
 		t.Error("the gateway can change McpTools or McpServers; it only reads them")
+	}
+	// Without reading the admission policy and its bindings the gateway
+	// uses no approval; they are cluster-scoped.
+	if !can("", "get", "admissionregistration.k8s.io", "validatingadmissionpolicies") || !can("", "list", "admissionregistration.k8s.io", "validatingadmissionpolicybindings") {
+		t.Error("the gateway cannot read the admission policy and its bindings")
+	}
+	if can("", "update", "admissionregistration.k8s.io", "validatingadmissionpolicies") {
+		t.Error("the gateway can change admission policies; it only reads them")
+	}
+}
+
+// TestGatewaySweepsApprovalsWithWatchNamespaces runs the gateway's approval
+// sweeper as the gateway's ServiceAccount under the RBAC the chart renders
+// for watchNamespaces: it deletes an expired approval of a watched
+// namespace, leaves one of a namespace it does not watch, and a sweeper
+// that lists cluster-wide (as every gateway did) is forbidden and deletes
+// nothing.
+func TestGatewaySweepsApprovalsWithWatchNamespaces(t *testing.T) {
+	helmBinary(t)
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting envtest: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ensureNamespaces(ctx, t, admin, releaseNS, "team-a", "team-b", "elsewhere")
+	values := "watchNamespaces: [team-a, team-b]\nmetrics:\n  enabled: false\ngateway:\n  enabled: true\n  tls:\n    secretName: gw-tls\n"
+	for _, o := range render(t, values, floorKubeVersion) {
+		if !slices.Contains([]string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, o.GetKind()) {
+			continue
+		}
+		if err := admin.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), fieldOwner, client.ForceOwnership); err != nil {
+			t.Fatalf("applying %s %s: %v", o.GetKind(), nsName(o), err)
+		}
+	}
+	expired := func(ns string) *mcpv1alpha1.McpCallApproval {
+		a := &mcpv1alpha1.McpCallApproval{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "call-old"},
+			Spec: mcpv1alpha1.McpCallApprovalSpec{Tool: "docs.echo", LocalName: "mcp_docs_echo", Server: "docs", Caller: "system:serviceaccount:" + ns + ":agent",
+				DataClass: mcpv1alpha1.DataClassPublic, ArgumentsHash: "sha256:" + strings.Repeat("a", 64), DefinitionHash: "sha256:d",
+				ExpiresAt: metav1.NewTime(time.Now().Add(-3 * time.Hour).Truncate(time.Second)), Seal: "s"},
+		}
+		if err := admin.Create(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	watched, other := expired("team-a"), expired("elsewhere")
+
+	asGateway := rest.CopyConfig(cfg)
+	asGateway.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + releaseNS + ":" + fullname + "-gateway",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNS, "system:authenticated"},
+	}
+	gw, err := client.New(asGateway, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweeper := &gateway.ApprovalSweeper{Client: gw, Namespaces: []string{"team-a", "team-b"}}
+	// RBAC grants take a moment to reach the authorizer's cache.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := sweeper.Sweep(ctx)
+		if err == nil {
+			if n != 1 {
+				t.Fatalf("the sweep deleted %d approvals, want the one expired in team-a", n)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sweeping the watched namespaces as the gateway: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(watched), &mcpv1alpha1.McpCallApproval{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the expired approval in team-a is still there: %v", err)
+	}
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(other), &mcpv1alpha1.McpCallApproval{}); err != nil {
+		t.Errorf("the approval of a namespace the gateway does not watch: %v", err)
+	}
+	// Once the grants are in effect, a cluster-wide sweep is still
+	// refused: that is how every gateway swept before.
+	clusterWide := &gateway.ApprovalSweeper{Client: gw}
+	if n, err := clusterWide.Sweep(ctx); !apierrors.IsForbidden(errors.Unwrap(err)) || n != 0 {
+		t.Fatalf("a cluster-wide sweep as the gateway: %d deleted, error %v; want it forbidden", n, err)
 	}
 }

@@ -5,13 +5,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/mcp-catalog/operator/test/manifests"
 )
@@ -76,5 +79,71 @@ func TestKustomizationsApply(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// TestPolicyBindingNamesThePolicyAfterKustomize renders config/default and
+// checks that the admission policy's binding names the policy as
+// rendered: the namePrefix renames both. kustomize learnt this reference
+// itself only in v5.5 (kubectl 1.32); config/policy declares it, so that
+// the kustomize of kubectl 1.30 and 1.31 renames the reference too instead
+// of leaving a binding that binds nothing, and this test fails if that
+// declaration goes.
+func TestPolicyBindingNamesThePolicyAfterKustomize(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatal("kubectl is not on PATH; this test renders with kubectl's kustomize")
+	}
+	out, err := exec.Command(kubectl, "kustomize", filepath.Join("..", "..", "config", "default")).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize config/default: %v", err)
+	}
+	objs, err := manifests.Decode(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policies, bound []string
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ValidatingAdmissionPolicy":
+			policies = append(policies, o.GetName())
+		case "ValidatingAdmissionPolicyBinding":
+			name, _, _ := unstructured.NestedString(o.Object, "spec", "policyName")
+			bound = append(bound, name)
+		}
+	}
+	if len(policies) != 1 || len(bound) != 1 || bound[0] != policies[0] {
+		t.Fatalf("config/default renders the policies %v and bindings naming %v; want one binding naming the one policy", policies, bound)
+	}
+
+	// The declaration itself, which older kustomize versions depend on.
+	b, err := os.ReadFile(filepath.Join("..", "..", "config", "policy", "kustomizeconfig.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		NameReference []struct {
+			Kind       string `json:"kind"`
+			FieldSpecs []struct {
+				Path string `json:"path"`
+				Kind string `json:"kind"`
+			} `json:"fieldSpecs"`
+		} `json:"nameReference"`
+	}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	declared := false
+	for _, r := range cfg.NameReference {
+		for _, f := range r.FieldSpecs {
+			declared = declared || r.Kind == "ValidatingAdmissionPolicy" && f.Kind == "ValidatingAdmissionPolicyBinding" && f.Path == "spec/policyName"
+		}
+	}
+	k, err := os.ReadFile(filepath.Join("..", "..", "config", "policy", "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !declared || !strings.Contains(string(k), "kustomizeconfig.yaml") {
+		t.Fatal("config/policy does not declare that a binding's spec/policyName names a ValidatingAdmissionPolicy; kubectl 1.30 and 1.31 would render a binding that binds nothing")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
@@ -83,5 +84,34 @@ var _ = Describe("McpCallApproval", func() {
 		a := newApproval(newNamespace())
 		a.Spec.Decision, a.Spec.DecidedBy = "Maybe", "alice"
 		Expect(k8sClient.Update(ctx, a)).NotTo(Succeed())
+	})
+
+	It("keeps an approval used once it is: consumedAt and callID cannot be cleared or changed", func() {
+		a := newApproval(newNamespace())
+		used := metav1.NewTime(time.Now().Truncate(time.Second))
+		a.Status.ConsumedAt, a.Status.CallID = &used, "call-1"
+		Expect(k8sClient.Status().Update(ctx, a)).To(Succeed())
+
+		for what, edit := range map[string]func(*mcpv1alpha1.McpCallApprovalStatus){
+			"cleared":         func(s *mcpv1alpha1.McpCallApprovalStatus) { s.ConsumedAt = nil },
+			"cleared with ID": func(s *mcpv1alpha1.McpCallApprovalStatus) { *s = mcpv1alpha1.McpCallApprovalStatus{} },
+			"moved": func(s *mcpv1alpha1.McpCallApprovalStatus) {
+				later := metav1.NewTime(used.Add(time.Hour))
+				s.ConsumedAt = &later
+			},
+			"another call's ID": func(s *mcpv1alpha1.McpCallApprovalStatus) { s.CallID = "call-2" },
+		} {
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(a), a)).To(Succeed())
+			edit(&a.Status)
+			err := k8sClient.Status().Update(ctx, a)
+			Expect(err).To(HaveOccurred(), what)
+			Expect(err.Error()).To(ContainSubstring("an approval once used stays used"), what)
+		}
+		// A merge patch that drops the whole status is refused too.
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(a), a)).To(Succeed())
+		err := k8sClient.Status().Patch(ctx, a, client.RawPatch(types.MergePatchType, []byte(`{"status":null}`)))
+		Expect(err).To(HaveOccurred())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(a), a)).To(Succeed())
+		Expect(a.Status.ConsumedAt).NotTo(BeNil())
 	})
 })

@@ -28,7 +28,8 @@ import (
 // McpCallApprovalStatus is written by the gateway.
 type McpCallApprovalStatusApplyConfiguration struct {
 	// consumedAt is when the gateway used the approval for the call. An
-	// approval is used once, whichever gateway replica gets the retry.
+	// approval is used once, whichever gateway replica gets the retry; once
+	// set, the API server refuses to clear or change it (or callID).
 	ConsumedAt *v1.Time `json:"consumedAt,omitempty"`
 	// callID is the audit call id of the call the approval was used for.
 	CallID *string `json:"callID,omitempty"`

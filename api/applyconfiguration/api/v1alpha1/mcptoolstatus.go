@@ -49,9 +49,13 @@ type McpToolStatusApplyConfiguration struct {
 	InputSchema *apiextensionsv1.JSON `json:"inputSchema,omitempty"`
 	// hints are the server's annotations, untrusted.
 	Hints *ToolHintsApplyConfiguration `json:"hints,omitempty"`
-	// effectiveDataClass is the higher of the server's and the tool's class.
+	// effectiveDataClass is the higher of the server's and the tool's class,
+	// as last reconciled: a report; the gateway computes it from spec on
+	// every call.
 	EffectiveDataClass *apiv1alpha1.DataClass `json:"effectiveDataClass,omitempty"`
-	// effectiveApprovalRequired is the server's or the tool's requirement.
+	// effectiveApprovalRequired is the server's or the tool's requirement,
+	// as last reconciled: a report; the gateway computes it from spec on
+	// every call.
 	EffectiveApprovalRequired *bool `json:"effectiveApprovalRequired,omitempty"`
 	// effect is always NonIdempotentWrite.
 	Effect *string `json:"effect,omitempty"`
