@@ -74,8 +74,9 @@ type Options struct {
 	// approval asked through the agent's own client works only in the
 	// 2026-07-28 era.
 	Stateless bool
-	// UnauthenticatedRate and UnauthenticatedBurst limit, per client
-	// address, requests that fail authentication; zero means the defaults.
+	// UnauthenticatedRate and UnauthenticatedBurst limit, per presented
+	// token, requests whose token failed its review; zero means the
+	// defaults.
 	UnauthenticatedRate  rate.Limit
 	UnauthenticatedBurst int
 	// TracerProvider, if set, traces every tools/call: a server span per
@@ -93,9 +94,10 @@ type Gateway struct {
 	approver     approver
 	approvalKeys KeySource
 	admission    admissionGuard
-	unauth       *unauthLimiter
-	handler      http.Handler
-	servers      toolServers
+	// bad remembers tokens whose review failed (ratelimit.go).
+	bad     *badTokens
+	handler http.Handler
+	servers toolServers
 	// views is what agents see of each version of each tool (rules.go).
 	views toolview.Cache
 	// tracer is nil when tracing is off.
@@ -141,6 +143,7 @@ func New(o Options) (*Gateway, error) {
 		_, _ = rand.Read(key)
 		g.approvalKeys = StaticKeys{Current: key}
 	}
+	g.bad = newBadTokens(o.UnauthenticatedRate, o.UnauthenticatedBurst, 0)
 	g.approver = approver{keys: g.approvalKeys, used: newNonceSet()}
 	g.admission = admissionGuard{reader: o.Approvals, policy: o.ApprovalPolicy}
 	if o.TracerProvider != nil {
@@ -175,9 +178,8 @@ func New(o Options) (*Gateway, error) {
 		stateful.ServeHTTP(w, r)
 	})
 	verified := auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{})(route)
-	g.unauth = newUnauthLimiter(o.UnauthenticatedRate, o.UnauthenticatedBurst)
 	mux := http.NewServeMux()
-	mux.Handle(Path, g.unauth.middleware(g.now, verified))
+	mux.Handle(Path, g.bad.middleware(g.now, verified))
 	g.handler = mux
 	return g, nil
 }

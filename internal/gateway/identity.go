@@ -194,15 +194,20 @@ func newCallID() string {
 	return hex.EncodeToString(b)
 }
 
-// verify authenticates a bearer token. Any failure is a plain 401.
-func (g *Gateway) verify(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+// verify authenticates a bearer token. Any failure is a plain 401. A token
+// whose review failed within the negative TTL is refused without another
+// review; only a failed review charges the token, and only that token.
+func (g *Gateway) verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	fp := g.bad.fingerprint(token)
+	if g.bad.knownBad(fp, g.now()) {
+		metrics.GatewayRefusals.WithLabelValues(RefusedUnauthenticated).Inc()
+		return nil, auth.ErrInvalidToken
+	}
 	id, err := g.Authn.Authenticate(ctx, token)
 	if err != nil {
-		if errors.Is(err, ErrUnauthenticated) && g.unauth != nil && r != nil {
-			// A review that could not be made is not the caller's failure.
-			g.unauth.failed(r, g.now())
-		}
 		if errors.Is(err, ErrUnauthenticated) {
+			// A review that could not be made is not the token's failure.
+			g.bad.failed(fp, g.now())
 			metrics.GatewayRefusals.WithLabelValues(RefusedUnauthenticated).Inc()
 		} else {
 			logging.FromContext(ctx, logging.Gateway).Error(err, "authenticating a caller failed")
@@ -210,6 +215,7 @@ func (g *Gateway) verify(ctx context.Context, token string, r *http.Request) (*a
 		}
 		return nil, auth.ErrInvalidToken
 	}
+	g.bad.forget(fp)
 	return &auth.TokenInfo{
 		// Binds the MCP session to this identity: another token cannot use it.
 		UserID:     id.UID + "/" + id.Username,

@@ -32,8 +32,8 @@ const (
 const (
 	// RefusedUnauthenticated: no bearer token, or one TokenReview refused.
 	RefusedUnauthenticated = "Unauthenticated"
-	// RefusedRateLimited: the client address used up its failed
-	// authentications.
+	// RefusedRateLimited: a token repeated past its failed
+	// authentications, or an identity over its request budget.
 	RefusedRateLimited = "RateLimited"
 	// RefusedDecisionFailed: reading policies, approvals or keys failed; the
 	// agent is told to try again.

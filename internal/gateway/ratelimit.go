@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"math"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,118 +16,187 @@ import (
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
-// Defaults for failed authentication per client address: a burst of 20,
-// refilled at 2 a second. An agent that authenticates is never limited; a
-// client that keeps presenting bad tokens is answered 429 before its next
-// token is reviewed, so it cannot turn the gateway into a TokenReview
-// amplifier.
+// Defaults for failed authentication per presented token: a burst of 20,
+// refilled at 2 a second. A token is charged only once its own review has
+// failed, so a token that authenticates is never limited, whoever else
+// presents bad tokens from the same address (behind a service mesh every
+// agent shares one). A token whose review failed is not reviewed again for
+// DefaultDenyTTL, and past its burst it is answered 429 without a review.
 const (
 	DefaultUnauthenticatedRate  = rate.Limit(2)
 	DefaultUnauthenticatedBurst = 20
 )
 
-// maxLimitedClients bounds the per-address table; past it, the addresses
-// not seen for a while are dropped, and if none are, every new address
-// shares one bucket.
-const maxLimitedClients = 10000
+// maxBadTokens bounds the table of tokens whose review failed. Past it,
+// entries that changed nothing any more (idle for a full refill and past
+// their negative TTL) are dropped first, then arbitrary ones: forgetting a
+// bad token costs at most one more review of it, never another token's
+// service.
+const maxBadTokens = 10000
 
-// unauthLimiter keeps one token bucket per client address, spent only by
-// requests that fail authentication.
-type unauthLimiter struct {
+// fingerprint identifies a token in the table without holding it: an
+// HMAC under a key made by this process, so that neither the table nor a
+// memory dump yields the token or anything comparable across replicas.
+type fingerprint [16]byte
+
+// badTokens remembers, per token fingerprint, tokens whose review failed:
+// when (so that a repeat within the negative TTL costs no review) and a
+// token bucket spent by each failure (so that a client repeating one bad
+// token is told to back off with 429 and Retry-After).
+type badTokens struct {
 	limit rate.Limit
 	burst int
+	ttl   time.Duration
+	max   int
+	key   []byte
 
 	mu      sync.Mutex
-	clients map[string]*clientBucket
-	shared  *rate.Limiter
+	entries map[fingerprint]*badToken
 }
 
-type clientBucket struct {
-	lim  *rate.Limiter
-	seen time.Time
+type badToken struct {
+	lim *rate.Limiter
+	// reviewed is when the token's last review failed.
+	reviewed time.Time
+	seen     time.Time
 }
 
-func newUnauthLimiter(limit rate.Limit, burst int) *unauthLimiter {
+func newBadTokens(limit rate.Limit, burst int, ttl time.Duration) *badTokens {
 	if limit <= 0 {
 		limit = DefaultUnauthenticatedRate
 	}
 	if burst <= 0 {
 		burst = DefaultUnauthenticatedBurst
 	}
-	return &unauthLimiter{limit: limit, burst: burst, clients: map[string]*clientBucket{}, shared: rate.NewLimiter(limit, burst)}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return &badTokens{limit: limit, burst: burst, ttl: ttlOr(ttl, DefaultDenyTTL), max: maxBadTokens, key: key, entries: map[fingerprint]*badToken{}}
 }
 
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
+func (b *badTokens) fingerprint(token string) fingerprint {
+	m := hmac.New(sha256.New, b.key)
+	m.Write([]byte(token))
+	var fp fingerprint
+	copy(fp[:], m.Sum(nil))
+	return fp
 }
 
-func (l *unauthLimiter) bucket(addr string, now time.Time) *rate.Limiter {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if b, ok := l.clients[addr]; ok {
-		b.seen = now
-		return b.lim
+// knownBad reports whether the token's review failed within the negative
+// TTL, charging the repeat to the token's bucket if so: the caller answers
+// 401 without reviewing it again.
+func (b *badTokens) knownBad(fp fingerprint, now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[fp]
+	if !ok || now.Sub(e.reviewed) >= b.ttl {
+		return false
 	}
-	if len(l.clients) >= maxLimitedClients {
-		// A bucket not touched for as long as a full refill takes is full
-		// again, so forgetting it changes nothing.
-		idle := time.Duration(float64(l.burst)/float64(l.limit)*float64(time.Second)) + time.Second
-		for k, b := range l.clients {
-			if now.Sub(b.seen) > idle {
-				delete(l.clients, k)
-			}
-		}
-		if len(l.clients) >= maxLimitedClients {
-			return l.shared
-		}
-	}
-	b := &clientBucket{lim: rate.NewLimiter(l.limit, l.burst), seen: now}
-	l.clients[addr] = b
-	return b.lim
+	e.seen = now
+	e.lim.AllowN(now, 1)
+	return true
 }
 
-// exhausted reports whether the address has no failed attempt left now,
-// and if so how long until it has one.
-func (l *unauthLimiter) exhausted(r *http.Request, now time.Time) (bool, time.Duration) {
-	lim := l.bucket(clientAddr(r), now)
-	if lim.TokensAt(now) >= 1 {
+// exhausted reports whether a token whose review failed has no attempt
+// left now, and if so how long until it has one. A token never reviewed as
+// bad is never exhausted.
+func (b *badTokens) exhausted(fp fingerprint, now time.Time) (bool, time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[fp]
+	if !ok || e.lim.TokensAt(now) >= 1 {
 		return false, 0
 	}
-	res := lim.ReserveN(now, 1)
+	res := e.lim.ReserveN(now, 1)
 	wait := res.DelayFrom(now)
 	res.CancelAt(now)
 	return true, wait
 }
 
-// failed spends one attempt of the address.
-func (l *unauthLimiter) failed(r *http.Request, now time.Time) {
-	l.bucket(clientAddr(r), now).AllowN(now, 1)
+// failed records that the token's review failed now.
+func (b *badTokens) failed(fp fingerprint, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[fp]
+	if !ok {
+		b.makeRoom(now)
+		e = &badToken{lim: rate.NewLimiter(b.limit, b.burst)}
+		b.entries[fp] = e
+	}
+	e.reviewed, e.seen = now, now
+	e.lim.AllowN(now, 1)
 }
 
-// middleware answers 429, with Retry-After, to an address that has used up
-// its failed attempts, before the request's token is looked at.
-func (l *unauthLimiter) middleware(now func() time.Time, next http.Handler) http.Handler {
+// forget drops a token that has now authenticated.
+func (b *badTokens) forget(fp fingerprint) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.entries, fp)
+}
+
+// makeRoom keeps the table under its bound; b.mu is held.
+func (b *badTokens) makeRoom(now time.Time) {
+	if len(b.entries) < b.max {
+		return
+	}
+	// An entry idle for a full refill and past its TTL changes no answer.
+	idle := max(time.Duration(float64(b.burst)/float64(b.limit)*float64(time.Second)), b.ttl) + time.Second
+	for k, e := range b.entries {
+		if now.Sub(e.seen) > idle {
+			delete(b.entries, k)
+		}
+	}
+	for k := range b.entries {
+		if len(b.entries) < b.max {
+			break
+		}
+		delete(b.entries, k)
+	}
+}
+
+// len is the number of tokens remembered.
+func (b *badTokens) len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.entries)
+}
+
+// bearer is the request's bearer token; empty without one.
+func bearer(r *http.Request) string {
+	f := strings.Fields(r.Header.Get("Authorization"))
+	if len(f) != 2 || !strings.EqualFold(f[0], "bearer") {
+		return ""
+	}
+	return f[1]
+}
+
+// middleware answers 429, with Retry-After, to a token that failed its
+// review more often than its bucket allows, before it is looked at again.
+// It consults only the presented token's own record: no other client's
+// failures, and no address, can refuse it.
+func (b *badTokens) middleware(now func() time.Time, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if over, wait := l.exhausted(r, now()); over {
-			secs := int(math.Ceil(wait.Seconds()))
-			if secs < 1 {
-				secs = 1
-			}
-			metrics.GatewayRefusals.WithLabelValues(RefusedRateLimited).Inc()
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
-			http.Error(w, "too many unauthenticated requests", http.StatusTooManyRequests)
+		token := bearer(r)
+		if token == "" {
+			// No token: refused below without a review.
+			metrics.GatewayRefusals.WithLabelValues(RefusedUnauthenticated).Inc()
+			next.ServeHTTP(w, r)
 			return
 		}
-		if f := strings.Fields(r.Header.Get("Authorization")); len(f) != 2 || !strings.EqualFold(f[0], "bearer") {
-			// No token at all: refused below without a review, and spent
-			// here, since the verifier never sees it.
-			l.failed(r, now())
-			metrics.GatewayRefusals.WithLabelValues(RefusedUnauthenticated).Inc()
+		if over, wait := b.exhausted(b.fingerprint(token), now()); over {
+			metrics.GatewayRefusals.WithLabelValues(RefusedRateLimited).Inc()
+			tooMany(w, wait, "too many requests with a token that failed authentication")
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// tooMany answers 429 with Retry-After in whole seconds, at least one.
+func tooMany(w http.ResponseWriter, wait time.Duration, msg string) {
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
+	http.Error(w, msg, http.StatusTooManyRequests)
+}
+
+func retryAfterSeconds(wait time.Duration) int {
+	return max(1, int(math.Ceil(wait.Seconds())))
 }
