@@ -78,6 +78,13 @@ func main() {
 	fs.StringVar(&auditPath, "gateway-audit-log", "-", `Deprecated name of --gateway-audit-file.`)
 	fs.DurationVar(&opts.GatewayAuditTimeout, "gateway-audit-timeout", opts.GatewayAuditTimeout, "How long one audit write may take before the call it describes is refused; 0 means 5s.")
 	fs.StringVar(&opts.TracingOTLPEndpoint, "tracing-otlp-endpoint", "", `OTLP/gRPC endpoint URL the gateway exports traces to (e.g. http://otel-collector.monitoring:4317); empty leaves tracing off unless OTEL_EXPORTER_OTLP_ENDPOINT is set.`)
+	b := &opts.GatewayBudgets
+	fs.Float64Var((*float64)(&b.ServiceAccountRate), "gateway-serviceaccount-rate", 0, "Requests a second one ServiceAccount may make to one gateway replica; 0 means 100.")
+	fs.IntVar(&b.ServiceAccountBurst, "gateway-serviceaccount-burst", 0, "Burst of requests one ServiceAccount may make to one gateway replica; 0 means 200.")
+	fs.IntVar(&b.ServiceAccountConcurrency, "gateway-serviceaccount-concurrency", 0, "Requests one ServiceAccount may have in flight at one gateway replica; 0 means 64.")
+	fs.Float64Var((*float64)(&b.NamespaceRate), "gateway-namespace-rate", 0, "Requests a second the ServiceAccounts of one namespace together may make to one gateway replica; 0 means 400.")
+	fs.IntVar(&b.NamespaceBurst, "gateway-namespace-burst", 0, "Burst of requests of one namespace at one gateway replica; 0 means 800.")
+	fs.IntVar(&b.NamespaceConcurrency, "gateway-namespace-concurrency", 0, "Requests one namespace may have in flight at one gateway replica; 0 means 256.")
 	fs.BoolVar(&opts.GatewayStateless, "gateway-stateless", opts.GatewayStateless, "Serve initialize-era sessions without server memory, so that any gateway replica answers any request.")
 
 	fs.StringVar(&opts.NotifyWebhookURL, "notify-webhook-url", "", "URL (https, or http to loopback) that receives a signed CloudEvent when a call waits for approval, when one is decided, and when a tool's definition drifts; empty sends none.")

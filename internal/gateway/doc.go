@@ -13,7 +13,10 @@
 // it and entered once: identify (identity.go), decide (decision.go),
 // rules (rules.go), approve (approval.go), audit (audit.go), send (send.go)
 // and record (observe.go). Gateway.call, in call.go, orchestrates them; the tool list
-// (list.go) asks the same decision.
+// (list.go) asks the same decision. Before any of it, a request is
+// charged to budgets: a token whose review failed to its own record
+// (ratelimit.go), an authenticated one to its ServiceAccount's and its
+// namespace's request rate and concurrency (budget.go).
 //
 // The endpoint speaks the initialize-era revisions on sessions and the
 // stateless 2026-07-28 revision; docs/gateway.md describes it from the

@@ -79,6 +79,9 @@ type Options struct {
 	// defaults.
 	UnauthenticatedRate  rate.Limit
 	UnauthenticatedBurst int
+	// Budgets bound the requests of each ServiceAccount and each
+	// namespace (budget.go); zero fields take the defaults.
+	Budgets Budgets
 	// TracerProvider, if set, traces every tools/call: a server span per
 	// call, the upstream call a client span under it, and W3C trace
 	// context sent upstream. Nil traces nothing and propagates nothing.
@@ -96,6 +99,7 @@ type Gateway struct {
 	admission    admissionGuard
 	// bad remembers tokens whose review failed (ratelimit.go).
 	bad     *badTokens
+	budgets *budgeter
 	handler http.Handler
 	servers toolServers
 	// views is what agents see of each version of each tool (rules.go).
@@ -144,6 +148,7 @@ func New(o Options) (*Gateway, error) {
 		g.approvalKeys = StaticKeys{Current: key}
 	}
 	g.bad = newBadTokens(o.UnauthenticatedRate, o.UnauthenticatedBurst, 0)
+	g.budgets = newBudgeter(o.Budgets, o.Now)
 	g.approver = approver{keys: g.approvalKeys, used: newNonceSet()}
 	g.admission = admissionGuard{reader: o.Approvals, policy: o.ApprovalPolicy}
 	if o.TracerProvider != nil {
@@ -177,7 +182,7 @@ func New(o Options) (*Gateway, error) {
 		}
 		stateful.ServeHTTP(w, r)
 	})
-	verified := auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{})(route)
+	verified := auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{})(g.budgeted(route))
 	mux := http.NewServeMux()
 	mux.Handle(Path, g.bad.middleware(g.now, verified))
 	g.handler = mux

@@ -192,6 +192,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		ApprovalURL:    approvalURL(opts.GatewayApprovalURL, mgr.GetConfig().Host),
 		Now:            opts.GatewayNow,
 		Stateless:      opts.GatewayStateless,
+		Budgets:        opts.GatewayBudgets,
 
 		TracerProvider: tp,
 	})

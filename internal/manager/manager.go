@@ -29,6 +29,7 @@ import (
 	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/controller"
+	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/tenancy"
 )
@@ -201,6 +202,9 @@ type Options struct {
 	// approval, with {namespace} and {name} replaced; empty names the
 	// object in the Kubernetes API.
 	GatewayApprovalURL string
+	// GatewayBudgets bound each ServiceAccount's and each namespace's
+	// requests at a gateway replica; zero fields take the defaults.
+	GatewayBudgets gateway.Budgets
 	// GatewayNow, if set, is the gateway's clock (tests).
 	GatewayNow func() time.Time
 	// NotifyWebhookURL, if set, receives an event (a signed CloudEvent)

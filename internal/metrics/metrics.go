@@ -28,6 +28,16 @@ var (
 		Help: "Requests and tool calls the gateway refused, by reason.",
 	}, []string{"reason"})
 
+	// GatewayBudgetRefusals counts requests refused because the caller's
+	// ServiceAccount or namespace was over a gateway budget, by the
+	// caller's namespace (authenticated, never what a caller sent), the
+	// budget's scope (ServiceAccount, Namespace) and reason (RateLimited,
+	// ConcurrencyLimited).
+	GatewayBudgetRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_gateway_budget_refusals_total",
+		Help: "Requests the gateway refused because a ServiceAccount or namespace was over its budget, by namespace, scope and reason.",
+	}, []string{"namespace", "scope", "reason"})
+
 	// GatewayCallDuration observes the gateway's own share of each call
 	// sent upstream: the time from receiving tools/call to answering it,
 	// less the upstream call.
@@ -136,7 +146,7 @@ var (
 // the names they describe.
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		GatewayCalls, GatewayRefusals, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals, GatewayLastContact,
+		GatewayCalls, GatewayRefusals, GatewayBudgetRefusals, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals, GatewayLastContact,
 		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, Tools, LastContact, GatewayAuditFailures, Notifications, State,
 	}
 }

@@ -206,6 +206,11 @@ func startGateway(b *testing.B, binary, kubeconfig, auditFile, gogc string, cpus
 		"--gateway-audit-file="+auditFile,
 		"--metrics-bind-address=0", "--health-probe-bind-address="+probe,
 		"--allow-private-networks",
+		// One ServiceAccount drives the whole load: its budgets are raised
+		// so that they are checked on every request but never met
+		// (docs/adr/025-gateway-budgets.md).
+		"--gateway-serviceaccount-rate=1e6", "--gateway-serviceaccount-burst=1000000", "--gateway-serviceaccount-concurrency=100000",
+		"--gateway-namespace-rate=1e6", "--gateway-namespace-burst=1000000", "--gateway-namespace-concurrency=100000",
 	)
 	// BENCH_GATEWAY_PPROF=1 serves the gateway's profiles on a port named
 	// on standard error, to profile it while the benchmark runs.

@@ -300,6 +300,11 @@ gateway:
   audience: agents.example.com
   tls:
     secretName: gateway-serving-cert
+  budgets:
+    serviceAccount:
+      rate: 2.5
+      burst: 5000000
+      concurrency: 8
   tracing:
     otlpEndpoint: http://otel-collector.monitoring:4317
     env:

@@ -661,6 +661,17 @@ func checkPinnedGateway(t *testing.T, objs []*unstructured.Unstructured) {
 	if gc.Image != c.Image {
 		t.Errorf("gateway image %q, want the manager's %q", gc.Image, c.Image)
 	}
+	// The budgets set, and the defaults of the others, reach the gateway
+	// as flags; a large burst is rendered as an integer the flag accepts.
+	budgetFlags := flags(t, gc)
+	for flag, want := range map[string]string{
+		"--gateway-serviceaccount-rate": "2.5", "--gateway-serviceaccount-burst": "5000000", "--gateway-serviceaccount-concurrency": "8",
+		"--gateway-namespace-rate": "400", "--gateway-namespace-burst": "800", "--gateway-namespace-concurrency": "256",
+	} {
+		if budgetFlags[flag] != want {
+			t.Errorf("gateway flag %s=%q, want %q", flag, budgetFlags[flag], want)
+		}
+	}
 	if p, ok := containerPort(gc, "gateway"); !ok || p != 9444 {
 		t.Errorf("gateway container port %d (present %v), want 9444", p, ok)
 	}

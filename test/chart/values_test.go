@@ -55,6 +55,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"webhook over plain http", "notifications:\n  webhook:\n    url: http://hooks.example.com/\n    secretName: k", "/notifications/webhook/url"},
 		{"webhook URL from a Secret without the Secret", "notifications:\n  webhook:\n    urlSecretKey: url", "/notifications/webhook"},
 		{"webhook URL given twice", "notifications:\n  webhook:\n    url: https://hooks.example.com/\n    urlSecretKey: url\n    secretName: k", "/notifications/webhook"},
+		{"gateway budget of no requests", "gateway:\n  budgets:\n    namespace:\n      concurrency: 0", "/gateway/budgets/namespace/concurrency"},
+		{"gateway budget with a misspelt key", "gateway:\n  budgets:\n    serviceAccount:\n      rps: 5", "'rps'"},
 		{"tracing env without a name", "gateway:\n  tracing:\n    env: [{value: x}]", "/gateway/tracing/env/0"},
 	}
 	for _, c := range cases {
