@@ -55,6 +55,11 @@ type Record struct {
 	ErrorKind     string `json:"errorKind,omitempty"`
 	LatencyMillis int64  `json:"latencyMillis,omitempty"`
 	ArgumentsHash string `json:"argumentsHash,omitempty"`
+	// Repeated is, on a denied record, how many more denials of the same
+	// caller, tool and reason came in the window before it and were not
+	// written on their own (denials.go); they carry no call ID or
+	// arguments hash of their own.
+	Repeated int `json:"repeated,omitempty"`
 }
 
 // Sink stores audit records. Write must return only once the record is

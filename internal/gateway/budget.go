@@ -11,7 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"golang.org/x/time/rate"
 
-	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
@@ -236,10 +235,7 @@ func (g *Gateway) refuseOverBudget(ctx context.Context, w http.ResponseWriter, i
 		Time: g.now(), CallID: newCallID(), Phase: PhaseDenied, Decision: "Denied",
 		Caller: id.Username, Namespace: id.Namespace, Reason: over.reason, Detail: over.scope,
 	}
-	if err := g.Audit.Write(ctx, rec); err != nil {
-		logging.FromContext(ctx, logging.Gateway).Error(err, "the audit record of a refusal could not be written", "reason", over.reason)
-		metrics.GatewayAuditFailures.WithLabelValues(PhaseDenied).Inc()
-	}
+	g.writeDenial(ctx, rec)
 	secs := retryAfterSeconds(over.wait)
 	msg := "the caller's ServiceAccount is over its request budget at the gateway; retry later"
 	if over.scope == BudgetNamespace {

@@ -79,6 +79,10 @@ type Options struct {
 	// defaults.
 	UnauthenticatedRate  rate.Limit
 	UnauthenticatedBurst int
+	// DenialWindow is how long repeats of one denial (caller, tool,
+	// reason) are aggregated into one audit record; 0 means
+	// DefaultDenialWindow. Run a DenialFlusher to write the last window's.
+	DenialWindow time.Duration
 	// Budgets bound the requests of each ServiceAccount and each
 	// namespace (budget.go); zero fields take the defaults.
 	Budgets Budgets
@@ -100,6 +104,7 @@ type Gateway struct {
 	// bad remembers tokens whose review failed (ratelimit.go).
 	bad     *badTokens
 	budgets *budgeter
+	denials *denials
 	handler http.Handler
 	servers toolServers
 	// views is what agents see of each version of each tool (rules.go).
@@ -149,6 +154,7 @@ func New(o Options) (*Gateway, error) {
 	}
 	g.bad = newBadTokens(o.UnauthenticatedRate, o.UnauthenticatedBurst, 0)
 	g.budgets = newBudgeter(o.Budgets, o.Now)
+	g.denials = newDenials(o.DenialWindow)
 	g.approver = approver{keys: g.approvalKeys, used: newNonceSet()}
 	g.admission = admissionGuard{reader: o.Approvals, policy: o.ApprovalPolicy}
 	if o.TracerProvider != nil {

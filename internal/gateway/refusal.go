@@ -7,8 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/logging"
-	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
 // Denial reasons, in the order the stages of a call check them. They
@@ -29,10 +27,7 @@ const (
 // refines the reason (for NotServable, the tool's Ready reason).
 func (g *Gateway) deny(ctx context.Context, rec Record, t *mcpv1alpha1.McpTool, reason, detail, message string) *sdk.CallToolResult {
 	rec.Phase, rec.Decision, rec.Reason, rec.Detail, rec.Time = PhaseDenied, "Denied", reason, detail, g.now()
-	if err := g.Audit.Write(ctx, rec); err != nil {
-		logging.FromContext(ctx, logging.Gateway).Error(err, "the audit record of a refusal could not be written", "reason", reason)
-		metrics.GatewayAuditFailures.WithLabelValues(PhaseDenied).Inc()
-	}
+	g.writeDenial(ctx, rec)
 	obs := obsOf(ctx)
 	if t != nil && reason != DenyForbidden {
 		// RBAC let the caller call this tool: its name is no longer

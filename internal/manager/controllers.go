@@ -193,6 +193,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		Now:            opts.GatewayNow,
 		Stateless:      opts.GatewayStateless,
 		Budgets:        opts.GatewayBudgets,
+		DenialWindow:   opts.GatewayDenialWindow,
 
 		TracerProvider: tp,
 	})
@@ -201,6 +202,9 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	}
 	if err := mgr.Add(&gateway.ApprovalSweeper{Client: approvals, Namespaces: opts.WatchNamespaces, Now: opts.GatewayNow}); err != nil {
 		return fmt.Errorf("adding the approval sweeper: %w", err)
+	}
+	if err := mgr.Add(&gateway.DenialFlusher{Gateway: gw}); err != nil {
+		return fmt.Errorf("adding the denial flusher: %w", err)
 	}
 	if err := mgr.Add(&gateway.Listener{Addr: opts.GatewayAddr, Handler: gw.Handler(), CertDir: opts.GatewayCertDir, Insecure: opts.GatewayInsecure, Ready: opts.GatewayReady}); err != nil {
 		return fmt.Errorf("adding the gateway: %w", err)

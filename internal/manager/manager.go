@@ -205,6 +205,9 @@ type Options struct {
 	// GatewayBudgets bound each ServiceAccount's and each namespace's
 	// requests at a gateway replica; zero fields take the defaults.
 	GatewayBudgets gateway.Budgets
+	// GatewayDenialWindow is how long repeats of one denial are aggregated
+	// into one audit record; 0 means a minute.
+	GatewayDenialWindow time.Duration
 	// GatewayNow, if set, is the gateway's clock (tests).
 	GatewayNow func() time.Time
 	// NotifyWebhookURL, if set, receives an event (a signed CloudEvent)

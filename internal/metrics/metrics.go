@@ -38,6 +38,15 @@ var (
 		Help: "Requests the gateway refused because a ServiceAccount or namespace was over its budget, by namespace, scope and reason.",
 	}, []string{"namespace", "scope", "reason"})
 
+	// GatewayAuditAggregated counts denials not written as records of
+	// their own because an identical one (caller, tool, reason) was
+	// written within the aggregation window, by reason; a later record
+	// carries their number.
+	GatewayAuditAggregated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_gateway_audit_aggregated_total",
+		Help: "Gateway denials aggregated into a later audit record instead of written on their own, by reason.",
+	}, []string{"reason"})
+
 	// GatewayCallDuration observes the gateway's own share of each call
 	// sent upstream: the time from receiving tools/call to answering it,
 	// less the upstream call.
@@ -147,7 +156,7 @@ var (
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		GatewayCalls, GatewayRefusals, GatewayBudgetRefusals, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals, GatewayLastContact,
-		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, Tools, LastContact, GatewayAuditFailures, Notifications, State,
+		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, Tools, LastContact, GatewayAuditFailures, GatewayAuditAggregated, Notifications, State,
 	}
 }
 

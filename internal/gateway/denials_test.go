@@ -1,0 +1,123 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/mcp-catalog/operator/internal/metrics"
+)
+
+func deniedRecords(s *recordingSink) []Record {
+	var out []Record
+	for _, r := range s.records() {
+		if r.Phase == PhaseDenied {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// A ServiceAccount over its budget hammers the gateway: the audit sink
+// gets the first refusal, then one record with the number of the rest
+// once the window has passed, not one record per request.
+func TestRepeatedDenialsCannotFloodTheAuditSink(t *testing.T) {
+	clk := &manualClock{t: time.Unix(1_800_000_000, 0)}
+	sink := &recordingSink{}
+	o := completeOptions()
+	o.Audit = sink
+	o.Now = clk.now
+	o.Authn = tokenTable{"noisy": noisyIdentity, "quiet": quietIdentity}
+	o.Budgets = Budgets{ServiceAccountRate: 0.0001, ServiceAccountBurst: 1}
+	g, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aggregated := metrics.GatewayAuditAggregated.WithLabelValues(RefusedRateLimited)
+	before := counter(t, aggregated)
+
+	listTools(g, "noisy")
+	for i := range 500 {
+		if w := listTools(g, "noisy"); w.Code != http.StatusTooManyRequests {
+			t.Fatalf("request %d over the budget: %d", i, w.Code)
+		}
+		clk.add(10 * time.Millisecond)
+	}
+	if got := deniedRecords(sink); len(got) != 1 || got[0].Repeated != 0 || got[0].CallID == "" {
+		t.Fatalf("after 500 refusals in %v: %d denied records %+v, want the first alone", 5*time.Second, len(got), got)
+	}
+	if got := counter(t, aggregated) - before; got != 499 {
+		t.Errorf("aggregated refusals went up by %v, want 499", got)
+	}
+	// The first denial of another caller is written at once.
+	g.budgets = newBudgeter(Budgets{ServiceAccountRate: 0.0001, ServiceAccountBurst: 1}, clk.now)
+	listTools(g, "quiet")
+	listTools(g, "quiet")
+	if got := deniedRecords(sink); len(got) != 2 || got[1].Caller != quietIdentity.Username {
+		t.Fatalf("another caller's first refusal: records %+v", got)
+	}
+	// Nothing is flushed before the window ends; after it, the count is.
+	if n := g.FlushDenials(context.Background(), false); n != 0 {
+		t.Errorf("flushed %d windows before they ended", n)
+	}
+	clk.add(DefaultDenialWindow)
+	if n := g.FlushDenials(context.Background(), false); n != 1 {
+		t.Fatalf("flushed %d windows after the window, want 1 (the caller without repeats needs no record)", n)
+	}
+	got := deniedRecords(sink)
+	last := got[len(got)-1]
+	if len(got) != 3 || last.Repeated != 499 || last.Caller != noisyIdentity.Username || last.Reason != RefusedRateLimited || last.Detail != BudgetServiceAccount {
+		t.Fatalf("the aggregate record: %+v, want 499 repeats of the noisy caller's RateLimited", last)
+	}
+	// A window ended: the next refusal is written again.
+	listTools(g, "noisy")
+	listTools(g, "noisy")
+	if got := deniedRecords(sink); len(got) != 4 || got[3].Repeated != 0 {
+		t.Fatalf("the first refusal of a new window: %+v", got)
+	}
+}
+
+// failingSink refuses every record.
+type failingSink struct{ n int }
+
+func (s *failingSink) Write(context.Context, Record) error {
+	s.n++
+	return errors.New("sink down")
+}
+
+// A first denial whose record could not be written opens no window: the
+// next one is tried again rather than counted against a record that does
+// not exist.
+func TestADenialWhoseRecordFailedIsNotAggregated(t *testing.T) {
+	o := completeOptions()
+	sink := &failingSink{}
+	o.Audit = sink
+	g, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := Record{Caller: "system:serviceaccount:a:b", Namespace: "a", Reason: DenyForbidden}
+	g.writeDenial(context.Background(), rec)
+	g.writeDenial(context.Background(), rec)
+	if sink.n != 2 {
+		t.Errorf("%d writes tried, want 2", sink.n)
+	}
+}
+
+// The table of open windows is bounded; a denial without room is written.
+func TestTheDenialTableIsBounded(t *testing.T) {
+	d := newDenials(time.Minute)
+	d.max = 20
+	now := time.Unix(1_800_000_000, 0)
+	for i := range 100 {
+		if write, _, _ := d.admit(Record{Caller: fmt.Sprintf("c%d", i), Reason: DenyForbidden}, now); !write {
+			t.Fatalf("the first denial of caller %d was not written", i)
+		}
+	}
+	if len(d.open) > 20 {
+		t.Errorf("%d open windows, bound 20", len(d.open))
+	}
+}
