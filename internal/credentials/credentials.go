@@ -2,7 +2,8 @@
 // from Secrets in the McpServer's own namespace, at the start of every
 // operation so that a rotated Secret takes effect at once. Secrets are read
 // with a direct GET: the operator may get Secrets but not list or watch
-// them (docs/adr/003-secret-access.md).
+// them (docs/adr/003-secret-access.md). The gateway reads them through a
+// CachedReader, so that a rotation takes effect there within its TTL.
 package credentials
 
 import (

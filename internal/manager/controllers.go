@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -179,7 +180,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		Reader:    mgr.GetClient(),
 		Authn:     &gateway.TokenReviewAuthenticator{Client: mgr.GetClient(), Audience: opts.GatewayAudience},
 		Authz:     &gateway.SubjectAccessReviewAuthorizer{Client: authz},
-		Upstreams: w.endpoints,
+		Upstreams: gatewayEndpoints(w.endpoints, opts.GatewayCredentialTTL, opts.GatewayNow),
 		MCP:       w.mcp,
 		Audit:     gateway.NewJSONLinesTimeout(audit, opts.GatewayAuditTimeout),
 		Recorder:  mgr.GetEventRecorder(EventSource),
@@ -210,6 +211,17 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		return fmt.Errorf("adding the gateway: %w", err)
 	}
 	return nil
+}
+
+// gatewayEndpoints are the controllers' endpoints with the credential
+// Secrets (and CA bundles) kept for a short TTL: every tool call resolves
+// its server's credential, and without the cache each would read it from
+// the API server through the one client every tenant's calls share. The
+// controllers still read them at every operation.
+func gatewayEndpoints(e *upstream.Endpoints, ttl time.Duration, now func() time.Time) *upstream.Endpoints {
+	res := *e.Credentials
+	res.Secrets = &credentials.CachedReader{Reader: res.Secrets, TTL: ttl, Now: now}
+	return &upstream.Endpoints{Credentials: &res}
 }
 
 // approvalURL builds the URL of an approval from a template with

@@ -208,6 +208,9 @@ type Options struct {
 	// GatewayDenialWindow is how long repeats of one denial are aggregated
 	// into one audit record; 0 means a minute.
 	GatewayDenialWindow time.Duration
+	// GatewayCredentialTTL is how long the gateway keeps a credential
+	// Secret it read; 0 means 10s.
+	GatewayCredentialTTL time.Duration
 	// GatewayNow, if set, is the gateway's clock (tests).
 	GatewayNow func() time.Time
 	// NotifyWebhookURL, if set, receives an event (a signed CloudEvent)

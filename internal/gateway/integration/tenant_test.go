@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
 
@@ -60,7 +61,7 @@ func (p *keyedProxy) requests() int {
 }
 
 var _ = Describe("Tenant boundary", func() {
-	It("calls a server whose URL is a Secret, and stops sending it once the Secret no longer opts in", func() {
+	It("calls a server whose URL is a Secret, and stops sending it once the Secret no longer opts in and the gateway's copy has expired", func() {
 		ns := newNamespace()
 		up := mcpserver.Start(GinkgoT(), mcpserver.Options{})
 		p := startKeyedProxy(up)
@@ -84,11 +85,13 @@ var _ = Describe("Tenant boundary", func() {
 		Expect(txt).To(Equal("through a secret URL"))
 		Expect(up.Calls(echo)).To(Equal(1))
 
-		// The Secret's owner withdraws it: the very next call reads it
+		// The Secret's owner withdraws it: once the gateway's copy has
+		// expired (docs/adr/025-gateway-budgets.md), the next call reads it
 		// again and sends nothing.
 		patch := client.MergeFrom(urlSecret.DeepCopy())
 		urlSecret.Labels = nil
 		Expect(k8sClient.Patch(context.Background(), urlSecret, patch)).To(Succeed())
+		clock.advance(credentials.DefaultCacheTTL)
 		before := p.requests()
 		isErr, txt = call(cs, provider.local(echo), map[string]any{"text": "again"})
 		Expect(isErr).To(BeTrue())
