@@ -69,7 +69,7 @@ verify-modules: ## Fail when go mod tidy would change the module or a tool modul
 
 .PHONY: lint
 lint: ## Run golangci-lint with kube-api-linter (built once from the Go module proxy).
-	@bin=$$(hack/golangci-lint.sh); $$bin run $(LINT_FLAGS) ./...
+	@bin=$$(hack/golangci-lint.sh); $$bin run --allow-serial-runners $(LINT_FLAGS) ./...
 
 .PHONY: verify
 verify: verify-fmt vet verify-gen verify-modules lint ## gofmt check, vet, generated files current, tidy modules, lint.
