@@ -80,8 +80,11 @@ func TestGatewayRBACWithWatchNamespaces(t *testing.T) {
 				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "team-a", Verb: "call", Group: "mcp.catalog.dev", Resource: "mcptools", Name: "docs.echo"},
 			},
 		}, metav1.CreateOptions{})
-		if errTR != nil || errSAR != nil {
-			return fmt.Errorf("TokenReview: %v; SubjectAccessReview: %v", errTR, errSAR)
+		if errTR != nil {
+			return fmt.Errorf("TokenReview: %w", errTR)
+		}
+		if errSAR != nil {
+			return fmt.Errorf("SubjectAccessReview: %w", errSAR)
 		}
 		return nil
 	})

@@ -16,9 +16,8 @@ type controllerManager struct {
 	cmd *exec.Cmd
 	dir string
 	out *capture.Buffer
-	// exited is closed once the process has ended; waitErr says how.
-	exited  chan struct{}
-	waitErr error
+	// exited is closed once the process has ended.
+	exited chan struct{}
 }
 
 func startControllerManager(binary string, cp *ControlPlane, controllers []string) (*controllerManager, error) {
@@ -50,7 +49,7 @@ func startControllerManager(binary string, cp *ControlPlane, controllers []strin
 		return nil, fmt.Errorf("starting kube-controller-manager: %w", err)
 	}
 	go func() {
-		m.waitErr = m.cmd.Wait()
+		_ = m.cmd.Wait()
 		close(m.exited)
 	}()
 	return m, nil
@@ -61,7 +60,7 @@ func (m *controllerManager) stop() error {
 	defer func() { _ = os.RemoveAll(m.dir) }()
 	select {
 	case <-m.exited:
-		return fmt.Errorf("kube-controller-manager exited early (%v):\n%s", m.waitErr, Tail(m.out.String(), 40))
+		return fmt.Errorf("kube-controller-manager exited early (%v):\n%s", m.cmd.ProcessState, Tail(m.out.String(), 40))
 	default:
 	}
 	_ = m.cmd.Process.Signal(syscall.SIGTERM)
