@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -27,6 +28,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/review"
 	"github.com/mcp-catalog/operator/test/capture"
+	"github.com/mcp-catalog/operator/test/poll"
 )
 
 // installApprovalPolicy creates the admission policy and approver role
@@ -53,19 +55,15 @@ func (e *clusterEnv) installApprovalPolicy(t *testing.T) {
 			}
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Until(t, 30*time.Second, "the approval admission policy enforced", func() error {
 		a := e.pendingApproval(t, "probe", "someone")
 		// Nobody is this user: only an enforced policy refuses the write.
 		a.Spec.Decision, a.Spec.DecidedBy = mcpv1alpha1.CallApproved, "not-the-writer"
-		if err := e.c.Update(context.Background(), a); err != nil {
-			break
+		if err := e.c.Update(context.Background(), a); err == nil {
+			return errors.New("a decision by someone else than the writer was accepted")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the approval admission policy is not enforced")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // pendingApproval creates an undecided McpCallApproval for caller, as the
@@ -104,13 +102,9 @@ func (e *clusterEnv) as(t *testing.T, user string) client.Client {
 		t.Fatal(err)
 	}
 	// RBAC takes a moment to see a new binding.
-	deadline := time.Now().Add(10 * time.Second)
-	for c.List(context.Background(), &mcpv1alpha1.McpCallApprovalList{}, client.InNamespace(e.ns)) != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never got to list approvals", user)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, user+" allowed to list approvals", func() error {
+		return c.List(context.Background(), &mcpv1alpha1.McpCallApprovalList{}, client.InNamespace(e.ns))
+	})
 	return c
 }
 
@@ -217,13 +211,12 @@ func TestCallApprovalCommands(t *testing.T) {
 				NewKubeClient: func() (client.Client, string) { return alice, e.ns }}, []string{"console"})
 		}()
 		link := regexp.MustCompile(`http://127\.0\.0\.1:\d+/login\?token=\S+`)
-		deadline := time.Now().Add(30 * time.Second)
-		for link.FindString(out.String()) == "" {
-			if time.Now().After(deadline) {
-				t.Fatalf("console printed no link:\n%s%s", out.String(), errOut.String())
+		poll.Until(t, 30*time.Second, "the console's link", func() error {
+			if link.FindString(out.String()) == "" {
+				return fmt.Errorf("output so far:\n%s%s", out.String(), errOut.String())
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 		jar, err := cookiejar.New(nil)
 		if err != nil {
 			t.Fatal(err)
@@ -245,21 +238,18 @@ func TestCallApprovalCommands(t *testing.T) {
 				Name, Caller string
 			} `json:"pending"`
 		}
-		for {
+		poll.Until(t, 30*time.Second, "the console's view to show "+five.Name, func() error {
 			resp, err := browser.Get(base + "/api/view")
 			if err != nil {
-				t.Fatal(err)
+				return err
 			}
 			raw, _ := io.ReadAll(resp.Body)
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK && json.Unmarshal(raw, &view) == nil && slices.ContainsFunc(view.Pending, func(p struct{ Name, Caller string }) bool { return p.Name == five.Name }) {
-				break
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the console's view never showed %s: %d %s", five.Name, resp.StatusCode, raw)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return fmt.Errorf("%d %s", resp.StatusCode, raw)
+		})
 		if view.User != "alice" || view.Scope != e.ns {
 			t.Errorf("the console acts as %q in %q, want alice in %s", view.User, view.Scope, e.ns)
 		}
@@ -285,13 +275,12 @@ func TestCallApprovalCommands(t *testing.T) {
 		}()
 		waitFor := func(what string, ok func(string) bool) {
 			t.Helper()
-			deadline := time.Now().Add(30 * time.Second)
-			for !ok(out.String()) {
-				if time.Now().After(deadline) {
-					t.Fatalf("approvals --watch never printed %s:\n%s", what, out.String())
+			poll.Until(t, 30*time.Second, "approvals --watch to print "+what, func() error {
+				if !ok(out.String()) {
+					return fmt.Errorf("output so far:\n%s", out.String())
 				}
-				time.Sleep(50 * time.Millisecond)
-			}
+				return nil
+			})
 		}
 		waitFor("the header", func(s string) bool { return strings.Contains(s, "DECIDED BY") })
 		four := e.pendingApproval(t, "call", bot)

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -19,15 +17,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
 	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/review"
+	"github.com/mcp-catalog/operator/test/controlplane"
 	"github.com/mcp-catalog/operator/test/mcpserver"
+	"github.com/mcp-catalog/operator/test/poll"
+	"github.com/mcp-catalog/operator/test/testenv"
 )
 
 // clusterEnv is a control plane with the operator running, for the
@@ -40,27 +39,8 @@ type clusterEnv struct {
 
 func startCluster(t *testing.T) *clusterEnv {
 	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests through `make test`, which builds the control plane")
-	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	opts := manager.DefaultOptions()
-	opts.MetricsAddr, opts.ProbeAddr, opts.AllowPrivateNetworks = "0", "0", true
-	// Several tests of this package each run a manager in this process.
-	opts.SkipControllerNameValidation = true
-	mgr, err := manager.New(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	cfg := controlplane.Start(t).Config
+	testenv.RunManager(t, cfg, testenv.ManagerOptions())
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
@@ -93,17 +73,16 @@ func (e *clusterEnv) server(t *testing.T, name, url string) {
 func (e *clusterEnv) tool(t *testing.T, name string) *mcpv1alpha1.McpTool {
 	t.Helper()
 	var tool mcpv1alpha1.McpTool
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, &tool)
-		if err == nil && tool.Status.DefinitionHash != "" {
-			return &tool
+	poll.Until(t, 30*time.Second, "McpTool "+name+" imported", func() error {
+		if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, &tool); err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("McpTool %s was not imported: %v", name, err)
+		if tool.Status.DefinitionHash == "" {
+			return errors.New("no definition hash in its status yet")
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
+	return &tool
 }
 
 func TestClusterCommands(t *testing.T) {

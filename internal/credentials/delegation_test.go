@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,15 +13,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/secret"
 	"github.com/mcp-catalog/operator/internal/tokenexchange"
+	"github.com/mcp-catalog/operator/test/controlplane"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 	"github.com/mcp-catalog/operator/test/oauthserver"
 )
@@ -41,23 +39,16 @@ var kube client.Client
 var optIn = map[string]string{mcpv1alpha1.LabelCredential: mcpv1alpha1.LabelCredentialValue}
 
 func TestMain(m *testing.M) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run the tests through `make test`, which builds the control plane")
-		os.Exit(1)
-	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting envtest:", err)
-		os.Exit(1)
-	}
-	kube, err = client.New(cfg, client.Options{Scheme: scheme.New()})
+	plane, err := controlplane.New()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	kube = plane.Client
 	code := m.Run()
-	_ = env.Stop()
+	if err := plane.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	}
 	os.Exit(code)
 }
 
@@ -117,7 +108,13 @@ func setup(t *testing.T, scopes []string, actorScopes []string, enabled bool) *f
 
 func (f *fixture) call(t *testing.T, cred *mcp.Credential) (*mcp.CallOutcome, error) {
 	t.Helper()
-	return mcp.New(mcp.Options{AllowPrivateNetworks: true}).CallTool(context.Background(), mcp.Endpoint{
+	return f.callAt(t, cred, nil)
+}
+
+// callAt is call with a client whose clock is now (nil: the real one).
+func (f *fixture) callAt(t *testing.T, cred *mcp.Credential, now func() time.Time) (*mcp.CallOutcome, error) {
+	t.Helper()
+	return mcp.New(mcp.Options{AllowPrivateNetworks: true, Now: now}).CallTool(context.Background(), mcp.Endpoint{
 		Name: f.ns + "/records", URL: f.upstream.URL, Credential: cred, AllowInsecureCredential: true, AllowPrivateNetwork: true,
 	}, "echo", map[string]any{"text": "hello"})
 }
@@ -242,14 +239,21 @@ func TestOAuthErrorsAreTyped(t *testing.T) {
 
 func TestATokenExpiredBeforeALegEndsTheOperation(t *testing.T) {
 	f := setup(t, []string{"records.read"}, nil, true)
-	f.as.SetExpiresIn(1)
+	f.as.SetExpiresIn(60)
 	cred, err := f.resolver.ForCall(context.Background(), f.server, credentials.Actor{Username: actor})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Until(cred.Expires) + 50*time.Millisecond)
+	if cred.Expires.IsZero() {
+		t.Fatal("the exchanged token carries no expiry")
+	}
+	// Before the expiry the token is sent.
+	if _, err := f.call(t, cred); err != nil {
+		t.Fatalf("call before the expiry: %v", err)
+	}
+	// The client's clock at the expiry: no leg is started with the token.
 	before := f.upstream.Requests()
-	_, err = f.call(t, cred)
+	_, err = f.callAt(t, cred, func() time.Time { return cred.Expires })
 	if mcp.KindOf(err) != mcp.KindCredentialExpired {
 		t.Fatalf("err = %v, want %s", err, mcp.KindCredentialExpired)
 	}

@@ -1,12 +1,15 @@
 package fairqueue
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/mcp-catalog/operator/test/poll"
 )
 
 // tenantOf reads the tenant of "tenant/name".
@@ -236,16 +239,14 @@ func TestRateLimitingQueueUnderConcurrentWorkers(t *testing.T) {
 			}
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.UntilEvery(t, 10*time.Second, 10*time.Millisecond, "every item handed out", func() error {
 		mu.Lock()
-		n := len(seen)
-		mu.Unlock()
-		if n == 3*perTenant || time.Now().After(deadline) {
-			break
+		defer mu.Unlock()
+		if n := len(seen); n != 3*perTenant {
+			return fmt.Errorf("%d distinct items handed out, want %d", n, 3*perTenant)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	q.ShutDownWithDrain()
 	wg.Wait()
 	if len(seen) != 3*perTenant {

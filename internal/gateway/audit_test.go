@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcp-catalog/operator/test/poll"
 )
 
 func TestJSONLinesWritesOneObjectPerRecord(t *testing.T) {
@@ -167,27 +169,25 @@ func TestJSONLinesGroupsRecordsArrivingDuringASync(t *testing.T) {
 	errs := make(chan error, queued+1)
 	go func() { errs <- s.Write(ctx, Record{CallID: "first"}) }()
 	// The first record is in its sync once the writer has seen it.
-	for {
+	poll.UntilEvery(t, 10*time.Second, time.Millisecond, "the first record written", func() error {
 		w.mu.Lock()
-		n := w.writes
-		w.mu.Unlock()
-		if n == 1 {
-			break
+		defer w.mu.Unlock()
+		if w.writes != 1 {
+			return fmt.Errorf("%d writes", w.writes)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	for i := range queued {
 		go func() { errs <- s.Write(ctx, Record{CallID: fmt.Sprintf("queued-%d", i)}) }()
 	}
-	for {
+	poll.UntilEvery(t, 10*time.Second, time.Millisecond, "every queued record waiting", func() error {
 		s.mu.Lock()
-		n := len(s.waiting)
-		s.mu.Unlock()
-		if n == queued {
-			break
+		defer s.mu.Unlock()
+		if n := len(s.waiting); n != queued {
+			return fmt.Errorf("%d of %d waiting", n, queued)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	select {
 	case err := <-errs:
 		t.Fatalf("a Write returned (%v) before its record was synced", err)

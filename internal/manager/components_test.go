@@ -2,12 +2,11 @@ package manager
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/mcp-catalog/operator/test/controlplane"
 )
 
 func TestComponentsSelectWhatAProcessRuns(t *testing.T) {
@@ -39,7 +38,7 @@ func TestNewRefusesUnknownComponents(t *testing.T) {
 // to be found outside a cluster, it still builds, where the controllers
 // (which do elect) cannot.
 func TestGatewayOnlyDoesNotElect(t *testing.T) {
-	cfg := startEnvtest(t)
+	cfg := controlplane.Start(t).Config
 	opts := DefaultOptions()
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
 	opts.LeaderElect, opts.LeaderElectionNamespace = true, ""
@@ -74,20 +73,4 @@ func TestNewRefusesAShardThatServesTheGateway(t *testing.T) {
 	if _, err := New(&rest.Config{Host: "https://127.0.0.1:1"}, opts); !errors.Is(err, ErrShardedGateway) {
 		t.Fatalf("New: %v, want ErrShardedGateway", err)
 	}
-}
-
-// startEnvtest starts a kube-apiserver and etcd with the operator's CRDs
-// for one test.
-func startEnvtest(t *testing.T) *rest.Config {
-	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run through `make test`, or set KUBEBUILDER_ASSETS=$(hack/envtest.sh)")
-	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	return cfg
 }

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,9 +15,10 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/test/controlplane"
 	"github.com/mcp-catalog/operator/test/mcpserver"
+	"github.com/mcp-catalog/operator/test/poll"
 )
 
 // shardWrites records which shard wrote which object path.
@@ -64,11 +66,8 @@ func (w *shardWrites) writers(part string) map[string]bool {
 // importer labels with the server's shard, and only the access policy its
 // selector selects. Each holds its own lease, so both run at once.
 func TestShardsReconcileOnlyTheirOwnObjects(t *testing.T) {
-	cfg := startEnvtest(t)
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plane := controlplane.Start(t)
+	cfg, c := plane.Config, plane.Client
 	ctx := context.Background()
 
 	writes := &shardWrites{by: map[string]map[string]bool{}}
@@ -116,40 +115,39 @@ func TestShardsReconcileOnlyTheirOwnObjects(t *testing.T) {
 		}
 	}
 	tools := 3 + len(mcpserver.BuiltinTools())
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	var tl mcpv1alpha1.McpToolList
+	poll.Until(t, 2*time.Minute, "both servers and both policies Ready, and every tool imported", func() error {
 		var l mcpv1alpha1.McpServerList
-		var tl mcpv1alpha1.McpToolList
 		var pl mcpv1alpha1.McpAccessPolicyList
+		for _, list := range []client.ObjectList{&l, &tl, &pl} {
+			if err := c.List(ctx, list, client.InNamespace("shards")); err != nil {
+				return err
+			}
+		}
 		ready := 0
-		if c.List(ctx, &l, client.InNamespace("shards")) == nil && c.List(ctx, &tl, client.InNamespace("shards")) == nil && c.List(ctx, &pl, client.InNamespace("shards")) == nil {
-			for _, s := range l.Items {
-				if meta.IsStatusConditionTrue(s.Status.Conditions, mcpv1alpha1.ConditionReady) {
-					ready++
-				}
-			}
-			for _, p := range pl.Items {
-				if meta.IsStatusConditionTrue(p.Status.Conditions, mcpv1alpha1.ConditionReady) {
-					ready++
-				}
+		for _, s := range l.Items {
+			if meta.IsStatusConditionTrue(s.Status.Conditions, mcpv1alpha1.ConditionReady) {
+				ready++
 			}
 		}
-		if ready == 4 && len(tl.Items) == 2*tools {
-			for _, tool := range tl.Items {
-				want := ""
-				if tool.Spec.ServerRef.Name == "in-a" {
-					want = "a"
-				}
-				if got := tool.Labels[mcpv1alpha1.LabelShardKey]; got != want {
-					t.Errorf("tool %s has shard label %q, want its server's %q", tool.Name, got, want)
-				}
+		for _, p := range pl.Items {
+			if meta.IsStatusConditionTrue(p.Status.Conditions, mcpv1alpha1.ConditionReady) {
+				ready++
 			}
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %d of 2 servers and 2 policies Ready, %d of %d tools", ready, len(tl.Items), 2*tools)
+		if ready != 4 || len(tl.Items) != 2*tools {
+			return fmt.Errorf("%d of 2 servers and 2 policies Ready, %d of %d tools", ready, len(tl.Items), 2*tools)
 		}
-		time.Sleep(200 * time.Millisecond)
+		return nil
+	})
+	for _, tool := range tl.Items {
+		want := ""
+		if tool.Spec.ServerRef.Name == "in-a" {
+			want = "a"
+		}
+		if got := tool.Labels[mcpv1alpha1.LabelShardKey]; got != want {
+			t.Errorf("tool %s has shard label %q, want its server's %q", tool.Name, got, want)
+		}
 	}
 
 	for part, want := range map[string]string{

@@ -21,6 +21,7 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/metrics"
+	"github.com/mcp-catalog/operator/test/poll"
 )
 
 // receiver is an HTTP endpoint that checks every delivery's signature
@@ -111,13 +112,12 @@ func count(typ, result string) float64 {
 // waitFor polls cond for at most ten seconds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s", what)
+	poll.UntilEvery(t, 10*time.Second, 5*time.Millisecond, what, func() error {
+		if !cond() {
+			return errors.New("not yet")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestAnEventArrivesSignedAsACloudEvent(t *testing.T) {

@@ -5,11 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -37,7 +37,10 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/test/controlplane"
 	"github.com/mcp-catalog/operator/test/mcpserver"
+	"github.com/mcp-catalog/operator/test/poll"
+	"github.com/mcp-catalog/operator/test/testenv"
 )
 
 // Scale of the envtest scenarios. BENCH_SERVERS overrides the number of
@@ -148,21 +151,15 @@ func startEnvtest(b *testing.B) *envtestRun {
 	// The manager's log at this scale is megabytes of reconcile lines that
 	// would cost CPU in the measured process.
 	logf.SetLogger(logr.Discard())
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		b.Fatalf("starting envtest: %v", err)
-	}
-	b.Cleanup(func() { _ = env.Stop() })
+	plane := controlplane.Start(b)
+	env, cfg := plane.Env, plane.Config
 	// The default client-side rate limit (QPS 5) would measure the limiter,
 	// not the operator; a real deployment sets its own.
 	cfg.QPS, cfg.Burst = 1000, 2000
 	r := &envtestRun{env: env, cfg: cfg, writes: &writeCounter{counts: map[string]int{}}}
 	r.mcfg = rest.CopyConfig(cfg)
 	r.mcfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{w: r.writes, next: rt} })
+	var err error
 	r.c, err = client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		b.Fatal(err)
@@ -181,22 +178,12 @@ func (r *envtestRun) startManager(b *testing.B) {
 // the benchmark ends.
 func startManager(b *testing.B, cfg *rest.Config, mutate func(*manager.Options)) {
 	b.Helper()
-	opts := manager.DefaultOptions()
-	opts.MetricsAddr, opts.ProbeAddr, opts.SecureMetrics = "0", "0", false
-	opts.AllowPrivateNetworks = true
+	opts := testenv.ManagerOptions()
 	opts.GracefulShutdownTimeout = 5 * time.Second
-	opts.SkipControllerNameValidation = true
 	if mutate != nil {
 		mutate(&opts)
 	}
-	mgr, err := manager.New(cfg, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	b.Cleanup(func() { cancel(); <-done })
+	testenv.RunManager(b, cfg, opts)
 }
 
 func (r *envtestRun) namespace(b *testing.B, name string) {
@@ -206,19 +193,25 @@ func (r *envtestRun) namespace(b *testing.B, name string) {
 	}
 }
 
-// await polls cond every 100ms until it holds or the timeout passes.
+// await waits until cond holds, for at most timeout; describe renders the
+// state for the failure message (only then: it reads from the API server,
+// which would load the measured process on every round).
 func await(b *testing.B, timeout time.Duration, what string, cond func() bool, describe ...func() string) {
 	b.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			state := ""
-			for _, d := range describe {
-				state += d()
-			}
-			b.Fatalf("timed out after %s waiting for %s %s", timeout, what, state)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := poll.Wait(ctx, poll.Interval, func() error {
+		if cond() {
+			return nil
 		}
-		time.Sleep(100 * time.Millisecond)
+		return errors.New("not yet")
+	})
+	if err != nil {
+		state := ""
+		for _, d := range describe {
+			state += d()
+		}
+		b.Fatalf("timed out after %s waiting for %s %s", timeout, what, state)
 	}
 }
 

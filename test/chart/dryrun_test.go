@@ -19,6 +19,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/mcp-catalog/operator/test/controlplane"
 )
 
 const fieldOwner = client.FieldOwner("mcp-catalog-chart-test")
@@ -231,22 +233,9 @@ func nsName(o *unstructured.Unstructured) string {
 	return fmt.Sprintf("%s/%s", o.GetNamespace(), o.GetName())
 }
 
-// startAPIServer starts a kube-apiserver and etcd for one test and stops
-// them when it ends.
+// startAPIServer starts a kube-apiserver and etcd for one test, without
+// CRDs (the chart installs them), and stops them when it ends.
 func startAPIServer(t *testing.T) *envtest.Environment {
 	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the chart tests through `make test` (or `make test-chart`), " +
-			"or set KUBEBUILDER_ASSETS=$(hack/envtest.sh) yourself")
-	}
-	env := &envtest.Environment{}
-	if _, err := env.Start(); err != nil {
-		t.Fatalf("starting envtest: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping envtest: %v", err)
-		}
-	})
-	return env
+	return controlplane.Start(t, controlplane.Bare()).Env
 }

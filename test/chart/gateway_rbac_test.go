@@ -3,7 +3,7 @@ package chart
 import (
 	"context"
 	"errors"
-	"path/filepath"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,15 +13,16 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway"
+
+	"github.com/mcp-catalog/operator/test/controlplane"
+	"github.com/mcp-catalog/operator/test/poll"
 )
 
 // TestGatewayRBACWithWatchNamespaces applies the RBAC the chart renders for
@@ -69,8 +70,7 @@ func TestGatewayRBACWithWatchNamespaces(t *testing.T) {
 	}
 
 	// RBAC grants take a moment to reach the authorizer's cache.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Until(t, 30*time.Second, "the gateway's ServiceAccount allowed to review", func() error {
 		_, errTR := gw.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
 			Spec: authenticationv1.TokenReviewSpec{Token: "not-a-token", Audiences: []string{"mcp-catalog-gateway"}},
 		}, metav1.CreateOptions{})
@@ -80,14 +80,14 @@ func TestGatewayRBACWithWatchNamespaces(t *testing.T) {
 				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "team-a", Verb: "call", Group: "mcp.catalog.dev", Resource: "mcptools", Name: "docs.echo"},
 			},
 		}, metav1.CreateOptions{})
-		if errTR == nil && errSAR == nil {
-			break
+		if errTR != nil {
+			return fmt.Errorf("TokenReview: %w", errTR)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway's ServiceAccount cannot review: TokenReview: %v; SubjectAccessReview: %v", errTR, errSAR)
+		if errSAR != nil {
+			return fmt.Errorf("SubjectAccessReview: %w", errSAR)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 
 	// Reads are limited to the watched namespaces.
 	can := func(ns, verb, group, resource string) bool {
@@ -134,25 +134,10 @@ func TestGatewayRBACWithWatchNamespaces(t *testing.T) {
 // nothing.
 func TestGatewaySweepsApprovalsWithWatchNamespaces(t *testing.T) {
 	helmBinary(t)
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	plane := controlplane.Start(t)
+	cfg, admin := plane.Config, plane.Client
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ensureNamespaces(ctx, t, admin, releaseNS, "team-a", "team-b", "elsewhere")
 	values := "watchNamespaces: [team-a, team-b]\nmetrics:\n  enabled: false\ngateway:\n  enabled: true\n  tls:\n    secretName: gw-tls\n"
 	for _, o := range render(t, values, floorKubeVersion) {
@@ -182,25 +167,20 @@ func TestGatewaySweepsApprovalsWithWatchNamespaces(t *testing.T) {
 		UserName: "system:serviceaccount:" + releaseNS + ":" + fullname + "-gateway",
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNS, "system:authenticated"},
 	}
-	gw, err := client.New(asGateway, client.Options{Scheme: scheme})
+	gw, err := client.New(asGateway, client.Options{Scheme: admin.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sweeper := &gateway.ApprovalSweeper{Client: gw, Namespaces: []string{"team-a", "team-b"}}
 	// RBAC grants take a moment to reach the authorizer's cache.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var swept int
+	poll.Until(t, 30*time.Second, "the gateway allowed to sweep the watched namespaces", func() error {
 		n, err := sweeper.Sweep(ctx)
-		if err == nil {
-			if n != 1 {
-				t.Fatalf("the sweep deleted %d approvals, want the one expired in team-a", n)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sweeping the watched namespaces as the gateway: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
+		swept = n
+		return err
+	})
+	if swept != 1 {
+		t.Fatalf("the sweep deleted %d approvals, want the one expired in team-a", swept)
 	}
 	if err := admin.Get(ctx, client.ObjectKeyFromObject(watched), &mcpv1alpha1.McpCallApproval{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the expired approval in team-a is still there: %v", err)

@@ -52,7 +52,10 @@ import (
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/notify"
 	"github.com/mcp-catalog/operator/internal/toolname"
+	"github.com/mcp-catalog/operator/test/controlplane"
 	"github.com/mcp-catalog/operator/test/mcpserver"
+	"github.com/mcp-catalog/operator/test/poll"
+	"github.com/mcp-catalog/operator/test/testenv"
 )
 
 // waitTime bounds every wait for the cluster, the gateway or the page.
@@ -148,20 +151,10 @@ func requireTools(t *testing.T) string {
 
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
-	env := &envtest.Environment{
-		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing:    true,
-		ControlPlaneStartTimeout: 2 * time.Minute,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c := &cluster{env: env, cfg: cfg}
-	if c.admin, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
-		t.Fatal(err)
-	}
+	plane := controlplane.Start(t)
+	cfg := plane.Config
+	c := &cluster{env: plane.Env, cfg: cfg, admin: plane.Client}
+	var err error
 	if c.clientset, err = kubernetes.NewForConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -177,22 +170,12 @@ func startCluster(t *testing.T) *cluster {
 	var keyFile string
 	c.hook, keyFile = newHookReceiver(t)
 	ready := make(chan string, 1)
-	opts := manager.DefaultOptions()
+	opts := testenv.ManagerOptions()
 	opts.NotifyWebhookURL, opts.NotifyWebhookKeyFile = c.hook.URL, keyFile
-	opts.MetricsAddr, opts.ProbeAddr, opts.SecureMetrics = "0", "0", false
-	opts.AllowPrivateNetworks = true
-	opts.GracefulShutdownTimeout = 10 * time.Second
 	opts.GatewayAddr, opts.GatewayInsecure, opts.GatewayReady = "127.0.0.1:0", true, ready
 	opts.GatewayAudit = io.Discard
 	opts.GatewayApprovalKeySecret = "gateway-keys/approval-key"
-	mgr, err := manager.New(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(mctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	testenv.RunManager(t, cfg, opts)
 	select {
 	case addr := <-ready:
 		c.gatewayURL = "http://" + addr + gateway.Path
@@ -257,20 +240,10 @@ func (c *cluster) installPolicy(t *testing.T) {
 	})
 }
 
-// eventually retries f until it succeeds or waitTime passes.
+// eventually waits until f succeeds, for at most waitTime.
 func eventually(t *testing.T, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(waitTime)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	poll.Until(t, waitTime, what, f)
 }
 
 // newAgent creates a ServiceAccount allowed to call every McpTool of the

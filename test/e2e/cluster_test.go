@@ -29,7 +29,9 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/test/controlplane"
 	"github.com/mcp-catalog/operator/test/manifests"
+	"github.com/mcp-catalog/operator/test/poll"
 )
 
 const (
@@ -67,16 +69,7 @@ func startControlPlane(t *testing.T) *rest.Config {
 	// envtest logs through controller-runtime's global logger; its start
 	// messages carry nothing a failure report needs (errors are returned).
 	quietControllerRuntime.Do(func() { logf.SetLogger(logr.Discard()) })
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting the control plane (envtest, KUBEBUILDER_ASSETS=%s): %v", os.Getenv("KUBEBUILDER_ASSETS"), err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the control plane: %v", err)
-		}
-	})
+	cfg := controlplane.Start(t, controlplane.Bare()).Config
 	return cfg
 }
 
@@ -212,22 +205,14 @@ func mustCreate(t *testing.T, c client.Client, objs ...client.Object) {
 // wait at once (the manager died, say).
 func eventually(t *testing.T, timeout time.Duration, what string, check func() error, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	poll.Until(t, timeout, what, func() error {
 		if check != nil {
 			if err := check(); err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
 		}
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return f()
+	})
 }
 
 // agentObjects are an agent of namespace ns: the ServiceAccount "agent",

@@ -52,6 +52,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/mcpserver"
+	"github.com/mcp-catalog/operator/test/poll"
 	"github.com/mcp-catalog/operator/test/testproc"
 )
 
@@ -503,9 +504,9 @@ func (s *suite) killDuringImport(t *testing.T) {
 
 	m := s.manager()
 	importStart := time.Now()
-	deadline := importStart.Add(90 * time.Second)
 	var seen int
-	for {
+	// Checked often: the kill must land mid-apply.
+	poll.UntilEvery(t, 90*time.Second, 50*time.Millisecond, fmt.Sprintf("a tenth of the %d McpTools applied", want), func() error {
 		if err := m.alive(); err != nil {
 			t.Fatal(err)
 		}
@@ -517,15 +518,12 @@ func (s *suite) killDuringImport(t *testing.T) {
 			t.Fatalf("all %d McpTools were applied before the test could kill the manager; the catalog is too small to interrupt", n)
 		}
 		// Some, but well short of all: the kill lands mid-apply.
-		if n >= want/10 {
-			seen = n
-			break
+		if n < want/10 {
+			return fmt.Errorf("only %d after %s", n, time.Since(importStart))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d McpTools after %s; the import is not progressing", n, want, time.Since(importStart))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		seen = n
+		return nil
+	})
 	m.kill()
 	atKill, err := s.countTools(bulkNS, "")
 	if err != nil {

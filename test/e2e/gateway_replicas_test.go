@@ -37,6 +37,7 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/toolname"
+	"github.com/mcp-catalog/operator/test/poll"
 	"github.com/mcp-catalog/operator/test/testproc"
 )
 
@@ -938,12 +939,8 @@ func (a *agent) run(ctx context.Context, stop <-chan struct{}) {
 		a.finished.Add(1)
 		if broke {
 			_ = a.cs.Close()
-			for ctx.Err() == nil {
-				if a.connect(ctx) == nil {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+			// Until connected, or the run ends.
+			_ = poll.Wait(ctx, poll.Interval, func() error { return a.connect(ctx) })
 		}
 	}
 }
@@ -999,20 +996,21 @@ func (a *agent) legacyApproved(ctx context.Context, tool, id string) bool {
 	var broke atomic.Bool
 	for range racers {
 		wg.Go(func() {
-			for {
-				ans := a.request(ctx, tool, id)
+			var ans answer
+			// A retry that finds the approval used by another waits for a
+			// new one, which the person denies: asked again until it has
+			// an answer of its own, or the run ends.
+			_ = poll.Wait(ctx, poll.Interval, func() error {
+				ans = a.request(ctx, tool, id)
 				ans.racer = true
-				if ans.waitedBy != "" && ctx.Err() == nil {
-					// This retry found the approval used by another and
-					// waits for a new one, which the person denies.
-					time.Sleep(100 * time.Millisecond)
-					continue
+				if ans.waitedBy != "" {
+					return errors.New("waiting for a decision")
 				}
-				a.rec.add(id, ans)
-				if ans.kind == "failed" {
-					broke.Store(true)
-				}
-				return
+				return nil
+			})
+			a.rec.add(id, ans)
+			if ans.kind == "failed" {
+				broke.Store(true)
 			}
 		})
 	}

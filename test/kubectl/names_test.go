@@ -17,8 +17,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/mcp-catalog/operator/test/controlplane"
 )
 
 const group = "mcp.catalog.dev"
@@ -54,32 +55,12 @@ func TestNamesWithACollidingCRD(t *testing.T) {
 	if err != nil {
 		t.Fatal("kubectl is not on PATH; this test runs the real kubectl against a real API server")
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		CRDs:                  []*apiextensionsv1.CustomResourceDefinition{collidingCRD("toolhive.stacklok.dev")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
+	plane := controlplane.Start(t, controlplane.WithCRDs(collidingCRD("toolhive.stacklok.dev")))
+	kubeconfig, err := plane.Kubeconfig(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Stop() })
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "names-test", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := plane.Client
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, o := range []*unstructured.Unstructured{
@@ -112,7 +93,7 @@ func TestNamesWithACollidingCRD(t *testing.T) {
 	if got := get("mcpservers"); got != "mcpserver."+group+"/ours" {
 		t.Errorf("with toolhive.stacklok.dev beside us, kubectl get mcpservers printed %q, want ours", got)
 	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{collidingCRD("kagent.dev")}}); err != nil {
+	if _, err := envtest.InstallCRDs(plane.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{collidingCRD("kagent.dev")}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kagent.dev/v1alpha1", "kind": "MCPServer",

@@ -11,15 +11,8 @@
 package lifetime_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,23 +20,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
-	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/toolname"
+	"github.com/mcp-catalog/operator/test/controlplane"
 	"github.com/mcp-catalog/operator/test/mcpserver"
+	"github.com/mcp-catalog/operator/test/poll"
+	"github.com/mcp-catalog/operator/test/testenv"
 )
 
 const (
@@ -70,43 +57,12 @@ var (
 )
 
 func TestDecisionsSurviveServerDeletionUnderTheGarbageCollector(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run through `make test`, or set KUBEBUILDER_ASSETS=$(hack/envtest.sh --with-controller-manager)")
-	}
-	kcm := filepath.Join(assets, "kube-controller-manager")
-	if _, err := os.Stat(kcm); err != nil {
-		t.Fatalf("%s is missing: build it with hack/envtest.sh --with-controller-manager (`make test` does)", kcm)
-	}
-	// The manager's log is kept, and shown when the test fails.
-	logs := &buffer{}
-	logf.SetLogger(zap.New(zap.WriteTo(logs)))
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the manager's log ends with:\n%s", tail(logs.String(), 60))
-		}
-	})
+	// The manager's log is kept, and its end shown when the test fails.
+	testenv.StartLogs(t)
 	ctx := context.Background()
-
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting the control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the control plane: %v", err)
-		}
-	})
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGarbageCollector(t, kcm, cfg)
-	mgr := startManager(t, cfg)
+	plane := controlplane.Start(t, controlplane.WithControllers("garbagecollector"))
+	c, cfg := plane.Client, plane.Config
+	mgr := testenv.RunManager(t, cfg, testenv.ManagerOptions())
 
 	up := mcpserver.Start(t, mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true})
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
@@ -135,7 +91,7 @@ func TestDecisionsSurviveServerDeletionUnderTheGarbageCollector(t *testing.T) {
 	patchTool(t, c, humanEnabled, func(tl *mcpv1alpha1.McpTool) {
 		tl.OwnerReferences = []metav1.OwnerReference{serverOwner(srv)}
 	})
-	eventually(t, "the legacy owner reference removed", func() error {
+	poll.Until(t, wait, "the legacy owner reference removed", func() error {
 		if refs := getTool(t, c, humanEnabled).OwnerReferences; len(refs) != 0 {
 			return fmt.Errorf("owner references %+v", refs)
 		}
@@ -148,7 +104,7 @@ func TestDecisionsSurviveServerDeletionUnderTheGarbageCollector(t *testing.T) {
 	t.Run("deleted while the manager is down", func(t *testing.T) {
 		// Only the collector acts on the delete; the manager, back later,
 		// finds the server gone.
-		cycle(t, c, up.URL, approved, func() { mgr.stop(t) }, func() { mgr = startManager(t, cfg) })
+		cycle(t, c, up.URL, approved, mgr.Stop, func() { mgr = testenv.RunManager(t, cfg, testenv.ManagerOptions()) })
 	})
 }
 
@@ -171,7 +127,7 @@ func cycle(t *testing.T, c client.Client, url string, approved map[string]string
 
 	// kubectl delete: background propagation.
 	must(t, c.Delete(ctx, srv))
-	eventually(t, "the garbage collector deletes the server's dependent ConfigMap", func() error {
+	poll.Until(t, wait, "the garbage collector deletes the server's dependent ConfigMap", func() error {
 		err := c.Get(ctx, client.ObjectKeyFromObject(canary), &corev1.ConfigMap{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -195,7 +151,7 @@ func cycle(t *testing.T, c client.Client, url string, approved map[string]string
 		t.Errorf("%s: the Git-declared disabled tool was enabled", gitDisabled)
 	}
 	for _, remote := range importerOnly {
-		eventually(t, remote+" (disabled, importer only) removed", func() error {
+		poll.Until(t, wait, remote+" (disabled, importer only) removed", func() error {
 			err := c.Get(ctx, toolKey(remote), &mcpv1alpha1.McpTool{})
 			if apierrors.IsNotFound(err) {
 				return nil
@@ -203,10 +159,15 @@ func cycle(t *testing.T, c client.Client, url string, approved map[string]string
 			return fmt.Errorf("still there: %w", err)
 		})
 	}
-	// Nothing removes the others later either.
-	time.Sleep(2 * time.Second)
+	// Nothing removes the others later either: the operator has decided
+	// about them (the approved ones say their server is missing, and the
+	// delete that removed the importer's tools reached every tool of the
+	// server), and none carries an owner reference the garbage collector
+	// would act on.
 	for _, remote := range []string{gitEnabled, humanEnabled, gitDisabled} {
-		getTool(t, c, remote)
+		if refs := getTool(t, c, remote).OwnerReferences; len(refs) != 0 {
+			t.Errorf("%s: owner references %+v; the garbage collector would take it", remote, refs)
+		}
 	}
 
 	// The server returns (a new object, a new UID): the tools are linked to
@@ -266,7 +227,7 @@ func getTool(t *testing.T, c client.Client, remote string) *mcpv1alpha1.McpTool 
 func importedHash(t *testing.T, c client.Client, remote string) string {
 	t.Helper()
 	var hash string
-	eventually(t, remote+" imported", func() error {
+	poll.Until(t, wait, remote+" imported", func() error {
 		tl := &mcpv1alpha1.McpTool{}
 		if err := c.Get(context.Background(), toolKey(remote), tl); err != nil {
 			return err
@@ -309,7 +270,7 @@ func patchTool(t *testing.T, c client.Client, remote string, change func(*mcpv1a
 
 func waitReady(t *testing.T, c client.Client, remote string, status metav1.ConditionStatus, reason string) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%s Ready=%s (%s)", remote, status, reason), func() error {
+	poll.Until(t, wait, fmt.Sprintf("%s Ready=%s (%s)", remote, status, reason), func() error {
 		tl := &mcpv1alpha1.McpTool{}
 		if err := c.Get(context.Background(), toolKey(remote), tl); err != nil {
 			return err
@@ -322,152 +283,9 @@ func waitReady(t *testing.T, c client.Client, remote string, status metav1.Condi
 	})
 }
 
-func eventually(t *testing.T, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, wait, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// startGarbageCollector runs kube-controller-manager with its garbage
-// collector only, authenticated as the control plane's administrator.
-func startGarbageCollector(t *testing.T, binary string, cfg *rest.Config) {
-	t.Helper()
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
-	kc.CurrentContext = "envtest"
-	must(t, clientcmd.WriteToFile(*kc, kubeconfig))
-
-	out := &buffer{}
-	cmd := exec.Command(binary,
-		"--kubeconfig="+kubeconfig,
-		"--controllers=garbagecollector",
-		"--use-service-account-credentials=false",
-		"--leader-elect=false",
-		// No HTTPS endpoint: nothing scrapes it here.
-		"--secure-port=0",
-	)
-	cmd.Stdout, cmd.Stderr = out, out
-	setParentDeathSignal(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting kube-controller-manager: %v", err)
-	}
-	// exited is closed once the process has ended; waitErr says how.
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-			t.Errorf("kube-controller-manager exited early (%v):\n%s", waitErr, tail(out.String(), 40))
-		default:
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(30 * time.Second):
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-		}
-		if t.Failed() {
-			t.Logf("kube-controller-manager log:\n%s", tail(out.String(), 40))
-		}
-	})
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// runningManager is the operator's manager, run in this process.
-type runningManager struct {
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
-}
-
-func startManager(t *testing.T, cfg *rest.Config) *runningManager {
-	t.Helper()
-	opts := manager.DefaultOptions()
-	opts.MetricsAddr = "0"
-	opts.SecureMetrics = false
-	opts.ProbeAddr = "0"
-	opts.AllowPrivateNetworks = true
-	opts.GracefulShutdownTimeout = 10 * time.Second
-	// The test stops the manager and starts another in this process.
-	opts.SkipControllerNameValidation = true
-	m, err := manager.New(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), logf.Log))
-	rm := &runningManager{cancel: cancel, done: make(chan error, 1)}
-	go func() { rm.done <- m.Start(ctx) }()
-	t.Cleanup(func() { rm.stop(t) })
-	select {
-	case <-m.Elected():
-	case err := <-rm.done:
-		t.Fatalf("the manager exited: %v", err)
-	case <-time.After(wait):
-		t.Fatal("the manager did not start")
-	}
-	return rm
-}
-
-func (m *runningManager) stop(t *testing.T) {
-	m.once.Do(func() {
-		m.cancel()
-		select {
-		case err := <-m.done:
-			if err != nil {
-				t.Errorf("the manager stopped with %v", err)
-			}
-		case <-time.After(wait):
-			t.Error("the manager did not stop")
-		}
-	})
-}
-
-// buffer is a log sink safe for concurrent writes.
-type buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

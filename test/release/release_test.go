@@ -33,10 +33,9 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mcp-catalog/operator/test/controlplane"
 	"github.com/mcp-catalog/operator/test/manifests"
 )
 
@@ -385,19 +384,9 @@ func checkInstallYAML(t *testing.T, dist, digest string) {
 			t.Errorf("install.yaml has no %s (kinds: %v)", k, kinds)
 		}
 	}
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run through `make test`, or set KUBEBUILDER_ASSETS=$(hack/envtest.sh)")
-	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Bare: install.yaml brings the CRDs.
+	plane := controlplane.Start(t, controlplane.Bare())
+	cfg, c := plane.Config, plane.Client
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for _, err := range manifests.Apply(ctx, cfg, c, objs, "", "mcp-catalog-release-test") {

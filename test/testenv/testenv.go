@@ -1,8 +1,13 @@
-// Package testenv is the harness the envtest suites share: a real
-// kube-apiserver and etcd with the operator's CRDs, the operator's real
-// manager started on them, a namespace per spec, the manager's log captured
-// for leak searches, and the registry of every secret value a suite handed
-// out. It is used from Ginkgo suites and reports failures through Gomega.
+// Package testenv is the harness the envtest-based tests share: a real
+// kube-apiserver and etcd with the operator's CRDs (test/controlplane), the
+// operator's real manager started on them with the tests' options, the
+// manager's log captured for leak searches, namespaces, and the registry of
+// every secret value a test handed out.
+//
+// Its core takes a testing.TB and reports through it, so plain Go tests,
+// benchmarks and Ginkgo suites (through GinkgoTB()) start things the same
+// way; ginkgo.go keeps the Ginkgo-flavoured calls the suites use, as a thin
+// layer on top.
 package testenv
 
 import (
@@ -10,13 +15,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"path/filepath"
-	"runtime"
 	"sync"
+	"testing"
 	"time"
-
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -24,66 +25,39 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/mcp-catalog/operator/api/scheme"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/test/capture"
+	"github.com/mcp-catalog/operator/test/controlplane"
 )
 
-// CaptureLogs points the global logger, which the manager logs through, at
-// a buffer and the spec's output. Everything down to V(2) is kept, so a leak
-// search sees the debug lines too.
-func CaptureLogs() *capture.Buffer {
+// Wait bounds the harness's own waits: a manager electing itself and
+// syncing its caches, or stopping.
+const Wait = 2 * time.Minute
+
+// StartLogs points the global logger, which the manager logs through, at a
+// buffer and at also. Everything down to V(2) is kept, so a leak search
+// sees the debug lines too. When tb fails, the log's last lines are in
+// tb's output, unless also already shows them.
+func StartLogs(tb testing.TB, also ...io.Writer) *capture.Buffer {
 	logs := &capture.Buffer{}
-	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(logs, GinkgoWriter)), zap.Level(zapcore.Level(-2))))
+	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(append([]io.Writer{logs}, also...)...)), zap.Level(zapcore.Level(-2))))
+	if len(also) == 0 {
+		tb.Cleanup(func() {
+			if tb.Failed() {
+				tb.Logf("the manager's log ends with:\n%s", controlplane.Tail(logs.String(), 60))
+			}
+		})
+	}
 	return logs
 }
 
-// ControlPlane is a running envtest API server with the operator's CRDs
-// installed, and a direct (uncached) client to it.
-type ControlPlane struct {
-	Env    *envtest.Environment
-	Config *rest.Config
-	Client client.Client
-}
-
-// crdDir is config/crd/bases of this module, wherever the suite runs from.
-func crdDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "config", "crd", "bases")
-}
-
-// StartControlPlane starts envtest. Call it from BeforeSuite.
-func StartControlPlane() *ControlPlane {
-	GinkgoHelper()
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{crdDir()},
-		ErrorIfCRDPathMissing: true,
-		// envtest's default (20s per attempt) is too short for a
-		// kube-apiserver starting on a busy two-core machine.
-		ControlPlaneStartTimeout: 2 * time.Minute,
-	}
-	cfg, err := env.Start()
-	Expect(err).NotTo(HaveOccurred(), "starting envtest (set KUBEBUILDER_ASSETS, e.g. through `make test`)")
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	Expect(err).NotTo(HaveOccurred())
-	return &ControlPlane{Env: env, Config: cfg, Client: c}
-}
-
-// Stop stops the control plane; nil is allowed, for an AfterSuite after a
-// failed BeforeSuite.
-func (cp *ControlPlane) Stop() {
-	GinkgoHelper()
-	if cp != nil {
-		Expect(cp.Env.Stop()).To(Succeed())
-	}
-}
-
-// ManagerOptions are the manager's options for a suite: loopback MCP
-// servers allowed, no metrics or health endpoints, a short shutdown.
+// ManagerOptions are the manager's options for a test: loopback MCP
+// servers allowed, no metrics or health endpoints, a short shutdown, and
+// several managers allowed in one process (tests stop one and start
+// another).
 func ManagerOptions() manager.Options {
 	opts := manager.DefaultOptions()
 	opts.MetricsAddr = "0"
@@ -91,59 +65,107 @@ func ManagerOptions() manager.Options {
 	opts.ProbeAddr = "0"
 	opts.AllowPrivateNetworks = true
 	opts.GracefulShutdownTimeout = 10 * time.Second
+	opts.SkipControllerNameValidation = true
 	return opts
 }
 
-// Manager is the operator's manager running in the suite's process.
+// Manager is the operator's manager running in the test's process.
 type Manager struct {
 	ctrl.Manager
+	tb      testing.TB
 	cancel  context.CancelFunc
 	done    chan error
+	mu      sync.Mutex
 	stopped bool
 }
 
-// StartManager builds the manager with opts and starts it. It returns once
-// the controllers are watching, so a spec's first object is seen.
-func StartManager(cfg *rest.Config, opts manager.Options) *Manager {
-	GinkgoHelper()
+// RunManager builds the manager with opts, starts it, and stops it when tb
+// ends. It returns once the manager leads and its caches are synced, so a
+// test's first object is seen.
+func RunManager(tb testing.TB, cfg *rest.Config, opts manager.Options) *Manager {
+	tb.Helper()
+	m := startManager(tb, cfg, opts)
+	tb.Cleanup(m.Stop)
+	return m
+}
+
+// startManager is RunManager without the cleanup.
+func startManager(tb testing.TB, cfg *rest.Config, opts manager.Options) *Manager {
+	tb.Helper()
 	m, err := manager.New(cfg, opts)
-	Expect(err).NotTo(HaveOccurred())
+	if err != nil {
+		tb.Fatalf("building the manager: %v", err)
+	}
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), logf.Log))
-	rm := &Manager{Manager: m, cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		defer GinkgoRecover()
-		rm.done <- m.Start(ctx)
-	}()
-	Eventually(m.Elected(), 30*time.Second).Should(BeClosed())
-	Expect(m.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+	rm := &Manager{Manager: m, tb: tb, cancel: cancel, done: make(chan error, 1)}
+	go func() { rm.done <- m.Start(ctx) }()
+	select {
+	case <-m.Elected():
+	case err := <-rm.done:
+		cancel()
+		tb.Fatalf("the manager exited while starting: %v", err)
+	case <-time.After(Wait):
+		rm.Stop()
+		tb.Fatalf("the manager did not become leader within %s", Wait)
+	}
+	syncCtx, cancelSync := context.WithTimeout(ctx, Wait)
+	defer cancelSync()
+	if !m.GetCache().WaitForCacheSync(syncCtx) {
+		rm.Stop()
+		tb.Fatalf("the manager's caches did not sync within %s", Wait)
+	}
 	return rm
 }
 
-// Stop stops the manager and waits until it has ended without error.
-// Stopping twice, or a nil manager, does nothing.
+// Stop stops the manager and waits until it has ended; an error it ended
+// with fails the test it was started for. Stopping twice, or a nil
+// manager, does nothing.
 func (m *Manager) Stop() {
-	GinkgoHelper()
-	if m == nil || m.stopped {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
 		return
 	}
 	m.stopped = true
 	m.cancel()
-	Eventually(m.done, 30*time.Second).Should(Receive(Not(HaveOccurred())))
+	select {
+	case err := <-m.done:
+		if err != nil {
+			m.tb.Errorf("the manager stopped with %v", err)
+		}
+	case <-time.After(Wait):
+		m.tb.Errorf("the manager did not stop within %s", Wait)
+	}
 }
 
 // Stopped reports whether Stop was called.
-func (m *Manager) Stopped() bool { return m.stopped }
+func (m *Manager) Stopped() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stopped
+}
 
-// Namespace creates a namespace with a random name starting with prefix for
-// the current spec. cleanup, when not nil, runs on the namespace when the
-// spec ends (envtest runs no namespace or garbage collector controller, so
-// a suite decides what to tidy up).
-func Namespace(c client.Client, prefix string, cleanup func(ctx context.Context, ns string)) string {
-	GinkgoHelper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%08x", prefix, rand.Uint32())}}
-	Expect(c.Create(context.Background(), ns)).To(Succeed())
+// NewNamespace creates a namespace with a random name starting with prefix
+// and returns its name. cleanup, when not nil, runs on it when tb ends
+// (envtest runs no namespace or garbage collector controller, so a test
+// decides what to tidy up).
+func NewNamespace(tb testing.TB, c client.Client, prefix string, cleanup func(ctx context.Context, ns string)) string {
+	tb.Helper()
+	ns := createNamespace(tb, c, prefix)
 	if cleanup != nil {
-		DeferCleanup(func(ctx SpecContext) { cleanup(ctx, ns.Name) })
+		tb.Cleanup(func() { cleanup(context.Background(), ns) })
+	}
+	return ns
+}
+
+func createNamespace(tb testing.TB, c client.Client, prefix string) string {
+	tb.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%08x", prefix, rand.Uint32())}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		tb.Fatalf("creating namespace %s: %v", ns.Name, err)
 	}
 	return ns.Name
 }

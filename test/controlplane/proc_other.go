@@ -1,6 +1,6 @@
 //go:build !linux
 
-package lifetime_test
+package controlplane
 
 import "os/exec"
 
