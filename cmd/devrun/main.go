@@ -70,6 +70,9 @@ func run() error {
 		env := &envtest.Environment{
 			CRDDirectoryPaths:     []string{crdDir},
 			ErrorIfCRDPathMissing: true,
+			// envtest's default, 20 s per attempt, is too short for a
+			// kube-apiserver starting on a busy laptop or CI runner.
+			ControlPlaneStartTimeout: 2 * time.Minute,
 		}
 		var err error
 		if cfg, err = env.Start(); err != nil {
