@@ -87,6 +87,15 @@ var (
 		Help: "Failed catalog imports, by reason.",
 	}, []string{"reason"})
 
+	// ToolDrift counts tool definitions the importer recorded with findings
+	// (status.drift of an McpTool), by namespace and category: a changed
+	// definition, or a first one with hidden characters or
+	// instruction-like text. Categories are fixed words.
+	ToolDrift = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_tool_drift_total",
+		Help: "Tool definitions recorded with drift findings, by namespace and category.",
+	}, []string{"namespace", "category"})
+
 	// Tools reports each server's tools by state (imported, enabled,
 	// skipped, removed). Labelled by namespace and McpServer name, which
 	// the cluster's operators chose, not the remote server.
@@ -137,7 +146,7 @@ var (
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		GatewayCalls, GatewayRefusals, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals, GatewayLastContact,
-		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, Tools, LastContact, GatewayAuditFailures, Notifications, State,
+		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, ToolDrift, Tools, LastContact, GatewayAuditFailures, Notifications, State,
 	}
 }
 
