@@ -222,7 +222,10 @@ func clipDetail(s string) string {
 	return s[:MaxDetailLen-3] + "..."
 }
 
-// pointer appends a JSON pointer token (RFC 6901) to p.
+// tokenEscaper escapes a JSON pointer token (RFC 6901).
+var tokenEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// pointer appends a JSON pointer token to p.
 func pointer(p, token string) string {
-	return p + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(token)
+	return p + "/" + tokenEscaper.Replace(token)
 }

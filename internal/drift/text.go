@@ -137,30 +137,40 @@ func visible(s string) string {
 // rather than describe the tool: overriding other instructions, demanding
 // steps, keeping things from the user, pseudo-markup that imitates a
 // system prompt, and sending data elsewhere. They are a heuristic: they
-// point a reviewer at text, and decide nothing.
-var instructionLike = regexp.MustCompile(`(?i)` + strings.Join([]string{
-	`\b(ignore|disregard|forget|override)\s+(all\s+|any\s+)?(the\s+|your\s+)?(previous|prior|above|earlier|other|system)\s+(instructions?|prompts?|rules?|messages?)`,
-	`\byou\s+(must|should|have\s+to|need\s+to)\s+(always|never|first|also|now)\b`,
-	`\b(do\s+not|don'?t|never)\s+(tell|mention|inform|reveal|show|notify)\b`,
-	`\bwithout\s+(telling|informing|asking|notifying)\b`,
-	`</?\s*(important|system|instructions?|secret|hidden|admin)\s*>`,
-	`\bsystem\s+prompt\b`,
-	`\bbefore\s+(using|calling|invoking)\s+(this|any|the)\b`,
-	`\b(always|first)\s+(call|invoke|run|use)\b`,
-	`\b(send|forward|upload|post|exfiltrate|copy)\s+(it|them|this|that|everything|all|the\s+\w+)\s+to\b`,
-	`\b(read|include|attach)\s+(the\s+)?(contents?\s+of\s+)?(~/|/etc/|\.ssh|\.env\b|id_rsa|credentials|api\s+keys?|tokens?|passwords?)`,
+// point a reviewer at text, and decide nothing. They match text made
+// lower case with its white space runs made one space (plain), which keeps
+// the expression small and fast.
+var instructionLike = regexp.MustCompile(strings.Join([]string{
+	`\b(ignore|disregard|forget|override) (all |any )?(the |your )?(previous|prior|above|earlier|other|system) (instructions?|prompts?|rules?|messages?)`,
+	`\byou (must|should|have to|need to) (always|never|first|also|now)\b`,
+	`\b(do not|don'?t|never) (tell|mention|inform|reveal|show|notify)\b`,
+	`\bwithout (telling|informing|asking|notifying)\b`,
+	`</? ?(important|system|instructions?|secret|hidden|admin) ?>`,
+	`\bsystem prompt\b`,
+	`\bbefore (using|calling|invoking) (this|any|the)\b`,
+	`\b(always|first) (call|invoke|run|use)\b`,
+	`\b(send|forward|upload|post|exfiltrate|copy) (it|them|this|that|everything|all|the [a-z0-9_]+) to\b`,
+	`\b(read|include|attach) (the )?(contents? of )?(~/|/etc/|\.ssh|\.env\b|id_rsa|credentials|api keys?|tokens?|passwords?)`,
 }, "|"))
 
-// urlLike finds links: a scheme followed by something, or a bare www. host.
-var urlLike = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]{1,15}://[^\s"'<>]+|(javascript|data|file|mailto):[^\s"'<>]+|www\.[a-z0-9-]+\.[^\s"'<>]+)`)
+// urlLike finds links in plain text: a scheme followed by something, or a
+// bare www. host.
+var urlLike = regexp.MustCompile(`\b([a-z][a-z0-9+.-]{1,15}://[^\s"'<>]+|(javascript|data|file|mailto):[^\s"'<>]+|www\.[a-z0-9-]+\.[^\s"'<>]+)`)
+
+// plain is s as the phrase expressions read it: without hidden characters
+// (so that a phrase split by one is still found), in lower case, with every
+// run of white space one space.
+func plain(s string) string {
+	return strings.Join(strings.Fields(strings.ToLower(visible(s))), " ")
+}
 
 // instructions reports instruction-like phrases and URLs that a place's
 // string has and its string in prev did not have (prev nil: a first
 // import, where every one is reported).
 func instructions(f *findings, prev, next map[string]string) {
 	for where, s := range next {
-		old := visible(prev[where])
-		s = visible(s)
+		old := plain(prev[where])
+		s = plain(s)
 		if added(instructionLike, old, s) {
 			f.add(InstructionsAdded, where, "instruction-like text added")
 		}
@@ -178,10 +188,10 @@ func added(re *regexp.Regexp, old, s string) bool {
 	}
 	had := map[string]bool{}
 	for _, m := range re.FindAllString(old, 64) {
-		had[strings.ToLower(m)] = true
+		had[m] = true
 	}
 	for _, m := range found {
-		if !had[strings.ToLower(m)] {
+		if !had[m] {
 			return true
 		}
 	}
