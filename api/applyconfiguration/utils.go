@@ -42,6 +42,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.CABundleReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ConfigMapKeySelector"):
 		return &apiv1alpha1.ConfigMapKeySelectorApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DefinitionDrift"):
+		return &apiv1alpha1.DefinitionDriftApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DelegatedAuth"):
 		return &apiv1alpha1.DelegatedAuthApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DelegationActor"):

@@ -294,6 +294,69 @@ type McpToolStatus struct {
 	// approval: the approval is spec.approvedDefinitionHash.
 	// +optional
 	ApprovedDefinition *ToolDefinition `json:"approvedDefinition,omitempty"`
+
+	// drift says how the current definition differs from the one it is
+	// compared with, in categories a reviewer acts on. The importer sets it
+	// when it records a changed definition, and when it first records a
+	// definition with findings of its own (hidden characters,
+	// instruction-like text or URLs); it is removed when the server offers
+	// the approved definition again. It is a warning for review, never an
+	// approval: the approval is spec.approvedDefinitionHash.
+	// +optional
+	Drift *DefinitionDrift `json:"drift,omitempty"`
+}
+
+// DriftCategory is one kind of change of a tool's definition that a
+// reviewer acts on:
+// TextChanged (a title or description changed),
+// InstructionsAdded (instruction-like text or URLs added),
+// HiddenCharacters (zero-width characters, bidirectional controls or
+// Unicode tag characters present),
+// SchemaWidened (the input schema accepts arguments it refused),
+// SchemaChanged (the schema changed without accepting more),
+// HintsRelaxed (read-only to writing, non-destructive to destructive,
+// closed to open world),
+// HintsChanged (a hint changed without promising less) and
+// HeadersChanged (the arguments mirrored into Mcp-Param-* headers changed).
+// +kubebuilder:validation:Enum=TextChanged;InstructionsAdded;HiddenCharacters;SchemaWidened;SchemaChanged;HintsRelaxed;HintsChanged;HeadersChanged
+type DriftCategory string
+
+// DefinitionDrift explains a definition the importer recorded.
+type DefinitionDrift struct {
+	// fromHash is the definition compared with: the approved definition
+	// when its text is on record (status.approvedDefinition, or the
+	// definition it replaced), otherwise the definition the import
+	// replaced. It is empty when the tool was first imported: the
+	// categories are then the checks of the definition alone.
+	// +optional
+	// +kubebuilder:validation:MaxLength=71
+	FromHash string `json:"fromHash,omitempty"`
+
+	// toHash is the definition the categories describe, the
+	// status.definitionHash the importer recorded with them.
+	// +required
+	// +kubebuilder:validation:MinLength=71
+	// +kubebuilder:validation:MaxLength=71
+	ToHash string `json:"toHash"`
+
+	// categories are the kinds of change found, sorted, each once.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	Categories []DriftCategory `json:"categories"`
+
+	// details say where each finding is (a field, or a JSON pointer into
+	// the input schema) and what kind it is, never the server's text;
+	// sorted, at most 32.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=256
+	Details []string `json:"details,omitempty"`
+
+	// observedTime is when the importer recorded the definition.
+	// +required
+	ObservedTime metav1.Time `json:"observedTime"`
 }
 
 // ToolDefinition is one definition of a tool as the importer stored it.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -50,6 +51,7 @@ func printReview(w io.Writer, r review.Review) {
 		fmt.Fprintf(w, "Agents read reviewed text instead of the server's (spec.reviewedText; `kubectl mcp describe-as %s` shows it).\n", r.Name)
 		fmt.Fprintln(w, "The approval is still of the server's definition, below.")
 	}
+	printDrift(w, r.Drift)
 	switch {
 	case r.CurrentHash == "":
 		fmt.Fprintln(w, "No definition has been imported yet: there is nothing to review.")
@@ -83,6 +85,26 @@ func printReview(w io.Writer, r review.Review) {
 	}
 }
 
+// printDrift shows how the current definition drifted (status.drift), in
+// the categories a reviewer acts on, and where each finding is.
+func printDrift(w io.Writer, d *mcpv1alpha1.DefinitionDrift) {
+	if d == nil {
+		return
+	}
+	cats := make([]string, len(d.Categories))
+	for i, c := range d.Categories {
+		cats[i] = review.OneLine(string(c), 64)
+	}
+	if d.FromHash == "" {
+		fmt.Fprintf(w, "Warnings of the first import: %s\n", strings.Join(cats, ", "))
+	} else {
+		fmt.Fprintf(w, "What changed since %s: %s\n", review.OneLine(d.FromHash, 71), strings.Join(cats, ", "))
+	}
+	for _, detail := range d.Details {
+		fmt.Fprintf(w, "  %s\n", review.OneLine(detail, 256))
+	}
+}
+
 // toolClient connects to the cluster and resolves the McpTool an argument
 // names (object name, or server/remote-name).
 func (f *clusterFlags) toolClient(s Streams, arg string) (client.Client, string, string, error) {
@@ -106,7 +128,7 @@ func newDiffCommand(s Streams) *cobra.Command {
 	f := newClusterFlags("")
 	cmd := &cobra.Command{
 		Use:   "diff TOOL",
-		Short: "Show an McpTool's current definition, what is approved, and the hash to approve",
+		Short: "Show an McpTool's current definition, how it drifted, what is approved, and the hash to approve",
 		Example: `  kubectl mcp diff tickets.create-ticket -n agents
   kubectl mcp diff tickets.create-ticket -o jsonpath='{.currentHash}'`,
 		Args:              cobra.ExactArgs(1),

@@ -393,7 +393,8 @@ func TestClusterCommands(t *testing.T) {
 		}
 		// It is a line diff from the approved text, which the import kept.
 		oldLine := "-  " + strings.Split(review.Printable(reviewed.Status.Description, true), "\n")[0]
-		for _, want := range []string{"CHANGED", "+  a changed description", oldLine, "--hash " + tool.Status.DefinitionHash, "approved " + reviewed.Status.DefinitionHash} {
+		for _, want := range []string{"CHANGED", "+  a changed description", oldLine, "--hash " + tool.Status.DefinitionHash, "approved " + reviewed.Status.DefinitionHash,
+			"What changed since " + reviewed.Status.DefinitionHash + ": TextChanged", "  TextChanged description: changed"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("the review does not show %q:\n%s", want, out)
 			}
@@ -422,6 +423,10 @@ func TestClusterCommands(t *testing.T) {
 		}
 		if r.Approved == nil || r.Approved.Hash != reviewed.Status.DefinitionHash || r.Approved.Description != reviewed.Status.Description || !strings.Contains(r.Diff, "+  a changed description") {
 			t.Errorf("diff -o json does not carry the approved text and the line diff: %s", out)
+		}
+		if r.Drift == nil || r.Drift.FromHash != reviewed.Status.DefinitionHash || r.Drift.ToHash != r.CurrentHash ||
+			len(r.Drift.Categories) != 1 || r.Drift.Categories[0] != "TextChanged" {
+			t.Errorf("diff -o json does not carry the drift the importer recorded: %+v", r.Drift)
 		}
 		code, out, errOut = e.run(t, "approve", "good.image-and-text", "--hash", r.CurrentHash)
 		if code != ExitOK || !strings.Contains(out, r.CurrentHash) {

@@ -64,3 +64,53 @@ func TestReviewShowsALineDiffFromTheKeptApprovedText(t *testing.T) {
 		t.Errorf("without the approved text the review must say so and show the current definition:\n%s", out.String())
 	}
 }
+
+func TestReviewShowsTheDriftCategories(t *testing.T) {
+	const approvedHash = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	const currentHash = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	tool := &mcpv1alpha1.McpTool{}
+	tool.Namespace, tool.Name = "agents", "tickets.create"
+	tool.Spec.ApprovedDefinitionHash = approvedHash
+	tool.Status.DefinitionHash = currentHash
+	tool.Status.Description = "Creates a ticket."
+	tool.Status.InputSchema = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"summary":{"type":"string"},"cc":{"type":"string"}}}`)}
+	tool.Status.ApprovedDefinition = &mcpv1alpha1.ToolDefinition{Hash: approvedHash, Description: "Creates a ticket.",
+		InputSchema: &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"summary":{"type":"string"}}}`)}}
+	tool.Status.Drift = &mcpv1alpha1.DefinitionDrift{FromHash: approvedHash, ToHash: currentHash,
+		Categories: []mcpv1alpha1.DriftCategory{"HintsRelaxed", "SchemaWidened"},
+		Details:    []string{"HintsRelaxed hints.readOnlyHint: read-only to writing", "SchemaWidened inputSchema/properties/cc: property added \x1b[2J"}}
+
+	var out bytes.Buffer
+	printReview(&out, review.Of(tool))
+	got := out.String()
+	for _, want := range []string{
+		"What changed since " + approvedHash + ": HintsRelaxed, SchemaWidened",
+		"  SchemaWidened inputSchema/properties/cc: property added",
+		"  HintsRelaxed hints.readOnlyHint: read-only to writing",
+		`+        "cc": {`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the review lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "\x1b") {
+		t.Errorf("the review passes an escape sequence from status to the terminal:\n%q", got)
+	}
+
+	// A first import's warnings say so.
+	tool.Status.Drift.FromHash = ""
+	out.Reset()
+	printReview(&out, review.Of(tool))
+	if !strings.Contains(out.String(), "Warnings of the first import: HintsRelaxed, SchemaWidened") {
+		t.Errorf("first-import warnings not shown:\n%s", out.String())
+	}
+
+	// A record of another definition than the current one is not shown.
+	tool.Status.Drift.ToHash = approvedHash
+	r := review.Of(tool)
+	out.Reset()
+	printReview(&out, r)
+	if r.Drift != nil || strings.Contains(out.String(), "SchemaWidened") {
+		t.Errorf("a stale drift record was shown:\n%s", out.String())
+	}
+}

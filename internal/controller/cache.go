@@ -22,7 +22,7 @@ var declaredSpec = metav1.NewFieldsV1(`{"f:spec":{}}`)
 // schema, twice). An McpTool keeps one small entry per manager that
 // declared spec fields, which is all governance.DeclaredElsewhere reads; everything
 // else loses its managed fields. McpTools lose the approved definition's
-// text too, which only people read (kubectl mcp diff, from the API
+// text and the drift details too, which only people read (kubectl mcp diff, from the API
 // server); the importer keeps it from the live tool its writes return.
 // Nothing is ever applied from a cached object, so no write depends on
 // what is dropped.
@@ -52,6 +52,11 @@ func trim(in any, definitions bool) (any, error) {
 	if t, ok := in.(*mcpv1alpha1.McpTool); ok {
 		obj.SetManagedFields(specDeclarations(obj.GetManagedFields()))
 		t.Status.ApprovedDefinition = nil
+		if t.Status.Drift != nil {
+			// The categories go into drift notifications; the details
+			// only people read.
+			t.Status.Drift.Details = nil
+		}
 		if definitions {
 			t.Status.Title, t.Status.Description = "", ""
 			t.Status.InputSchema, t.Status.Hints = nil, nil

@@ -103,6 +103,7 @@ func TestTrimForControllersDropsDefinitionTextsOnly(t *testing.T) {
 		tl.Status.InputSchema = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object"}`)}
 		tl.Status.Hints = &mcpv1alpha1.ToolHints{Title: "hint"}
 		tl.Status.ApprovedDefinition = &mcpv1alpha1.ToolDefinition{Hash: "sha256:00"}
+		tl.Status.Drift = &mcpv1alpha1.DefinitionDrift{ToHash: "sha256:01", Categories: []mcpv1alpha1.DriftCategory{"TextChanged"}, Details: []string{"TextChanged description: changed"}}
 		tl.Status.LocalName = "mcp_s_t"
 		return tl
 	}
@@ -126,7 +127,10 @@ func TestTrimForControllersDropsDefinitionTextsOnly(t *testing.T) {
 	if kept.InputSchema == nil || kept.Description == "" {
 		t.Errorf("the gateway's cache lost a definition: %+v", kept)
 	}
-	if kept.ApprovedDefinition != nil {
-		t.Errorf("the gateway's cache kept the approved definition's text, which only people read: %+v", kept.ApprovedDefinition)
+	if kept.ApprovedDefinition != nil || kept.Drift.Details != nil {
+		t.Errorf("the gateway's cache kept the approved definition's text or the drift details, which only people read: %+v", kept)
+	}
+	if len(kept.Drift.Categories) != 1 {
+		t.Errorf("the cache lost the drift categories, which notifications carry: %+v", kept.Drift)
 	}
 }

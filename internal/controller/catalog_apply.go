@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -255,7 +256,34 @@ func (r *McpServerReconciler) applyTool(ctx context.Context, srv *mcpv1alpha1.Mc
 	if err != nil {
 		return fmt.Errorf("reading the applied McpTool %s: %w", w.name, err)
 	}
-	return r.tools.writeDefinition(ctx, live, srv, w.def)
+	written, drifted, err := r.tools.writeDefinition(ctx, live, srv, w.def)
+	if err != nil || drifted == nil {
+		return err
+	}
+	r.reportDrift(written, drifted)
+	return nil
+}
+
+// reportDrift tells people that a tool's definition was recorded with
+// findings (status.drift): a Warning Event on the tool, and the drift
+// metric counted by category. The Event names hashes and categories only,
+// never the server's text.
+func (r *McpServerReconciler) reportDrift(t *mcpv1alpha1.McpTool, d *mcpv1alpha1.DefinitionDrift) {
+	observeDrift(t.Namespace, d.Categories)
+	if r.Recorder == nil {
+		return
+	}
+	cats := make([]string, len(d.Categories))
+	for i, c := range d.Categories {
+		cats[i] = string(c)
+	}
+	if d.FromHash == "" {
+		r.Recorder.Eventf(t, nil, eventWarning, EventDefinitionDrift, actionImport,
+			"first imported definition %s: %s; review it before enabling (kubectl mcp diff %s)", d.ToHash, strings.Join(cats, ", "), t.Name)
+		return
+	}
+	r.Recorder.Eventf(t, nil, eventWarning, EventDefinitionDrift, actionImport,
+		"definition changed from %s to %s: %s; it is not served until approved again (kubectl mcp diff %s)", d.FromHash, d.ToHash, strings.Join(cats, ", "), t.Name)
 }
 
 // toolLabels are the labels the importer applies to a tool of srv: the

@@ -138,6 +138,10 @@ func (s *serverScope) interval() time.Duration {
 const (
 	EventImportFailed    = "ImportFailed"
 	EventImportSucceeded = "ImportSucceeded"
+	// EventDefinitionDrift is the Warning an McpTool gets when the
+	// importer records a changed definition, or a first one with findings
+	// (status.drift).
+	EventDefinitionDrift = "DefinitionDrift"
 
 	actionImport = "Import"
 	actionProbe  = "Probe"

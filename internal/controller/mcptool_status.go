@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/drift"
 	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/internal/toolview"
@@ -131,11 +132,76 @@ func toolReadiness(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, honoured 
 // the approved text in approvedDefinition, for a person to review what
 // changed; t must therefore hold the definition texts (a tool read from the
 // API server, not from a cache that drops them).
-func setDefinition(t *mcpv1alpha1.McpTool, def *mcpv1alpha1.ToolDefinition, now time.Time) {
+//
+// It also explains the definition (setDrift) and returns the explanation
+// when it is a new one, for the importer to report.
+func setDefinition(t *mcpv1alpha1.McpTool, def *mcpv1alpha1.ToolDefinition, now time.Time) *mcpv1alpha1.DefinitionDrift {
 	s := &t.Status
+	reported := setDrift(t, def, now)
 	s.ApprovedDefinition = approvedRecord(t, def.Hash)
 	s.DefinitionHash, s.Title, s.Description, s.InputSchema, s.Hints = def.Hash, def.Title, def.Description, def.InputSchema, def.Hints
 	setCondition(&s.Conditions, t.Generation, mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "offered by the server at the last import", now)
+	return reported
+}
+
+// setDrift explains def, the definition about to replace t's, in
+// status.drift (docs/adr/027-drift-explained.md), and returns the new
+// explanation, or nil when there is none to report. It compares def with
+// the approved definition when its text is on record, so that the
+// categories describe everything that changed since a person approved;
+// otherwise with the definition def replaces. A first definition gets the
+// checks of the definition alone, recorded only when they find something.
+// The server offering the approved definition again removes the
+// explanation: there is nothing left to review. A definition already
+// recorded keeps its explanation.
+func setDrift(t *mcpv1alpha1.McpTool, def *mcpv1alpha1.ToolDefinition, now time.Time) *mcpv1alpha1.DefinitionDrift {
+	s := &t.Status
+	var report drift.Report
+	from := ""
+	switch prev := s.DefinitionHash; {
+	case prev == def.Hash:
+		return nil
+	case def.Hash == t.Spec.ApprovedDefinitionHash:
+		s.Drift = nil
+		return nil
+	case prev == "":
+		report = drift.Inspect(driftDefinition(t.Spec.RemoteName, def))
+	default:
+		base := currentDefinition(t)
+		if rec := approvedRecord(t, def.Hash); rec != nil {
+			base = rec
+		}
+		from = base.Hash
+		report = drift.Compare(driftDefinition(t.Spec.RemoteName, base), driftDefinition(t.Spec.RemoteName, def))
+	}
+	if len(report.Categories) == 0 {
+		s.Drift = nil
+		return nil
+	}
+	d := &mcpv1alpha1.DefinitionDrift{FromHash: from, ToHash: def.Hash, Details: report.Details, ObservedTime: metav1.NewTime(now)}
+	for _, c := range report.Categories {
+		d.Categories = append(d.Categories, mcpv1alpha1.DriftCategory(c))
+	}
+	s.Drift = d
+	return d
+}
+
+// currentDefinition is the definition t's status records.
+func currentDefinition(t *mcpv1alpha1.McpTool) *mcpv1alpha1.ToolDefinition {
+	s := &t.Status
+	return &mcpv1alpha1.ToolDefinition{Hash: s.DefinitionHash, Title: s.Title, Description: s.Description, InputSchema: s.InputSchema, Hints: s.Hints}
+}
+
+// driftDefinition is a recorded definition as package drift reads it.
+func driftDefinition(name string, d *mcpv1alpha1.ToolDefinition) drift.Definition {
+	out := drift.Definition{Name: name, Title: d.Title, Description: d.Description}
+	if d.InputSchema != nil {
+		out.InputSchema = d.InputSchema.Raw
+	}
+	if h := d.Hints; h != nil {
+		out.Hints = &drift.Hints{Title: h.Title, ReadOnly: h.ReadOnlyHint, Destructive: h.DestructiveHint, Idempotent: h.IdempotentHint, OpenWorld: h.OpenWorldHint}
+	}
+	return out
 }
 
 // setNotOffered records that the last import did not accept the tool:

@@ -53,3 +53,11 @@ func forgetServerGauges(namespace, name string) {
 	metrics.Tools.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "server": name})
 	metrics.LastContact.DeleteLabelValues(namespace, name)
 }
+
+// observeDrift counts a definition recorded with findings, once per
+// category (fixed words: bounded cardinality).
+func observeDrift(namespace string, categories []mcpv1alpha1.DriftCategory) {
+	for _, c := range categories {
+		metrics.ToolDrift.WithLabelValues(namespace, string(c)).Inc()
+	}
+}

@@ -69,13 +69,19 @@ func (w *toolStatus) write(ctx context.Context, t *mcpv1alpha1.McpTool, change f
 
 // writeDefinition records a definition the server offers, and the view the
 // tool then has. live must hold the definition texts (see setDefinition).
-func (w *toolStatus) writeDefinition(ctx context.Context, live *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, def *mcpv1alpha1.ToolDefinition) error {
-	_, err := w.write(ctx, live, func(t *mcpv1alpha1.McpTool) {
+// It returns the tool as written and the explanation of the definition
+// that the write recorded, if it recorded a new one.
+func (w *toolStatus) writeDefinition(ctx context.Context, live *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, def *mcpv1alpha1.ToolDefinition) (*mcpv1alpha1.McpTool, *mcpv1alpha1.DefinitionDrift, error) {
+	var drifted *mcpv1alpha1.DefinitionDrift
+	res, err := w.write(ctx, live, func(t *mcpv1alpha1.McpTool) {
 		now := w.now()
-		setDefinition(t, def, now)
+		drifted = setDefinition(t, def, now)
 		setToolView(t, srv, w.honoured(t), now)
 	})
-	return err
+	if err != nil || !res.written {
+		return res.tool, nil, err
+	}
+	return res.tool, drifted, nil
 }
 
 // writeNotOffered records that the last import did not accept the tool.

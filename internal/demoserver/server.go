@@ -334,6 +334,24 @@ func (s *Server) SetToolDescription(name, description string) error {
 	return nil
 }
 
+// ChangeTool changes what a tool offers of its definition (description,
+// input schema and read-only hint), keeping its name and behaviour: drift
+// of every kind a re-import should explain.
+func (s *Server) ChangeTool(name, description string, schema json.RawMessage, readOnly bool) error {
+	s.mu.Lock()
+	sp, ok := s.tools[name]
+	if ok {
+		sp.description, sp.schema, sp.readOnly = description, schema, readOnly
+		s.tools[name] = sp
+	}
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("demoserver: no tool %q", name)
+	}
+	s.flavor.put(sp)
+	return nil
+}
+
 // RemoveTools stops offering the named tools. Unknown names are ignored.
 func (s *Server) RemoveTools(names ...string) {
 	s.mu.Lock()

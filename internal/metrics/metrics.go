@@ -106,6 +106,15 @@ var (
 		Help: "Failed catalog imports, by reason.",
 	}, []string{"reason"})
 
+	// ToolDrift counts tool definitions the importer recorded with findings
+	// (status.drift of an McpTool), by namespace and category: a changed
+	// definition, or a first one with hidden characters or
+	// instruction-like text. Categories are fixed words.
+	ToolDrift = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_tool_drift_total",
+		Help: "Tool definitions recorded with drift findings, by namespace and category.",
+	}, []string{"namespace", "category"})
+
 	// Tools reports each server's tools by state (imported, enabled,
 	// skipped, removed). Labelled by namespace and McpServer name, which
 	// the cluster's operators chose, not the remote server.
@@ -156,7 +165,7 @@ var (
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		GatewayCalls, GatewayRefusals, GatewayBudgetRefusals, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals, GatewayLastContact,
-		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, Tools, LastContact, GatewayAuditFailures, GatewayAuditAggregated, Notifications, State,
+		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, ToolDrift, Tools, LastContact, GatewayAuditFailures, GatewayAuditAggregated, Notifications, State,
 	}
 }
 

@@ -69,6 +69,9 @@ type DriftData struct {
 	ApprovedHash string `json:"approvedHash"`
 	PreviousHash string `json:"previousHash"`
 	CurrentHash  string `json:"currentHash"`
+	// Categories are how the current definition drifted (status.drift),
+	// when the importer recorded them with it.
+	Categories []string `json:"categories,omitempty"`
 }
 
 func source(ns, resource string) string {
@@ -99,10 +102,16 @@ func ApprovalDecided(a *mcpv1alpha1.McpCallApproval, now time.Time) Event {
 // DefinitionDrifted is the event of t's definition changing from previous
 // to one that is not the approved one.
 func DefinitionDrifted(t *mcpv1alpha1.McpTool, previous string, now time.Time) Event {
-	return newEvent(TypeDefinitionDrifted, string(t.UID)+"/"+t.Status.DefinitionHash, source(t.Namespace, "mcptools"), t.Name, now, DriftData{
+	data := DriftData{
 		Namespace: t.Namespace, Tool: t.Name, Server: t.Spec.ServerRef.Name, RemoteName: t.Spec.RemoteName, LocalName: t.Status.LocalName,
 		Enabled: t.Spec.Enabled, ApprovedHash: t.Spec.ApprovedDefinitionHash, PreviousHash: previous, CurrentHash: t.Status.DefinitionHash,
-	})
+	}
+	if d := t.Status.Drift; d != nil && d.ToHash == t.Status.DefinitionHash {
+		for _, c := range d.Categories {
+			data.Categories = append(data.Categories, string(c))
+		}
+	}
+	return newEvent(TypeDefinitionDrifted, string(t.UID)+"/"+t.Status.DefinitionHash, source(t.Namespace, "mcptools"), t.Name, now, data)
 }
 
 // Notifier takes events to deliver. Notify never blocks: an event that

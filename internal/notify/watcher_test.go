@@ -53,6 +53,7 @@ func TestTheWatcherSendsWhatAPersonShouldLookAt(t *testing.T) {
 	tool.Status.DefinitionHash = hashOf("a")
 	drifted := tool.DeepCopy()
 	drifted.Status.DefinitionHash = hashOf("b")
+	drifted.Status.Drift = &mcpv1alpha1.DefinitionDrift{FromHash: hashOf("a"), ToHash: hashOf("b"), Categories: []mcpv1alpha1.DriftCategory{"SchemaWidened"}}
 	w.toolUpdated(tool, drifted)
 	// Approving the new definition is no drift, nor is a first import,
 	// nor an update that keeps the definition.
@@ -81,7 +82,7 @@ func TestTheWatcherSendsWhatAPersonShouldLookAt(t *testing.T) {
 		}
 	}
 	d := rec.events[2].Data.(DriftData)
-	if d.PreviousHash != hashOf("a") || d.CurrentHash != hashOf("b") || d.ApprovedHash != hashOf("a") {
+	if d.PreviousHash != hashOf("a") || d.CurrentHash != hashOf("b") || d.ApprovedHash != hashOf("a") || len(d.Categories) != 1 || d.Categories[0] != "SchemaWidened" {
 		t.Errorf("drift data %+v", d)
 	}
 	if dec := rec.events[1].Data.(ApprovalData); dec.Decision != "Approved" || dec.DecidedBy != "alice" {

@@ -55,6 +55,10 @@ type Review struct {
 	// from it to the current definition.
 	Approved *mcpv1alpha1.ToolDefinition `json:"approved,omitempty"`
 	Diff     string                      `json:"diff,omitempty"`
+	// Drift is how the current definition drifted (status.drift): the
+	// categories a reviewer acts on and where each finding is. It is set
+	// only while it describes the current definition.
+	Drift *mcpv1alpha1.DefinitionDrift `json:"drift,omitempty"`
 	// ReviewedText is what agents read instead of the server's text
 	// (spec.reviewedText). It is not part of the definition an approval
 	// names: the approval is of what the server offers.
@@ -71,6 +75,9 @@ func Of(t *mcpv1alpha1.McpTool) Review {
 	}
 	r.Changed = governance.Unapproved(t) != ""
 	r.ReviewedText = t.Spec.ReviewedText
+	if d := t.Status.Drift; d != nil && d.ToHash == r.CurrentHash && r.CurrentHash != "" {
+		r.Drift = d
+	}
 	if t.Status.InputSchema != nil && len(t.Status.InputSchema.Raw) > 0 {
 		r.InputSchema = json.RawMessage(t.Status.InputSchema.Raw)
 	}

@@ -100,6 +100,30 @@ var schemaYAML = typed.YAMLObject(`types:
         scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.DataClass
   scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.DefinitionDrift
+  map:
+    fields:
+    - name: categories
+      type:
+        list:
+          elementType:
+            namedType: com.github.mcp-catalog.operator.api.v1alpha1.DriftCategory
+          elementRelationship: associative
+    - name: details
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: fromHash
+      type:
+        scalar: string
+    - name: observedTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: toHash
+      type:
+        scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.DelegatedAuth
   map:
     fields:
@@ -142,6 +166,8 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: subjectTokenSecretRef
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.SecretKeySelector
+- name: com.github.mcp-catalog.operator.api.v1alpha1.DriftCategory
+  scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.FixedArgument
   map:
     fields:
@@ -574,6 +600,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: description
       type:
         scalar: string
+    - name: drift
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.DefinitionDrift
     - name: effect
       type:
         scalar: string

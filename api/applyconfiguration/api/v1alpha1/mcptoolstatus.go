@@ -74,6 +74,14 @@ type McpToolStatusApplyConfiguration struct {
 	// the next import drops it. It is a record for review, never an
 	// approval: the approval is spec.approvedDefinitionHash.
 	ApprovedDefinition *ToolDefinitionApplyConfiguration `json:"approvedDefinition,omitempty"`
+	// drift says how the current definition differs from the one it is
+	// compared with, in categories a reviewer acts on. The importer sets it
+	// when it records a changed definition, and when it first records a
+	// definition with findings of its own (hidden characters,
+	// instruction-like text or URLs); it is removed when the server offers
+	// the approved definition again. It is a warning for review, never an
+	// approval: the approval is spec.approvedDefinitionHash.
+	Drift *DefinitionDriftApplyConfiguration `json:"drift,omitempty"`
 }
 
 // McpToolStatusApplyConfiguration constructs a declarative configuration of the McpToolStatus type for use with
@@ -196,5 +204,13 @@ func (b *McpToolStatusApplyConfiguration) WithDefinitionHash(value string) *McpT
 // If called multiple times, the ApprovedDefinition field is set to the value of the last call.
 func (b *McpToolStatusApplyConfiguration) WithApprovedDefinition(value *ToolDefinitionApplyConfiguration) *McpToolStatusApplyConfiguration {
 	b.ApprovedDefinition = value
+	return b
+}
+
+// WithDrift sets the Drift field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Drift field is set to the value of the last call.
+func (b *McpToolStatusApplyConfiguration) WithDrift(value *DefinitionDriftApplyConfiguration) *McpToolStatusApplyConfiguration {
+	b.Drift = value
 	return b
 }

@@ -1,0 +1,199 @@
+package drift
+
+import (
+	"regexp"
+	"strings"
+)
+
+// texts are the texts of a definition an agent reads as prose, by place:
+// the title, the description, the title hint, and every title and
+// description in the input schema.
+func texts(d Definition, schema any) map[string]string {
+	t := map[string]string{}
+	put := func(where, s string) {
+		if s != "" {
+			t[where] = s
+		}
+	}
+	put("title", d.Title)
+	put("description", d.Description)
+	if d.Hints != nil {
+		put("hints.title", d.Hints.Title)
+	}
+	walk(schema, "", 0, func(p, key string, v any) {
+		if s, ok := v.(string); ok && (key == "title" || key == "description") {
+			put("inputSchema"+p, s)
+		}
+	})
+	return t
+}
+
+// notProse are schema keywords whose strings are identifiers or syntax, not
+// text an agent reads: a URL in them is not an added link.
+var notProse = map[string]bool{"$schema": true, "$id": true, "$ref": true, "$anchor": true, "$dynamicRef": true, "pattern": true, "format": true, "type": true}
+
+// strs are the strings of a definition that reach an agent, by place: its
+// texts, and every other string value in the input schema (enum values,
+// defaults, examples).
+func strs(d Definition, schema any) map[string]string {
+	s := texts(d, schema)
+	walk(schema, "", 0, func(p, key string, v any) {
+		if str, ok := v.(string); ok && !notProse[key] && str != "" {
+			s["inputSchema"+p] = str
+		}
+	})
+	return s
+}
+
+// walk calls fn for every value below v with its JSON pointer and the key
+// (or "" for an array element) it is under; it stops at maxDepth.
+func walk(v any, p string, depth int, fn func(p, key string, v any)) {
+	if depth > maxDepth {
+		return
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, c := range x {
+			cp := pointer(p, k)
+			fn(cp, k, c)
+			walk(c, cp, depth+1, fn)
+		}
+	case []any:
+		for i, c := range x {
+			cp := pointer(p, itoa(i))
+			fn(cp, "", c)
+			walk(c, cp, depth+1, fn)
+		}
+	}
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b [20]byte
+	n := len(b)
+	for ; i > 0; i /= 10 {
+		n--
+		b[n] = byte('0' + i%10)
+	}
+	return string(b[n:])
+}
+
+// Hidden character classes.
+const (
+	zeroWidth = "zero-width character"
+	bidi      = "bidirectional control"
+	tag       = "Unicode tag character"
+)
+
+// hiddenKind says which kind of hidden character r is, or "".
+func hiddenKind(r rune) string {
+	switch {
+	case r >= 0xE0000 && r <= 0xE007F:
+		return tag
+	case r == 0x200E || r == 0x200F || r == 0x061C || (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069):
+		return bidi
+	case (r >= 0x200B && r <= 0x200D) || (r >= 0x2060 && r <= 0x2064) || r == 0xFEFF || r == 0x180E || r == 0x00AD || r == 0x034F:
+		return zeroWidth
+	}
+	return ""
+}
+
+// hidden reports the hidden characters anywhere in a definition: its
+// texts, the input schema's keys and string values, and its name.
+func hidden(f *findings, d Definition, schema any) {
+	check := func(where, s string) {
+		for _, r := range s {
+			if k := hiddenKind(r); k != "" {
+				f.add(HiddenCharacters, where, k)
+			}
+		}
+	}
+	check("name", d.Name)
+	for where, s := range texts(d, nil) {
+		check(where, s)
+	}
+	walk(schema, "", 0, func(p, key string, v any) {
+		check("inputSchema"+p, key)
+		if s, ok := v.(string); ok {
+			check("inputSchema"+p, s)
+		}
+	})
+}
+
+// visible is s without its hidden characters, so that a phrase split by
+// one is still found.
+func visible(s string) string {
+	return strings.Map(func(r rune) rune {
+		if hiddenKind(r) != "" {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// instructionLike are phrases that address the model reading a tool's text
+// rather than describe the tool: overriding other instructions, demanding
+// steps, keeping things from the user, pseudo-markup that imitates a
+// system prompt, and sending data elsewhere. They are a heuristic: they
+// point a reviewer at text, and decide nothing. They match text made
+// lower case with its white space runs made one space (plain), which keeps
+// the expression small and fast.
+var instructionLike = regexp.MustCompile(strings.Join([]string{
+	`\b(ignore|disregard|forget|override) (all |any )?(the |your )?(previous|prior|above|earlier|other|system) (instructions?|prompts?|rules?|messages?)`,
+	`\byou (must|should|have to|need to) (always|never|first|also|now)\b`,
+	`\b(do not|don'?t|never) (tell|mention|inform|reveal|show|notify)\b`,
+	`\bwithout (telling|informing|asking|notifying)\b`,
+	`</? ?(important|system|instructions?|secret|hidden|admin) ?>`,
+	`\bsystem prompt\b`,
+	`\bbefore (using|calling|invoking) (this|any|the)\b`,
+	`\b(always|first) (call|invoke|run|use)\b`,
+	`\b(send|forward|upload|post|exfiltrate|copy) (it|them|this|that|everything|all|the [a-z0-9_]+) to\b`,
+	`\b(read|include|attach) (the )?(contents? of )?(~/|/etc/|\.ssh|\.env\b|id_rsa|credentials|api keys?|tokens?|passwords?)`,
+}, "|"))
+
+// urlLike finds links in plain text: a scheme followed by something, or a
+// bare www. host.
+var urlLike = regexp.MustCompile(`\b([a-z][a-z0-9+.-]{1,15}://[^\s"'<>]+|(javascript|data|file|mailto):[^\s"'<>]+|www\.[a-z0-9-]+\.[^\s"'<>]+)`)
+
+// plain is s as the phrase expressions read it: without hidden characters
+// (so that a phrase split by one is still found), in lower case, with every
+// run of white space one space.
+func plain(s string) string {
+	return strings.Join(strings.Fields(strings.ToLower(visible(s))), " ")
+}
+
+// instructions reports instruction-like phrases and URLs that a place's
+// string has and its string in prev did not have (prev nil: a first
+// import, where every one is reported).
+func instructions(f *findings, prev, next map[string]string) {
+	for where, s := range next {
+		old := plain(prev[where])
+		s = plain(s)
+		if added(instructionLike, old, s) {
+			f.add(InstructionsAdded, where, "instruction-like text added")
+		}
+		if added(urlLike, old, s) {
+			f.add(InstructionsAdded, where, "URL added")
+		}
+	}
+}
+
+// added reports whether s has a match of re that old does not have.
+func added(re *regexp.Regexp, old, s string) bool {
+	found := re.FindAllString(s, 64)
+	if len(found) == 0 {
+		return false
+	}
+	had := map[string]bool{}
+	for _, m := range re.FindAllString(old, 64) {
+		had[m] = true
+	}
+	for _, m := range found {
+		if !had[m] {
+			return true
+		}
+	}
+	return false
+}
