@@ -533,9 +533,29 @@ func (p *page) run(t *testing.T, what string, actions ...chromedp.Action[chromed
 	t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, waitTime)
 	defer cancel()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		t.Fatalf("%s: %v", what, err)
+	for _, a := range actions {
+		for {
+			err := chromedp.Do(ctx, a)
+			if err == nil {
+				break
+			}
+			// The console re-renders on every watch event: a node found
+			// just before a re-render is gone when the click or the keys
+			// reach it, before anything was done to it. A person would
+			// try again on the new node; so does the test.
+			if staleNode(err) && ctx.Err() == nil {
+				continue
+			}
+			t.Fatalf("%s: %v", what, err)
+		}
 	}
+}
+
+// staleNode reports whether err is the browser saying a node the action
+// had found is no longer in the page.
+func staleNode(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Could not find node with given id") || strings.Contains(msg, "No node with given id found")
 }
 
 // get runs one action that returns a value.
