@@ -164,6 +164,9 @@ type ProbeResult struct {
 	// Capabilities are the sorted names of the capabilities the server
 	// declared (names outside [A-Za-z0-9_.-/]{1,64} are left out).
 	Capabilities []string
+	// ToolsListChanged is true when the server declared tools.listChanged:
+	// it says it notifies clients when its tool list changes (ListenTools).
+	ToolsListChanged bool
 	// Instructions is the server's optional guidance text, bounded.
 	Instructions string
 	// SessionIssued is true when a legacy server assigned a session id.
