@@ -72,6 +72,10 @@ func importDue(sc *serverScope) bool {
 		return true
 	case c.Status != metav1.ConditionTrue:
 		return sc.plan.ImportRetryDue
+	case sc.plan.ImportRequested:
+		// The server announced a change of its tools (ToolListeners). A
+		// failing import keeps its retry schedule instead.
+		return true
 	}
 	if srv.Status.LastImportTime != nil {
 		next := srv.Status.LastImportTime.Add(sc.importInterval)

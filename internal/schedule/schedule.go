@@ -30,6 +30,9 @@ type Schedule struct {
 type entry struct {
 	nextProbe       time.Time
 	nextImportRetry time.Time
+	// importRequested is set when the server announced a change of its
+	// tools and cleared by the next import that runs.
+	importRequested bool
 	// version is the server's resourceVersion the controller last read
 	// live or wrote; a cached copy of it may stand in for a live read.
 	version string
@@ -50,6 +53,9 @@ type Plan struct {
 	// is when (zero: no failed import waits).
 	ImportRetryDue  bool
 	NextImportRetry time.Time
+	// ImportRequested says the server announced that its tools changed
+	// since the last import (RequestImport).
+	ImportRequested bool
 }
 
 // Plan returns what is due for key at now.
@@ -62,7 +68,18 @@ func (s *Schedule) Plan(key types.NamespacedName, now time.Time) Plan {
 		NextProbe:       e.nextProbe,
 		ImportRetryDue:  !now.Before(e.nextImportRetry),
 		NextImportRetry: e.nextImportRetry,
+		ImportRequested: e.importRequested,
 	}
+}
+
+// RequestImport marks key's catalog as changed on the server: the next
+// reconcile imports it even before its interval is up. The mark stays until
+// an import runs (whatever its outcome), so an import put off for want of
+// catalog budget still happens.
+func (s *Schedule) RequestImport(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entry(key).importRequested = true
 }
 
 // Outcome is what one reconcile did that the schedule counts from.
@@ -111,6 +128,9 @@ func (s *Schedule) Record(key types.NamespacedName, o Outcome) (nextProbe, nextI
 			base = due
 		}
 		e.nextProbe = base.Add(p.Interval + s.jitter(p.Interval))
+	}
+	if o.Import != ImportNotRun {
+		e.importRequested = false
 	}
 	switch o.Import {
 	case ImportFailed:
