@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -97,6 +98,9 @@ type listener struct {
 	cancel      context.CancelFunc
 	// changed has room for one signal: notifications coalesce in it.
 	changed chan struct{}
+	// freshUntil (Unix nanoseconds) is until when the last import's list
+	// is fresh by the server's own ttlMs: no import is triggered before.
+	freshUntil atomic.Int64
 }
 
 // Start runs until ctx ends, then stops every listener and waits for them;
@@ -172,6 +176,23 @@ func (l *ToolListeners) Observe(key types.NamespacedName, ep mcp.Endpoint, want 
 	l.wg.Add(2)
 	go l.stream(ctx, ln)
 	go l.trigger(ctx, ln)
+}
+
+// Imported records that key's catalog was just imported and that the server
+// called the list fresh for ttl (mcp.Catalog.TTL, at most mcp.MaxTTL): a
+// change it announces within ttl waits until ttl has passed.
+func (l *ToolListeners) Imported(key types.NamespacedName, ttl time.Duration) {
+	l.mu.Lock()
+	ln := l.byKey[key]
+	l.mu.Unlock()
+	if ln == nil {
+		return
+	}
+	var until int64
+	if ttl > 0 {
+		until = time.Now().Add(ttl).UnixNano()
+	}
+	ln.freshUntil.Store(until)
 }
 
 // Stop stops key's listener, if any: the server is gone, or no longer this
@@ -259,6 +280,9 @@ func (l *ToolListeners) trigger(ctx context.Context, ln *listener) {
 		wait := l.Debounce
 		if !last.IsZero() {
 			wait = max(wait, l.MinInterval-time.Since(last))
+		}
+		if fresh := ln.freshUntil.Load(); fresh != 0 {
+			wait = max(wait, time.Until(time.Unix(0, fresh)))
 		}
 		select {
 		case <-ctx.Done():

@@ -187,3 +187,26 @@ func TestToolListenersFollowTheEndpoint(t *testing.T) {
 		t.Fatalf("%d imports, want 1: a stopped listener triggered one", n)
 	}
 }
+
+// A list the server called fresh (ttlMs) is not imported again before the
+// time it gave has passed, however soon it announces a change.
+func TestToolListenersRespectTheListTTL(t *testing.T) {
+	l := &ToolListeners{Debounce: 10 * time.Millisecond, MinInterval: 10 * time.Millisecond}
+	reqs := startListeners(t, l)
+	srv := mcpserver.Start(t, mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true})
+	key := types.NamespacedName{Namespace: "team-a", Name: "cached"}
+	l.Observe(key, peerEndpoint(srv, key.Namespace), true)
+	awaitListening(t, srv)
+	const ttl = 1500 * time.Millisecond
+	imported := time.Now()
+	l.Imported(key, ttl)
+	srv.AddTools("within_the_ttl")
+	select {
+	case <-reqs.ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the change triggered no import")
+	}
+	if got := reqs.of(key)[0].Sub(imported); got < ttl {
+		t.Errorf("import triggered %s after the last, within its ttl of %s", got, ttl)
+	}
+}

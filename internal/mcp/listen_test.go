@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -474,4 +475,50 @@ func FuzzListenStream(f *testing.F) {
 			t.Fatalf("ListenTools = %v, want a typed error", err)
 		}
 	})
+}
+
+// A 2026-07-28 list result's ttlMs reaches the caller as Catalog.TTL: the
+// shortest of the pages, capped, and a malformed one ignored.
+func TestCatalogTTL(t *testing.T) {
+	var p confProfile
+	for _, q := range confProfiles() {
+		if q.modern {
+			p = q
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		pages []any // ttlMs of each page
+		want  time.Duration
+	}{
+		{"shortest page", []any{5000, 3000}, 3 * time.Second},
+		{"capped", []any{1e12}, mcp.MaxTTL},
+		{"malformed ignored", []any{"soon", -4, 2500}, 2500 * time.Millisecond},
+		{"none", []any{nil}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newFakeServer(t, p)
+			s.on("tools/list", func(r *seenRequest) *http.Response {
+				i := 0
+				if c, ok := r.Params["cursor"].(string); ok {
+					fmt.Sscanf(c, "%d", &i)
+				}
+				res := map[string]any{"resultType": "complete", "tools": []any{confTool(fmt.Sprintf("t%d", i))}, "cacheScope": "public"}
+				if tc.pages[i] != nil {
+					res["ttlMs"] = tc.pages[i]
+				}
+				if i+1 < len(tc.pages) {
+					res["nextCursor"] = fmt.Sprint(i + 1)
+				}
+				return s.reply(r, res)
+			})
+			cat, err := s.client(mcp.Options{}).ListTools(context.Background(), p.endpoint())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cat.TTL != tc.want {
+				t.Errorf("TTL %s, want %s", cat.TTL, tc.want)
+			}
+		})
+	}
 }
