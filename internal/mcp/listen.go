@@ -139,7 +139,7 @@ func (o *operation) openStream(ctx context.Context, httpMethod string, l leg, bo
 		return nil, err
 	}
 	sentSession := req.Header.Get(headerSessionID) != ""
-	resp, err := o.hc.Do(req)
+	resp, err := o.hc.Do(req) //nolint:bodyclose // the stream's close closes it
 	if err != nil {
 		s.opening.Stop()
 		cancel()
@@ -236,11 +236,12 @@ func (o *operation) listenModern(ctx context.Context, l ToolListener) error {
 		}
 		defer msg.release()
 		if msg.err != nil {
-			err := o.rpcErr(method, s.resp.StatusCode, msg.err)
+			k := KindRPCError
 			if msg.err.Code == -32601 {
-				err.(*Error).Kind = KindNotOffered
+				k = KindNotOffered
 			}
-			return err
+			return &Error{Kind: k, Server: o.ep.Name, Method: method, StatusCode: s.resp.StatusCode,
+				RPCCode: msg.err.Code, RPCMessage: msg.err.Message, RPCData: msg.err.Data}
 		}
 		return o.failDetail(KindStreamEnded, method, "the server ended the subscription at once")
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,10 @@ func startListening(t *testing.T, c *mcp.Client, ep mcp.Endpoint) *listening {
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-l.done:
+		case err := <-l.done:
+			if err == nil {
+				t.Error("ListenTools returned nil")
+			}
 		case <-time.After(10 * time.Second):
 			t.Error("ListenTools did not return after its context ended")
 		}
@@ -70,17 +74,6 @@ func (l *listening) awaitChange(t *testing.T, what string) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("%s was not reported", what)
 	}
-}
-
-func (l *listening) awaitEnd(t *testing.T) error {
-	t.Helper()
-	select {
-	case err := <-l.done:
-		return err
-	case <-time.After(20 * time.Second):
-		t.Fatal("ListenTools did not return")
-	}
-	return nil
 }
 
 // The libraries of others notify a listener when a tool is added or
@@ -501,7 +494,7 @@ func TestCatalogTTL(t *testing.T) {
 			s.on("tools/list", func(r *seenRequest) *http.Response {
 				i := 0
 				if c, ok := r.Params["cursor"].(string); ok {
-					fmt.Sscanf(c, "%d", &i)
+					i, _ = strconv.Atoi(c)
 				}
 				res := map[string]any{"resultType": "complete", "tools": []any{confTool(fmt.Sprintf("t%d", i))}, "cacheScope": "public"}
 				if tc.pages[i] != nil {
