@@ -63,15 +63,20 @@ var _ = Describe("A server that announces changes of its tools", func() {
 		// 10ms apart into one notification), over about 2.5s: debouncing
 		// alone would import every 300ms, and without it every notification
 		// would import.
+		start := time.Now()
 		for i := range 100 {
 			up.AddTools(fmt.Sprintf("chatter_%03d", i))
 			time.Sleep(25 * time.Millisecond)
 		}
+		// On a busy machine the burst lasts longer than 2.5s; the bound is
+		// one import per minimum interval of it, plus the one after it.
+		most := int(time.Since(start)/minInterval) + 2
 		// Every change is imported...
 		Eventually(func() int { return len(listTools(ns)) }, bound(15*time.Second)).Should(BeNumerically(">=", 105))
 		// ...by a bounded number of imports: at most one per minimum
-		// interval, and nothing once the server is quiet.
+		// interval, and nothing once the server is quiet. (Debouncing
+		// alone would import about every 300ms of the burst.)
 		Consistently(func() int { return up.Stats().Methods["tools/list"] - before }, minInterval+2*settle).
-			Should(BeNumerically("<=", 3))
+			Should(BeNumerically("<=", most))
 	})
 })
