@@ -245,6 +245,7 @@ func (r *McpServerReconciler) finish(ctx context.Context, sc *serverScope, befor
 		r.Schedule.Forget(sc.key)
 	} else if !srv.Spec.Suspend {
 		sc.outcome.Now = r.now()
+		sc.outcome.ImportRequestsSeen = sc.plan.ImportRequests
 		nextProbe, nextRetry := r.Schedule.Record(sc.key, sc.outcome)
 		if sc.probeChecked {
 			next = earliest(next, nextProbe)

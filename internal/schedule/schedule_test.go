@@ -153,9 +153,24 @@ func TestRequestedImportLastsUntilAnImportRuns(t *testing.T) {
 	}
 	for _, o := range []ImportOutcome{ImportFailed, ImportSucceeded} {
 		s.RequestImport(key)
-		s.Record(key, Outcome{Import: o, RetryAfter: time.Minute, Now: start})
+		seen := s.Plan(key, start).ImportRequests
+		s.Record(key, Outcome{Import: o, RetryAfter: time.Minute, Now: start, ImportRequestsSeen: seen})
 		if s.Plan(key, start).ImportRequested {
 			t.Errorf("import outcome %d left the import requested", o)
 		}
+	}
+}
+
+// A change announced while an import was already under way (after its
+// reconcile read the plan) asks for the next import.
+func TestRequestDuringAnImportIsNotLost(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "s"}
+	s := New()
+	s.RequestImport(key)
+	seen := s.Plan(key, start).ImportRequests
+	s.RequestImport(key) // while the import reads the list
+	s.Record(key, Outcome{Import: ImportSucceeded, Now: start, ImportRequestsSeen: seen})
+	if !s.Plan(key, start).ImportRequested {
+		t.Fatal("the change announced during the import was lost")
 	}
 }
