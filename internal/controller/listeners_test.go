@@ -83,10 +83,14 @@ func TestToolListenersImportOnceForABurst(t *testing.T) {
 	// A chatty server: forty changes, each announced (go-sdk folds
 	// changes less than 10ms apart into one notification), over most of
 	// MinInterval: debouncing alone would import every 100ms.
+	start := time.Now()
 	for i := range 40 {
 		srv.AddTools(fmt.Sprintf("burst_%03d", i))
 		time.Sleep(20 * time.Millisecond)
 	}
+	// A busy machine stretches the burst: one import per MinInterval of
+	// it, plus the one after it.
+	most := int(time.Since(start)/l.MinInterval) + 2
 	select {
 	case <-reqs.ch:
 	case <-time.After(10 * time.Second):
@@ -96,11 +100,13 @@ func TestToolListenersImportOnceForABurst(t *testing.T) {
 	// most one more after MinInterval.
 	time.Sleep(l.MinInterval + 2*l.Debounce)
 	got := reqs.of(key)
-	if len(got) > 2 {
-		t.Fatalf("a burst of 40 changes triggered %d imports, want at most 2", len(got))
+	if len(got) > most {
+		t.Fatalf("a burst of 40 changes triggered %d imports, want at most %d", len(got), most)
 	}
-	if len(got) == 2 && got[1].Sub(got[0]) < l.MinInterval {
-		t.Errorf("two imports %s apart, want at least %s", got[1].Sub(got[0]), l.MinInterval)
+	for i := 1; i < len(got); i++ {
+		if gap := got[i].Sub(got[i-1]); gap < l.MinInterval {
+			t.Errorf("two imports %s apart, want at least %s", gap, l.MinInterval)
+		}
 	}
 
 	// A later change, once MinInterval has passed, is heard again.
