@@ -50,6 +50,12 @@ func main() {
 	fs.IntVar(&opts.MaxConcurrentServersPerNamespace, "max-concurrent-servers-per-namespace", 0, "How many of --max-concurrent-servers one namespace's McpServers may hold at once; 0 means three quarters of them.")
 	fs.Var(bytesFlag{&opts.CatalogBytesInFlight}, "catalog-bytes-in-flight", `Budget of catalog bytes all imports in flight may hold together, one namespace at most half (e.g. "64Mi"); 0 means a quarter of GOMEMLIMIT, or without it --max-concurrent-servers × 16Mi.`)
 	fs.Var(bytesFlag{&opts.Caps.MaxCatalogBytes}, "max-catalog-bytes", `Cap on spec.import.maxCatalogBytes (e.g. "4Mi"); 0: no cap beyond half of --catalog-bytes-in-flight.`)
+	// Imports when a server announces that its tools changed (docs/adr/028).
+	fs.BoolVar(&opts.ToolListeners.Enabled, "listen-tool-changes", opts.ToolListeners.Enabled, "Keep a stream open to each Ready McpServer that announces tool list changes, and import when it does.")
+	fs.IntVar(&opts.ToolListeners.Max, "max-tool-listeners", opts.ToolListeners.Max, "Most McpServers listened to at once.")
+	fs.IntVar(&opts.ToolListeners.MaxPerNamespace, "max-tool-listeners-per-namespace", 0, "Most McpServers of one namespace listened to at once; 0 means a quarter of --max-tool-listeners.")
+	fs.DurationVar(&opts.ToolListeners.Debounce, "tool-change-debounce", opts.ToolListeners.Debounce, "How long a tool list change waits for more before the one import they trigger.")
+	fs.DurationVar(&opts.ToolListeners.MinInterval, "tool-change-min-interval", opts.ToolListeners.MinInterval, "Shortest gap between two imports one McpServer's change notifications trigger.")
 	var maxTools int
 	fs.IntVar(&maxTools, "max-tools", 0, "Cap on spec.import.maxTools; 0: no cap.")
 	fs.DurationVar(&opts.Caps.MaxOperationTimeout, "max-operation-timeout", 0, "Cap on spec.operationTimeout; 0: no cap.")

@@ -80,6 +80,10 @@ type McpServerReconciler struct {
 	Schedule *schedule.Schedule
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Listeners, when set, keeps a stream open to every Ready server that
+	// announces changes of its tools, and imports on a change
+	// (docs/adr/028).
+	Listeners *ToolListeners
 
 	tools *toolStatus
 	// stored is what each server's admitted imports store, when Storage
@@ -233,6 +237,9 @@ func (r *McpServerReconciler) finish(ctx context.Context, sc *serverScope, befor
 		return ctrl.Result{}, werr
 	}
 	r.Schedule.SawVersion(sc.key, srv.ResourceVersion)
+	if r.Listeners != nil {
+		r.Listeners.Observe(sc.key, sc.endpoint, r.Listeners.wanted(srv, sc.endpoint, stalled))
+	}
 	for _, e := range sc.events {
 		r.Recorder.Eventf(srv, nil, e.kind, e.reason, e.action, e.note, e.args...)
 	}
@@ -242,6 +249,7 @@ func (r *McpServerReconciler) finish(ctx context.Context, sc *serverScope, befor
 		r.Schedule.Forget(sc.key)
 	} else if !srv.Spec.Suspend {
 		sc.outcome.Now = r.now()
+		sc.outcome.ImportRequestsSeen = sc.plan.ImportRequests
 		nextProbe, nextRetry := r.Schedule.Record(sc.key, sc.outcome)
 		if sc.probeChecked {
 			next = earliest(next, nextProbe)
@@ -313,6 +321,9 @@ func (r *McpServerReconciler) forget(key types.NamespacedName) {
 		r.waiters.done(key)
 	}
 	forgetServerGauges(key.Namespace, key.Name)
+	if r.Listeners != nil {
+		r.Listeners.Stop(key)
+	}
 }
 
 // readServer reads the server from the cache when the cache holds the
@@ -387,6 +398,26 @@ func (r *McpServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.stored = tenancy.NewLedger()
 	}
 	r.waiters = newCatalogWaiters()
+	changed := make(chan event.GenericEvent, listenQueue)
+	if r.Listeners != nil {
+		r.Listeners.init()
+		enqueue := func(ctx context.Context, key types.NamespacedName) {
+			srv := &mcpv1alpha1.McpServer{}
+			srv.Namespace, srv.Name = key.Namespace, key.Name
+			select {
+			case changed <- event.GenericEvent{Object: srv}:
+			case <-ctx.Done():
+			}
+		}
+		r.Listeners.request = func(ctx context.Context, key types.NamespacedName) {
+			r.Schedule.RequestImport(key)
+			enqueue(ctx, key)
+		}
+		r.Listeners.refresh = enqueue
+		if err := mgr.Add(r.Listeners); err != nil {
+			return err
+		}
+	}
 	perNamespace := r.MaxConcurrentPerNamespace
 	r.tools = &toolStatus{client: r.Client, live: r.APIReader, now: r.now}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -401,6 +432,8 @@ func (r *McpServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// An import waiting for catalog budget starts when bytes are given
 		// back.
 		WatchesRawSource(source.Channel(r.waiters.wake, &handler.EnqueueRequestForObject{})).
+		// A server announced that its tools changed (ToolListeners).
+		WatchesRawSource(source.Channel(changed, &handler.EnqueueRequestForObject{})).
 		Watches(&mcpv1alpha1.McpDelegationProfile{}, handler.EnqueueRequestsFromMapFunc(byIndex[mcpv1alpha1.McpServerList](r.Client, indexServerProfile, "the servers of a delegation profile")), builder.WithPredicates(readyChanged{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: r.MaxConcurrent,

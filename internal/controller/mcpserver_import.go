@@ -42,6 +42,9 @@ func (r *McpServerReconciler) reconcileImport(ctx context.Context, sc *serverSco
 	var applyErr error
 	if err == nil {
 		applied, applyErr = r.applyCatalog(ctx, sc.server, cat)
+		if r.Listeners != nil {
+			r.Listeners.Imported(sc.key, cat.TTL)
+		}
 	}
 	took := time.Since(start)
 	result := recordImport(sc, cat, err, applied, applyErr, took)
@@ -72,6 +75,10 @@ func importDue(sc *serverScope) bool {
 		return true
 	case c.Status != metav1.ConditionTrue:
 		return sc.plan.ImportRetryDue
+	case sc.plan.ImportRequested:
+		// The server announced a change of its tools (ToolListeners). A
+		// failing import keeps its retry schedule instead.
+		return true
 	}
 	if srv.Status.LastImportTime != nil {
 		next := srv.Status.LastImportTime.Add(sc.importInterval)

@@ -94,6 +94,10 @@ func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Sele
 		CredentialRetryInterval:   opts.CredentialRetryInterval,
 		HealthInterval:            opts.HealthInterval,
 	}
+	if l := opts.ToolListeners; l.Enabled {
+		servers.Listeners = &controller.ToolListeners{MCP: w.mcp, Max: l.Max, MaxPerNamespace: l.MaxPerNamespace,
+			Debounce: l.Debounce, MinInterval: l.MinInterval, Selector: shard}
+	}
 	if servers.CatalogBudget == nil && opts.CatalogBytesInFlight > 0 {
 		servers.CatalogBudget = tenancy.NewBudget(opts.CatalogBytesInFlight)
 	}

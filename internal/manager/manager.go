@@ -132,6 +132,9 @@ type Options struct {
 	// namespace's servers hold at once; 0 means three quarters of
 	// MaxConcurrentServers (docs/adr/024-tenant-fairness.md).
 	MaxConcurrentServersPerNamespace int
+	// ToolListeners configures the streams kept open to McpServers that
+	// announce changes of their tools (docs/adr/028).
+	ToolListeners ToolListenerOptions
 	// CatalogBytesInFlight is the budget of catalog bytes all imports in
 	// flight may hold together (one namespace at most half); 0 means a
 	// quarter of GOMEMLIMIT, or without one MaxConcurrentServers imports at
@@ -240,6 +243,19 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 }
 
+// ToolListenerOptions configure the controllers' tool listeners.
+type ToolListenerOptions struct {
+	// Enabled turns the listeners on.
+	Enabled bool
+	// Max and MaxPerNamespace bound the streams open at once; 0 means 512
+	// and a quarter of Max.
+	Max, MaxPerNamespace int
+	// Debounce is how long a change waits for more before the one import
+	// they trigger; MinInterval the shortest gap between two imports one
+	// server's notifications trigger. 0 means 2s and 30s.
+	Debounce, MinInterval time.Duration
+}
+
 // DefaultOptions returns the options the manager binary starts from.
 func DefaultOptions() Options {
 	return Options{
@@ -251,6 +267,12 @@ func DefaultOptions() Options {
 		GatewayAudience:         DefaultGatewayAudience,
 		Components:              ComponentsAll,
 		NotifyCallApprovals:     true,
+		ToolListeners: ToolListenerOptions{
+			Enabled:     true,
+			Max:         controller.DefaultMaxListeners,
+			Debounce:    controller.DefaultListenDebounce,
+			MinInterval: controller.DefaultListenMinInterval,
+		},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -80,7 +81,27 @@ func (o *operation) readPage(msg *message, b *catalogBuilder) (string, bool, err
 			return "", false, &Error{Kind: KindCatalogTooLarge, Server: o.ep.Name, Method: method, Limit: int(b.maxBytes)}
 		}
 	}
+	b.noteTTL(t, t.member(r, "ttlMs"))
 	return o.nextCursor(t, t.member(r, "nextCursor"))
+}
+
+// noteTTL keeps the shortest ttlMs of the pages read. The value is a hint:
+// one that is not a non-negative number is ignored, not refused.
+func (b *catalogBuilder) noteTTL(t *tape, v int) {
+	if v < 0 || t.e[v].kind != kNumber {
+		return
+	}
+	var ms float64
+	if json.Unmarshal(t.raw(v), &ms) != nil || ms < 0 {
+		return
+	}
+	d := MaxTTL
+	if ms < float64(MaxTTL/time.Millisecond) {
+		d = time.Duration(ms * float64(time.Millisecond))
+	}
+	if !b.ttlSeen || d < b.ttl {
+		b.ttl, b.ttlSeen = d, true
+	}
 }
 
 // nextCursor reads nextCursor (the value at entry v, -1 when absent) with
@@ -115,6 +136,9 @@ type catalogBuilder struct {
 	count   map[string]int
 	// norm is the schema normaliser's scratch space, kept for the import.
 	norm *normalizer
+	// ttl is the shortest ttlMs of the pages read so far, if any said.
+	ttl     time.Duration
+	ttlSeen bool
 }
 
 type catalogEntry struct {

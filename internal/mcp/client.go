@@ -164,6 +164,9 @@ type ProbeResult struct {
 	// Capabilities are the sorted names of the capabilities the server
 	// declared (names outside [A-Za-z0-9_.-/]{1,64} are left out).
 	Capabilities []string
+	// ToolsListChanged is true when the server declared tools.listChanged:
+	// it says it notifies clients when its tool list changes (ListenTools).
+	ToolsListChanged bool
 	// Instructions is the server's optional guidance text, bounded.
 	Instructions string
 	// SessionIssued is true when a legacy server assigned a session id.
@@ -225,7 +228,15 @@ type Catalog struct {
 	Skipped []SkippedTool
 	// Pages is the number of tools/list pages read.
 	Pages int
+	// TTL is how long the server said the list stays fresh (the ttlMs of
+	// 2026-07-28 results; the shortest of its pages, at most MaxTTL). Zero
+	// when no page said, or said 0.
+	TTL time.Duration
 }
+
+// MaxTTL bounds Catalog.TTL: a server's freshness hint never asks a caller
+// to wait longer than this.
+const MaxTTL = time.Hour
 
 // CallOutcome is the outcome of CallTool.
 type CallOutcome struct {
@@ -442,7 +453,7 @@ func (c *Client) ListTools(ctx context.Context, ep Endpoint) (*Catalog, error) {
 		return nil, err
 	}
 	tools, skipped := b.finish()
-	return &Catalog{Probe: o.probe, Tools: tools, Skipped: skipped, Pages: pages}, nil
+	return &Catalog{Probe: o.probe, Tools: tools, Skipped: skipped, Pages: pages, TTL: b.ttl}, nil
 }
 
 // CallTool performs the handshake and one tools/call of remoteName. The call

@@ -13,7 +13,8 @@
 // Three operations are offered, each a single unit of work under one time
 // budget: Probe (handshake only), ListTools (handshake and a paged tools/list,
 // validated and normalised) and CallTool (handshake and one tools/call, never
-// retried).
+// retried). ListenTools keeps a stream open instead, for servers that
+// announce changes of their tools, bounded in bytes rather than time.
 //
 // Everything a server sends is treated as hostile input: bodies are capped,
 // responses are validated strictly, redirects are never followed, credentials

@@ -85,6 +85,12 @@ const (
 	// KindCatalogTooLarge: the definitions tools/list offered exceed the
 	// catalog byte budget (Endpoint.MaxCatalogBytes); Limit is the budget.
 	KindCatalogTooLarge Kind = "CatalogTooLarge"
+	// KindNotOffered: the server offers no notifications of tool list
+	// changes (ListenTools): it does not declare tools.listChanged, answers
+	// the stream request with 405, or does not agree to toolsListChanged.
+	KindNotOffered Kind = "NotOffered"
+	// KindStreamEnded: the server ended a listening stream.
+	KindStreamEnded Kind = "StreamEnded"
 )
 
 // Error is the failure of one MCP operation. Its Error text names the server
@@ -228,6 +234,10 @@ func kindPhrase(k Kind) string {
 		return "tools/list tool limit reached"
 	case KindCatalogTooLarge:
 		return "tools/list catalog byte budget exceeded"
+	case KindNotOffered:
+		return "server offers no tool change notifications"
+	case KindStreamEnded:
+		return "server ended the stream"
 	default:
 		return "failed"
 	}

@@ -41,6 +41,8 @@ type confProfile struct {
 	secret string
 	// eraTTL is the client's era cache lifetime in this profile.
 	eraTTL time.Duration
+	// listChanged declares tools.listChanged.
+	listChanged bool
 }
 
 // confProfiles are the three supported connection profiles.
@@ -317,7 +319,7 @@ func (s *fakeServer) serveModern(r *seenRequest) *http.Response {
 		return s.reply(r, map[string]any{
 			"resultType":        "complete",
 			"supportedVersions": []any{s.p.version},
-			"capabilities":      fakeCaps(s.p.caps),
+			"capabilities":      s.caps(),
 			"instructions":      "Search the " + s.p.info.Name + " index.",
 			"_meta": map[string]any{
 				"io.modelcontextprotocol/serverInfo": map[string]any{"name": s.p.info.Name, "title": s.p.info.Title, "version": s.p.info.Version},
@@ -350,7 +352,7 @@ func (s *fakeServer) serveLegacy(r *seenRequest) *http.Response {
 	case "initialize":
 		resp := s.reply(r, map[string]any{
 			"protocolVersion": p.version,
-			"capabilities":    fakeCaps(p.caps),
+			"capabilities":    s.caps(),
 			"serverInfo":      map[string]any{"name": p.info.Name, "title": p.info.Title, "version": p.info.Version},
 			"instructions":    "Use " + p.info.Name + " for lookups.",
 		})
@@ -414,6 +416,15 @@ func confTool(name string) map[string]any {
 			"required":   []any{"query"},
 		},
 	}
+}
+
+// caps are the capabilities the profile's server declares.
+func (s *fakeServer) caps() map[string]any {
+	m := fakeCaps(s.p.caps)
+	if s.p.listChanged {
+		m["tools"] = map[string]any{"listChanged": true}
+	}
+	return m
 }
 
 func fakeCaps(names []string) map[string]any {

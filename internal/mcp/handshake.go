@@ -164,11 +164,12 @@ func supportedFromErrorData(data json.RawMessage) []string {
 func (o *operation) setModern(version string, info *serverSelf) {
 	o.era, o.version = eraModern, version
 	o.probe = ProbeResult{
-		Server:          info.server,
-		ProtocolVersion: version,
-		Capabilities:    info.capabilities,
-		Instructions:    info.instructions,
-		Latency:         o.budget.elapsed(),
+		Server:           info.server,
+		ProtocolVersion:  version,
+		Capabilities:     info.capabilities,
+		ToolsListChanged: info.listChanged,
+		Instructions:     info.instructions,
+		Latency:          o.budget.elapsed(),
 	}
 }
 
@@ -178,6 +179,7 @@ type serverSelf struct {
 	version      string   // initialize only
 	server       ServerInfo
 	capabilities []string
+	listChanged  bool
 	instructions string
 }
 
@@ -287,12 +289,13 @@ func (o *operation) initialize(ctx context.Context, version string) error {
 		return err
 	}
 	o.probe = ProbeResult{
-		Server:          self.server,
-		ProtocolVersion: self.version,
-		Capabilities:    self.capabilities,
-		Instructions:    self.instructions,
-		SessionIssued:   o.session != "",
-		Latency:         o.budget.elapsed(),
+		Server:           self.server,
+		ProtocolVersion:  self.version,
+		Capabilities:     self.capabilities,
+		ToolsListChanged: self.listChanged,
+		Instructions:     self.instructions,
+		SessionIssued:    o.session != "",
+		Latency:          o.budget.elapsed(),
 	}
 	return nil
 }
@@ -311,6 +314,12 @@ func (o *operation) readSelf(method string, m map[string]json.RawMessage, self *
 			}
 		}
 		slices.Sort(self.capabilities)
+		// tools.listChanged is read leniently: anything but an object
+		// holding true means the server promises no notifications.
+		if tools, err := decodeObject(caps["tools"]); err == nil {
+			var lc bool
+			self.listChanged = json.Unmarshal(tools["listChanged"], &lc) == nil && lc
+		}
 	}
 	if raw, ok := m["instructions"]; ok && !isJSONNull(raw) {
 		if json.Unmarshal(raw, &self.instructions) != nil {

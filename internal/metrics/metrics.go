@@ -150,6 +150,27 @@ var (
 		Help: "Webhook notifications, by event type and result (delivered, retried, failed, dropped).",
 	}, []string{"type", "result"})
 
+	// ToolListeners is how many streams the controllers keep open to
+	// McpServers that announce changes of their tools (docs/adr/028).
+	ToolListeners = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "mcp_catalog_tool_listeners",
+		Help: "Streams open to McpServers that announce changes of their tools.",
+	})
+
+	// ToolListenersRefused counts servers not listened to because the
+	// process-wide or per-namespace bound on listeners was reached.
+	ToolListenersRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcp_catalog_tool_listeners_refused_total",
+		Help: "Times a server was not listened to because the listener bounds were reached.",
+	})
+
+	// ToolListChanges counts the imports that servers' change
+	// notifications triggered (after debouncing and rate limiting).
+	ToolListChanges = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcp_catalog_tool_list_change_imports_total",
+		Help: "Imports triggered by McpServers announcing that their tools changed.",
+	})
+
 	// GatewayAuditFailures counts audit records the gateway could not write,
 	// by phase (before: the call was refused; after: the call had happened;
 	// denied: a refusal went unrecorded).
@@ -166,6 +187,7 @@ func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		GatewayCalls, GatewayRefusals, GatewayBudgetRefusals, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals, GatewayLastContact,
 		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, ToolDrift, Tools, LastContact, GatewayAuditFailures, GatewayAuditAggregated, Notifications, State,
+		ToolListeners, ToolListenersRefused, ToolListChanges,
 	}
 }
 

@@ -30,6 +30,11 @@ type Schedule struct {
 type entry struct {
 	nextProbe       time.Time
 	nextImportRetry time.Time
+	// importRequests counts the changes the server announced
+	// (RequestImport); importHandled is the count the last import that ran
+	// had seen when its reconcile began, so a change announced while an
+	// import runs still asks for the next.
+	importRequests, importHandled uint64
 	// version is the server's resourceVersion the controller last read
 	// live or wrote; a cached copy of it may stand in for a live read.
 	version string
@@ -50,6 +55,11 @@ type Plan struct {
 	// is when (zero: no failed import waits).
 	ImportRetryDue  bool
 	NextImportRetry time.Time
+	// ImportRequested says the server announced that its tools changed
+	// since the last import began (RequestImport); ImportRequests is the
+	// count of announcements seen, for Outcome.ImportRequestsSeen.
+	ImportRequested bool
+	ImportRequests  uint64
 }
 
 // Plan returns what is due for key at now.
@@ -62,7 +72,20 @@ func (s *Schedule) Plan(key types.NamespacedName, now time.Time) Plan {
 		NextProbe:       e.nextProbe,
 		ImportRetryDue:  !now.Before(e.nextImportRetry),
 		NextImportRetry: e.nextImportRetry,
+		ImportRequested: e.importRequests > e.importHandled,
+		ImportRequests:  e.importRequests,
 	}
+}
+
+// RequestImport marks key's catalog as changed on the server: the next
+// reconcile imports it even before its interval is up. The mark stays until
+// an import that began after it ran (whatever its outcome), so an import put
+// off for want of catalog budget still happens, and a change announced
+// while an import was already reading the list is not lost.
+func (s *Schedule) RequestImport(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entry(key).importRequests++
 }
 
 // Outcome is what one reconcile did that the schedule counts from.
@@ -74,6 +97,9 @@ type Outcome struct {
 	Import ImportOutcome
 	// RetryAfter is how long after Now a failed import waits.
 	RetryAfter time.Duration
+	// ImportRequestsSeen is Plan.ImportRequests as read at the start of
+	// the reconcile: what an import that ran has covered.
+	ImportRequestsSeen uint64
 	// Now is when the reconcile's work ended.
 	Now time.Time
 }
@@ -111,6 +137,9 @@ func (s *Schedule) Record(key types.NamespacedName, o Outcome) (nextProbe, nextI
 			base = due
 		}
 		e.nextProbe = base.Add(p.Interval + s.jitter(p.Interval))
+	}
+	if o.Import != ImportNotRun {
+		e.importHandled = max(e.importHandled, o.ImportRequestsSeen)
 	}
 	switch o.Import {
 	case ImportFailed:

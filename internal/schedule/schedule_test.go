@@ -137,3 +137,40 @@ func TestForgetDropsTheVersionAndTheTimes(t *testing.T) {
 		t.Errorf("a forgotten server is not due at once: %+v", p)
 	}
 }
+
+// A requested import stays requested until an import runs: a reconcile that
+// only probed, or put the import off, leaves it due.
+func TestRequestedImportLastsUntilAnImportRuns(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "s"}
+	s := New()
+	if s.Plan(key, start).ImportRequested {
+		t.Fatal("a new server has an import requested")
+	}
+	s.RequestImport(key)
+	s.Record(key, Outcome{Probed: &Probe{Interval: time.Minute}, Now: start})
+	if !s.Plan(key, start).ImportRequested {
+		t.Fatal("a probe cleared the requested import")
+	}
+	for _, o := range []ImportOutcome{ImportFailed, ImportSucceeded} {
+		s.RequestImport(key)
+		seen := s.Plan(key, start).ImportRequests
+		s.Record(key, Outcome{Import: o, RetryAfter: time.Minute, Now: start, ImportRequestsSeen: seen})
+		if s.Plan(key, start).ImportRequested {
+			t.Errorf("import outcome %d left the import requested", o)
+		}
+	}
+}
+
+// A change announced while an import was already under way (after its
+// reconcile read the plan) asks for the next import.
+func TestRequestDuringAnImportIsNotLost(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "s"}
+	s := New()
+	s.RequestImport(key)
+	seen := s.Plan(key, start).ImportRequests
+	s.RequestImport(key) // while the import reads the list
+	s.Record(key, Outcome{Import: ImportSucceeded, Now: start, ImportRequestsSeen: seen})
+	if !s.Plan(key, start).ImportRequested {
+		t.Fatal("the change announced during the import was lost")
+	}
+}

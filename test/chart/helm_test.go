@@ -207,6 +207,12 @@ tenancy:
   perNamespace:
     maxTools: 5000
     maxDefinitionBytes: 64Mi
+toolListeners:
+  enabled: false
+  max: 64
+  maxPerNamespace: 8
+  debounce: 5s
+  minInterval: 1m
 `,
 		check: checkTenancy,
 	},

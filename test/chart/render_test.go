@@ -962,7 +962,8 @@ func checkPrivateCA(t *testing.T, objs []*unstructured.Unstructured) {
 // stays as it was, since a selector cannot change on upgrade; it is a
 // subset of a shard pod's labels, and the ReplicaSets' controller
 // references keep the two apart.)
-// checkTenancy: every tenancy value reaches the manager as its flag.
+// checkTenancy: every tenancy and tool listener value reaches the manager
+// as its flag.
 func checkTenancy(t *testing.T, objs []*unstructured.Unstructured) {
 	_, c := manager(t, objs)
 	f := flags(t, c)
@@ -975,6 +976,11 @@ func checkTenancy(t *testing.T, objs []*unstructured.Unstructured) {
 		"--min-health-interval":                  "30s",
 		"--max-tools-per-namespace":              "5000",
 		"--max-definition-bytes-per-namespace":   "64Mi",
+		"--listen-tool-changes":                  "false",
+		"--max-tool-listeners":                   "64",
+		"--max-tool-listeners-per-namespace":     "8",
+		"--tool-change-debounce":                 "5s",
+		"--tool-change-min-interval":             "1m",
 	} {
 		if got, ok := f[flag]; !ok || got != want {
 			t.Errorf("%s=%q (set: %v), want %q", flag, got, ok, want)

@@ -66,6 +66,9 @@ func ManagerOptions() manager.Options {
 	opts.AllowPrivateNetworks = true
 	opts.GracefulShutdownTimeout = 10 * time.Second
 	opts.SkipControllerNameValidation = true
+	// Off unless a spec turns them on: the demo servers announce every
+	// change of their tools, and specs about imports decide when one runs.
+	opts.ToolListeners.Enabled = false
 	return opts
 }
 

@@ -1,0 +1,218 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/test/mcpserver"
+)
+
+// requests records the imports ToolListeners asks for.
+type requests struct {
+	mu    sync.Mutex
+	times map[types.NamespacedName][]time.Time
+	ch    chan types.NamespacedName
+}
+
+func (r *requests) add(_ context.Context, key types.NamespacedName) {
+	r.mu.Lock()
+	r.times[key] = append(r.times[key], time.Now())
+	r.mu.Unlock()
+	r.ch <- key
+}
+
+func (r *requests) of(key types.NamespacedName) []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Time(nil), r.times[key]...)
+}
+
+// startListeners runs a ToolListeners as the manager would, with the given
+// bounds and timings.
+func startListeners(t *testing.T, l *ToolListeners) *requests {
+	t.Helper()
+	l.MCP = mcp.New(mcp.Options{AllowPrivateNetworks: true})
+	l.init()
+	r := &requests{times: map[types.NamespacedName][]time.Time{}, ch: make(chan types.NamespacedName, 1024)}
+	l.request = r.add
+	l.refresh = func(context.Context, types.NamespacedName) {}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = l.Start(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("the listeners did not stop")
+		}
+	})
+	return r
+}
+
+func peerEndpoint(srv *mcpserver.Server, ns string) mcp.Endpoint {
+	return mcp.Endpoint{Name: ns + "/s", URL: srv.URL, Namespace: ns, AllowPrivateNetwork: true, Timeout: 10 * time.Second}
+}
+
+// awaitListening waits until the server has a stream open: its handshake
+// and stream request were answered. A change made before is not heard.
+func awaitListening(t *testing.T, srv *mcpserver.Server) {
+	t.Helper()
+	if _, ok := srv.Await(10*time.Second, func(s mcpserver.Stats) bool { return s.Methods["subscriptions/listen"] > 0 }); !ok {
+		t.Fatal("no stream was opened")
+	}
+	// The listen request is counted when it arrives; give the library a
+	// moment to register it before the change is made.
+	time.Sleep(100 * time.Millisecond)
+}
+
+func TestToolListenersImportOnceForABurst(t *testing.T) {
+	l := &ToolListeners{Debounce: 100 * time.Millisecond, MinInterval: time.Second}
+	reqs := startListeners(t, l)
+	srv := mcpserver.Start(t, mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true})
+	key := types.NamespacedName{Namespace: "team-a", Name: "chatty"}
+	l.Observe(key, peerEndpoint(srv, key.Namespace), true)
+	awaitListening(t, srv)
+
+	// A chatty server: forty changes, each announced (go-sdk folds
+	// changes less than 10ms apart into one notification), over most of
+	// MinInterval: debouncing alone would import every 100ms.
+	start := time.Now()
+	for i := range 40 {
+		srv.AddTools(fmt.Sprintf("burst_%03d", i))
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A busy machine stretches the burst: one import per MinInterval of
+	// it, plus the one after it.
+	most := int(time.Since(start)/l.MinInterval) + 2
+	select {
+	case <-reqs.ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a burst of changes triggered no import")
+	}
+	// Everything the burst announced is covered by that import, or at
+	// most one more after MinInterval.
+	time.Sleep(l.MinInterval + 2*l.Debounce)
+	got := reqs.of(key)
+	if len(got) > most {
+		t.Fatalf("a burst of 40 changes triggered %d imports, want at most %d", len(got), most)
+	}
+	for i := 1; i < len(got); i++ {
+		if gap := got[i].Sub(got[i-1]); gap < l.MinInterval {
+			t.Errorf("two imports %s apart, want at least %s", gap, l.MinInterval)
+		}
+	}
+
+	// A later change, once MinInterval has passed, is heard again.
+	before := len(reqs.of(key))
+	for len(reqs.ch) > 0 {
+		<-reqs.ch
+	}
+	srv.AddTools("later")
+	select {
+	case <-reqs.ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a later change triggered no import")
+	}
+	if n := len(reqs.of(key)); n != before+1 {
+		t.Errorf("%d imports after the later change, want %d", n, before+1)
+	}
+}
+
+// One namespace cannot take every listener slot, and no more than Max
+// streams are open.
+func TestToolListenersBounds(t *testing.T) {
+	l := &ToolListeners{Max: 3, MaxPerNamespace: 2}
+	startListeners(t, l)
+	srv := mcpserver.Start(t, mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true})
+	noisy := func(i int) types.NamespacedName {
+		return types.NamespacedName{Namespace: "noisy", Name: fmt.Sprintf("s%d", i)}
+	}
+	for i := range 5 {
+		l.Observe(noisy(i), peerEndpoint(srv, "noisy"), true)
+	}
+	if !l.Listening(noisy(0)) || !l.Listening(noisy(1)) || l.Listening(noisy(2)) {
+		t.Fatal("the noisy namespace holds more than its 2 listeners, or not the first ones")
+	}
+	quiet := types.NamespacedName{Namespace: "quiet", Name: "s"}
+	l.Observe(quiet, peerEndpoint(srv, "quiet"), true)
+	if !l.Listening(quiet) {
+		t.Fatal("another namespace found no slot beside the noisy one")
+	}
+	other := types.NamespacedName{Namespace: "third", Name: "s"}
+	l.Observe(other, peerEndpoint(srv, "third"), true)
+	if l.Listening(other) {
+		t.Fatal("more than Max listeners are open")
+	}
+	// A slot given back is taken by the next Observe.
+	l.Stop(noisy(0))
+	l.Observe(other, peerEndpoint(srv, "third"), true)
+	if !l.Listening(other) {
+		t.Fatal("a freed slot was not used")
+	}
+}
+
+// A listener stops when the server should no longer be listened to, and a
+// new endpoint (a rotated credential, a new URL) replaces it.
+func TestToolListenersFollowTheEndpoint(t *testing.T) {
+	l := &ToolListeners{Debounce: 50 * time.Millisecond, MinInterval: 50 * time.Millisecond}
+	reqs := startListeners(t, l)
+	first := mcpserver.Start(t, mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true})
+	second := mcpserver.Start(t, mcpserver.Options{Flavor: mcpserver.MCPGo, Stateless: true})
+	key := types.NamespacedName{Namespace: "team-a", Name: "moved"}
+
+	l.Observe(key, peerEndpoint(first, key.Namespace), true)
+	awaitListening(t, first)
+	l.Observe(key, peerEndpoint(second, key.Namespace), true)
+	awaitListening(t, second)
+	first.AddTools("on_the_old_url")
+	time.Sleep(500 * time.Millisecond)
+	if n := len(reqs.of(key)); n != 0 {
+		t.Fatalf("the old URL's change triggered %d imports after the URL changed", n)
+	}
+	second.AddTools("on_the_new_url")
+	select {
+	case <-reqs.ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the new URL's change triggered no import")
+	}
+
+	l.Observe(key, peerEndpoint(second, key.Namespace), false)
+	if l.Listening(key) {
+		t.Fatal("the listener outlived want=false")
+	}
+	second.AddTools("after_stop")
+	time.Sleep(500 * time.Millisecond)
+	if n := len(reqs.of(key)); n != 1 {
+		t.Fatalf("%d imports, want 1: a stopped listener triggered one", n)
+	}
+}
+
+// A list the server called fresh (ttlMs) is not imported again before the
+// time it gave has passed, however soon it announces a change.
+func TestToolListenersRespectTheListTTL(t *testing.T) {
+	l := &ToolListeners{Debounce: 10 * time.Millisecond, MinInterval: 10 * time.Millisecond}
+	reqs := startListeners(t, l)
+	srv := mcpserver.Start(t, mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true})
+	key := types.NamespacedName{Namespace: "team-a", Name: "cached"}
+	l.Observe(key, peerEndpoint(srv, key.Namespace), true)
+	awaitListening(t, srv)
+	const ttl = 1500 * time.Millisecond
+	imported := time.Now()
+	l.Imported(key, ttl)
+	srv.AddTools("within_the_ttl")
+	select {
+	case <-reqs.ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the change triggered no import")
+	}
+	if got := reqs.of(key)[0].Sub(imported); got < ttl {
+		t.Errorf("import triggered %s after the last, within its ttl of %s", got, ttl)
+	}
+}
