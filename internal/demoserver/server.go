@@ -320,28 +320,24 @@ func (s *Server) ToolNames() []string {
 // SetToolDescription changes a tool's description, keeping its name, schema
 // and behaviour: the definition drift a re-import should notice.
 func (s *Server) SetToolDescription(name, description string) error {
-	s.mu.Lock()
-	sp, ok := s.tools[name]
-	if ok {
-		sp.description = description
-		s.tools[name] = sp
-	}
-	s.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("demoserver: no tool %q", name)
-	}
-	s.flavor.put(sp)
-	return nil
+	return s.changeTool(name, func(sp *toolSpec) { sp.description = description })
 }
 
 // ChangeTool changes what a tool offers of its definition (description,
 // input schema and read-only hint), keeping its name and behaviour: drift
 // of every kind a re-import should explain.
 func (s *Server) ChangeTool(name, description string, schema json.RawMessage, readOnly bool) error {
+	return s.changeTool(name, func(sp *toolSpec) {
+		sp.description, sp.schema, sp.readOnly = description, schema, readOnly
+	})
+}
+
+// changeTool applies change to the named tool and offers the result.
+func (s *Server) changeTool(name string, change func(*toolSpec)) error {
 	s.mu.Lock()
 	sp, ok := s.tools[name]
 	if ok {
-		sp.description, sp.schema, sp.readOnly = description, schema, readOnly
+		change(&sp)
 		s.tools[name] = sp
 	}
 	s.mu.Unlock()

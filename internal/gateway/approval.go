@@ -247,7 +247,7 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Id
 // newApproval creates the McpCallApproval a person decides, for the call c
 // at the data class the gateway decided it by.
 func (g *Gateway) newApproval(ctx context.Context, id *Identity, c *callScope, key string, now time.Time) (*mcpv1alpha1.McpCallApproval, error) {
-	t, rec := c.tool, c.rec
+	t := c.tool
 	ks, err := g.approvalKeys.Keys(ctx, false)
 	if err != nil {
 		return nil, fmt.Errorf("reading the approval key: %w", err)
@@ -258,10 +258,25 @@ func (g *Gateway) newApproval(ctx context.Context, id *Identity, c *callScope, k
 	if ttl <= 0 {
 		ttl = DefaultApprovalTTL
 	}
-	a := &mcpv1alpha1.McpCallApproval{
+	// The API stores seconds; the seal signs what is stored.
+	a := callApproval(id, c, "call-"+hex.EncodeToString(suffix), key, now.Add(ttl).Truncate(time.Second))
+	a.Spec.Seal = sealOf(ks.Current, a)
+	if err := g.Approvals.Create(ctx, a); err != nil {
+		return nil, fmt.Errorf("creating a call approval: %w", err)
+	}
+	metrics.GatewayApprovalEvents.WithLabelValues("requested").Inc()
+	g.Recorder.Eventf(t, nil, corev1.EventTypeNormal, EventApprovalRequested, eventAction, "a call by %s waits for approval in McpCallApproval %s", id.Username, a.Name)
+	return a, nil
+}
+
+// callApproval is the pending, unsealed McpCallApproval of the call c by
+// id, named name, with call key key, expiring at expires.
+func callApproval(id *Identity, c *callScope, name, key string, expires time.Time) *mcpv1alpha1.McpCallApproval {
+	t := c.tool
+	return &mcpv1alpha1.McpCallApproval{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: t.Namespace,
-			Name:      "call-" + hex.EncodeToString(suffix),
+			Name:      name,
 			Labels:    map[string]string{LabelCaller: callerKey(id.Username), LabelCall: key},
 		},
 		Spec: mcpv1alpha1.McpCallApprovalSpec{
@@ -271,20 +286,12 @@ func (g *Gateway) newApproval(ctx context.Context, id *Identity, c *callScope, k
 			Caller:         id.Username,
 			CallerGroups:   id.Groups,
 			DataClass:      c.class,
-			ArgumentsHash:  rec.ArgumentsHash,
+			ArgumentsHash:  c.rec.ArgumentsHash,
 			DefinitionHash: t.Status.DefinitionHash,
-			// The API stores seconds; the seal signs what is stored.
-			ExpiresAt: metav1.Time{Time: now.Add(ttl).Truncate(time.Second)},
-			Decision:  mcpv1alpha1.CallPending,
+			ExpiresAt:      metav1.Time{Time: expires},
+			Decision:       mcpv1alpha1.CallPending,
 		},
 	}
-	a.Spec.Seal = sealOf(ks.Current, a)
-	if err := g.Approvals.Create(ctx, a); err != nil {
-		return nil, fmt.Errorf("creating a call approval: %w", err)
-	}
-	metrics.GatewayApprovalEvents.WithLabelValues("requested").Inc()
-	g.Recorder.Eventf(t, nil, corev1.EventTypeNormal, EventApprovalRequested, eventAction, "a call by %s waits for approval in McpCallApproval %s", id.Username, a.Name)
-	return a, nil
 }
 
 // ApprovalURL returns where a person sees approval name in namespace ns;
@@ -393,25 +400,8 @@ func (g *Gateway) spendAnswer(ctx context.Context, id *Identity, c *callScope, t
 	}
 	h := sha256.Sum256([]byte(s.Nonce))
 	t := c.tool
-	a := &mcpv1alpha1.McpCallApproval{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: t.Namespace,
-			Name:      spentAnswerPrefix + hex.EncodeToString(h[:])[:40],
-			Labels:    map[string]string{LabelCaller: callerKey(id.Username), LabelCall: callKey(id.Username, t.Name, t.Status.DefinitionHash, c.rec.ArgumentsHash)},
-		},
-		Spec: mcpv1alpha1.McpCallApprovalSpec{
-			Tool:           t.Name,
-			LocalName:      t.Status.LocalName,
-			Server:         t.Spec.ServerRef.Name,
-			Caller:         id.Username,
-			CallerGroups:   id.Groups,
-			DataClass:      c.class,
-			ArgumentsHash:  c.rec.ArgumentsHash,
-			DefinitionHash: t.Status.DefinitionHash,
-			ExpiresAt:      metav1.Time{Time: time.Unix(s.Expires, 0)},
-			Decision:       mcpv1alpha1.CallPending,
-		},
-	}
+	key := callKey(id.Username, t.Name, t.Status.DefinitionHash, c.rec.ArgumentsHash)
+	a := callApproval(id, c, spentAnswerPrefix+hex.EncodeToString(h[:])[:40], key, time.Unix(s.Expires, 0))
 	a.Spec.Seal = sealOf(ks.Current, a)
 	if err := g.Approvals.Create(ctx, a); err != nil {
 		if apierrors.IsAlreadyExists(err) {

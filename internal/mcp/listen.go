@@ -102,14 +102,8 @@ func (s *stream) close() {
 // egress grant on its context like every leg, the credential as on every
 // leg, and the operation budget for the time until the caller calls ready.
 func (o *operation) openStream(ctx context.Context, httpMethod string, l leg, body []byte) (*stream, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, o.fail(KindCancelled, l.method, err)
-	}
-	if o.budget.exhausted() {
-		return nil, o.budgetErr(l.method, nil)
-	}
-	if c := o.ep.Credential; c != nil && !c.Expires.IsZero() && !o.c.now().Before(c.Expires) {
-		return nil, o.fail(KindCredentialExpired, l.method, nil)
+	if err := o.mayStart(ctx, l); err != nil {
+		return nil, err
 	}
 	share := o.budget.legTimeout()
 	streamCtx, cancel := context.WithCancel(withLegShare(egress.WithGrant(ctx, o.grant), share))

@@ -76,19 +76,28 @@ type legResult struct {
 	sentSession bool
 }
 
+// mayStart refuses a leg before anything is sent: the caller gave up, the
+// operation's budget is spent, or the credential has expired.
+func (o *operation) mayStart(ctx context.Context, l leg) error {
+	if err := ctx.Err(); err != nil {
+		return o.fail(KindCancelled, l.method, err)
+	}
+	if o.budget.exhausted() {
+		return o.budgetErr(l.method, nil)
+	}
+	if c := o.ep.Credential; c != nil && !c.Expires.IsZero() && !o.c.now().Before(c.Expires) {
+		return o.fail(KindCredentialExpired, l.method, nil)
+	}
+	return nil
+}
+
 // exchange performs one leg under the operation's budget and returns the
 // HTTP outcome. It fails only where there is no status to look at: refusals
 // before sending, transport failures, and bodies that cannot be read or
 // break the strictness rules.
 func (o *operation) exchange(ctx context.Context, l leg) (*legResult, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, o.fail(KindCancelled, l.method, err)
-	}
-	if o.budget.exhausted() {
-		return nil, o.budgetErr(l.method, nil)
-	}
-	if c := o.ep.Credential; c != nil && !c.Expires.IsZero() && !o.c.now().Before(c.Expires) {
-		return nil, o.fail(KindCredentialExpired, l.method, nil)
+	if err := o.mayStart(ctx, l); err != nil {
+		return nil, err
 	}
 
 	var (
