@@ -290,6 +290,19 @@ func reviewItem(t *mcpv1alpha1.McpTool) (ReviewItem, bool) {
 			item.Warnings = append(item.Warnings, c.Type+": "+c.Reason+": "+review.OneLine(c.Message, 1024))
 		}
 	}
+	// How the definition drifted, when the importer's record is of the
+	// definition shown (an older record says nothing about this one).
+	if d := t.Status.Drift; d != nil && d.ToHash == t.Status.DefinitionHash {
+		cats := make([]string, 0, len(d.Categories))
+		for _, c := range d.Categories {
+			cats = append(cats, string(c))
+		}
+		w := "Drift: " + strings.Join(cats, ", ")
+		if len(d.Details) > 0 {
+			w += ": " + review.OneLine(strings.Join(d.Details, "; "), 2048)
+		}
+		item.Warnings = append(item.Warnings, w)
+	}
 	return item, true
 }
 

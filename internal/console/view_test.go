@@ -1,6 +1,7 @@
 package console
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,9 @@ func TestTheViewQueuesEveryUnapprovedDefinitionAndCountsEachToolOnce(t *testing.
 	drifted.Status.ApprovedDefinition = &mcpv1alpha1.ToolDefinition{Hash: hash("c"), Description: "does drifted",
 		InputSchema: &apiextensionsv1.JSON{Raw: []byte(`{"type":"object"}`)}}
 	drifted.Status.Description = "does drifted\nand mails it <script>x()</script> \u202eelsewhere"
+	drifted.Status.Drift = &mcpv1alpha1.DefinitionDrift{FromHash: hash("c"), ToHash: hash("d"),
+		Categories: []mcpv1alpha1.DriftCategory{"HiddenCharacters", "TextChanged"}, Details: []string{"description: bidi control"}}
+	fresh.Status.Drift = &mcpv1alpha1.DefinitionDrift{ToHash: hash("0"), Categories: []mcpv1alpha1.DriftCategory{"SchemaWidened"}}
 	off := tool("off", false, hash("e"), hash("e"), metav1.ConditionFalse, mcpv1alpha1.ReasonDisabled)
 	notImported := tool("later", false, "", "", metav1.ConditionFalse, mcpv1alpha1.ReasonNotImported)
 	srv := &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "docs"}, Spec: mcpv1alpha1.McpServerSpec{DataClass: mcpv1alpha1.DataClassInternal}}
@@ -59,6 +63,12 @@ func TestTheViewQueuesEveryUnapprovedDefinitionAndCountsEachToolOnce(t *testing.
 	}
 	if strings.ContainsAny(joined, "\u202e\x1b") {
 		t.Errorf("a control character reached the view: %q", joined)
+	}
+	if !slices.Contains(d.Warnings, "Drift: HiddenCharacters, TextChanged: description: bidi control") {
+		t.Errorf("the drifted review does not say how the definition drifted: %q", d.Warnings)
+	}
+	if w := strings.Join(v.Reviews[1].Warnings, "\n"); strings.Contains(w, "Drift") {
+		t.Errorf("a drift record of another definition is shown: %q", w)
 	}
 	if len(v.Reviews[1].Approved) != 0 || len(v.Reviews[1].Diff) != 0 {
 		t.Errorf("a new tool has nothing approved to compare with: %+v", v.Reviews[1])
