@@ -14,7 +14,10 @@ IMG           ?= mcp-catalog-operator:dev
 VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 LDFLAGS        = -X github.com/mcp-catalog/operator/internal/version.stamped=$(VERSION)
 BIN           ?= bin
-GOTEST_FLAGS  ?=
+# go test's own 10-minute limit per package is what the controller suite
+# (about 4 minutes alone on two cores) reaches on a machine busy with other
+# work; a hung test still ends the run.
+GOTEST_FLAGS  ?= -timeout 30m
 # Packages whose tests need no control plane (see hack/unit-pkgs.sh).
 UNIT_PKGS      = $(shell hack/unit-pkgs.sh)
 # A package that mixes both kinds: test-unit runs it without its control-plane tests.

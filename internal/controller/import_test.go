@@ -28,7 +28,9 @@ var _ = Describe("Import", func() {
 			// read under the race detector can need more.
 			createServer(ns, "big", up.URL, withMaxTools(3000), withTimeout(min(bound(20*time.Second), 5*time.Minute)))
 
-			srv := waitReady(ns, "big", 2*time.Minute)
+			// An upper bound, not a target: the import's speed is a
+			// benchmark's business, and a loaded machine needs more.
+			srv := waitReady(ns, "big", 5*time.Minute)
 			Expect(srv.Status.Tools).To(Equal(&mcpv1alpha1.ToolCounts{Offered: offered, Imported: offered, DefinitionBytes: srv.Status.Tools.DefinitionBytes}))
 			// What the tools store counts against the namespace's limit.
 			Expect(srv.Status.Tools.DefinitionBytes).To(BeNumerically(">", offered*64))

@@ -724,8 +724,10 @@ func TestDeadlinesAndCancellation(t *testing.T) {
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("returned after %v", d)
 		}
-		if n := as.requests.Load(); n != 1 {
-			t.Errorf("requests = %d, want 1: an exchange is never retried", n)
+		// On a loaded machine the ceiling can pass before the request
+		// arrives; what must never happen is a second one.
+		if n := as.requests.Load(); n > 1 {
+			t.Errorf("requests = %d, want at most 1: an exchange is never retried", n)
 		}
 	})
 
