@@ -8,18 +8,24 @@
 #   krew/mcp.yaml                                      the krew manifest with each archive's sha256
 #
 #   VERSION=vX.Y.Z hack/release.sh
+#   hack/release.sh --platforms    prints the plugin's platforms of every release
 #
 # Refuses to run without a CHANGELOG.md entry for VERSION, so nothing is
 # released that nobody described.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "${here}/.." && pwd)
+every_cli_platform="linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64"
+if [[ ${1:-} == --platforms ]]; then
+	echo "${every_cli_platform}"
+	exit 0
+fi
 version=${VERSION:?VERSION=vX.Y.Z is required}
 dist=${DIST:-${root}/dist}
 changelog=${CHANGELOG:-${root}/CHANGELOG.md}
 image_repo=${IMAGE_REPO:-ghcr.io/mcp-catalog/mcp-catalog-operator}
 release_url=${RELEASE_URL:-https://github.com/mcp-catalog/operator/releases/download}
-cli_platforms=${CLI_PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64}
+cli_platforms=${CLI_PLATFORMS:-${every_cli_platform}}
 ldflags="-X github.com/mcp-catalog/operator/internal/version.stamped=${version}"
 # Builds run in parallel, JOBS at a time (default: one per core).
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}

@@ -8,11 +8,11 @@
 package controlplane
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -74,10 +74,25 @@ func WithControllers(controllers ...string) Option {
 	return func(c *config) { c.controllers = append(c.controllers, controllers...) }
 }
 
-// CRDDir is config/crd/bases of this module, wherever a test runs from.
+// CRDDir is config/crd/bases of this module, found from the working
+// directory up (go test runs a test in its package's directory). It does
+// not ask the runtime where this file was compiled: with -trimpath, as make
+// builds everything, that is a module path rather than a directory.
 func CRDDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "config", "crd", "bases")
+	dir, err := os.Getwd()
+	if err != nil {
+		return filepath.Join("config", "crd", "bases")
+	}
+	for {
+		if mod, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.HasPrefix(mod, []byte("module github.com/mcp-catalog/operator\n")) {
+			return filepath.Join(dir, "config", "crd", "bases")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return filepath.Join("config", "crd", "bases")
+		}
+		dir = parent
+	}
 }
 
 // Start starts a control plane for tb and stops it when tb ends. A failure

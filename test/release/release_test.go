@@ -3,12 +3,13 @@
 // (not through the library that wrote it), install.yaml against a real API
 // server, the krew manifest against the archives it names.
 //
-// `make test` builds the release before `go test` runs (a release is eight
-// cross-platform builds, more than a test should spend of go test's time on
-// a machine with an empty build cache) and names it in RELEASE_DIST, with
-// the version and image repository it was built with in RELEASE_VERSION and
-// RELEASE_IMAGE_REPO. Without RELEASE_DIST the test builds a release itself
-// with hack/release.sh, for this machine's platform only.
+// `make test` builds the release before `go test` runs (cross-platform
+// builds, more than a test should spend of go test's time on a machine with
+// an empty build cache) and names it in RELEASE_DIST, with the version, image
+// repository and plugin platforms it was built with in RELEASE_VERSION,
+// RELEASE_IMAGE_REPO and RELEASE_CLI_PLATFORMS. Without RELEASE_DIST the test
+// builds a release itself with hack/release.sh, for this machine's platform
+// only.
 package release
 
 import (
@@ -46,10 +47,12 @@ var (
 	imageRepo = envOr("RELEASE_IMAGE_REPO", "registry.example.test/mcp-catalog-operator")
 	// prebuilt is the release make test built, "" when the test builds one.
 	prebuilt = os.Getenv("RELEASE_DIST")
-	// cliPlatforms and imagePlatforms are those of every release
-	// (hack/release.sh), or, for a release this test builds, this
+	// everyCLIPlatform is what every release ships the plugin for.
+	everyCLIPlatform = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64", "windows/arm64"}
+	// cliPlatforms and imagePlatforms are those of the release under test:
+	// what make test built it for, or, for a release this test builds, this
 	// machine's alone.
-	cliPlatforms   = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64", "windows/arm64"}
+	cliPlatforms   = strings.Fields(envOr("RELEASE_CLI_PLATFORMS", strings.Join(everyCLIPlatform, " ")))
 	imagePlatforms = []string{"linux/amd64", "linux/arm64"}
 )
 
@@ -89,6 +92,24 @@ func runRelease(t *testing.T, dist, changelog string) (string, error) {
 		"CLI_PLATFORMS="+strings.Join(cliPlatforms, " "), "IMAGE_PLATFORMS="+strings.Join(imagePlatforms, " "))
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// TestEveryReleaseShipsThePluginForSixPlatforms checks the platforms a
+// release builds when nobody narrows them, as `make release` does: the
+// release make test checks may hold fewer (see the Makefile).
+func TestEveryReleaseShipsThePluginForSixPlatforms(t *testing.T) {
+	out, err := exec.Command(filepath.Join(repoRoot(t), "hack", "release.sh"), "--platforms").CombinedOutput()
+	if err != nil {
+		t.Fatalf("hack/release.sh --platforms: %v\n%s", err, out)
+	}
+	if got := strings.Fields(string(out)); !slices.Equal(got, everyCLIPlatform) {
+		t.Errorf("a release builds the plugin for %v, want %v", got, everyCLIPlatform)
+	}
+	for _, p := range cliPlatforms {
+		if !slices.Contains(everyCLIPlatform, p) {
+			t.Errorf("the release under test has %s, which no release ships", p)
+		}
+	}
 }
 
 func TestReleaseRefusesWithoutAChangelogEntry(t *testing.T) {
