@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -40,12 +41,14 @@ type seen struct {
 	header, state, inMeta string
 	metaState             string
 	protocol              string
+	// everything is every header and the whole _meta of the call.
+	everything string
 }
 
 func (s *seen) get() seen {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return seen{calls: s.calls, header: s.header, state: s.state, inMeta: s.inMeta, metaState: s.metaState, protocol: s.protocol}
+	return seen{calls: s.calls, header: s.header, state: s.state, inMeta: s.inMeta, metaState: s.metaState, protocol: s.protocol, everything: s.everything}
 }
 
 // recordingUpstream is a real go-sdk MCP server whose one tool, echo,
@@ -68,6 +71,8 @@ func recordingUpstream(t *testing.T, legacy bool) (*httptest.Server, *seen) {
 			rec.inMeta, _ = req.Params.Meta["traceparent"].(string)
 			rec.metaState, _ = req.Params.Meta["tracestate"].(string)
 			rec.protocol = req.ProtocolVersion()
+			meta, _ := json.Marshal(req.Params.Meta)
+			rec.everything = fmt.Sprint(req.Extra.Header) + string(meta)
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
 		})
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
@@ -196,9 +201,10 @@ func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]string {
 }
 
 // One call, traced: a server span continuing the agent's trace, the
-// upstream call a client span under it, and the client span's context
-// what the upstream received, in the headers always and in _meta where
-// 2026-07-28 reserves the keys for it.
+// upstream call a client span that starts a trace of its own linked to
+// the server span, and the client span's context what the upstream
+// received, in the headers always and in _meta where 2026-07-28 reserves
+// the keys for it.
 func TestTracingFollowsACallUpstream(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -241,8 +247,11 @@ func TestTracingFollowsACallUpstream(t *testing.T) {
 			if server.SpanContext().TraceID() != agentTrace || server.Parent().SpanID() != agentSpan || !server.Parent().IsRemote() {
 				t.Errorf("the server span does not continue the agent's trace: parent %v", server.Parent())
 			}
-			if client.Parent().SpanID() != server.SpanContext().SpanID() || client.SpanContext().TraceID() != agentTrace {
-				t.Errorf("the client span is not the server span's child: parent %v", client.Parent())
+			if client.Parent().IsValid() || client.SpanContext().TraceID() == agentTrace {
+				t.Errorf("the client span continues the agent's trace: parent %v, trace %s", client.Parent(), client.SpanContext().TraceID())
+			}
+			if l := client.Links(); len(l) != 1 || !l[0].SpanContext.Equal(server.SpanContext()) {
+				t.Errorf("the client span's links %v, want one to the server span %v", l, server.SpanContext())
 			}
 			sa, ca := attrs(server), attrs(client)
 			for key, want := range map[attribute.Key]string{
@@ -272,7 +281,7 @@ func TestTracingFollowsACallUpstream(t *testing.T) {
 			}
 
 			// What the upstream received is the client span's context.
-			want := "00-" + agentTrace.String() + "-" + client.SpanContext().SpanID().String() + "-01"
+			want := "00-" + client.SpanContext().TraceID().String() + "-" + client.SpanContext().SpanID().String() + "-01"
 			r := got.get()
 			if r.calls != 1 || r.protocol != tc.protocol {
 				t.Fatalf("upstream saw %d calls in %q", r.calls, r.protocol)
@@ -280,13 +289,13 @@ func TestTracingFollowsACallUpstream(t *testing.T) {
 			if r.header != want {
 				t.Errorf("traceparent header %q, want %q", r.header, want)
 			}
-			if r.state != "agent=1" {
-				t.Errorf("tracestate header %q, want the agent's", r.state)
+			if r.state != "" {
+				t.Errorf("tracestate header %q, want none", r.state)
 			}
-			wantMeta, wantMetaState := want, "agent=1"
+			wantMeta, wantMetaState := want, ""
 			if tc.legacy {
 				// The initialize era reserves no _meta key for it.
-				wantMeta, wantMetaState = "", ""
+				wantMeta = ""
 			}
 			if r.inMeta != wantMeta || r.metaState != wantMetaState {
 				t.Errorf("_meta traceparent %q tracestate %q, want %q %q", r.inMeta, r.metaState, wantMeta, wantMetaState)
@@ -298,6 +307,73 @@ func TestTracingFollowsACallUpstream(t *testing.T) {
 						t.Errorf("span %s attribute %s carries an argument or the token", s.Name(), kv.Key)
 					}
 				}
+			}
+		})
+	}
+}
+
+// The attack: an agent puts data in its trace context (a tracestate, a
+// baggage, the trace id itself), outside the arguments the gateway checks,
+// for the upstream server to read. The upstream gets a trace of the
+// gateway's instead: another trace id, no tracestate, no baggage, in the
+// headers and in _meta; the gateway's own trace links the two.
+func TestTheAgentsTraceContextDoesNotReachTheUpstream(t *testing.T) {
+	const (
+		state   = "agent=c2VjcmV0LWluLXRyYWNlc3RhdGU"
+		baggage = "leak=c2VjcmV0LWluLWJhZ2dhZ2U"
+	)
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			up, got := recordingUpstream(t, version != "2026-07-28")
+			spans := tracetest.NewSpanRecorder()
+			gw := observedGateway(t, up.URL, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var rt http.RoundTripper = bearerTransport{obsToken}
+			for name, value := range map[string]string{"traceparent": agentTraceparent, "tracestate": state, "baggage": baggage} {
+				rt = headerTransport{name, value, rt}
+			}
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx,
+				&sdk.StreamableClientTransport{Endpoint: gw.URL + Path, HTTPClient: &http.Client{Transport: rt}},
+				&sdk.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			res := callAs(t, cs, echoLocal, sdk.Meta{"traceparent": agentTraceparent, "tracestate": state, "baggage": baggage})
+			if res.IsError {
+				t.Fatalf("the call failed: %s", resultText(res))
+			}
+
+			r := got.get()
+			if r.calls != 1 {
+				t.Fatalf("upstream saw %d calls", r.calls)
+			}
+			for what, leak := range map[string]string{
+				"the agent's trace id": agentTrace.String(), "the agent's span id": agentSpan.String(),
+				"the agent's tracestate": "c2VjcmV0LWluLXRyYWNlc3RhdGU", "the agent's baggage": "c2VjcmV0LWluLWJhZ2dhZ2U",
+			} {
+				if strings.Contains(r.everything, leak) {
+					t.Errorf("the upstream received %s: %s", what, r.everything)
+				}
+			}
+			upstreamTrace, err := trace.TraceIDFromHex(strings.Split(r.header+"--", "-")[1])
+			if err != nil || upstreamTrace == agentTrace {
+				t.Fatalf("the upstream's traceparent %q does not start a trace of its own", r.header)
+			}
+
+			// The gateway's client span is that trace, linked to the agent's.
+			var client sdktrace.ReadOnlySpan
+			for _, s := range spans.Ended() {
+				if s.SpanKind() == trace.SpanKindClient {
+					client = s
+				}
+			}
+			if client == nil || client.SpanContext().TraceID() != upstreamTrace {
+				t.Fatalf("no client span in the upstream's trace %s", upstreamTrace)
+			}
+			if l := client.Links(); len(l) != 1 || l[0].SpanContext.TraceID() != agentTrace {
+				t.Errorf("the client span's links %v, want one into the agent's trace %s", l, agentTrace)
 			}
 		})
 	}

@@ -48,9 +48,14 @@ func (g *Gateway) send(ctx context.Context, id *Identity, c *callScope) (*mcp.Ca
 	return out, err
 }
 
-// startUpstream begins the client span of the upstream call, a child of the
-// call's server span, and returns the trace context to send with it. It
-// returns a zero TraceContext and a nil span when tracing is off.
+// startUpstream begins the client span of the upstream call and returns the
+// trace context to send with it. The span is the root of a trace of its
+// own, linked to the call's server span: the agent's trace id, span id and
+// tracestate are the agent's, not the server's to receive, and would carry
+// whatever the agent put in them outside the arguments the gateway checked
+// (docs/adr/034-what-leaves-beside-the-arguments.md). The link keeps the
+// two traces joined for whoever reads the gateway's traces. It returns a
+// zero TraceContext and a nil span when tracing is off.
 func (g *Gateway) startUpstream(ctx context.Context, srv *mcpv1alpha1.McpServer, t *mcpv1alpha1.McpTool) (context.Context, trace.Span, mcp.TraceContext) {
 	if g.tracer == nil {
 		return ctx, nil, mcp.TraceContext{}
@@ -74,10 +79,13 @@ func (g *Gateway) startUpstream(ctx context.Context, srv *mcpv1alpha1.McpServer,
 			attrs = append(attrs, attribute.Int("server.port", p))
 		}
 	}
-	ctx, span := g.tracer.Start(ctx, "tools/call "+t.Spec.RemoteName, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	ctx, span := g.tracer.Start(ctx, "tools/call "+t.Spec.RemoteName,
+		trace.WithNewRoot(), trace.WithLinks(trace.LinkFromContext(ctx)),
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	carrier := propagation.MapCarrier{}
 	traceContext.Inject(ctx, carrier)
-	return ctx, span, mcp.TraceContext{Traceparent: carrier.Get("traceparent"), Tracestate: carrier.Get("tracestate")}
+	// The gateway keeps no tracestate of its own, so none is sent.
+	return ctx, span, mcp.TraceContext{Traceparent: carrier.Get("traceparent")}
 }
 
 // endUpstream ends the client span with what the MCP client reported.

@@ -22,7 +22,7 @@ import (
 var _ = Describe("Observability", func() {
 	const echo = mcpserver.ToolEcho
 
-	It("counts a call under its tool and traces it through the manager's gateway, continuing the agent's trace", func() {
+	It("counts a call under its tool and traces it through the manager's gateway, continuing the agent's trace and linking the upstream's", func() {
 		ns := newNamespace()
 		docs := newUpstream(ns, "docs", mcpserver.Options{Stateless: true}, []string{echo})
 		a := newAgent(ns, "bot")
@@ -40,22 +40,23 @@ var _ = Describe("Observability", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.IsError).To(BeFalse(), text(res))
 
-		var server, client sdktrace.ReadOnlySpan
+		var server sdktrace.ReadOnlySpan
 		for _, s := range spans.Ended() {
-			if s.SpanContext().TraceID() != agentTrace {
-				continue
-			}
-			switch s.SpanKind() {
-			case trace.SpanKindServer:
+			if s.SpanContext().TraceID() == agentTrace && s.SpanKind() == trace.SpanKindServer {
 				server = s
-			case trace.SpanKindClient:
-				client = s
 			}
 		}
 		Expect(server).NotTo(BeNil(), "no server span in the agent's trace")
-		Expect(client).NotTo(BeNil(), "no client span in the agent's trace")
+		var client sdktrace.ReadOnlySpan
+		for _, s := range spans.Ended() {
+			if s.SpanKind() == trace.SpanKindClient && len(s.Links()) == 1 && s.Links()[0].SpanContext.Equal(server.SpanContext()) {
+				client = s
+			}
+		}
+		Expect(client).NotTo(BeNil(), "no client span linked to the server span")
 		Expect(server.Name()).To(Equal("tools/call " + docs.local(echo)))
-		Expect(client.Parent().SpanID()).To(Equal(server.SpanContext().SpanID()))
+		Expect(client.SpanContext().TraceID()).NotTo(Equal(agentTrace), "the upstream call continues the agent's trace")
+		Expect(client.Parent().IsValid()).To(BeFalse())
 		Expect(server.Attributes()).To(ContainElements(
 			attribute.String("mcp_catalog.tool", docs.object(echo)),
 			attribute.String("mcp_catalog.outcome", gateway.OutcomeSucceeded),
