@@ -99,14 +99,17 @@ type TLSSettings struct {
 // CABundleReference names one key of a ConfigMap or of a Secret, in the
 // referring object's own namespace, holding PEM-encoded CA certificates. A
 // CA bundle is public: a ConfigMap is the natural home, a Secret is accepted
-// for teams that keep it there.
+// for teams that keep it there once it carries the label
+// mcp.catalog.dev/ca-bundle: "true" (or mcp.catalog.dev/credential: "true").
 // +kubebuilder:validation:XValidation:rule="[has(self.configMapKeyRef), has(self.secretKeyRef)].filter(x, x).size() == 1",message="caBundleRef needs exactly one of configMapKeyRef or secretKeyRef"
 type CABundleReference struct {
 	// configMapKeyRef names the ConfigMap key holding the bundle.
 	// +optional
 	ConfigMapKeyRef *ConfigMapKeySelector `json:"configMapKeyRef,omitempty"`
 
-	// secretKeyRef names the Secret key holding the bundle.
+	// secretKeyRef names the Secret key holding the bundle. The Secret is
+	// read only once it carries the label mcp.catalog.dev/ca-bundle: "true"
+	// (or mcp.catalog.dev/credential: "true").
 	// +optional
 	SecretKeyRef *SecretKeySelector `json:"secretKeyRef,omitempty"`
 }

@@ -76,12 +76,13 @@ const (
 	// a usable URL (absolute http(s) with a host, no user information or
 	// fragment, https unless allowCredentialOverHTTP).
 	ReasonSecretURLInvalid = "SecretURLInvalid"
-	// ReasonCABundleNotFound: the ConfigMap or Secret spec.tls.caBundleRef
-	// names, or its key, does not exist.
-	ReasonCABundleNotFound = "CABundleNotFound"
-	// ReasonCABundleInvalid: the CA bundle holds no PEM certificate, or one
-	// that cannot be parsed.
-	ReasonCABundleInvalid = "CABundleInvalid"
+	// ReasonCABundleNotUsable: the CA bundle spec.tls.caBundleRef names
+	// cannot be used. It is the one reason for every cause (no such
+	// ConfigMap or Secret, a Secret without LabelCABundle, no such key, no
+	// PEM certificate or one that does not parse, the operator may not read
+	// the object), so that whoever writes the reference learns nothing about
+	// a Secret they may not read; the operator logs the cause at debug level.
+	ReasonCABundleNotUsable = "CABundleNotUsable"
 	// ReasonProfileNotFound: the referenced McpDelegationProfile is missing.
 	ReasonProfileNotFound = "ProfileNotFound"
 	// ReasonProfileNotReady: the referenced McpDelegationProfile is not Ready.
@@ -213,6 +214,17 @@ const (
 
 	// LabelCredentialValue is the only value of LabelCredential that opts in.
 	LabelCredentialValue = "true"
+
+	// LabelCABundle="true" on a Secret lets the operator read it as a CA
+	// bundle (spec.tls.caBundleRef). A CA bundle is only used to verify a
+	// peer and never sent, but reading a Secret on behalf of whoever names it
+	// still tells them something about it; whoever labels the Secret agrees
+	// to that. A Secret labelled LabelCredential agreed to more (its value may
+	// be sent), so it may be read as a bundle too. ConfigMaps need no label.
+	LabelCABundle = "mcp.catalog.dev/ca-bundle"
+
+	// LabelCABundleValue is the only value of LabelCABundle that opts in.
+	LabelCABundleValue = "true"
 
 	// AnnotationRequestedImportAt on an McpServer requests an import; any new
 	// value triggers one, and status.lastHandledImportAt echoes it.

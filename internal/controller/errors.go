@@ -78,17 +78,17 @@ func asStalling(err error) (*stallingError, bool) {
 
 // classifyReference turns a failure to resolve what an object references
 // into its class: a reference not there yet waits, and so does a CA bundle
-// without a usable certificate (it is cured by editing the ConfigMap or
-// Secret, which nothing watches, so a stall would never notice the cure);
-// anything else is transient.
+// that cannot be used (it is cured by creating, labelling or editing the
+// ConfigMap or Secret, which nothing watches, so a stall would never notice
+// the cure); anything else is transient.
 func classifyReference(err error, retry time.Duration) error {
 	var missing *credentials.MissingError
 	if errors.As(err, &missing) {
 		return &waitingError{after: retry, reason: missing.Reason, err: missing.Err}
 	}
-	var invalid *credentials.InvalidCABundleError
-	if errors.As(err, &invalid) {
-		return &waitingError{after: retry, reason: mcpv1alpha1.ReasonCABundleInvalid, err: invalid}
+	var unusable *credentials.UnusableCABundleError
+	if errors.As(err, &unusable) {
+		return &waitingError{after: retry, reason: mcpv1alpha1.ReasonCABundleNotUsable, err: unusable}
 	}
 	return err
 }

@@ -65,10 +65,10 @@ func TestClassifyReference(t *testing.T) {
 	if !ok || w.after != 7*time.Second || w.reason != mcpv1alpha1.ReasonProfileNotReady {
 		t.Errorf("missing reference = %+v, want a 7s wait with its reason", w)
 	}
-	invalid := &credentials.InvalidCABundleError{Err: errors.New("no certificate")}
-	w, ok = asWaiting(classifyReference(fmt.Errorf("resolving: %w", invalid), 7*time.Second))
-	if !ok || w.after != 7*time.Second || w.reason != mcpv1alpha1.ReasonCABundleInvalid {
-		t.Errorf("unusable CA bundle = %+v, want a 7s wait with CABundleInvalid", w)
+	unusable := &credentials.UnusableCABundleError{}
+	w, ok = asWaiting(classifyReference(fmt.Errorf("resolving: %w", unusable), 7*time.Second))
+	if !ok || w.after != 7*time.Second || w.reason != mcpv1alpha1.ReasonCABundleNotUsable {
+		t.Errorf("unusable CA bundle = %+v, want a 7s wait with CABundleNotUsable", w)
 	}
 	boom := errors.New("the API server is away")
 	got := classifyReference(boom, time.Second)

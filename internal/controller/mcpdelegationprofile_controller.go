@@ -103,7 +103,7 @@ func setProfileConditions(p *mcpv1alpha1.McpDelegationProfile, failure error, no
 	case waiting:
 		set(mcpv1alpha1.ConditionReady, metav1.ConditionFalse, w.reason, w.err.Error())
 		waitingFor := "waiting for the client secret"
-		if w.reason == mcpv1alpha1.ReasonCABundleNotFound || w.reason == mcpv1alpha1.ReasonCABundleInvalid {
+		if w.reason == mcpv1alpha1.ReasonCABundleNotUsable {
 			waitingFor = "waiting for the token endpoint's CA bundle"
 		}
 		set(mcpv1alpha1.ConditionReconciling, metav1.ConditionTrue, mcpv1alpha1.ReasonProgressing, waitingFor)

@@ -12,45 +12,50 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/cabundle"
+	"github.com/mcp-catalog/operator/internal/logging"
 )
 
-// InvalidCABundleError says the referenced CA bundle was read but holds no
-// usable certificate. Its text names the object and key, never the
-// content. Like a bad credential value it is cured by editing the
-// referenced object, which is not watched, so callers retry it.
-type InvalidCABundleError struct {
-	Err error
-}
+// CABundleNotUsableMessage is the text of every *UnusableCABundleError.
+const CABundleNotUsableMessage = "the CA bundle spec.tls.caBundleRef names cannot be used: it must be a key, holding PEM-encoded CA certificates that parse, " +
+	"of a ConfigMap or of a Secret labelled " + mcpv1alpha1.LabelCABundle + `="` + mcpv1alpha1.LabelCABundleValue + `"` + " in this namespace"
 
-func (e *InvalidCABundleError) Error() string { return e.Err.Error() }
-func (e *InvalidCABundleError) Unwrap() error { return e.Err }
+// UnusableCABundleError says the CA bundle spec.tls.caBundleRef names
+// cannot be used. It reads the same whatever the cause: the object or its
+// key is missing, the Secret did not opt in, the key holds no certificate
+// or one that does not parse, or the operator may not read the object.
+// Whoever may write the reference may not be allowed to read the Secret, and
+// telling the causes apart would tell them whether a Secret of that name
+// exists and what it holds. The cause is logged at debug level, naming the
+// object and key and never the content. Like a missing credential it is
+// cured by editing the referenced object, which is not watched, so callers
+// wait and look again.
+type UnusableCABundleError struct{}
+
+func (e *UnusableCABundleError) Error() string { return CABundleNotUsableMessage }
 
 // CABundle reads and parses the CA bundle tls names, from a ConfigMap or a
 // Secret in ns, with a direct read from the API server (neither kind is
 // watched or listed; docs/adr/003-secret-access.md). It returns nil when tls
-// names none. A missing object or key is a *MissingError with the reason
-// CABundleNotFound; a bundle without a parsable certificate is an
-// *InvalidCABundleError.
+// names none, and *UnusableCABundleError when the bundle cannot be used;
+// other errors are failures to reach the API server.
 //
-// A bundle held in a Secret is read without the credential opt-in a
-// Secret needs before its value is sent anywhere: CA certificates are
-// public, and the bundle is only used to verify a server, never sent.
+// A Secret is read only when it opted in with LabelCABundle, or with
+// LabelCredential, which consents to more. A bundle is never sent anywhere,
+// but the answer to "is it usable" is still something its reader learns.
 func CABundle(ctx context.Context, r client.Reader, ns string, tls *mcpv1alpha1.TLSSettings) (*cabundle.Bundle, error) {
 	if tls == nil || tls.CABundleRef == nil {
 		return nil, nil
 	}
 	ref := tls.CABundleRef
 	var (
-		data     []byte
-		kind     string
-		name     string
-		key      string
-		obj      client.Object
-		notFound = func() error {
-			return &MissingError{Reason: mcpv1alpha1.ReasonCABundleNotFound,
-				Err: fmt.Errorf("no %s %q in namespace %q (spec.tls.caBundleRef)", kind, name, ns)}
-		}
+		kind, name, key string
+		obj             client.Object
 	)
+	unusable := func(cause string) error {
+		logging.FromContext(ctx, logging.Credentials).V(logging.Debug).Info("the CA bundle spec.tls.caBundleRef names is not usable",
+			"kind", kind, "namespace", ns, "name", name, "key", key, "cause", cause)
+		return &UnusableCABundleError{}
+	}
 	switch {
 	case ref.ConfigMapKeyRef != nil:
 		kind, name, key = "ConfigMap", ref.ConfigMapKeyRef.Name, ref.ConfigMapKeyRef.Key
@@ -61,14 +66,18 @@ func CABundle(ctx context.Context, r client.Reader, ns string, tls *mcpv1alpha1.
 	default:
 		// The API server refuses this; objects stored before the rule
 		// existed are refused here.
-		return nil, &InvalidCABundleError{Err: errors.New("spec.tls.caBundleRef names neither a ConfigMap nor a Secret")}
+		return nil, unusable("names neither a ConfigMap nor a Secret")
 	}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, notFound()
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, unusable("no such object")
+		case apierrors.IsForbidden(err):
+			return nil, unusable("the operator may not read it")
 		}
-		return nil, fmt.Errorf("reading %s %q: %w", kind, name, err)
+		return nil, fmt.Errorf("reading the CA bundle spec.tls.caBundleRef names: %w", err)
 	}
+	var data []byte
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
 		if v, ok := o.Data[key]; ok {
@@ -77,15 +86,31 @@ func CABundle(ctx context.Context, r client.Reader, ns string, tls *mcpv1alpha1.
 			data = o.BinaryData[key]
 		}
 	case *corev1.Secret:
+		if !caBundleOptedIn(o) {
+			// Not a byte of it is looked at.
+			return nil, unusable(fmt.Sprintf("the Secret carries neither %s=%q nor %s=%q",
+				mcpv1alpha1.LabelCABundle, mcpv1alpha1.LabelCABundleValue, mcpv1alpha1.LabelCredential, mcpv1alpha1.LabelCredentialValue))
+		}
 		data = o.Data[key]
 	}
 	if len(data) == 0 {
-		return nil, &MissingError{Reason: mcpv1alpha1.ReasonCABundleNotFound,
-			Err: fmt.Errorf("the %s %q has no non-empty key %q (spec.tls.caBundleRef)", kind, name, key)}
+		return nil, unusable("no such key, or it is empty")
 	}
 	b, err := cabundle.Parse(data)
 	if err != nil {
-		return nil, &InvalidCABundleError{Err: fmt.Errorf("the %s %q key %q (spec.tls.caBundleRef): %w", kind, name, key, err)}
+		var invalid *cabundle.InvalidError
+		if !errors.As(err, &invalid) {
+			return nil, unusable("it cannot be parsed")
+		}
+		// The parser's errors name a certificate's position and the x509
+		// failure, never the bytes.
+		return nil, unusable(invalid.Error())
 	}
 	return b, nil
+}
+
+// caBundleOptedIn reports whether a Secret agreed to be read as a CA bundle.
+func caBundleOptedIn(s *corev1.Secret) bool {
+	return s.Labels[mcpv1alpha1.LabelCABundle] == mcpv1alpha1.LabelCABundleValue ||
+		s.Labels[mcpv1alpha1.LabelCredential] == mcpv1alpha1.LabelCredentialValue
 }

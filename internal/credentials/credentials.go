@@ -68,7 +68,8 @@ type Resolver struct {
 }
 
 // SecretValue reads one key of a Secret in ns. It is the only place the
-// operator reads a Secret's data, and it refuses a Secret that does not
+// operator reads a credential from a Secret (CABundle reads CA bundles,
+// behind a label of their own), and it refuses a Secret that does not
 // carry the label mcp.catalog.dev/credential="true": referencing a Secret
 // from an McpServer or McpDelegationProfile is not enough to send it
 // anywhere.

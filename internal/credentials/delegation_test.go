@@ -343,9 +343,9 @@ func TestProfileCABundleTrustsTheTokenEndpoint(t *testing.T) {
 	}}
 	must(t, kube.Update(ctx, &p))
 	_, err = f.resolver.ForCall(ctx, f.server, credentials.Actor{Username: actor})
-	var missing *credentials.MissingError
-	if !errors.As(err, &missing) || missing.Reason != mcpv1alpha1.ReasonCABundleNotFound {
-		t.Fatalf("bundle not there yet: %v, want %s", err, mcpv1alpha1.ReasonCABundleNotFound)
+	var unusable *credentials.UnusableCABundleError
+	if !errors.As(err, &unusable) {
+		t.Fatalf("bundle not there yet: %v, want an unusable CA bundle", err)
 	}
 
 	must(t, kube.Create(ctx, &corev1.ConfigMap{

@@ -124,7 +124,7 @@ func endUpstream(span trace.Span, info *mcp.CallInfo, out *mcp.CallOutcome, err 
 func failureKind(err error) mcp.Kind {
 	var de *credentials.DelegationError
 	var me *credentials.MissingError
-	var ce *credentials.InvalidCABundleError
+	var ce *credentials.UnusableCABundleError
 	switch {
 	case mcp.KindOf(err) != "":
 		return mcp.KindOf(err)
@@ -133,7 +133,7 @@ func failureKind(err error) mcp.Kind {
 	case errors.As(err, &me):
 		return mcp.Kind(me.Reason)
 	case errors.As(err, &ce):
-		return mcp.Kind(mcpv1alpha1.ReasonCABundleInvalid)
+		return mcp.Kind(mcpv1alpha1.ReasonCABundleNotUsable)
 	default:
 		return "CredentialUnavailable"
 	}

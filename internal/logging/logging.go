@@ -27,6 +27,8 @@ const (
 	Profiles = "profiles"
 	// Policies validates McpAccessPolicies.
 	Policies = "policies"
+	// Credentials reads what an object references: Secrets and CA bundles.
+	Credentials = "credentials"
 	// Gateway serves tools to agents.
 	Gateway = "gateway"
 	// Sweeper deletes expired McpCallApprovals.

@@ -18,8 +18,8 @@ import (
 
 // Endpoints builds ready endpoints. Its errors are those of
 // credentials.Resolver: *credentials.MissingError when a referenced object
-// is not there yet (a CA bundle included), *credentials.InvalidCABundleError
-// when spec.tls.caBundleRef holds no usable certificate,
+// is not there yet, *credentials.UnusableCABundleError when the CA bundle
+// spec.tls.caBundleRef names cannot be used,
 // *credentials.DelegationError when no token can be had for the actor,
 // credentials.ErrDelegationUnavailable, and otherwise a failure to read from
 // the API server.

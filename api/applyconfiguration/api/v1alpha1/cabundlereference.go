@@ -24,11 +24,14 @@ package v1alpha1
 // CABundleReference names one key of a ConfigMap or of a Secret, in the
 // referring object's own namespace, holding PEM-encoded CA certificates. A
 // CA bundle is public: a ConfigMap is the natural home, a Secret is accepted
-// for teams that keep it there.
+// for teams that keep it there once it carries the label
+// mcp.catalog.dev/ca-bundle: "true" (or mcp.catalog.dev/credential: "true").
 type CABundleReferenceApplyConfiguration struct {
 	// configMapKeyRef names the ConfigMap key holding the bundle.
 	ConfigMapKeyRef *ConfigMapKeySelectorApplyConfiguration `json:"configMapKeyRef,omitempty"`
-	// secretKeyRef names the Secret key holding the bundle.
+	// secretKeyRef names the Secret key holding the bundle. The Secret is
+	// read only once it carries the label mcp.catalog.dev/ca-bundle: "true"
+	// (or mcp.catalog.dev/credential: "true").
 	SecretKeyRef *SecretKeySelectorApplyConfiguration `json:"secretKeyRef,omitempty"`
 }
 
