@@ -190,7 +190,7 @@ func New(o Options) (*Gateway, error) {
 	})
 	verified := auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{})(g.budgeted(route))
 	mux := http.NewServeMux()
-	mux.Handle(Path, g.bad.middleware(g.now, verified))
+	mux.Handle(Path, g.bad.middleware(g.now, reviewUnavailable(verified)))
 	g.handler = mux
 	return g, nil
 }

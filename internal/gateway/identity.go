@@ -194,7 +194,8 @@ func newCallID() string {
 	return hex.EncodeToString(b)
 }
 
-// verify authenticates a bearer token. Any failure is a plain 401. A token
+// verify authenticates a bearer token. A token the review does not accept
+// is a plain 401; a review that could not be made is a 503. A token
 // whose review failed within the negative TTL is refused without another
 // review; only a failed review charges the token, and only that token.
 func (g *Gateway) verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
@@ -212,6 +213,9 @@ func (g *Gateway) verify(ctx context.Context, token string, _ *http.Request) (*a
 		} else {
 			logging.FromContext(ctx, logging.Gateway).Error(err, "authenticating a caller failed")
 			metrics.GatewayRefusals.WithLabelValues(RefusedDecisionFailed).Inc()
+			// Not a 401: the token may be good (unavailable.go).
+			markReviewFailed(ctx)
+			return nil, errReviewUnavailable
 		}
 		return nil, auth.ErrInvalidToken
 	}

@@ -62,7 +62,7 @@ func (g *Gateway) serverForRequest(r *http.Request, id *Identity) *sdk.Server {
 		t, err := g.visibleTool(r.Context(), id, r.Header.Get("Mcp-Name"))
 		if err != nil {
 			log.Error(err, "deciding the called tool failed")
-			return g.bareServer()
+			return g.undecidedServer()
 		}
 		if t == nil {
 			return g.servers.get(nil, func() *sdk.Server { return g.offering(log) })
@@ -72,15 +72,14 @@ func (g *Gateway) serverForRequest(r *http.Request, id *Identity) *sdk.Server {
 	tools, err := g.visibleTools(r.Context(), id)
 	if err != nil {
 		log.Error(err, "listing tools failed")
-		return g.bareServer()
+		return g.undecidedServer()
 	}
 	return g.offering(log, tools...)
 }
 
 // bareServer offers nothing and observes nothing: the SDK answers a call
-// on it with an unknown tool. It stands in where the tools cannot be
-// decided (the error is logged) and, for a request of an existing session,
-// where the SDK reads only the protocol versions.
+// on it with an unknown tool. It stands in, for a request of an existing
+// session, where the SDK reads only the protocol versions.
 func (g *Gateway) bareServer() *sdk.Server {
 	return sdk.NewServer(&sdk.Implementation{Name: "mcp-catalog-gateway", Version: g.Version}, &sdk.ServerOptions{
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},

@@ -82,10 +82,12 @@ func (t holdTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // managerConfig is the manager's API client configuration: the suite's,
-// with the tool controller's status writes holdable.
+// with the tool controller's status writes holdable and faults injectable.
 func managerConfig(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return holdTransport{next: rt, h: toolControllerWrites} })
+	// And the API server can fail under it (faults_test.go).
+	c.Wrap(api.Wrap)
 	return c
 }
 
