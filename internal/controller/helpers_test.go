@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -254,6 +255,12 @@ const (
 	faultHTML
 	faultForeignID
 	faultHang
+	// faultUnavailable answers 503, as a deployment with no ready pod
+	// behind its load balancer does.
+	faultUnavailable
+	// faultReset reads the request and drops the connection without an
+	// answer, as a server that crashes while handling it does.
+	faultReset
 )
 
 // newFront serves next (an MCP server's handler) on a fresh loopback port.
@@ -294,6 +301,13 @@ func newFront(next http.Handler) *front {
 			// Valid JSON-RPC, but the answer to a request nobody sent.
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":"not-yours","result":{}}`))
+		case faultUnavailable:
+			http.Error(w, "no healthy upstream", http.StatusServiceUnavailable)
+		case faultReset:
+			_, _ = io.Copy(io.Discard, r.Body)
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				_ = conn.Close()
+			}
 		case faultHang:
 			select {
 			case <-r.Context().Done():

@@ -15,6 +15,7 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/manager"
+	"github.com/mcp-catalog/operator/test/apifault"
 	"github.com/mcp-catalog/operator/test/capture"
 	"github.com/mcp-catalog/operator/test/testenv"
 )
@@ -31,6 +32,9 @@ var (
 
 	// requests records every request the manager sends to the API server.
 	requests = &requestLog{}
+	// api puts faults between the manager and the API server (the
+	// API-server fault specs); it passes every request unless a spec asks.
+	api = &apifault.Injector{}
 	// logs holds everything the manager logged, for the leak specs.
 	logs *capture.Buffer
 
@@ -85,6 +89,7 @@ const (
 func startManager(mutate ...func(*manager.Options)) *testenv.Manager {
 	mcfg := rest.CopyConfig(cfg)
 	mcfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, log: requests} })
+	mcfg.Wrap(api.Wrap)
 	opts := testenv.ManagerOptions()
 	// Few workers, so a hung server would visibly starve the others if it
 	// held a worker for longer than its own budget.
