@@ -85,6 +85,7 @@ func main() {
 	fs.DurationVar(&opts.GatewayAuditTimeout, "gateway-audit-timeout", opts.GatewayAuditTimeout, "How long one audit write may take before the call it describes is refused; 0 means 5s.")
 	fs.StringVar(&opts.TracingOTLPEndpoint, "tracing-otlp-endpoint", "", `OTLP/gRPC endpoint URL the gateway exports traces to (e.g. http://otel-collector.monitoring:4317); empty leaves tracing off unless OTEL_EXPORTER_OTLP_ENDPOINT is set.`)
 	fs.DurationVar(&opts.GatewayDenialWindow, "gateway-audit-denial-window", 0, "How long repeats of one refusal (same caller, tool and reason) are aggregated into one audit record; 0 means 1m.")
+	fs.DurationVar(&opts.GatewayListTTL, "gateway-list-ttl", 0, "How long an agent may use a tools/list result without asking again (ttlMs); 0 means 30s.")
 	fs.DurationVar(&opts.GatewayCredentialTTL, "gateway-credential-cache-ttl", 0, "How long the gateway keeps a credential Secret it read before reading it again (a rotation is used within it); 0 means 10s.")
 	b := &opts.GatewayBudgets
 	fs.Float64Var((*float64)(&b.ServiceAccountRate), "gateway-serviceaccount-rate", 0, "Requests a second one ServiceAccount may make to one gateway replica; 0 means 100.")

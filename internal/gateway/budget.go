@@ -207,7 +207,8 @@ func (b *budgeter) admit(id *Identity, inFlight bool) (release func(), refused *
 // (cached) and nothing else. Every method spends the rate budgets; only a
 // POST, which carries the work (a list, a call), holds a place in the
 // concurrency budgets while it is served, so that an open event stream
-// (GET) does not hold one for its whole session.
+// (GET, or a 2026-07-28 subscriptions/listen, bounded on its own in
+// changes.go) does not hold one for as long as it is open.
 func (g *Gateway) budgeted(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := identityOf(auth.TokenInfoFromContext(r.Context()))
@@ -215,7 +216,7 @@ func (g *Gateway) budgeted(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		release, over := g.budgets.admit(id, r.Method == http.MethodPost)
+		release, over := g.budgets.admit(id, r.Method == http.MethodPost && !listenRequest(r))
 		if over != nil {
 			g.refuseOverBudget(r.Context(), w, id, over)
 			return

@@ -71,9 +71,10 @@ func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.
 // refuseUnoffered answers a call of a tool this server did not offer the
 // caller: the decision says why (not servable, RBAC, ceiling), or that
 // there is no such tool, and the refusal is audited like any other. A tool
-// that became callable after a session began is refused too: the session
-// offers what was decided when it began, and a new session sees the
-// change.
+// that became callable after a session began is refused too until the
+// session is offered it (changes.go replaces a watched session's offer and
+// tells it; a session that is not watched keeps what was decided when it
+// began, and a new session sees the change).
 func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest) *sdk.CallToolResult {
 	id := identityOf(req.Extra.TokenInfo)
 	if id == nil {
@@ -98,5 +99,5 @@ func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest)
 		return refused
 	}
 	return g.deny(ctx, rec, t, DenyNotServable, DetailNotInSession,
-		"this tool was not offered when the session began; start a new session to use it")
+		"this tool is not offered to this session yet; list the tools again, or start a new session, to use it")
 }

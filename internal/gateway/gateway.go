@@ -86,6 +86,9 @@ type Options struct {
 	// Budgets bound the requests of each ServiceAccount and each
 	// namespace (budget.go); zero fields take the defaults.
 	Budgets Budgets
+	// ListTTL is the ttlMs of every list result (how long an agent may use
+	// a tools/list result without asking again); 0 means DefaultListTTL.
+	ListTTL time.Duration
 	// TracerProvider, if set, traces every tools/call: a server span per
 	// call, the upstream call a client span under it, and W3C trace
 	// context sent upstream. Nil traces nothing and propagates nothing.
@@ -111,6 +114,9 @@ type Gateway struct {
 	views toolview.Cache
 	// tracer is nil when tracing is off.
 	tracer trace.Tracer
+	// changes are the sessions and listen streams told when what their
+	// caller may see changes (changes.go).
+	changes *changes
 }
 
 // ErrMissingOption is returned by New when a required option is not set.
@@ -156,6 +162,7 @@ func New(o Options) (*Gateway, error) {
 	g.budgets = newBudgeter(o.Budgets, o.Now)
 	g.denials = newDenials(o.DenialWindow)
 	g.approver = approver{keys: g.approvalKeys, used: newNonceSet()}
+	g.changes = newChanges()
 	g.admission = admissionGuard{reader: o.Approvals, policy: o.ApprovalPolicy}
 	if o.TracerProvider != nil {
 		g.tracer = o.TracerProvider.Tracer(instrumentationName)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -69,43 +70,85 @@ func (g *Gateway) serverForRequest(r *http.Request, id *Identity) *sdk.Server {
 		}
 		return g.servers.get(t, func() *sdk.Server { return g.offering(log, t) })
 	}
+	gen := g.changes.generation()
 	tools, err := g.visibleTools(r.Context(), id)
 	if err != nil {
 		log.Error(err, "listing tools failed")
 		return g.undecidedServer()
 	}
-	return g.offering(log, tools...)
+	return g.watchedOffer(r, log, id, gen, tools)
 }
 
 // bareServer offers nothing and observes nothing: the SDK answers a call
 // on it with an unknown tool. It stands in, for a request of an existing
 // session, where the SDK reads only the protocol versions.
-func (g *Gateway) bareServer() *sdk.Server {
+func (g *Gateway) bareServer() *sdk.Server { return g.newServer(false) }
+
+// newServer is a server without tools. listChanged declares the tools
+// capability's listChanged: only a server whose offer is kept up to date,
+// and whose sessions are told when it changes, says so (changes.go). Every
+// list result it answers carries the gateway's cache fields
+// (setCacheable).
+func (g *Gateway) newServer(listChanged bool) *sdk.Server {
 	return sdk.NewServer(&sdk.Implementation{Name: "mcp-catalog-gateway", Version: g.Version}, &sdk.ServerOptions{
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: listChanged}},
+		SetCacheable: g.setCacheable,
 	})
 }
 
 // offering builds a server that offers tools, and observes and decides
 // every tools/call made on it, offered or not.
 func (g *Gateway) offering(log logr.Logger, tools ...*mcpv1alpha1.McpTool) *sdk.Server {
-	s := g.bareServer()
-	offered := make(map[string]bool, len(tools))
+	return g.newOffer(g.bareServer(), log, g.present(log, tools)).s
+}
+
+// offer is a server and the tools it offers, by local name. What a
+// session is offered can change while it lasts (changes.go replaces it),
+// so the set is guarded; a name is in it only while the server has the
+// tool.
+type offer struct {
+	s *sdk.Server
+
+	mu      sync.RWMutex
+	offered map[string]presented
+	// watcher is set while a session or listen stream of this server is
+	// told of changes (changes.go).
+	watcher *watcher
+	// pending is set when a replacement of the tools wants its session
+	// told (changes.go).
+	pending atomic.Bool
+}
+
+// presented is one tool as an agent reads it, and the McpTool it calls.
+type presented struct {
+	key  types.NamespacedName
+	tool *sdk.Tool
+	// def is the tool's encoding, set once it was hashed (changes.go).
+	def []byte
+}
+
+// present turns the tools the decision allowed into what agents read of
+// them; a tool whose view cannot be built is left out (the decision offers
+// no such tool; this is a newer version).
+func (g *Gateway) present(log logr.Logger, tools []*mcpv1alpha1.McpTool) []presented {
+	out := make([]presented, 0, len(tools))
 	for _, t := range tools {
 		key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
 		v, err := g.views.Get(t)
 		if err != nil {
-			// The decision offers no such tool; this is a newer version.
 			log.Error(err, "a tool cannot be offered", "tool", key.String())
 			continue
 		}
-		if err := addTool(s, sdkTool(t, v), func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			return g.call(ctx, req, key)
-		}); err != nil {
-			log.Error(err, "a tool cannot be offered", "tool", key.String())
-			continue
-		}
-		offered[t.Status.LocalName] = true
+		out = append(out, presented{key: key, tool: sdkTool(t, v)})
+	}
+	return out
+}
+
+// newOffer adds tools to s and decides every tools/call made on it.
+func (g *Gateway) newOffer(s *sdk.Server, log logr.Logger, tools []presented) *offer {
+	o := &offer{s: s, offered: make(map[string]presented, len(tools))}
+	for _, p := range tools {
+		o.add(g, log, p)
 	}
 	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
@@ -118,19 +161,41 @@ func (g *Gateway) offering(log logr.Logger, tools ...*mcpv1alpha1.McpTool) *sdk.
 			}
 			// Every tools/call is observed here, offered or not: one
 			// count, one span, the clock started before any decision.
-			ctx, o := g.startCall(ctx, creq)
+			ctx, obs := g.startCall(ctx, creq)
 			var res sdk.Result
 			var err error
-			if offered[creq.Params.Name] {
+			if o.has(creq.Params.Name) {
 				res, err = next(ctx, method, req)
 			} else {
 				res, err = g.refuseUnoffered(ctx, creq), nil
 			}
-			g.endCall(o, err)
+			g.endCall(obs, err)
 			return res, err
 		}
 	})
-	return s
+	return o
+}
+
+// add offers p: the server gets the tool first, then the name is in the
+// set.
+func (o *offer) add(g *Gateway, log logr.Logger, p presented) {
+	key := p.key
+	if err := addTool(o.s, p.tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return g.call(ctx, req, key)
+	}); err != nil {
+		log.Error(err, "a tool cannot be offered", "tool", key.String())
+		return
+	}
+	o.mu.Lock()
+	o.offered[p.tool.Name] = p
+	o.mu.Unlock()
+}
+
+func (o *offer) has(name string) bool {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	_, ok := o.offered[name]
+	return ok
 }
 
 // toolServers keeps, per McpTool, the server offering that tool alone,

@@ -51,7 +51,8 @@ func refusal(msg string) *sdk.CallToolResult {
 const DetailAdmissionPolicyMissing = "AdmissionPolicyMissing"
 
 // DetailNotInSession refines NotServable: the tool is callable now, but the
-// session did not offer it when it began.
+// session does not offer it yet (it was not told of the change yet, or is
+// not told of changes).
 const DetailNotInSession = "NotInSession"
 
 // unknownTool is the one answer to every call refused before RBAC allowed

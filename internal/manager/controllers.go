@@ -199,6 +199,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		Stateless:      opts.GatewayStateless,
 		Budgets:        opts.GatewayBudgets,
 		DenialWindow:   opts.GatewayDenialWindow,
+		ListTTL:        opts.GatewayListTTL,
 
 		TracerProvider: tp,
 	})
@@ -210,6 +211,9 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	}
 	if err := mgr.Add(&gateway.DenialFlusher{Gateway: gw}); err != nil {
 		return fmt.Errorf("adding the denial flusher: %w", err)
+	}
+	if err := mgr.Add(&gateway.ToolListNotifier{Gateway: gw, Cache: mgr.GetCache(), Debounce: opts.GatewayListChangeDebounce}); err != nil {
+		return fmt.Errorf("adding the tool list notifier: %w", err)
 	}
 	if err := mgr.Add(&gateway.Listener{Addr: opts.GatewayAddr, Handler: gw.Handler(), CertDir: opts.GatewayCertDir, Insecure: opts.GatewayInsecure, Ready: opts.GatewayReady}); err != nil {
 		return fmt.Errorf("adding the gateway: %w", err)

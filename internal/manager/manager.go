@@ -214,6 +214,13 @@ type Options struct {
 	// GatewayCredentialTTL is how long the gateway keeps a credential
 	// Secret it read; 0 means 10s.
 	GatewayCredentialTTL time.Duration
+	// GatewayListTTL is the ttlMs of the gateway's list results; 0 means
+	// the gateway's default.
+	GatewayListTTL time.Duration
+	// GatewayListChangeDebounce is the shortest time between two rounds
+	// that tell agents of tool list changes; 0 means the gateway's
+	// default.
+	GatewayListChangeDebounce time.Duration
 	// GatewayNow, if set, is the gateway's clock (tests).
 	GatewayNow func() time.Time
 	// NotifyWebhookURL, if set, receives an event (a signed CloudEvent)

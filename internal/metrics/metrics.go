@@ -171,6 +171,29 @@ var (
 		Help: "Imports triggered by McpServers announcing that their tools changed.",
 	})
 
+	// GatewayToolListWatchers is how many initialize-era sessions and
+	// 2026-07-28 listen streams this gateway replica tells when what their
+	// caller may see changes, by kind (session, listen).
+	GatewayToolListWatchers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mcp_catalog_gateway_tool_list_watchers",
+		Help: "Agent sessions and listen streams this gateway replica tells of tool list changes, by kind.",
+	}, []string{"kind"})
+
+	// GatewayToolListWatchersRefused counts sessions and listen streams
+	// not told of changes because a bound on them was reached.
+	GatewayToolListWatchersRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcp_catalog_gateway_tool_list_watchers_refused_total",
+		Help: "Agent sessions and listen streams not told of tool list changes because a bound was reached.",
+	})
+
+	// GatewayToolListNotifications counts notifications/tools/list_changed
+	// to agents by result: sent, failed (not written), coalesced (one was
+	// still being written to the same session).
+	GatewayToolListNotifications = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_gateway_tool_list_notifications_total",
+		Help: "Tool list change notifications to agents, by result (sent, failed, coalesced).",
+	}, []string{"result"})
+
 	// GatewayAuditFailures counts audit records the gateway could not write,
 	// by phase (before: the call was refused; after: the call had happened;
 	// denied: a refusal went unrecorded).
@@ -188,6 +211,7 @@ func Collectors() []prometheus.Collector {
 		GatewayCalls, GatewayRefusals, GatewayBudgetRefusals, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals, GatewayLastContact,
 		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, ToolDrift, Tools, LastContact, GatewayAuditFailures, GatewayAuditAggregated, Notifications, State,
 		ToolListeners, ToolListenersRefused, ToolListChanges,
+		GatewayToolListWatchers, GatewayToolListWatchersRefused, GatewayToolListNotifications,
 	}
 }
 

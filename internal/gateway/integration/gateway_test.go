@@ -356,16 +356,6 @@ var _ = Describe("Refusals", func() {
 		Expect(phases(auditFor(ns, docs.object(echo)))).To(Equal([]string{gateway.PhaseBefore, gateway.PhaseAfter, gateway.PhaseDenied}))
 	})
 
-	It("refuses a tool enabled after an initialize-era session began, until a new session lists it", func() {
-		a.allowInternal()
-		cs := a.connect(nil, legacyEra)
-		docs.enable(fail)
-		refused(cs, fail, gateway.DenyNotServable, gateway.DetailNotInSession, "start a new session")
-		isErr, txt := call(a.connect(nil, legacyEra), docs.local(fail), nil)
-		Expect(isErr).To(BeTrue())
-		Expect(txt).To(Equal(mcpserver.FailText), "the new session offers it, and the call is made")
-	})
-
 	It("binds a session to the agent that opened it", func() {
 		a.allowInternal()
 		b := newAgent(ns, "other").allowInternal()
