@@ -429,12 +429,16 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // connect opens a session as the agent, with a client that declares no
-// elicitation: it is told to wait in the tool result and retries.
+// elicitation: it is told to wait in the tool result and retries. It
+// listens for tool list changes, as a client that keeps its list for the
+// list's ttlMs must to see a change sooner: told, it drops the list.
 func (c *cluster) connect(t *testing.T) *agent {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTime)
 	defer cancel()
-	cl := sdk.NewClient(&sdk.Implementation{Name: "console-test-agent", Version: "1"}, nil)
+	cl := sdk.NewClient(&sdk.Implementation{Name: "console-test-agent", Version: "1"}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {},
+	})
 	cs, err := cl.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: c.gatewayURL,
 		HTTPClient: &http.Client{Transport: bearer{token: c.agentToken, next: http.DefaultTransport}}}, nil)
 	must(t, err)
