@@ -83,9 +83,11 @@ type changes struct {
 	// running is set while a ToolListNotifier runs: only then is
 	// listChanged declared.
 	running atomic.Bool
+	// gen counts the marks; every request that lists reads it, so it
+	// takes no lock.
+	gen atomic.Uint64
 
 	mu       sync.Mutex
-	gen      uint64
 	watchers map[*watcher]struct{}
 	perSA    map[string]int
 	dirty    map[string]struct{}
@@ -119,16 +121,15 @@ type watcher struct {
 // generation counts the changes seen; an offer built at one generation and
 // watched at another may have missed one, and its namespace is decided
 // again.
-func (c *changes) generation() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.gen
-}
+func (c *changes) generation() uint64 { return c.gen.Load() }
 
 // mark records that what the callers of namespace may see may have changed.
 func (c *changes) mark(namespace string) {
+	// The count first: a watcher registered before the namespace is
+	// marked is in the next round; one registered after it saw the count
+	// move.
+	c.gen.Add(1)
 	c.mu.Lock()
-	c.gen++
 	c.dirty[namespace] = struct{}{}
 	c.mu.Unlock()
 	c.signal()
@@ -182,7 +183,7 @@ func (c *changes) watch(o *offer, id Identity, gen uint64, kind string) (*watche
 	}
 	c.watchers[w] = struct{}{}
 	c.perSA[sa]++
-	missed := c.gen != gen
+	missed := c.gen.Load() != gen
 	c.mu.Unlock()
 	o.mu.Lock()
 	o.watcher = w
