@@ -304,6 +304,7 @@ gateway:
   enabled: true
   port: 9444
   audience: agents.example.com
+  listTTL: 2m
   tls:
     secretName: gateway-serving-cert
   budgets:

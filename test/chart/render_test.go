@@ -667,6 +667,7 @@ func checkPinnedGateway(t *testing.T, objs []*unstructured.Unstructured) {
 	for flag, want := range map[string]string{
 		"--gateway-serviceaccount-rate": "2.5", "--gateway-serviceaccount-burst": "5000000", "--gateway-serviceaccount-concurrency": "8",
 		"--gateway-namespace-rate": "400", "--gateway-namespace-burst": "800", "--gateway-namespace-concurrency": "256",
+		"--gateway-list-ttl": "2m",
 	} {
 		if budgetFlags[flag] != want {
 			t.Errorf("gateway flag %s=%q, want %q", flag, budgetFlags[flag], want)
