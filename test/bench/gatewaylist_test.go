@@ -1,0 +1,254 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway"
+	"github.com/mcp-catalog/operator/internal/manager"
+	"github.com/mcp-catalog/operator/internal/toolname"
+)
+
+// listVisible is how many tools the listing agent may see; each has an
+// input schema of about listSchemaBytes.
+const (
+	listVisible     = 200
+	listSchemaBytes = 16 << 10
+)
+
+// BenchmarkGatewayList measures what one tools/list costs the gateway: an
+// agent that may see 200 large tools (an input schema of about 16 KiB
+// each) lists them over the real HTTP endpoint (2026-07-28, one POST per
+// list) of a gateway running in this process, in a namespace that holds
+// more tools than the agent may see: the others are imported but not
+// enabled, as most of a large catalog is. "tools=1000" holds 800 such
+// tools, "tools=10000" 9,800, so that the CPU per list of the two shows
+// whether the list's work grows with tools the caller cannot see.
+//
+// alloc-bytes/served-byte is every byte this process allocated during the
+// lists (the gateway's, and the few KiB per request of the benchmark's own
+// client, which reads the body into one reused buffer) divided by the
+// bytes of the responses; the target is ≤ 2. cpu-us/list is the CPU time
+// of the process per list. No controller runs: the tools' status is
+// written by the benchmark, as the importer and the tool controller would.
+func BenchmarkGatewayList(b *testing.B) {
+	r := startEnvtest(b)
+	ready := make(chan string, 1)
+	startManager(b, r.mcfg, func(o *manager.Options) {
+		o.Components = manager.ComponentsGateway
+		o.GatewayAddr, o.GatewayInsecure, o.GatewayReady = "127.0.0.1:0", true, ready
+		o.GatewayAudit = io.Discard
+	})
+	var addr string
+	select {
+	case addr = <-ready:
+	case <-time.After(time.Minute):
+		b.Fatal("the gateway did not start listening")
+	}
+	url := "http://" + addr + gateway.Path
+	for _, total := range []int{1000, 10000} {
+		ns := fmt.Sprintf("list-%d", total)
+		token := listNamespace(b, r, ns, total)
+		b.Run(fmt.Sprintf("tools=%d", total), func(b *testing.B) {
+			l := &toolLister{url: url, token: token, hc: &http.Client{}}
+			// The first lists fill the gateway's caches (reviews,
+			// definitions), as in steady state.
+			var served int
+			await(b, time.Minute, "a list of every visible tool", func() bool {
+				n, tools, err := l.list()
+				served = n
+				return err == nil && tools == listVisible
+			})
+			for range 5 {
+				if _, _, err := l.list(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			cpu0 := cpuOfSelf(b)
+			lists := 0
+			for b.Loop() {
+				if _, _, err := l.list(); err != nil {
+					b.Fatal(err)
+				}
+				lists++
+			}
+			cpu := cpuOfSelf(b) - cpu0
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(lists)/float64(served), "alloc-bytes/served-byte")
+			b.ReportMetric(float64(served), "served-bytes")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(lists), "cpu-us/list")
+		})
+	}
+}
+
+// toolLister makes tools/list requests of the 2026-07-28 revision with plain
+// net/http, reading each answer into one reused buffer: the client's own
+// allocations are a few KiB per list.
+type toolLister struct {
+	url, token string
+	hc         *http.Client
+	buf        bytes.Buffer
+}
+
+const listBody = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` +
+	`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+	`"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},` +
+	`"io.modelcontextprotocol/clientCapabilities":{}}}}`
+
+// list returns the size of the answer and how many tools it names.
+func (l *toolLister) list() (int, int, error) {
+	req, err := http.NewRequest(http.MethodPost, l.url, strings.NewReader(listBody))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/list")
+	req.Header.Set("Authorization", "Bearer "+l.token)
+	resp, err := l.hc.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	l.buf.Reset()
+	if _, err := l.buf.ReadFrom(resp.Body); err != nil {
+		return 0, 0, err
+	}
+	if resp.StatusCode != http.StatusOK || bytes.Contains(l.buf.Bytes()[:min(l.buf.Len(), 200)], []byte(`"error"`)) {
+		return 0, 0, fmt.Errorf("tools/list: status %d: %.300s", resp.StatusCode, l.buf.String())
+	}
+	return l.buf.Len(), bytes.Count(l.buf.Bytes(), []byte(`"name":"big--`)), nil
+}
+
+// listNamespace creates namespace ns with the McpServer big and total of
+// its tools, listVisible of them enabled, approved and Ready with a large
+// input schema, the others imported (small) and not enabled; and an agent
+// RBAC and an access policy allow every tool. It returns the agent's
+// token.
+func listNamespace(b *testing.B, r *envtestRun, ns string, total int) string {
+	b.Helper()
+	ctx := context.Background()
+	r.namespace(b, ns)
+	srv := mcpServer(ns, "big", "http://127.0.0.1:1/mcp", time.Hour)
+	srv.Spec.ApprovalRequired = ptr.To(false)
+	objects := []client.Object{
+		srv,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "call"}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{"mcptools"}, Verbs: []string{gateway.VerbCall},
+		}}},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "call"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "call"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "agent"}},
+		},
+		&mcpv1alpha1.McpAccessPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agents"},
+			Spec:       mcpv1alpha1.McpAccessPolicySpec{ServiceAccounts: []string{"agent"}, MaxDataClass: mcpv1alpha1.DataClassInternal},
+		},
+	}
+	for _, o := range objects {
+		if err := r.c.Create(ctx, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i := range total {
+		g.Go(func() error { return createListTool(gctx, r.c, ns, i, i < listVisible) })
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(r.cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "agent", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{manager.DefaultGatewayAudience}, ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// createListTool creates tool i of the server big: visible ones with a
+// large schema, enabled, approved and Ready; the others with a small one
+// and not enabled.
+func createListTool(ctx context.Context, c client.Client, ns string, i int, visible bool) error {
+	remote := fmt.Sprintf("tool_%05d", i)
+	name, err := toolname.ObjectName("big", remote)
+	if err != nil {
+		return err
+	}
+	schema := listSchema(i, visible)
+	sum := sha256.Sum256(schema)
+	hash := "sha256:" + hex.EncodeToString(sum[:])
+	t := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{mcpv1alpha1.LabelServer: "big"}}}
+	t.Spec.ServerRef.Name = "big"
+	t.Spec.RemoteName = remote
+	if visible {
+		t.Spec.Enabled, t.Spec.ApprovedDefinitionHash = true, hash
+	}
+	if err := c.Create(ctx, t); err != nil {
+		return err
+	}
+	t.Status = mcpv1alpha1.McpToolStatus{
+		LocalName:      toolname.LocalName("big", remote),
+		DefinitionHash: hash,
+		Description:    "Tool " + remote + " of the list benchmark.",
+		InputSchema:    &apiextensionsv1.JSON{Raw: schema},
+	}
+	if visible {
+		meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{
+			Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: mcpv1alpha1.ReasonSucceeded,
+			Message: "imported, approved and its server Ready", ObservedGeneration: t.Generation,
+		})
+	}
+	return c.Status().Update(ctx, t)
+}
+
+// listSchema is an input schema of about listSchemaBytes (visible tools)
+// or a few hundred bytes: properties with long descriptions.
+func listSchema(i int, large bool) []byte {
+	props := 2
+	if large {
+		props = listSchemaBytes / 400
+	}
+	var sb strings.Builder
+	sb.WriteString(`{"type":"object","properties":{`)
+	for p := range props {
+		if p > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `"field_%d":{"type":"string","description":"Field %d of tool %d: %s"}`, p, p, i, strings.Repeat("a rather long description ", 13))
+	}
+	sb.WriteString(`},"required":["field_0"]}`)
+	return []byte(sb.String())
+}
