@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -93,6 +94,12 @@ type Options struct {
 	// call, the upstream call a client span under it, and W3C trace
 	// context sent upstream. Nil traces nothing and propagates nothing.
 	TracerProvider trace.TracerProvider
+	// ServableIndex says that the Reader indexes McpTools by IndexTools:
+	// a list then reads only the tools that can be listed.
+	ServableIndex bool
+	// ListCacheBytes bounds the encoded tools kept for lists; 0 means
+	// DefaultListCacheBytes.
+	ListCacheBytes int
 	Now            func() time.Time
 }
 
@@ -110,6 +117,15 @@ type Gateway struct {
 	denials *denials
 	handler http.Handler
 	servers toolServers
+	// lists holds the bytes each version of a tool is listed as
+	// (listfast.go).
+	lists listCache
+	// listPrefix opens the result of a tools/list answer (listfast.go).
+	listPrefix []byte
+	// fastLists counts the lists answered by serveList; noFastList leaves
+	// every list to the SDK (tests compare the two).
+	fastLists  atomic.Int64
+	noFastList atomic.Bool
 	// views is what agents see of each version of each tool (rules.go).
 	views toolview.Cache
 	// tracer is nil when tracing is off.
@@ -161,6 +177,11 @@ func New(o Options) (*Gateway, error) {
 	g.bad = newBadTokens(o.UnauthenticatedRate, o.UnauthenticatedBurst, 0)
 	g.budgets = newBudgeter(o.Budgets, o.Now)
 	g.denials = newDenials(o.DenialWindow)
+	g.listPrefix = g.buildListPrefix()
+	g.lists.maxBytes = o.ListCacheBytes
+	if g.lists.maxBytes <= 0 {
+		g.lists.maxBytes = DefaultListCacheBytes
+	}
 	g.approver = approver{keys: g.approvalKeys, used: newNonceSet()}
 	g.changes = newChanges()
 	g.admission = admissionGuard{reader: o.Approvals, policy: o.ApprovalPolicy}
@@ -189,6 +210,9 @@ func New(o Options) (*Gateway, error) {
 		// (once only to learn the protocol versions); the memo makes that one
 		// listing, not several.
 		r = r.WithContext(context.WithValue(r.Context(), memoKey{}, &serverMemo{}))
+		if modernRequest(r) && g.serveList(w, r) {
+			return
+		}
 		if g.Stateless || modernRequest(r) {
 			stateless.ServeHTTP(w, r)
 			return

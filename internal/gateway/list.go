@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/internal/toolview"
@@ -90,10 +91,15 @@ func (g *Gateway) bareServer() *sdk.Server { return g.newServer(false) }
 // list result it answers carries the gateway's cache fields
 // (setCacheable).
 func (g *Gateway) newServer(listChanged bool) *sdk.Server {
-	return sdk.NewServer(&sdk.Implementation{Name: "mcp-catalog-gateway", Version: g.Version}, &sdk.ServerOptions{
+	return sdk.NewServer(g.implementation(), &sdk.ServerOptions{
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: listChanged}},
 		SetCacheable: g.setCacheable,
 	})
+}
+
+// implementation is what the gateway says it is.
+func (g *Gateway) implementation() *sdk.Implementation {
+	return &sdk.Implementation{Name: "mcp-catalog-gateway", Version: g.Version}
 }
 
 // offering builds a server that offers tools, and observes and decides
@@ -302,9 +308,18 @@ func (g *Gateway) visibleTool(ctx context.Context, id *Identity, name string) (*
 // visibleTools is what the caller may see: the tools of its namespace that
 // verdictFor allows, that is, exactly those a call would be allowed (approval
 // aside).
+//
+// With ServableIndex the Reader hands over only the namespace's listable
+// tools (IndexTools), and shares them instead of copying them: the work
+// of a list is proportional to the tools that can be served, not to the
+// tools the namespace holds. Nothing here or below changes a tool.
 func (g *Gateway) visibleTools(ctx context.Context, id *Identity) ([]*mcpv1alpha1.McpTool, error) {
 	var list mcpv1alpha1.McpToolList
-	if err := g.Reader.List(ctx, &list, client.InNamespace(id.Namespace)); err != nil {
+	opts := []client.ListOption{client.InNamespace(id.Namespace)}
+	if g.ServableIndex {
+		opts = append(opts, client.MatchingFields{IndexListable: "true"}, client.UnsafeDisableDeepCopy)
+	}
+	if err := g.Reader.List(ctx, &list, opts...); err != nil {
 		return nil, err
 	}
 	ceiling, err := g.ceiling(ctx, id)
@@ -325,4 +340,29 @@ func (g *Gateway) visibleTools(ctx context.Context, id *Identity) ([]*mcpv1alpha
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Status.LocalName < out[j].Status.LocalName })
 	return out, nil
+}
+
+// IndexListable is the field index of McpTools that may be listed to
+// someone (Listable); its one value is "true".
+const IndexListable = "gateway.mcp.catalog.dev/listable"
+
+// Listable reports whether any caller could be offered t, judged from t
+// alone: enabled, Ready for its current generation, its definition the
+// approved one, and named. verdictFor refuses every other tool before it
+// reads anything else.
+func Listable(t *mcpv1alpha1.McpTool) bool {
+	return servable(t) && governance.Unapproved(t) == "" && t.Status.LocalName != ""
+}
+
+// IndexTools registers IndexListable with indexer (the cache the gateway
+// reads from); set Options.ServableIndex when it is.
+func IndexTools(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &mcpv1alpha1.McpTool{}, IndexListable, listableValue)
+}
+
+func listableValue(o client.Object) []string {
+	if t, ok := o.(*mcpv1alpha1.McpTool); ok && Listable(t) {
+		return []string{"true"}
+	}
+	return nil
 }

@@ -145,6 +145,10 @@ func setupNotifications(mgr ctrl.Manager, opts Options) error {
 // setupGateway adds the gateway to the manager. It runs on every replica,
 // leader or not.
 func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
+	// A list reads only the tools that can be listed, by this index.
+	if err := gateway.IndexTools(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("indexing the gateway's tools: %w", err)
+	}
 	// The gateway reads these kinds from the cache. Registering their
 	// informers now makes a missing permission show in the log at start,
 	// not as a stalled agent later.
@@ -200,6 +204,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		Budgets:        opts.GatewayBudgets,
 		DenialWindow:   opts.GatewayDenialWindow,
 		ListTTL:        opts.GatewayListTTL,
+		ServableIndex:  true,
 
 		TracerProvider: tp,
 	})

@@ -307,8 +307,9 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 
 	// The cache holds only what the controllers and the gateway read; a
-	// process without the gateway does not hold tool definitions either.
-	cacheOpts := cache.Options{DefaultTransform: controller.TrimForCache}
+	// process without the gateway does not hold tool definitions either,
+	// and one with it only those of tools it can list (trimForGateway).
+	cacheOpts := cache.Options{DefaultTransform: trimForGateway}
 	if !gw || opts.GatewayAddr == "" {
 		cacheOpts.DefaultTransform = controller.TrimForControllers
 	}
@@ -404,4 +405,17 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
+}
+
+// trimForGateway is the informers' transform in a process that serves the
+// gateway: TrimForCache, and for an McpTool nobody can be offered
+// (gateway.Listable: not enabled, not approved, not Ready) the definition
+// texts dropped too, as a process without the gateway drops them. The
+// gateway reads a definition only after that check, and a tool that
+// becomes listable arrives whole in the watch event that says so.
+func trimForGateway(in any) (any, error) {
+	if t, ok := in.(*mcpv1alpha1.McpTool); ok && !gateway.Listable(t) {
+		return controller.TrimForControllers(in)
+	}
+	return controller.TrimForCache(in)
 }

@@ -1,0 +1,312 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"k8s.io/apimachinery/pkg/types"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/logging"
+)
+
+// A tools/list of the 2026-07-28 revision is answered here, from the bytes
+// each visible tool is served as, kept per version of the tool (listCache):
+// the SDK would build a server for the request, parse every schema again
+// to add its tool, and encode the whole list twice into growing buffers,
+// which allocated about twelve times the bytes it served
+// (docs/adr/036-gateway-list-cost.md). Only a request of the one plain
+// shape this path answers takes it; anything else (a cursor, other _meta,
+// a host the SDK's rebinding check refuses, a list longer than the SDK's
+// page) is served by the SDK as before. TestFastListMatchesTheSDK proves
+// the two answer the same bytes.
+
+// listSuffix ends a tools/list answer; listPrefix (built by New) frames
+// its tools as the SDK frames them for this revision: a complete result,
+// the server's name in _meta, and the cache fields every list result
+// carries (setCacheable).
+const listSuffix = `]}}`
+
+func (g *Gateway) buildListPrefix() []byte {
+	var c sdk.Cacheable
+	g.setCacheable(context.Background(), &sdk.ListToolsRequest{}, &c)
+	if c.CacheScope == "" {
+		c.CacheScope = "public"
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(g.implementation())
+	impl := strings.TrimRight(buf.String(), "\n")
+	buf.Reset()
+	_ = enc.Encode(c.CacheScope)
+	scope := strings.TrimRight(buf.String(), "\n")
+	return []byte(`,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":` + impl +
+		`},"ttlMs":` + strconv.Itoa(c.TTLMs) + `,"cacheScope":` + scope + `,"tools":[`)
+}
+
+// maxFastListBody bounds the request body this path reads; a larger one is
+// left to the SDK.
+const maxFastListBody = 16 << 10
+
+// simpleID is a JSON-RPC id the SDK writes back byte for byte: an integer
+// it holds exactly, or a string of printable ASCII without escapes.
+var simpleID = regexp.MustCompile(`^(?:-?[1-9][0-9]{0,14}|0|"[ !#-\[\]-~]{0,128}")$`)
+
+// listRequest is the one shape of request the fast path answers.
+type listRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  *struct {
+		Meta *struct {
+			ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
+			ClientInfo      *struct {
+				Name    string `json:"name"`
+				Version string `json:"version"`
+			} `json:"io.modelcontextprotocol/clientInfo"`
+			ClientCapabilities map[string]json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+		} `json:"_meta"`
+	} `json:"params"`
+}
+
+// serveList answers r, a tools/list of the 2026-07-28 revision, and
+// reports whether it did; when it did not, r is as it came (its body
+// restored) for the SDK to serve.
+func (g *Gateway) serveList(w http.ResponseWriter, r *http.Request) bool {
+	if g.noFastList.Load() || r.Method != http.MethodPost || r.Header.Get("MCP-Protocol-Version") != modernProtocol ||
+		r.Header.Get("Mcp-Method") != "tools/list" || r.Header.Get("Mcp-Name") != "" ||
+		!jsonContent(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) || !hostAccepted(r) {
+		return false
+	}
+	id := identityOf(auth.TokenInfoFromContext(r.Context()))
+	if id == nil || r.Body == nil {
+		return false
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxFastListBody+1))
+	// The SDK reads the body again: from what was read, then the rest.
+	r.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(body), r.Body), Closer: r.Body}
+	if err != nil || len(body) > maxFastListBody {
+		return false
+	}
+	reqID, ok := plainListRequest(body)
+	if !ok {
+		return false
+	}
+	tools, err := g.visibleTools(r.Context(), id)
+	if err != nil || len(tools) > sdk.DefaultPageSize {
+		// The SDK's path logs the error and answers as it always has.
+		return false
+	}
+	log := logging.FromContext(r.Context(), logging.Gateway)
+	// The encoded tools in the order the SDK lists them (by name); of
+	// tools sharing a name, the last one that can be served, as adding it
+	// to a server replaces the one before.
+	parts := make([][]byte, 0, len(tools))
+	names := make([]string, 0, len(tools))
+	for _, t := range tools {
+		enc, err := g.lists.get(t, g.encodeTool)
+		if err != nil {
+			log.Error(err, "a tool cannot be offered", "tool", types.NamespacedName{Namespace: t.Namespace, Name: t.Name}.String())
+			continue
+		}
+		if n := len(names); n > 0 && names[n-1] == t.Status.LocalName {
+			parts[n-1] = enc
+			continue
+		}
+		parts, names = append(parts, enc), append(names, t.Status.LocalName)
+	}
+	size := len(`{"jsonrpc":"2.0","id":`) + len(reqID) + len(g.listPrefix) + len(listSuffix)
+	for i, p := range parts {
+		if i > 0 {
+			size++
+		}
+		size += len(p)
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(size))
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`)
+	_, _ = w.Write(reqID)
+	_, _ = w.Write(g.listPrefix)
+	for i, p := range parts {
+		if i > 0 {
+			_, _ = io.WriteString(w, ",")
+		}
+		_, _ = w.Write(p)
+	}
+	_, _ = io.WriteString(w, listSuffix)
+	g.fastLists.Add(1)
+	return true
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// plainListRequest returns the id of body when it is a tools/list request
+// of the plain shape: JSON-RPC 2.0, a simple id, and params holding only
+// the revision's _meta (its version, the client's name and version, and
+// its capabilities), with nothing else anywhere.
+func plainListRequest(body []byte) (json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var req listRequest
+	if dec.Decode(&req) != nil || len(bytes.TrimSpace(body[dec.InputOffset():])) != 0 {
+		return nil, false
+	}
+	if req.JSONRPC != "2.0" || req.Method != "tools/list" || !simpleID.Match(req.ID) ||
+		req.Params == nil || req.Params.Meta == nil || req.Params.Meta.ProtocolVersion != modernProtocol ||
+		req.Params.Meta.ClientInfo == nil || req.Params.Meta.ClientInfo.Name == "" || req.Params.Meta.ClientCapabilities == nil {
+		return nil, false
+	}
+	return req.ID, true
+}
+
+// jsonContent reports whether a Content-Type is application/json.
+func jsonContent(v string) bool {
+	t, _, err := mime.ParseMediaType(v)
+	return err == nil && t == "application/json"
+}
+
+// acceptsBoth reports whether an Accept header plainly names both
+// application/json and text/event-stream, as the SDK requires.
+func acceptsBoth(values []string) bool {
+	var j, s bool
+	for _, v := range values {
+		for _, raw := range strings.Split(v, ",") {
+			base, _, _ := strings.Cut(raw, ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json":
+				j = true
+			case "text/event-stream":
+				s = true
+			}
+		}
+	}
+	return j && s
+}
+
+// hostAccepted reports whether the SDK's DNS-rebinding guard would let r
+// through: it refuses a request that came in on a loopback address with a
+// Host that is not one. Where in doubt, the SDK decides.
+func hostAccepted(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil {
+		return false
+	}
+	return !loopback(local.String()) || loopback(r.Host)
+}
+
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// encodeTool is t as a tools/list answer holds it: the definition the SDK
+// would serve (sdkTool), checked as the SDK checks a tool it is given, and
+// encoded as it encodes it.
+func (g *Gateway) encodeTool(t *mcpv1alpha1.McpTool) ([]byte, error) {
+	v, err := g.views.Get(t)
+	if err != nil {
+		return nil, err
+	}
+	tool := sdkTool(t, v)
+	if err := addTool(checkServer(), tool, nil); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(tool); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(bytes.TrimRight(buf.Bytes(), "\n")), nil
+}
+
+// checkServer is a server that tools are added to only to be checked.
+func checkServer() *sdk.Server {
+	return sdk.NewServer(&sdk.Implementation{Name: "check"}, nil)
+}
+
+// listCache keeps, per McpTool, the bytes one version of it is listed as
+// (or why it cannot be), so that a list of unchanged tools encodes
+// nothing. It holds at most maxBytes of them: when a new entry would pass
+// that, entries are dropped until a quarter is free again. A tool's older
+// version is replaced by its newer one.
+type listCache struct {
+	mu       sync.Mutex
+	m        map[types.NamespacedName]listEntry
+	bytes    int
+	maxBytes int
+}
+
+type listEntry struct {
+	version string
+	enc     []byte
+	err     error
+}
+
+// DefaultListCacheBytes bounds the encoded tools a gateway keeps.
+const DefaultListCacheBytes = 32 << 20
+
+// get returns the bytes of t's version, encoding them with encode the
+// first time that version is asked for.
+func (c *listCache) get(t *mcpv1alpha1.McpTool, encode func(*mcpv1alpha1.McpTool) ([]byte, error)) ([]byte, error) {
+	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
+	version := string(t.UID) + "/" + t.ResourceVersion
+	c.mu.Lock()
+	e, ok := c.m[key]
+	c.mu.Unlock()
+	if ok && e.version == version {
+		return e.enc, e.err
+	}
+	enc, err := encode(t)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[types.NamespacedName]listEntry)
+	}
+	if old, ok := c.m[key]; ok {
+		c.bytes -= len(old.enc)
+		delete(c.m, key)
+	}
+	if len(enc) > c.maxBytes {
+		// Never kept: encoded again on every list.
+		return enc, err
+	}
+	if c.bytes+len(enc) > c.maxBytes {
+		for k, old := range c.m {
+			c.bytes -= len(old.enc)
+			delete(c.m, k)
+			if c.bytes+len(enc) <= c.maxBytes*3/4 {
+				break
+			}
+		}
+	}
+	c.m[key] = listEntry{version: version, enc: enc, err: err}
+	c.bytes += len(enc)
+	return enc, err
+}
