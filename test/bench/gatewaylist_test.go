@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -67,7 +69,7 @@ func BenchmarkGatewayList(b *testing.B) {
 		b.Fatal("the gateway did not start listening")
 	}
 	url := "http://" + addr + gateway.Path
-	for _, total := range []int{1000, 10000} {
+	for _, total := range listTotals() {
 		ns := fmt.Sprintf("list-%d", total)
 		token := listNamespace(b, r, ns, total)
 		b.Run(fmt.Sprintf("tools=%d", total), func(b *testing.B) {
@@ -103,6 +105,21 @@ func BenchmarkGatewayList(b *testing.B) {
 			b.ReportMetric(float64(cpu.Microseconds())/float64(lists), "cpu-us/list")
 		})
 	}
+}
+
+// listTotals are the namespace sizes of the list scenario, 1,000 and
+// 10,000 tools; BENCH_LIST_TOOLS (a comma-separated list) overrides them.
+func listTotals() []int {
+	var out []int
+	for _, f := range strings.Split(os.Getenv("BENCH_LIST_TOOLS"), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n >= listVisible {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return []int{1000, 10000}
+	}
+	return out
 }
 
 // toolLister makes tools/list requests of the 2026-07-28 revision with plain
