@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,7 +64,8 @@ func listGateway(t *testing.T, authz Authorizer, tools ...*mcpv1alpha1.McpTool) 
 	o.Reader = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
 		WithIndex(&mcpv1alpha1.McpTool{}, IndexListable, listableValue).Build()
 	o.ServableIndex = true
-	o.Authn = tokenTable{listToken: {Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: obsNS, ServiceAccount: "agent"}}
+	agent := &Identity{Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: obsNS, ServiceAccount: "agent"}
+	o.Authn = tokenTable{listToken: agent, obsToken: agent}
 	o.Authz = authz
 	g, err := New(o)
 	if err != nil {
@@ -157,6 +160,26 @@ func TestFastListMatchesTheSDK(t *testing.T) {
 				t.Errorf("id %s: the list shows %q: %s", id, hidden, fast.body)
 			}
 		}
+	}
+
+	// The go-sdk client's list of this revision is of the plain shape.
+	g.noFastList.Store(false)
+	before := g.fastLists.Load()
+	cs := agentSession(t, hs.URL, modernProtocol)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var names []string
+	for tl, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tl.Name)
+	}
+	if g.fastLists.Load() == before {
+		t.Error("the go-sdk client's list was not answered by the gateway's own list")
+	}
+	if want := []string{"mcp_docs_echo", "mcp_docs_escaped", "mcp_docs_reviewed", "mcp_docs_twin_a", "mcp_docs_zeta"}; !slices.Equal(names, want) {
+		t.Errorf("the go-sdk client listed %v, want %v", names, want)
 	}
 
 	// Other shapes go to the SDK, which answers them as it always has.
