@@ -174,6 +174,8 @@ bench: ## Run the benchmark harness (test/bench) and regenerate docs/benchmarks.
 	done; \
 	echo ">> gateway: added latency and throughput against direct calls"; \
 	KUBEBUILDER_ASSETS=$$assets $(GO) test -run '^$$' -bench '^BenchmarkGateway$$' -benchtime 1x -timeout $(BENCH_TIMEOUT) ./test/bench/ | tee $$out/Gateway.txt || status=1; \
+	echo ">> gateway: what a tools/list allocates and costs"; \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test -run '^$$' -bench '^BenchmarkGatewayList$$' -benchtime 50x -timeout $(BENCH_TIMEOUT) ./test/bench/ | tee $$out/GatewayList.txt || status=1; \
 	$(GO) run ./test/bench/report -o docs/benchmarks.md -elapsed $$(( $$(date +%s) - start ))s $$out/*.txt; \
 	echo ">> wrote docs/benchmarks.md"; exit $$status
 

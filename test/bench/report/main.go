@@ -144,6 +144,7 @@ func write(w *strings.Builder, r results, elapsed time.Duration) {
 	cacheSection(p, r)
 	hostileSection(p, r)
 	gatewaySection(p, r)
+	gatewayListSection(p, r)
 	shardsSection(p, r)
 	noisySection(p, r)
 	rulesSection(p, r)
@@ -156,7 +157,8 @@ func write(w *strings.Builder, r results, elapsed time.Duration) {
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleProbe  -benchtime 1x -timeout 30m ./test/bench/\n")
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleCache  -benchtime 1x -timeout 30m ./test/bench/\n")
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleHostile -benchtime 1x -timeout 30m ./test/bench/\n")
-	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkGateway -benchtime 1x -timeout 30m ./test/bench/\n")
+	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench 'BenchmarkGateway$' -benchtime 1x -timeout 30m ./test/bench/\n")
+	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkGatewayList -benchtime 50x -timeout 30m ./test/bench/\n")
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleShards  -benchtime 1x -timeout 30m ./test/bench/\n")
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleNoisyNeighbour -benchtime 1x -timeout 30m ./test/bench/\n")
 	p("```\n\n")
@@ -483,6 +485,39 @@ func share(part, whole float64) float64 {
 		return 0
 	}
 	return part / whole
+}
+
+func gatewayListSection(p printer, r results) {
+	const n = "BenchmarkGatewayList/tools="
+	small, ok1 := r.get(n+"1000", "alloc-bytes/served-byte")
+	large, ok2 := r.get(n+"10000", "alloc-bytes/served-byte")
+	p("### What a tools/list costs the gateway\n\n")
+	if !ok1 || !ok2 {
+		p("Not measured (needs KUBEBUILDER_ASSETS).\n\n")
+		return
+	}
+	p("`BenchmarkGatewayList`: an agent that may see 200 tools of about 16 KiB\n")
+	p("each lists them (2026-07-28, one POST) through a gateway running in the\n")
+	p("benchmark process, over its real HTTP endpoint, in a namespace of 1,000\n")
+	p("and of 10,000 tools; the others are imported and not enabled. Bytes are\n")
+	p("everything the process allocated per list (the benchmark's client\n")
+	p("included, a few KiB) over the bytes of the answer; CPU is the process's\n")
+	p("per list, the client's reading of the answer included\n")
+	p("(docs/adr/036-gateway-list-cost.md).\n\n")
+	p("| tools in the namespace | served | bytes allocated ÷ served | CPU per list | time per list |\n|---:|---:|---:|---:|---:|\n")
+	for _, t := range []string{"1000", "10000"} {
+		served, _ := r.get(n+t, "served-bytes")
+		ratio, _ := r.get(n+t, "alloc-bytes/served-byte")
+		cpu, _ := r.get(n+t, "cpu-us/list")
+		ns, _ := r.get(n+t, "ns/op")
+		p("| %s | %s | %.2f | %.2f ms | %s |\n", t, mib(served), ratio, cpu/1000, ms(ns))
+	}
+	cpuSmall, _ := r.get(n+"1000", "cpu-us/list")
+	cpuLarge, _ := r.get(n+"10000", "cpu-us/list")
+	grow := cpuLarge / cpuSmall
+	p("\nTargets: bytes allocated ÷ served ≤ 2: %.2f and %.2f %s; CPU per list at\n", small, large, verdict(small <= 2 && large <= 2))
+	p("10,000 tools ÷ at 1,000 ≤ 1.25 (independent of the tools the caller\n")
+	p("cannot see): %.2f %s.\n\n", grow, verdict(grow <= 1.25))
 }
 
 func shardsSection(p printer, r results) {
