@@ -131,10 +131,13 @@ func TestFastListMatchesTheSDK(t *testing.T) {
 	twin := listTool("twin_a", plainSchema)
 	twin2 := listTool("twin_b", `{"type":"object"}`)
 	twin2.Status.LocalName = twin.Status.LocalName
-	tools := []*mcpv1alpha1.McpTool{listTool("echo", plainSchema), listTool("zeta", plainSchema), escaped, reviewed, notObject, disabled, twin, twin2}
+	confidential := listTool("confidential", plainSchema)
+	confidential.Spec.DataClass = mcpv1alpha1.DataClassConfidential
+	forbidden := listTool("forbidden", plainSchema)
+	tools := []*mcpv1alpha1.McpTool{listTool("echo", plainSchema), listTool("zeta", plainSchema), escaped, reviewed, notObject, disabled, twin, twin2, confidential, forbidden}
 	allow := allowList{}
 	for _, tl := range tools {
-		allow[tl.Name] = true
+		allow[tl.Name] = tl != forbidden
 	}
 	g, hs := listGateway(t, allow, tools...)
 
@@ -155,7 +158,9 @@ func TestFastListMatchesTheSDK(t *testing.T) {
 				t.Errorf("id %s: the list lacks %q: %s", id, want, fast.body)
 			}
 		}
-		for _, hidden := range []string{"mcp_docs_disabled", "mcp_docs_array", `"account"`} {
+		// Not enabled, not servable, above the caller's ceiling, not
+		// allowed by RBAC, or a fixed argument: never shown.
+		for _, hidden := range []string{"mcp_docs_disabled", "mcp_docs_array", "mcp_docs_confidential", "mcp_docs_forbidden", `"account"`} {
 			if strings.Contains(fast.body, hidden) {
 				t.Errorf("id %s: the list shows %q: %s", id, hidden, fast.body)
 			}
