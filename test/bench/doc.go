@@ -10,10 +10,14 @@
 //   - BenchmarkDecode: a 2 MiB event-stream tools/list page through our
 //     client against a plain json.Unmarshal of the same JSON into the same
 //     types.
-//   - BenchmarkScaleImport, BenchmarkScaleProbe, BenchmarkScaleCache: the
-//     real manager (internal/manager) in this process against envtest. They
-//     skip without KUBEBUILDER_ASSETS and run only under -bench, so `make
-//     test` never starts them.
+//   - BenchmarkScaleImport, BenchmarkScaleProbe: the real manager
+//     (internal/manager) in this process against envtest. They skip without
+//     KUBEBUILDER_ASSETS and run only under -bench, so `make test` never
+//     starts them.
+//   - BenchmarkScaleCache: the manager binary with the controllers only, as
+//     its own process against envtest, with 1,000 McpServers and 10,000
+//     McpTools cached: its resident set and live heap, apart from the MCP
+//     servers and the client, which stay in this process.
 //   - BenchmarkGateway: one client calling a tool directly and through the
 //     gateway, the manager binary run as its own process on CPUs of its own
 //     (envtest behind it, reviews cached), at 1 and 64 concurrent agents:

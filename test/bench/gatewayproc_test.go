@@ -177,12 +177,105 @@ func buildManager(b *testing.B) string {
 	return out
 }
 
-// gatewayProc is one gateway process.
-type gatewayProc struct {
+// managerProc is one process of the manager binary.
+type managerProc struct {
 	cmd  *exec.Cmd
-	addr string
 	log  string
 	done chan struct{}
+}
+
+// procSpec says how to run the manager binary.
+type procSpec struct {
+	what       string // names the process in messages, e.g. "the gateway"
+	binary     string
+	kubeconfig string
+	args       []string // flags beyond --kubeconfig and --health-probe-bind-address
+	env        []string // KEY=VALUE set over this process's environment
+	cpus       []int    // CPUs to bind it to with taskset; nil leaves it unbound
+	stdout     *os.File // nil: standard output goes to the log
+	afterExit  func()   // run once the process has ended, before done closes
+}
+
+// startManagerProc runs the manager binary as its own process, logging to
+// a file, killed with this process and stopped when the benchmark ends. It
+// returns once the process answers /readyz.
+func startManagerProc(b *testing.B, s procSpec) *managerProc {
+	b.Helper()
+	m := &managerProc{log: filepath.Join(b.TempDir(), "manager.log"), done: make(chan struct{})}
+	probe := testproc.FreeAddr(b)
+	args := append([]string{"--kubeconfig=" + s.kubeconfig, "--health-probe-bind-address=" + probe}, s.args...)
+	if len(s.cpus) > 0 {
+		args = append([]string{"-c", cpuList(s.cpus), s.binary}, args...)
+		m.cmd = exec.Command("taskset", args...)
+	} else {
+		m.cmd = exec.Command(s.binary, args...)
+	}
+	// The process uses the kubeconfig it is given, never one of the
+	// environment.
+	m.cmd.Env = testproc.WithoutEnv(os.Environ(), "KUBECONFIG")
+	for _, kv := range s.env {
+		k, _, _ := strings.Cut(kv, "=")
+		m.cmd.Env = append(testproc.WithoutEnv(m.cmd.Env, k), kv)
+	}
+	logFile, err := os.Create(m.log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.cmd.Stderr = logFile
+	m.cmd.Stdout = logFile
+	if s.stdout != nil {
+		m.cmd.Stdout = s.stdout
+	}
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := m.cmd.Start(); err != nil {
+		b.Fatalf("starting %s: %v", s.what, err)
+	}
+	go func() {
+		_ = m.cmd.Wait()
+		_ = logFile.Close()
+		if s.afterExit != nil {
+			s.afterExit()
+		}
+		close(m.done)
+	}()
+	b.Cleanup(func() {
+		_ = m.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-m.done:
+		case <-time.After(15 * time.Second):
+			_ = m.cmd.Process.Kill()
+			<-m.done
+		}
+	})
+	hc := &http.Client{Timeout: 2 * time.Second}
+	await(b, time.Minute, s.what+" process ready", func() bool {
+		select {
+		case <-m.done:
+			b.Fatalf("%s exited: %v\n%s", s.what, m.cmd.ProcessState, readTail(m.log))
+		default:
+		}
+		resp, err := hc.Get("http://" + probe + "/readyz")
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, func() string { return readTail(m.log) })
+	return m
+}
+
+func cpuList(cpus []int) string {
+	list := make([]string, len(cpus))
+	for i, c := range cpus {
+		list[i] = strconv.Itoa(c)
+	}
+	return strings.Join(list, ",")
+}
+
+// gatewayProc is one gateway process.
+type gatewayProc struct {
+	*managerProc
+	addr string
 }
 
 // startGateway runs the manager binary as a gateway only, bound to cpus,
@@ -192,101 +285,49 @@ type gatewayProc struct {
 // It returns once the gateway answers /readyz.
 func startGateway(b *testing.B, binary, kubeconfig, auditFile, gogc string, cpus []int) *gatewayProc {
 	b.Helper()
-	dir := b.TempDir()
-	g := &gatewayProc{addr: testproc.FreeAddr(b), log: filepath.Join(dir, "gateway.log"), done: make(chan struct{})}
-	probe := testproc.FreeAddr(b)
-	list := make([]string, len(cpus))
-	for i, c := range cpus {
-		list[i] = strconv.Itoa(c)
-	}
-	g.cmd = exec.Command("taskset", "-c", strings.Join(list, ","), binary,
-		"--kubeconfig="+kubeconfig,
+	addr := testproc.FreeAddr(b)
+	s := procSpec{what: "the gateway", binary: binary, kubeconfig: kubeconfig, cpus: cpus, args: []string{
 		"--components=gateway",
-		"--gateway-bind-address="+g.addr, "--gateway-insecure", "--gateway-stateless",
-		"--gateway-audit-file="+auditFile,
-		"--metrics-bind-address=0", "--health-probe-bind-address="+probe,
+		"--gateway-bind-address=" + addr, "--gateway-insecure", "--gateway-stateless",
+		"--gateway-audit-file=" + auditFile,
+		"--metrics-bind-address=0",
 		"--allow-private-networks",
 		// One ServiceAccount drives the whole load: its budgets are raised
 		// so that they are checked on every request but never met
 		// (docs/adr/025-gateway-budgets.md).
 		"--gateway-serviceaccount-rate=1e6", "--gateway-serviceaccount-burst=1000000", "--gateway-serviceaccount-concurrency=100000",
 		"--gateway-namespace-rate=1e6", "--gateway-namespace-burst=1000000", "--gateway-namespace-concurrency=100000",
-	)
+	}}
 	// BENCH_GATEWAY_PPROF=1 serves the gateway's profiles on a port named
 	// on standard error, to profile it while the benchmark runs.
 	if os.Getenv("BENCH_GATEWAY_PPROF") != "" {
 		pprof := testproc.FreeAddr(b)
-		g.cmd.Args = append(g.cmd.Args, "--pprof-bind-address="+pprof)
+		s.args = append(s.args, "--pprof-bind-address="+pprof)
 		fmt.Fprintf(os.Stderr, "gateway (audit %s): profiles on http://%s/debug/pprof/\n", auditFile, pprof)
 	}
-	// The gateway uses the kubeconfig it is given, never one of the
-	// environment.
-	g.cmd.Env = testproc.WithoutEnv(os.Environ(), "KUBECONFIG")
 	if gogc != "" {
-		g.cmd.Env = append(testproc.WithoutEnv(g.cmd.Env, "GOGC"), "GOGC="+gogc)
+		s.env = []string{"GOGC=" + gogc}
 	}
-	logFile, err := os.Create(g.log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	g.cmd.Stderr = logFile
 	// Standard output is a pipe that cat drains on the gateway's CPUs: a
 	// node's container runtime reads it off the agents' CPUs, and what
 	// shipping the log costs is the gateway's to pay here.
-	var drain *exec.Cmd
 	if auditFile == "-" {
 		r, w, err := os.Pipe()
 		if err != nil {
 			b.Fatal(err)
 		}
-		drain = exec.Command("taskset", "-c", strings.Join(list, ","), "cat")
+		drain := exec.Command("taskset", "-c", cpuList(cpus), "cat")
 		drain.Stdin = r // and standard output, nil, is /dev/null
 		drain.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := drain.Start(); err != nil {
 			b.Fatalf("starting the drain of the gateway's standard output: %v", err)
 		}
 		_ = r.Close() // cat holds its own copy
-		g.cmd.Stdout = w
-		defer w.Close() // the gateway holds its own copy once started
-	} else {
-		g.cmd.Stdout = logFile
+		s.stdout = w
+		defer w.Close()                           // the gateway holds its own copy once started
+		s.afterExit = func() { _ = drain.Wait() } // cat ends at the end of the pipe
 	}
-	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := g.cmd.Start(); err != nil {
-		b.Fatalf("starting the gateway: %v", err)
-	}
-	go func() {
-		_ = g.cmd.Wait()
-		_ = logFile.Close()
-		if drain != nil {
-			_ = drain.Wait() // cat ends at the end of the pipe
-		}
-		close(g.done)
-	}()
-	b.Cleanup(func() {
-		_ = g.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-g.done:
-		case <-time.After(15 * time.Second):
-			_ = g.cmd.Process.Kill()
-			<-g.done
-		}
-	})
-	hc := &http.Client{Timeout: 2 * time.Second}
-	await(b, time.Minute, "the gateway process ready", func() bool {
-		select {
-		case <-g.done:
-			b.Fatalf("the gateway exited: %v\n%s", g.cmd.ProcessState, readTail(g.log))
-		default:
-		}
-		resp, err := hc.Get("http://" + probe + "/readyz")
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, func() string { return readTail(g.log) })
-	return g
+	return &gatewayProc{managerProc: startManagerProc(b, s), addr: addr}
 }
 
 // cpu is the CPU time the gateway process has used.

@@ -2,14 +2,17 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -25,12 +28,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
 
 	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
 	"github.com/mcp-catalog/operator/api/scheme"
@@ -41,6 +46,7 @@ import (
 	"github.com/mcp-catalog/operator/test/mcpserver"
 	"github.com/mcp-catalog/operator/test/poll"
 	"github.com/mcp-catalog/operator/test/testenv"
+	"github.com/mcp-catalog/operator/test/testproc"
 )
 
 // Scale of the envtest scenarios. BENCH_SERVERS overrides the number of
@@ -566,16 +572,23 @@ func BenchmarkScaleProbe(b *testing.B) {
 }
 
 // BenchmarkScaleCache fills the manager's cache with 10,000 McpTools (one
-// import of 100 pages) and BENCH_SERVERS (1,000) McpServers, waits for the
-// controllers to settle, and reports the process's memory.
+// import of 100 pages; BENCH_TOOLS) and 1,000 McpServers (BENCH_SERVERS),
+// waits for the controllers to settle, and reports the manager's memory.
+// The manager runs as the chart deploys it: the manager binary with
+// --components=controllers, a process of its own with the chart's
+// GOMEMLIMIT, so that its memory is what a user sees, apart from the MCP
+// servers and the benchmark's client, which stay in this process.
 func BenchmarkScaleCache(b *testing.B) {
 	n := scaleServers()
 	r := startEnvtest(b)
 	big := mcpserver.Start(b, mcpserver.Options{Tools: scaleTools() - len(mcpserver.BuiltinTools()), PageSize: importPageSize})
 	p := startProbeTarget(b, n)
+	binary := buildManager(b)
+	kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
+	testproc.WriteKubeconfig(b, kubeconfig, r.cfg, "")
 	ctx := context.Background()
 	for b.Loop() {
-		r.startManager(b)
+		m := startControllers(b, binary, kubeconfig)
 		r.namespace(b, "cache")
 		tickets := mcpServer("cache", "tickets", big.URL, 0)
 		tickets.Spec.OperationTimeout = &metav1.Duration{Duration: 2 * time.Minute}
@@ -587,6 +600,11 @@ func BenchmarkScaleCache(b *testing.B) {
 		// not how fast it is probed.
 		createServers(b, r, "cache", p, n-1, 0)
 		await(b, 15*time.Minute, "the import and every server synced", func() bool {
+			select {
+			case <-m.done:
+				b.Fatalf("the manager exited: %v\n%s", m.cmd.ProcessState, readTail(m.log))
+			default:
+			}
 			var list mcpv1alpha1.McpServerList
 			if r.c.List(ctx, &list, client.InNamespace("cache")) != nil {
 				return false
@@ -599,14 +617,158 @@ func BenchmarkScaleCache(b *testing.B) {
 				}
 			}
 			return synced == n
-		})
-		var tools mcpv1alpha1.McpToolList
-		if err := r.c.List(ctx, &tools, client.InNamespace("cache"), client.Limit(1)); err != nil {
-			b.Fatal(err)
-		}
+		}, func() string { return readTail(m.log) })
 		time.Sleep(5 * time.Second) // the tool controller's last status writes
 		b.ReportMetric(float64(n), "servers")
 		b.ReportMetric(float64(scaleTools()), "tools")
-		memory(b)
+		m.memory(b)
 	}
+}
+
+// controllersProc is the manager running the controllers as a process of
+// its own, with its profiles served on pprof.
+type controllersProc struct {
+	*managerProc
+	pprof string
+}
+
+// startControllers runs the manager binary with the controllers only, as
+// the chart runs it: GOMEMLIMIT from the chart's memory limit, the
+// runtime's default GOGC (BENCH_MANAGER_GOGC sets one), tool-change listeners off (the scenario measures
+// the cache, not a thousand open streams). It differs from the chart in
+// what a single envtest needs: no leader election (no namespace of its own
+// to hold the lease in), plain-HTTP metrics off, the API client's rate
+// limit raised as the in-process scenarios raise it (they measure the
+// operator, not the limiter), and logs at error level only (the reconcile
+// lines at this scale would cost CPU, not memory). Its Go profiles are
+// served on a loopback port for this benchmark to read the live heap.
+func startControllers(b *testing.B, binary, kubeconfig string) *controllersProc {
+	b.Helper()
+	pprof := testproc.FreeAddr(b)
+	s := procSpec{what: "the manager", binary: binary, kubeconfig: kubeconfig, args: []string{
+		"--components=controllers",
+		"--leader-elect=false",
+		"--metrics-bind-address=0",
+		"--pprof-bind-address=" + pprof,
+		"--allow-private-networks",
+		"--listen-tool-changes=false",
+		"--kube-api-qps=1000", "--kube-api-burst=2000",
+		"--zap-log-level=error",
+	}}
+	if limit := chartManagerMemoryLimit(b); limit != "" {
+		s.env = append(s.env, "GOMEMLIMIT="+limit)
+	}
+	// BENCH_MANAGER_GOGC sets a GOGC, which the chart does not, to compare
+	// settings.
+	if v := os.Getenv("BENCH_MANAGER_GOGC"); v != "" {
+		s.env = append(s.env, "GOGC="+v)
+	}
+	return &controllersProc{managerProc: startManagerProc(b, s), pprof: pprof}
+}
+
+// chartManagerMemoryLimit is the GOMEMLIMIT the chart gives the manager:
+// its container's memory limit (resources.limits.memory in values.yaml) in
+// bytes; empty if the chart sets none.
+func chartManagerMemoryLimit(b *testing.B) string {
+	b.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "charts", "mcp-catalog-operator", "values.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var values struct {
+		Resources struct {
+			Limits map[string]string `json:"limits"`
+		} `json:"resources"`
+	}
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		b.Fatalf("the chart's values.yaml: %v", err)
+	}
+	v := values.Resources.Limits["memory"]
+	if v == "" {
+		return ""
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil {
+		b.Fatalf("the chart's resources.limits.memory %q: %v", v, err)
+	}
+	return strconv.FormatInt(q.Value(), 10)
+}
+
+// memory reports the manager process's resident set, at its peak (VmHWM)
+// and now (VmRSS, and its anonymous part RssAnon), and its live heap: HeapAlloc right after a collection,
+// which the heap profile's ?gc=1 runs in the process, and HeapInuse, the
+// spans that hold it. BENCH_MANAGER_HEAP_PROFILE names a file to write
+// that heap profile to, for `go tool pprof`.
+func (c *controllersProc) memory(b *testing.B) {
+	b.Helper()
+	pid := c.cmd.Process.Pid
+	// Read before the collection below, which does not shrink the resident
+	// set at once but would take the measurement away from steady state.
+	rss, peak := procStatusMiB(b, pid, "VmRSS"), procStatusMiB(b, pid, "VmHWM")
+	anon := procStatusMiB(b, pid, "RssAnon")
+	hc := &http.Client{Timeout: time.Minute}
+	get := func(query string) []byte {
+		resp, err := hc.Get("http://" + c.pprof + "/debug/pprof/heap?" + query)
+		if err != nil {
+			b.Fatalf("reading the manager's heap profile: %v", err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("reading the manager's heap profile: %v %s", err, resp.Status)
+		}
+		return body
+	}
+	text := get("gc=1&debug=1")
+	if path := os.Getenv("BENCH_MANAGER_HEAP_PROFILE"); path != "" {
+		if err := os.WriteFile(path, get("gc=1"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(rss, "rss-MiB")
+	b.ReportMetric(peak, "rss-peak-MiB")
+	// The rest of the resident set is file pages, nearly all the binary's
+	// code and read-only data.
+	b.ReportMetric(anon, "rss-anon-MiB")
+	b.ReportMetric(memStat(b, text, "HeapAlloc")/(1<<20), "heap-MiB")
+	b.ReportMetric(memStat(b, text, "HeapInuse")/(1<<20), "heap-inuse-MiB")
+}
+
+// memStat finds "# name = value" in a heap profile's text form, where the
+// runtime lists its MemStats.
+func memStat(b *testing.B, profile []byte, name string) float64 {
+	b.Helper()
+	sc := bufio.NewScanner(bytes.NewReader(profile))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "# "+name+" = "); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				b.Fatalf("the heap profile's %s: %v", name, err)
+			}
+			return n
+		}
+	}
+	b.Fatalf("the heap profile has no %s", name)
+	return 0
+}
+
+// procStatusMiB reads one of the kB fields of /proc/PID/status.
+func procStatusMiB(b *testing.B, pid int, field string) float64 {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			if err != nil {
+				b.Fatalf("/proc/%d/status %s: %v", pid, field, err)
+			}
+			return float64(kb) / 1024
+		}
+	}
+	b.Fatalf("/proc/%d/status has no %s", pid, field)
+	return 0
 }

@@ -165,7 +165,9 @@ func write(w *strings.Builder, r results, elapsed time.Duration) {
 	p("Profiles: add `-cpuprofile cpu.out -memprofile mem.out` to a `go test` line\n")
 	p("above and read them with `go tool pprof -top`. The gateway of section 7 is\n")
 	p("another process: `BENCH_GATEWAY_PPROF=1` serves its profiles and prints\n")
-	p("where; `BENCH_GATEWAY_AGENTS` and `BENCH_GATEWAY_CALLS` narrow a run.\n\n")
+	p("where; `BENCH_GATEWAY_AGENTS` and `BENCH_GATEWAY_CALLS` narrow a run.\n")
+	p("The manager of section 5 is one too: `BENCH_MANAGER_HEAP_PROFILE=heap.pb.gz`\n")
+	p("writes its heap profile, taken after a GC once the cache is full.\n\n")
 
 	if b, err := os.ReadFile("test/bench/report/optimisations.md"); err == nil {
 		p("%s", b)
@@ -375,18 +377,39 @@ func cacheSection(p printer, r results) {
 	}
 	tools, _ := r.get(n, "tools")
 	rss, _ := r.get(n, "rss-MiB")
-	rel, _ := r.get(n, "rss-released-MiB")
 	heap, _ := r.get(n, "heap-MiB")
+	peak, okPeak := r.get(n, "rss-peak-MiB")
+	if !okPeak {
+		// A run from before the manager had a process of its own measured
+		// the whole test process: say so rather than mislabel it.
+		rel, _ := r.get(n, "rss-released-MiB")
+		p("The manager with %s McpTools (one import) and %s McpServers in its\n", num(tools), num(servers))
+		p("cache, in the test process together with the MCP servers and the\n")
+		p("benchmark's client; memory of that process after a GC.\n\n")
+		p("| figure | value |\n|---|---:|\n| RSS | %.1f MiB |\n| RSS once freed heap is returned to the OS | %.1f MiB |\n| live heap | %.1f MiB |\n\n", rss, rel, heap)
+		p("Target: RSS ≤ 120 MiB: %.1f %s.\n\n", rss, verdict(rss <= 120))
+		return
+	}
+	inuse, _ := r.get(n, "heap-inuse-MiB")
+	anon, _ := r.get(n, "rss-anon-MiB")
 	p("The manager with %s McpTools (one import) and %s McpServers in its\n", num(tools), num(servers))
-	p("cache, after every server synced; memory of this process after a GC.\n\n")
-	p("| figure | value |\n|---|---:|\n| RSS | %.1f MiB |\n| RSS once freed heap is returned to the OS (debug.FreeOSMemory) | %.1f MiB |\n| live heap | %.1f MiB |\n\n", rss, rel, heap)
-	p("Target: RSS ≤ 120 MiB: %.1f %s (once freed heap is returned: %.1f %s).\n\n", rss, verdict(rss <= 120), rel, verdict(rel <= 120))
-	p("Memory is this test process: the manager and its cache, but also the\n")
-	p("in-process MCP servers (one holding the 10,000-tool catalog) and the\n")
-	p("benchmark's own API client; envtest's kube-apiserver and etcd are separate\n")
-	p("processes and are not counted. The RSS taken right after the import depends\n")
-	p("on how much of the import's transient garbage the heap had grown to hold,\n")
-	p("which varies from run to run; the live heap is the steady figure.\n\n")
+	p("cache, after every server synced and the import's status writes ended.\n")
+	p("The manager runs as the chart deploys it: the manager binary with\n")
+	p("--components=controllers, a process of its own, with GOMEMLIMIT set to\n")
+	p("the chart's memory limit and the default GOGC. The MCP servers and the\n")
+	p("benchmark's client are in another process, and envtest's kube-apiserver\n")
+	p("and etcd in two more: none of them is counted.\n\n")
+	p("| figure | value |\n|---|---:|\n")
+	p("| RSS, settled (VmRSS) | %.1f MiB |\n| of which anonymous memory (RssAnon) | %.1f MiB |\n", rss, anon)
+	p("| of which file pages, mostly the binary's code and read-only data | %.1f MiB |\n", rss-anon)
+	p("| RSS, peak during the import (VmHWM) | %.1f MiB |\n", peak)
+	p("| live heap (HeapAlloc after a GC) | %.1f MiB |\n| heap spans in use after that GC (HeapInuse) | %.1f MiB |\n\n", heap, inuse)
+	p("Target: RSS ≤ 120 MiB: %.1f %s (at its peak: %.1f %s).\n\n", rss, verdict(rss <= 120), peak, verdict(peak <= 120))
+	p("The resident set is read from /proc before the collection that measures\n")
+	p("the live heap (the heap profile's ?gc=1, on the manager's\n")
+	p("--pprof-bind-address). Above the live heap, the RSS holds the garbage the\n")
+	p("runtime lets accumulate until its next collection (GOGC), the runtime's\n")
+	p("own structures, stacks and the binary's mapped code.\n\n")
 }
 
 func hostileSection(p printer, r results) {
@@ -638,7 +661,11 @@ func targetsSection(p printer, r results) {
 	tools, _ := r.get("BenchmarkScaleImport", "tools")
 	row("McpTool writes during an import beyond the floor's two per tool (McpTool controller's and any other), share of the floor's", "≤ 1%", percent1(share(xw, 2*tools)), share(xw, 2*tools) <= 0.01, okI)
 	rss, okC := r.get("BenchmarkScaleCache", "rss-MiB")
-	row("manager RSS, 1,000 servers + 10,000 tools cached", "≤ 120 MiB", fmt.Sprintf("%.1f MiB", rss), rss <= 120, okC)
+	cached := "manager RSS, 1,000 servers + 10,000 tools cached"
+	if _, own := r.get("BenchmarkScaleCache", "rss-peak-MiB"); own {
+		cached = "manager process RSS (settled), 1,000 servers + 10,000 tools cached"
+	}
+	row(cached, "≤ 120 MiB", fmt.Sprintf("%.1f MiB", rss), rss <= 120, okC)
 	probes, okP := r.get("BenchmarkScaleProbe", "probes")
 	sched, _ := r.get("BenchmarkScaleProbe", "scheduled")
 	late, _ := r.get("BenchmarkScaleProbe", "worst-late-s")
