@@ -621,6 +621,7 @@ func BenchmarkScaleCache(b *testing.B) {
 		time.Sleep(5 * time.Second) // the tool controller's last status writes
 		b.ReportMetric(float64(n), "servers")
 		b.ReportMetric(float64(scaleTools()), "tools")
+		b.ReportMetric(float64(m.gogc), "manager-gogc")
 		m.memory(b)
 	}
 }
@@ -630,6 +631,7 @@ func BenchmarkScaleCache(b *testing.B) {
 type controllersProc struct {
 	*managerProc
 	pprof string
+	gogc  int // the GOGC it runs with
 }
 
 // startControllers runs the manager binary with the controllers only, as
@@ -660,10 +662,16 @@ func startControllers(b *testing.B, binary, kubeconfig string) *controllersProc 
 	}
 	// BENCH_MANAGER_GOGC sets a GOGC, which the chart does not, to compare
 	// settings.
+	gogc := 100 // the runtime's default
 	if v := os.Getenv("BENCH_MANAGER_GOGC"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("BENCH_MANAGER_GOGC=%q: want a positive number", v)
+		}
+		gogc = n
 		s.env = append(s.env, "GOGC="+v)
 	}
-	return &controllersProc{managerProc: startManagerProc(b, s), pprof: pprof}
+	return &controllersProc{managerProc: startManagerProc(b, s), pprof: pprof, gogc: gogc}
 }
 
 // chartManagerMemoryLimit is the GOMEMLIMIT the chart gives the manager:

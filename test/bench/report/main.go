@@ -392,11 +392,15 @@ func cacheSection(p printer, r results) {
 	}
 	inuse, _ := r.get(n, "heap-inuse-MiB")
 	anon, _ := r.get(n, "rss-anon-MiB")
+	gogc := "the default GOGC"
+	if g, ok := r.get(n, "manager-gogc"); ok && g != 100 {
+		gogc = fmt.Sprintf("GOGC=%s (not the chart's: set by BENCH_MANAGER_GOGC)", num(g))
+	}
 	p("The manager with %s McpTools (one import) and %s McpServers in its\n", num(tools), num(servers))
 	p("cache, after every server synced and the import's status writes ended.\n")
 	p("The manager runs as the chart deploys it: the manager binary with\n")
 	p("--components=controllers, a process of its own, with GOMEMLIMIT set to\n")
-	p("the chart's memory limit and the default GOGC. The MCP servers and the\n")
+	p("the chart's memory limit and %s. The MCP servers and the\n", gogc)
 	p("benchmark's client are in another process, and envtest's kube-apiserver\n")
 	p("and etcd in two more: none of them is counted.\n\n")
 	p("| figure | value |\n|---|---:|\n")
