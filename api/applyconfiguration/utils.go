@@ -84,12 +84,22 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.McpServerSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpServerStatus"):
 		return &apiv1alpha1.McpServerStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpSharedServer"):
+		return &apiv1alpha1.McpSharedServerApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpSharedServerSpec"):
+		return &apiv1alpha1.McpSharedServerSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpSharedServerStatus"):
+		return &apiv1alpha1.McpSharedServerStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpTool"):
 		return &apiv1alpha1.McpToolApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpToolSpec"):
 		return &apiv1alpha1.McpToolSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpToolStatus"):
 		return &apiv1alpha1.McpToolStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NamespaceSelector"):
+		return &apiv1alpha1.NamespaceSelectorApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NamespaceSelectorRequirement"):
+		return &apiv1alpha1.NamespaceSelectorRequirementApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ParameterText"):
 		return &apiv1alpha1.ParameterTextApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReviewedText"):
@@ -98,6 +108,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.SecretKeySelectorApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServerInfo"):
 		return &apiv1alpha1.ServerInfoApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ServerSharing"):
+		return &apiv1alpha1.ServerSharingApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SharedServerReference"):
+		return &apiv1alpha1.SharedServerReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SkippedTool"):
 		return &apiv1alpha1.SkippedToolApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TLSSettings"):

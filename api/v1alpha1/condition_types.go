@@ -192,6 +192,18 @@ const (
 	// an argument of the server's schema); the tool is not served until
 	// they can.
 	ReasonArgumentRulesInvalid = "ArgumentRulesInvalid"
+
+	// ReasonShared: an McpSharedServer's server exists and its owner
+	// shares it with the McpSharedServer's namespace.
+	ReasonShared = "Shared"
+	// ReasonNotShared: an McpSharedServer's server is not shared with its
+	// namespace. The one reason for a server that does not exist and for
+	// one whose owner does not grant the namespace, so that a consumer
+	// learns nothing of another namespace's servers.
+	ReasonNotShared = "NotShared"
+	// ReasonDisabledByConsumer: the consuming namespace's McpSharedServer
+	// lists the tool in spec.disabledTools.
+	ReasonDisabledByConsumer = "DisabledByConsumer"
 )
 
 // Labels and annotations.

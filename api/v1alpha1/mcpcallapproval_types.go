@@ -28,7 +28,9 @@ const (
 // +kubebuilder:validation:XValidation:rule="oldSelf.decision == 'Pending' || (self.decision == oldSelf.decision && self.decidedBy == oldSelf.decidedBy && self.reason == oldSelf.reason)",message="a decision is final"
 // +kubebuilder:validation:XValidation:rule="self.decision == 'Pending' ? (size(self.decidedBy) == 0 && size(self.reason) == 0) : size(self.decidedBy) > 0",message="decidedBy names who decided; an undecided approval has no decidedBy or reason"
 type McpCallApprovalSpec struct {
-	// tool is the McpTool called, in this namespace.
+	// tool is the McpTool called, in this namespace; for a tool shared
+	// with this namespace, the name it is called by (mcps_<shared
+	// server>_<tool>), which this namespace's RBAC grants.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
@@ -39,7 +41,8 @@ type McpCallApprovalSpec struct {
 	// +kubebuilder:validation:MaxLength=192
 	LocalName string `json:"localName"`
 
-	// server is the McpServer of the tool.
+	// server is the McpServer of the tool, or the McpSharedServer of this
+	// namespace a shared tool is offered through.
 	// +required
 	// +kubebuilder:validation:MaxLength=253
 	Server string `json:"server"`

@@ -98,6 +98,71 @@ type McpServerSpec struct {
 	// +optional
 	// +default={}
 	HealthCheck HealthCheckSettings `json:"healthCheck,omitempty"`
+
+	// sharing offers the server's enabled and approved tools to agents of
+	// other namespaces, each of which must also accept the offer with an
+	// McpSharedServer. Unset (or empty) shares with no namespace. The
+	// server's credentials, URL and Secrets never leave this namespace:
+	// calls are sent from here, with this server's auth.
+	// +optional
+	Sharing *ServerSharing `json:"sharing,omitempty"`
+}
+
+// ServerSharing names the namespaces a server is shared with: those listed
+// in namespaces and those namespaceSelector selects.
+type ServerSharing struct {
+	// namespaces are names of namespaces the server is shared with.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespaces []string `json:"namespaces,omitempty"`
+
+	// namespaceSelector shares the server with every namespace whose
+	// labels it matches. An empty selector ({}) matches every namespace.
+	// +optional
+	NamespaceSelector *NamespaceSelector `json:"namespaceSelector,omitempty"`
+}
+
+// NamespaceSelector selects namespaces by their labels: every requirement
+// must hold. It is a Kubernetes label selector written with
+// matchExpressions only ({key: team, operator: In, values: [a]} says what
+// matchLabels {team: a} would), so that the API server checks every key and
+// value.
+type NamespaceSelector struct {
+	// matchExpressions are requirements on labels. None selects every
+	// namespace.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	MatchExpressions []NamespaceSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// NamespaceSelectorRequirement is one requirement on a label: In and NotIn
+// need values, Exists and DoesNotExist take none.
+// +kubebuilder:validation:XValidation:rule="(self.operator == 'In' || self.operator == 'NotIn') == (has(self.values) && size(self.values) > 0)",message="values are required for In and NotIn, and not allowed for Exists and DoesNotExist"
+type NamespaceSelectorRequirement struct {
+	// key is the label key.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
+	Key string `json:"key"`
+
+	// operator is In, NotIn, Exists or DoesNotExist.
+	// +required
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	Operator metav1.LabelSelectorOperator `json:"operator"`
+
+	// values are the label values of In and NotIn.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+	Values []string `json:"values,omitempty"`
 }
 
 // URLSource says where an endpoint URL that must stay secret is read from.

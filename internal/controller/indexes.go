@@ -23,6 +23,9 @@ const (
 	indexToolServer = "spec.serverRef.name"
 	// indexServerProfile is a delegated McpServer's profile.
 	indexServerProfile = "spec.auth.delegated.profileRef.name"
+	// IndexSharedServerRef is an McpSharedServer's spec.server as
+	// "<namespace>/<name>": the consumers of a shared server.
+	IndexSharedServerRef = "spec.server"
 )
 
 // RegisterIndexes adds the field indexes the controllers list by to the
@@ -41,6 +44,13 @@ func RegisterIndexes(ctx context.Context, mgr ctrl.Manager) error {
 			return nil
 		}); err != nil {
 		return fmt.Errorf("indexing McpServers by delegation profile: %w", err)
+	}
+	if err := idx.IndexField(ctx, &mcpv1alpha1.McpSharedServer{}, IndexSharedServerRef,
+		func(o client.Object) []string {
+			s := o.(*mcpv1alpha1.McpSharedServer).Spec.Server
+			return []string{s.Namespace + "/" + s.Name}
+		}); err != nil {
+		return fmt.Errorf("indexing McpSharedServers by server: %w", err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"net/url"
 	"os"
 	"strings"
@@ -38,7 +39,8 @@ const EventSource = "mcp-catalog-operator"
 // the gateway's serverInfo.version.
 var Version = version.Get()
 
-// +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpaccesspolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpaccesspolicies;mcpsharedservers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpcallapprovals,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpcallapprovals/status,verbs=update
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
@@ -112,6 +114,10 @@ func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Sele
 	if err := policies.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpAccessPolicy controller: %w", err)
 	}
+	shared := &controller.McpSharedServerReconciler{Client: mgr.GetClient(), Selector: shard}
+	if err := shared.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the McpSharedServer controller: %w", err)
+	}
 	tools := &controller.McpToolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	if err := tools.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpTool controller: %w", err)
@@ -152,7 +158,8 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	// The gateway reads these kinds from the cache. Registering their
 	// informers now makes a missing permission show in the log at start,
 	// not as a stalled agent later.
-	for _, obj := range []client.Object{&mcpv1alpha1.McpAccessPolicy{}, &mcpv1alpha1.McpTool{}, &mcpv1alpha1.McpServer{}, &mcpv1alpha1.McpDelegationProfile{}} {
+	for _, obj := range []client.Object{&mcpv1alpha1.McpAccessPolicy{}, &mcpv1alpha1.McpTool{}, &mcpv1alpha1.McpServer{}, &mcpv1alpha1.McpDelegationProfile{},
+		&mcpv1alpha1.McpSharedServer{}, &corev1.Namespace{}} {
 		if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {
 			return fmt.Errorf("registering the gateway's informers: %w", err)
 		}

@@ -186,3 +186,39 @@ func ObjectNameOfLocal(local string) (string, error) {
 
 // Group is the group of a server's tools: mcp_<server>.
 func Group(server string) string { return "mcp_" + server }
+
+// sharedPrefix begins the local names of shared tools. A tool's own local
+// name begins with "mcp_" and a server name, which holds no "_", so no
+// shared name is ever an own one.
+const sharedPrefix = "mcps_"
+
+// SharedLocalName is the name agents of a consuming namespace see for a
+// remote tool of a server shared with it through the McpSharedServer named
+// shared: mcps_<shared>_<remote>. It is also the name the consuming
+// namespace's RBAC grants (verb call on mcptools): McpTool names hold no
+// "_", so it names none of the namespace's own tools.
+func SharedLocalName(shared, remote string) string { return sharedPrefix + shared + "_" + remote }
+
+// IsSharedLocalName reports whether name has the prefix of a shared tool's
+// local name.
+func IsSharedLocalName(name string) bool { return strings.HasPrefix(name, sharedPrefix) }
+
+// ParseSharedLocalName returns the McpSharedServer and remote name a
+// shared local name was formed from, or an error when no shared tool can
+// have this name.
+func ParseSharedLocalName(local string) (shared, remote string, err error) {
+	if !ValidLocalName(local) {
+		return "", "", errNotSharedName
+	}
+	rest, ok := strings.CutPrefix(local, sharedPrefix)
+	if !ok {
+		return "", "", errNotSharedName
+	}
+	shared, remote, ok = strings.Cut(rest, "_")
+	if !ok || !ValidServerName(shared) || !ValidRemoteName(remote) {
+		return "", "", errNotSharedName
+	}
+	return shared, remote, nil
+}
+
+var errNotSharedName = fmt.Errorf("not a shared tool name mcps_<shared server>_<tool> of at most %d characters", MaxLocalNameLength)

@@ -164,3 +164,34 @@ func TestValidLocalNameBoundsWhatMayBeQuoted(t *testing.T) {
 		}
 	}
 }
+
+func TestSharedLocalNamesNeverNameOwnTools(t *testing.T) {
+	name := SharedLocalName("platform-docs", "search_docs")
+	if name != "mcps_platform-docs_search_docs" {
+		t.Fatalf("SharedLocalName = %q", name)
+	}
+	shared, remote, err := ParseSharedLocalName(name)
+	if err != nil || shared != "platform-docs" || remote != "search_docs" {
+		t.Fatalf("ParseSharedLocalName(%q) = %q, %q, %v", name, shared, remote, err)
+	}
+	if !IsSharedLocalName(name) || IsSharedLocalName(LocalName("mcps", "x")) {
+		t.Error("IsSharedLocalName does not tell shared names from own ones")
+	}
+	// No shared name parses as an own tool's local name, and no own local
+	// name as a shared one; the shared name is also the RBAC resource name,
+	// which no McpTool object can have.
+	if _, err := ObjectNameOfLocal(name); err == nil {
+		t.Errorf("the shared name %q names an own McpTool", name)
+	}
+	if _, _, err := ParseSharedLocalName(LocalName("mcps", "x")); err == nil {
+		t.Error("an own local name parses as a shared one")
+	}
+	if !strings.Contains(name, "_") {
+		t.Error("a shared name must hold a character no object name holds")
+	}
+	for _, bad := range []string{"mcps_", "mcps_docs", "mcps_Docs_x", "mcps_docs_", "mcp_docs_x", "mcps_docs_a b"} {
+		if _, _, err := ParseSharedLocalName(bad); err == nil {
+			t.Errorf("ParseSharedLocalName(%q) succeeded", bad)
+		}
+	}
+}

@@ -479,6 +479,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
       default: 20s
+    - name: sharing
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.ServerSharing
     - name: suspend
       type:
         scalar: boolean
@@ -532,6 +535,58 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: tools
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.ToolCounts
+- name: com.github.mcp-catalog.operator.api.v1alpha1.McpSharedServer
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+    - name: spec
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.McpSharedServerSpec
+    - name: status
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.McpSharedServerStatus
+      default:
+        observedGeneration: -1
+- name: com.github.mcp-catalog.operator.api.v1alpha1.McpSharedServerSpec
+  map:
+    fields:
+    - name: approvalRequired
+      type:
+        scalar: boolean
+    - name: disabledTools
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+    - name: maxDataClass
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.DataClass
+    - name: server
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.SharedServerReference
+- name: com.github.mcp-catalog.operator.api.v1alpha1.McpSharedServerStatus
+  map:
+    fields:
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: observedGeneration
+      type:
+        scalar: numeric
 - name: com.github.mcp-catalog.operator.api.v1alpha1.McpTool
   map:
     fields:
@@ -643,6 +698,30 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: title
       type:
         scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.NamespaceSelector
+  map:
+    fields:
+    - name: matchExpressions
+      type:
+        list:
+          elementType:
+            namedType: com.github.mcp-catalog.operator.api.v1alpha1.NamespaceSelectorRequirement
+          elementRelationship: atomic
+- name: com.github.mcp-catalog.operator.api.v1alpha1.NamespaceSelectorRequirement
+  map:
+    fields:
+    - name: key
+      type:
+        scalar: string
+    - name: operator
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorOperator
+    - name: values
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ParameterText
   map:
     fields:
@@ -700,6 +779,27 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
     - name: version
+      type:
+        scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ServerSharing
+  map:
+    fields:
+    - name: namespaceSelector
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.NamespaceSelector
+    - name: namespaces
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+- name: com.github.mcp-catalog.operator.api.v1alpha1.SharedServerReference
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+    - name: namespace
       type:
         scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.SkippedTool
@@ -827,6 +927,8 @@ var schemaYAML = typed.YAMLObject(`types:
         elementType:
           namedType: __untyped_deduced_
         elementRelationship: separable
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorOperator
+  scalar: string
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry
   map:
     fields:

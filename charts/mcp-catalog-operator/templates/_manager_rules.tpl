@@ -9,6 +9,14 @@
   - get
 - apiGroups:
   - ""
+  resources:
+  - namespaces
+  verbs:
+  - get
+  - list
+  - watch
+- apiGroups:
+  - ""
   - events.k8s.io
   resources:
   - events
@@ -33,6 +41,7 @@
   - mcpaccesspolicies
   - mcpdelegationprofiles
   - mcpservers
+  - mcpsharedservers
   verbs:
   - get
   - list
@@ -43,6 +52,7 @@
   - mcpaccesspolicies/status
   - mcpdelegationprofiles/status
   - mcpservers/status
+  - mcpsharedservers/status
   - mcptools/status
   verbs:
   - get

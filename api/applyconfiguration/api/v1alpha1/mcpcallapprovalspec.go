@@ -34,11 +34,14 @@ import (
 // The arguments are never stored, only their hash: the object is readable
 // by approvers who may not be cleared for the data the call carries.
 type McpCallApprovalSpecApplyConfiguration struct {
-	// tool is the McpTool called, in this namespace.
+	// tool is the McpTool called, in this namespace; for a tool shared
+	// with this namespace, the name it is called by (mcps_<shared
+	// server>_<tool>), which this namespace's RBAC grants.
 	Tool *string `json:"tool,omitempty"`
 	// localName is the tool's name as the agent called it.
 	LocalName *string `json:"localName,omitempty"`
-	// server is the McpServer of the tool.
+	// server is the McpServer of the tool, or the McpSharedServer of this
+	// namespace a shared tool is offered through.
 	Server *string `json:"server,omitempty"`
 	// caller is the user name of the agent whose call waits; it can never
 	// decide this approval.

@@ -79,6 +79,12 @@ type McpServerSpecApplyConfiguration struct {
 	Import *ImportSettingsApplyConfiguration `json:"import,omitempty"`
 	// healthCheck tunes the health probe.
 	HealthCheck *HealthCheckSettingsApplyConfiguration `json:"healthCheck,omitempty"`
+	// sharing offers the server's enabled and approved tools to agents of
+	// other namespaces, each of which must also accept the offer with an
+	// McpSharedServer. Unset (or empty) shares with no namespace. The
+	// server's credentials, URL and Secrets never leave this namespace:
+	// calls are sent from here, with this server's auth.
+	Sharing *ServerSharingApplyConfiguration `json:"sharing,omitempty"`
 }
 
 // McpServerSpecApplyConfiguration constructs a declarative configuration of the McpServerSpec type for use with
@@ -180,5 +186,13 @@ func (b *McpServerSpecApplyConfiguration) WithImport(value *ImportSettingsApplyC
 // If called multiple times, the HealthCheck field is set to the value of the last call.
 func (b *McpServerSpecApplyConfiguration) WithHealthCheck(value *HealthCheckSettingsApplyConfiguration) *McpServerSpecApplyConfiguration {
 	b.HealthCheck = value
+	return b
+}
+
+// WithSharing sets the Sharing field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Sharing field is set to the value of the last call.
+func (b *McpServerSpecApplyConfiguration) WithSharing(value *ServerSharingApplyConfiguration) *McpServerSpecApplyConfiguration {
+	b.Sharing = value
 	return b
 }

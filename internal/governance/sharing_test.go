@@ -1,0 +1,87 @@
+package governance
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+)
+
+func TestSharedWithNeedsTheOwnersGrant(t *testing.T) {
+	srv := func(s *mcpv1alpha1.ServerSharing) *mcpv1alpha1.McpServer {
+		return &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "docs"}, Spec: mcpv1alpha1.McpServerSpec{Sharing: s}}
+	}
+	team := map[string]string{"team": "a"}
+	sel := func(e ...mcpv1alpha1.NamespaceSelectorRequirement) *mcpv1alpha1.ServerSharing {
+		return &mcpv1alpha1.ServerSharing{NamespaceSelector: &mcpv1alpha1.NamespaceSelector{MatchExpressions: e}}
+	}
+	for _, tc := range []struct {
+		name   string
+		srv    *mcpv1alpha1.McpServer
+		ns     string
+		labels map[string]string
+		want   bool
+	}{
+		{"no server", nil, "a", team, false},
+		{"not shared", srv(nil), "a", team, false},
+		{"empty sharing", srv(&mcpv1alpha1.ServerSharing{}), "a", team, false},
+		{"named", srv(&mcpv1alpha1.ServerSharing{Namespaces: []string{"a"}}), "a", nil, true},
+		{"another named", srv(&mcpv1alpha1.ServerSharing{Namespaces: []string{"b"}}), "a", team, false},
+		{"the owner's own namespace is not a consumer", srv(&mcpv1alpha1.ServerSharing{Namespaces: []string{"platform"}}), "platform", nil, false},
+		{"selected by label", srv(&mcpv1alpha1.ServerSharing{NamespaceSelector: sel(mcpv1alpha1.NamespaceSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: []string{"a"}}).NamespaceSelector}), "a", team, true},
+		{"label differs", srv(&mcpv1alpha1.ServerSharing{NamespaceSelector: sel(mcpv1alpha1.NamespaceSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: []string{"b"}}).NamespaceSelector}), "a", team, false},
+		{"namespace unknown: labels do not match", srv(&mcpv1alpha1.ServerSharing{NamespaceSelector: sel(mcpv1alpha1.NamespaceSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: []string{"a"}}).NamespaceSelector}), "a", nil, false},
+		{"empty selector selects all", srv(&mcpv1alpha1.ServerSharing{NamespaceSelector: &mcpv1alpha1.NamespaceSelector{}}), "a", nil, true},
+		{"expression In", srv(sel(mcpv1alpha1.NamespaceSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: []string{"a", "b"}})), "a", team, true},
+		{"expression DoesNotExist", srv(sel(mcpv1alpha1.NamespaceSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpDoesNotExist})), "a", team, false},
+		{"a selector that cannot be evaluated grants nothing", srv(sel(mcpv1alpha1.NamespaceSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpIn})), "a", team, false},
+		{"a bad operator grants nothing", srv(sel(mcpv1alpha1.NamespaceSelectorRequirement{Key: "team", Operator: "Matches", Values: []string{"a"}})), "a", team, false},
+	} {
+		if got := SharedWith(tc.srv, tc.ns, tc.labels); got != tc.want {
+			t.Errorf("%s: SharedWith = %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestAConsumerNarrowsAndNeverWidens(t *testing.T) {
+	srv := &mcpv1alpha1.McpServer{Spec: mcpv1alpha1.McpServerSpec{DataClass: mcpv1alpha1.DataClassConfidential, ApprovalRequired: ptr(true)}}
+	tool := &mcpv1alpha1.McpTool{Spec: mcpv1alpha1.McpToolSpec{RemoteName: "search"}}
+	ss := &mcpv1alpha1.McpSharedServer{Spec: mcpv1alpha1.McpSharedServerSpec{ApprovalRequired: false, MaxDataClass: mcpv1alpha1.DataClassRestricted}}
+
+	class, approval := SharedEffective(srv, tool, ss)
+	if class != mcpv1alpha1.DataClassConfidential || !approval {
+		t.Errorf("the consumer's approvalRequired false lifted the owner's requirement: %s %t", class, approval)
+	}
+	if got := SharedCeiling(mcpv1alpha1.DataClassInternal, ss); got != mcpv1alpha1.DataClassInternal {
+		t.Errorf("a higher maxDataClass raised the caller's ceiling to %s", got)
+	}
+	ss.Spec.MaxDataClass = mcpv1alpha1.DataClassPublic
+	if got := SharedCeiling(mcpv1alpha1.DataClassRestricted, ss); got != mcpv1alpha1.DataClassPublic {
+		t.Errorf("a lower maxDataClass did not lower the ceiling: %s", got)
+	}
+	srv.Spec.ApprovalRequired = ptr(false)
+	ss.Spec.ApprovalRequired = true
+	if _, approval := SharedEffective(srv, tool, ss); !approval {
+		t.Error("the consumer's approvalRequired true did not require approval")
+	}
+	ss.Spec.DisabledTools = []string{"search"}
+	if !DisabledByConsumer(ss, "search") || DisabledByConsumer(ss, "other") {
+		t.Error("disabledTools does not disable exactly the tools it names")
+	}
+}
+
+func TestInvalidSharedServer(t *testing.T) {
+	ss := &mcpv1alpha1.McpSharedServer{ObjectMeta: metav1.ObjectMeta{Namespace: "team"}, Spec: mcpv1alpha1.McpSharedServerSpec{Server: mcpv1alpha1.SharedServerReference{Namespace: "team", Name: "docs"}}}
+	if InvalidSharedServer(ss) == "" {
+		t.Error("an McpSharedServer naming its own namespace is valid")
+	}
+	ss.Spec.Server.Namespace = "platform"
+	if p := InvalidSharedServer(ss); p != "" {
+		t.Errorf("a valid McpSharedServer is invalid: %s", p)
+	}
+	ss.Spec.MaxDataClass = "Secret"
+	if InvalidSharedServer(ss) == "" {
+		t.Error("an unknown maxDataClass is valid")
+	}
+}
