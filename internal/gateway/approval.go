@@ -170,11 +170,11 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Id
 		}
 	}
 	now := g.now()
-	key := callKey(id.Username, t.Name, t.Status.DefinitionHash, rec.ArgumentsHash)
+	key := callKey(id.Username, c.offer().authzName(), t.Status.DefinitionHash, rec.ArgumentsHash)
 	var list mcpv1alpha1.McpCallApprovalList
 	// Read from the API server, not a cache: a decision made a moment ago
 	// must count, and using one needs its current resourceVersion.
-	if err := g.Approvals.List(ctx, &list, client.InNamespace(t.Namespace), client.MatchingLabels{LabelCaller: callerKey(id.Username)}); err != nil {
+	if err := g.Approvals.List(ctx, &list, client.InNamespace(id.Namespace), client.MatchingLabels{LabelCaller: callerKey(id.Username)}); err != nil {
 		return personResult{err: fmt.Errorf("listing call approvals: %w", err)}
 	}
 	var approved, denied, pending *mcpv1alpha1.McpCallApproval
@@ -191,7 +191,7 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Id
 		if state == governance.CallStatePending {
 			undecided++
 		}
-		if a.Spec.Tool != t.Name || a.Spec.DefinitionHash != t.Status.DefinitionHash || a.Spec.ArgumentsHash != rec.ArgumentsHash {
+		if a.Spec.Tool != c.offer().authzName() || a.Spec.DefinitionHash != t.Status.DefinitionHash || a.Spec.ArgumentsHash != rec.ArgumentsHash {
 			continue
 		}
 		switch state {
@@ -232,7 +232,7 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Id
 		}
 		return personResult{answer: g.deny(ctx, rec, t, DenyApprovalDeclined, "", msg+"; it was not made")}
 	case pending != nil:
-		return g.waitFor(ctx, req, rec, t, pending)
+		return g.waitFor(ctx, req, rec, c.offer(), pending)
 	}
 	if undecided >= maxPendingPerCaller {
 		return personResult{answer: g.deny(ctx, rec, t, DenyApprovalNoChannel, "", fmt.Sprintf("the caller already has %d calls waiting for approval; the call was not made", undecided))}
@@ -241,7 +241,7 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Id
 	if err != nil {
 		return personResult{err: err}
 	}
-	return g.waitFor(ctx, req, rec, t, a)
+	return g.waitFor(ctx, req, rec, c.offer(), a)
 }
 
 // newApproval creates the McpCallApproval a person decides, for the call c
@@ -275,14 +275,14 @@ func callApproval(id *Identity, c *callScope, name, key string, expires time.Tim
 	t := c.tool
 	return &mcpv1alpha1.McpCallApproval{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: t.Namespace,
+			Namespace: id.Namespace,
 			Name:      name,
 			Labels:    map[string]string{LabelCaller: callerKey(id.Username), LabelCall: key},
 		},
 		Spec: mcpv1alpha1.McpCallApprovalSpec{
-			Tool:           t.Name,
-			LocalName:      t.Status.LocalName,
-			Server:         t.Spec.ServerRef.Name,
+			Tool:           c.offer().authzName(),
+			LocalName:      c.offer().localName(),
+			Server:         c.offer().serverName(),
 			Caller:         id.Username,
 			CallerGroups:   id.Groups,
 			DataClass:      c.class,
@@ -306,11 +306,11 @@ func (g *Gateway) approvalURL(ns, name string) string {
 // waitFor tells the agent that the call waits for approval a, the way its
 // protocol revision and capabilities allow, and records that the call was
 // not made.
-func (g *Gateway) waitFor(ctx context.Context, req *sdk.CallToolRequest, rec Record, t *mcpv1alpha1.McpTool, a *mcpv1alpha1.McpCallApproval) personResult {
+func (g *Gateway) waitFor(ctx context.Context, req *sdk.CallToolRequest, rec Record, o toolOffer, a *mcpv1alpha1.McpCallApproval) personResult {
 	rec.ApprovalName = a.Name
 	how := fmt.Sprintf("kubectl mcp approve-call %s -n %s", a.Name, a.Namespace)
 	msg := fmt.Sprintf("The call of %s (MCP server %s, data class %s) waits for a person's approval: McpCallApproval %s/%s, until %s. A person other than the caller approves it with `%s`; then the same call with the same arguments is made once.",
-		t.Status.LocalName, t.Spec.ServerRef.Name, a.Spec.DataClass, a.Namespace, a.Name, a.Spec.ExpiresAt.UTC().Format(time.RFC3339), how)
+		o.localName(), o.serverName(), a.Spec.DataClass, a.Namespace, a.Name, a.Spec.ExpiresAt.UTC().Format(time.RFC3339), how)
 	rec.Phase, rec.Decision, rec.Reason, rec.Time = PhaseDenied, "Denied", DenyApprovalPending, g.now()
 	if err := g.Audit.Write(ctx, rec); err != nil {
 		logging.FromContext(ctx, logging.Gateway).Error(err, "the audit record of a call waiting for approval could not be written")
@@ -340,7 +340,7 @@ func (g *Gateway) waitFor(ctx context.Context, req *sdk.CallToolRequest, rec Rec
 // mode): an answer to give the agent, or nil when the client approved.
 func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, id *Identity, c *callScope) *sdk.CallToolResult {
 	rec, key, t := c.rec, c.key, c.tool
-	state := approvalState{Caller: id.UID + "/" + id.Username, Tool: key.String(), Definition: t.Status.DefinitionHash, Arguments: rec.ArgumentsHash}
+	state := approvalState{Caller: id.UID + "/" + id.Username, Tool: id.Namespace + "/" + c.offer().authzName(), Definition: t.Status.DefinitionHash, Arguments: rec.ArgumentsHash}
 	resp, answered := req.Params.InputResponses[approvalInput]
 	if !answered {
 		caps := req.ClientCapabilities()
@@ -355,7 +355,7 @@ func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, id *Id
 			return refusal("the gateway could not ask for approval; try again")
 		}
 		return &sdk.CallToolResult{
-			InputRequests: sdk.InputRequestMap{approvalInput: approvalQuestion(t.Status.LocalName, t.Spec.ServerRef.Name, string(c.class))},
+			InputRequests: sdk.InputRequestMap{approvalInput: approvalQuestion(c.offer().localName(), c.offer().serverName(), string(c.class))},
 			RequestState:  signed,
 		}
 	}
@@ -400,7 +400,7 @@ func (g *Gateway) spendAnswer(ctx context.Context, id *Identity, c *callScope, t
 	}
 	h := sha256.Sum256([]byte(s.Nonce))
 	t := c.tool
-	key := callKey(id.Username, t.Name, t.Status.DefinitionHash, c.rec.ArgumentsHash)
+	key := callKey(id.Username, c.offer().authzName(), t.Status.DefinitionHash, c.rec.ArgumentsHash)
 	a := callApproval(id, c, spentAnswerPrefix+hex.EncodeToString(h[:])[:40], key, time.Unix(s.Expires, 0))
 	a.Spec.Seal = sealOf(ks.Current, a)
 	if err := g.Approvals.Create(ctx, a); err != nil {

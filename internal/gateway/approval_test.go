@@ -317,7 +317,7 @@ func (p *personGateway) call(t *testing.T, args string) *mcp.CallToolResult {
 
 func (p *personGateway) callWith(t *testing.T, req *mcp.CallToolRequest) *mcp.CallToolResult {
 	t.Helper()
-	c, answer := p.g.identify(ctx, req, p.id, p.key)
+	c, answer := p.g.identify(ctx, req, p.id, toolRef{key: p.key})
 	if answer != nil {
 		t.Fatalf("identify refused: %+v", answer)
 	}

@@ -42,8 +42,14 @@ type Record struct {
 	Tool      string    `json:"tool"`
 	LocalName string    `json:"localName"`
 	Server    string    `json:"server"`
-	DataClass string    `json:"dataClass"`
-	Approval  string    `json:"approval,omitempty"`
+	// ServerNamespace and SharedServer are set for a call of a shared
+	// tool: the owner's namespace (of Tool and Server), and the caller
+	// namespace's McpSharedServer the tool was offered through. Namespace
+	// is always the caller's.
+	ServerNamespace string `json:"serverNamespace,omitempty"`
+	SharedServer    string `json:"sharedServer,omitempty"`
+	DataClass       string `json:"dataClass"`
+	Approval        string `json:"approval,omitempty"`
 	// ApprovalName is the McpCallApproval a call waited for or used.
 	ApprovalName string `json:"approvalName,omitempty"`
 	// ApprovedBy is the user name of the person who decided it.

@@ -14,8 +14,10 @@ import (
 // stages after them, in the order they learn it.
 type callScope struct {
 	// key is the McpTool the call is for: the one the session offered
-	// under the called name.
+	// under the called name; via is the caller's namespace's
+	// McpSharedServer it was offered through ("" for its own tool).
 	key types.NamespacedName
+	via string
 	obs *callObs
 
 	// Learnt by identify: the arguments, and the audit record of the call,
@@ -30,6 +32,7 @@ type callScope struct {
 	// approval mode, and the tool's effective data class and approval from
 	// the specs of the tool and its server as they are now.
 	tool     *mcpv1alpha1.McpTool
+	shared   *mcpv1alpha1.McpSharedServer
 	policies []mcpv1alpha1.McpAccessPolicy
 	class    mcpv1alpha1.DataClass
 	approval bool
@@ -45,9 +48,9 @@ type callScope struct {
 // given; the scope carries what the stages before it learnt. A stage that
 // ends the call returns the answer the agent gets, having recorded it; the
 // stages after it do not run.
-func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, key types.NamespacedName) (*sdk.CallToolResult, error) {
+func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, ref toolRef) (*sdk.CallToolResult, error) {
 	id := identityOf(req.Extra.TokenInfo)
-	c, answer := g.identify(ctx, req, id, key)
+	c, answer := g.identify(ctx, req, id, ref)
 	if answer != nil {
 		return answer, nil
 	}
@@ -89,15 +92,20 @@ func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest)
 		// Only a well-formed name is recorded: it is the caller's input.
 		rec.LocalName = name
 	}
-	object, err := toolname.ObjectNameOfLocal(name)
-	t := &mcpv1alpha1.McpTool{}
-	if err != nil || g.Reader.Get(ctx, types.NamespacedName{Namespace: id.Namespace, Name: object}, t) != nil || t.Status.LocalName != name {
+	o, err := g.offerNamed(ctx, id.Namespace, name)
+	if err != nil || o == nil {
 		return g.deny(ctx, rec, nil, DenyNotServable, "", unknownTool)
 	}
-	rec.Tool, rec.Server = t.Name, t.Spec.ServerRef.Name
-	if _, _, refused := g.gateCall(ctx, &rec, id, t); refused != nil {
+	rec.Tool, rec.Server = o.tool.Name, o.tool.Spec.ServerRef.Name
+	if o.shared != nil {
+		rec.ServerNamespace, rec.SharedServer = o.tool.Namespace, o.shared.Name
+	}
+	if _, _, refused := g.gateCall(ctx, &rec, id, *o); refused != nil {
 		return refused
 	}
-	return g.deny(ctx, rec, t, DenyNotServable, DetailNotInSession,
+	return g.deny(ctx, rec, o.tool, DenyNotServable, DetailNotInSession,
 		"this tool is not offered to this session yet; list the tools again, or start a new session, to use it")
 }
+
+// offer is the tool the call is for as the caller's namespace sees it.
+func (c *callScope) offer() toolOffer { return toolOffer{tool: c.tool, shared: c.shared} }

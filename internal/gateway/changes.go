@@ -216,7 +216,7 @@ func (c *changes) unwatch(w *watcher) {
 // it is open: an initialize-era session kept in this process (not
 // Options.Stateless, where no session outlives its request), and every
 // 2026-07-28 listen stream.
-func (g *Gateway) watchedOffer(r *http.Request, log logr.Logger, id *Identity, gen uint64, tools []*mcpv1alpha1.McpTool) *sdk.Server {
+func (g *Gateway) watchedOffer(r *http.Request, log logr.Logger, id *Identity, gen uint64, tools []toolOffer) *sdk.Server {
 	modern := modernRequest(r)
 	told := g.changes.running.Load() && (modern || !g.Stateless)
 	o := g.newOffer(g.newServer(told), log, g.present(log, tools))

@@ -30,13 +30,14 @@ import (
 // to a caller RBAC does not allow stays the uniform one. Refusals of the
 // decision are audited; one of the arguments is not.
 func (g *Gateway) decide(ctx context.Context, id *Identity, c *callScope) *sdk.CallToolResult {
-	t := &mcpv1alpha1.McpTool{}
-	if err := g.Reader.Get(ctx, c.key, t); err != nil {
+	o, err := g.readOffer(ctx, id.Namespace, toolRef{key: c.key, via: c.via})
+	if err != nil || o == nil {
 		return g.deny(ctx, c.rec, nil, DenyNotServable, "", unknownTool)
 	}
-	c.tool = t
-	c.rec.LocalName, c.rec.Server = t.Status.LocalName, t.Spec.ServerRef.Name
-	policies, v, refused := g.gateCall(ctx, &c.rec, id, t)
+	t := o.tool
+	c.tool, c.shared = t, o.shared
+	c.rec.LocalName, c.rec.Server = o.localName(), t.Spec.ServerRef.Name
+	policies, v, refused := g.gateCall(ctx, &c.rec, id, *o)
 	if refused != nil {
 		return refused
 	}
@@ -49,23 +50,23 @@ func (g *Gateway) decide(ctx context.Context, id *Identity, c *callScope) *sdk.C
 	return nil
 }
 
-// gateCall decides a call of t under the access policies of the caller's
+// gateCall decides a call of o under the access policies of the caller's
 // namespace, which it returns for the approval stage with the verdict, and
 // answers an audited refusal when the call is not allowed. It records the
 // tool's effective data class in rec.
-func (g *Gateway) gateCall(ctx context.Context, rec *Record, id *Identity, t *mcpv1alpha1.McpTool) ([]mcpv1alpha1.McpAccessPolicy, verdict, *sdk.CallToolResult) {
+func (g *Gateway) gateCall(ctx context.Context, rec *Record, id *Identity, o toolOffer) ([]mcpv1alpha1.McpAccessPolicy, verdict, *sdk.CallToolResult) {
 	policies, err := g.accessPolicies(ctx, id)
 	if err != nil {
 		return nil, verdict{}, undecided(ctx, err)
 	}
 	ceiling := ceilingFor(id, policies)
-	v, err := g.verdictFor(ctx, id, t, ceiling, nil)
+	v, err := g.verdictFor(ctx, id, o, ceiling, nil)
 	if err != nil {
 		return nil, verdict{}, undecided(ctx, err)
 	}
 	rec.DataClass = string(v.class)
 	if !v.allowed() {
-		return nil, v, g.deny(ctx, *rec, t, v.reason, v.detail, v.message())
+		return nil, v, g.deny(ctx, *rec, o.tool, v.reason, v.detail, v.message())
 	}
 	return policies, v, nil
 }
@@ -130,10 +131,10 @@ func detailOf(reason string, t *mcpv1alpha1.McpTool) string {
 // call the tool is told more than unknownTool.
 func (v verdict) message() string {
 	switch v.reason {
-	case DenyForbidden:
+	case DenyForbidden, DenyNotShared:
 		return unknownTool
 	case DenyAboveCeiling:
-		return "the tool's data class is above the caller's ceiling (McpAccessPolicy)"
+		return "the tool's data class is above the caller's ceiling (McpAccessPolicy, or for a shared tool the McpSharedServer's maxDataClass)"
 	}
 	msg := "the tool is not servable now"
 	switch v.detail {
@@ -149,6 +150,8 @@ func (v verdict) message() string {
 		msg += ": its McpServer does not exist"
 	case mcpv1alpha1.ReasonShardMismatch:
 		msg += ": it is labelled into another shard than its McpServer (label " + mcpv1alpha1.LabelShardKey + ")"
+	case mcpv1alpha1.ReasonDisabledByConsumer:
+		msg += ": this namespace disabled it (McpSharedServer spec.disabledTools)"
 	case mcpv1alpha1.ReasonRemovedFromServer:
 		msg += ": its server no longer offers it"
 	case mcpv1alpha1.ReasonArgumentRulesInvalid, mcpv1alpha1.ReasonReviewedTextInvalid:
@@ -168,24 +171,40 @@ func (v verdict) message() string {
 // argument rules or reviewed text cannot be honoured is offered to nobody.
 //
 // What the platform declares is read from spec as it is now: the tool's
-// and its McpServer's (the data class and approval the verdict carries).
-// Of the tool's status only what the import recorded is used: the
-// definition, its hash and name, and the Ready condition for the current
-// generation. servers, when not nil, remembers the servers read in one
-// round of decisions (a list).
-func (g *Gateway) verdictFor(ctx context.Context, id *Identity, t *mcpv1alpha1.McpTool, ceiling mcpv1alpha1.DataClass, servers map[string]*mcpv1alpha1.McpServer) (verdict, error) {
-	// Step 1: of the caller's namespace, and Kubernetes RBAC. They come
-	// first so that a caller the tool is not for learns nothing about it:
-	// not whether it is disabled, changed or waiting for its server.
-	if t.Namespace != id.Namespace {
+// and its McpServer's (the data class and approval the verdict carries),
+// and for a shared tool the owner's grant (spec.sharing), the consuming
+// namespace's labels and its McpSharedServer. Of the tool's status only
+// what the import recorded is used: the definition, its hash and name, and
+// the Ready condition for the current generation. servers, when not nil,
+// remembers the servers read in one round of decisions (a list).
+func (g *Gateway) verdictFor(ctx context.Context, id *Identity, o toolOffer, ceiling mcpv1alpha1.DataClass, servers map[types.NamespacedName]*mcpv1alpha1.McpServer) (verdict, error) {
+	t := o.tool
+	// Step 1: of the caller's namespace (its own, or shared with it
+	// through its McpSharedServer), and Kubernetes RBAC in the caller's
+	// namespace. They come first so that a caller the tool is not for
+	// learns nothing about it: not whether it is disabled, changed or
+	// waiting for its server.
+	if !o.inNamespace(id.Namespace) {
 		return verdict{reason: DenyForbidden}, nil
 	}
-	ok, err := g.Authz.CanCall(ctx, id, t.Namespace, t.Name)
+	ok, err := g.Authz.CanCall(ctx, id, id.Namespace, o.authzName())
 	if err != nil {
 		return verdict{}, fmt.Errorf("authorising the call: %w", err)
 	}
 	if !ok {
 		return verdict{reason: DenyForbidden}, nil
+	}
+	// A shared tool: the owner grants the caller's namespace now, and the
+	// McpSharedServer can be honoured. Before anything about the tool, so
+	// that a namespace not granted learns nothing of it.
+	var srv *mcpv1alpha1.McpServer
+	if o.shared != nil {
+		if srv, err = g.sharedGrant(ctx, o.shared, servers); err != nil {
+			return verdict{}, err
+		}
+		if srv == nil {
+			return verdict{reason: DenyNotShared}, nil
+		}
 	}
 	// Step 2: enabled, its current definition the approved one (whatever
 	// Ready says: an import writes a new definition before the tool
@@ -193,6 +212,9 @@ func (g *Gateway) verdictFor(ctx context.Context, id *Identity, t *mcpv1alpha1.M
 	// what nobody approved), Ready for the current generation, and named.
 	if !servable(t) || governance.Unapproved(t) != "" || t.Status.LocalName == "" {
 		return refused(DenyNotServable, t), nil
+	}
+	if o.shared != nil && governance.DisabledByConsumer(o.shared, t.Spec.RemoteName) {
+		return verdict{reason: DenyNotServable, detail: mcpv1alpha1.ReasonDisabledByConsumer}, nil
 	}
 	// Its reviewed text and argument rules can be honoured (rules.go).
 	if why := g.unhonoured(t); why != "" {
@@ -202,41 +224,61 @@ func (g *Gateway) verdictFor(ctx context.Context, id *Identity, t *mcpv1alpha1.M
 	// tool relabelled into a shard that does not run (or runs elsewhere)
 	// is reconciled by no instance that sees its server, and its status
 	// would go on saying what the server said before.
-	srv, err := g.serverOf(ctx, t, servers)
-	if err != nil {
-		return verdict{}, err
+	if srv == nil {
+		if srv, err = g.serverOf(ctx, t, servers); err != nil {
+			return verdict{}, err
+		}
 	}
 	if srv == nil {
 		return verdict{reason: DenyNotServable, detail: mcpv1alpha1.ReasonServerNotFound}, nil
 	}
 	class, approval := governance.Effective(srv, t)
+	if o.shared != nil {
+		class, approval = governance.SharedEffective(srv, t, o.shared)
+		ceiling = governance.SharedCeiling(ceiling, o.shared)
+	}
 	if governance.OutsideServerShard(srv, t) {
 		return verdict{reason: DenyNotServable, detail: mcpv1alpha1.ReasonShardMismatch, class: class, approval: approval}, nil
 	}
 	// Step 3: the data-class ceiling, against the class the server's and
-	// the tool's specs declare now.
+	// the tool's specs declare now (and, for a shared tool, the consuming
+	// namespace's McpSharedServer).
 	if !governance.WithinCeiling(class, ceiling) {
 		return verdict{reason: DenyAboveCeiling, class: class, approval: approval}, nil
 	}
 	return verdict{class: class, approval: approval}, nil
 }
 
+// inNamespace reports whether the offer belongs to namespace: a tool of
+// it, or a tool of the server its McpSharedServer names.
+func (o toolOffer) inNamespace(namespace string) bool {
+	if o.shared == nil {
+		return o.tool.Namespace == namespace
+	}
+	ref := o.shared.Spec.Server
+	return o.shared.Namespace == namespace && o.tool.Namespace == ref.Namespace && o.tool.Spec.ServerRef.Name == ref.Name
+}
+
 // serverOf reads the McpServer of t from the cache: nil when there is
-// none. servers, when not nil, remembers what was read by name.
-func (g *Gateway) serverOf(ctx context.Context, t *mcpv1alpha1.McpTool, servers map[string]*mcpv1alpha1.McpServer) (*mcpv1alpha1.McpServer, error) {
-	name := t.Spec.ServerRef.Name
-	if srv, ok := servers[name]; ok {
+// none. servers, when not nil, remembers what was read.
+func (g *Gateway) serverOf(ctx context.Context, t *mcpv1alpha1.McpTool, servers map[types.NamespacedName]*mcpv1alpha1.McpServer) (*mcpv1alpha1.McpServer, error) {
+	return g.readServer(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ServerRef.Name}, servers)
+}
+
+// readServer reads an McpServer from the cache: nil when there is none.
+func (g *Gateway) readServer(ctx context.Context, key types.NamespacedName, servers map[types.NamespacedName]*mcpv1alpha1.McpServer) (*mcpv1alpha1.McpServer, error) {
+	if srv, ok := servers[key]; ok {
 		return srv, nil
 	}
 	srv := &mcpv1alpha1.McpServer{}
-	if err := g.Reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, srv); err != nil {
+	if err := g.Reader.Get(ctx, key, srv); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("reading the tool's server: %w", err)
 		}
 		srv = nil
 	}
 	if servers != nil {
-		servers[name] = srv
+		servers[key] = srv
 	}
 	return srv, nil
 }

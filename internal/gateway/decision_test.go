@@ -84,7 +84,7 @@ func TestListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 	}
 	var listed, callable []string
 	for _, v := range visible {
-		listed = append(listed, v.Name)
+		listed = append(listed, v.tool.Name)
 	}
 	for _, obj := range objects {
 		tl, ok := obj.(*mcpv1alpha1.McpTool)
@@ -137,17 +137,17 @@ func TestRefusalsBeforeRBACSayNothingAboutTheTool(t *testing.T) {
 		}
 		return r.Content[0].(*sdk.TextContent).Text
 	}
-	forbiddenReady := textOf(g.gateCall(ctx, &Record{}, id, tool("forbidden-ready", true)))
-	forbiddenDisabled := textOf(g.gateCall(ctx, &Record{}, id, tool("forbidden-disabled", false)))
+	forbiddenReady := textOf(g.gateCall(ctx, &Record{}, id, toolOffer{tool: tool("forbidden-ready", true)}))
+	forbiddenDisabled := textOf(g.gateCall(ctx, &Record{}, id, toolOffer{tool: tool("forbidden-disabled", false)}))
 	if forbiddenReady != forbiddenDisabled || !strings.HasSuffix(forbiddenReady, unknownTool) {
 		t.Errorf("forbidden tools answered %q and %q, want both the uniform %q", forbiddenReady, forbiddenDisabled, unknownTool)
 	}
 	other := tool("allowed-disabled", true)
 	other.Namespace = "elsewhere"
-	if got := textOf(g.gateCall(ctx, &Record{}, id, other)); got != forbiddenReady {
+	if got := textOf(g.gateCall(ctx, &Record{}, id, toolOffer{tool: other})); got != forbiddenReady {
 		t.Errorf("another namespace's tool answered %q, want %q", got, forbiddenReady)
 	}
-	allowedDisabled := textOf(g.gateCall(ctx, &Record{}, id, tool("allowed-disabled", false)))
+	allowedDisabled := textOf(g.gateCall(ctx, &Record{}, id, toolOffer{tool: tool("allowed-disabled", false)}))
 	if !strings.Contains(allowedDisabled, "disabled") {
 		t.Errorf("a caller RBAC allows was told %q, want that the tool is disabled", allowedDisabled)
 	}

@@ -27,10 +27,13 @@ type denialKey struct {
 	// approvalName tells apart calls waiting on different McpCallApprovals
 	// (objects the gateway made, not names a caller sent).
 	approvalName string
+	// serverNamespace and sharedServer name a shared tool's owner and the
+	// caller's McpSharedServer, so that an aggregate names both namespaces.
+	serverNamespace, sharedServer string
 }
 
 func keyOf(r Record) denialKey {
-	return denialKey{r.Caller, r.Namespace, r.Tool, r.Server, r.DataClass, r.Reason, r.Detail, r.ApprovalName}
+	return denialKey{r.Caller, r.Namespace, r.Tool, r.Server, r.DataClass, r.Reason, r.Detail, r.ApprovalName, r.ServerNamespace, r.SharedServer}
 }
 
 // denialWindow is an open window: since start, repeats denials of its key
@@ -105,6 +108,7 @@ func (d *denials) closeLocked(now time.Time, every bool) []Record {
 				Phase: PhaseDenied, Decision: "Denied", Caller: k.caller, Namespace: k.namespace, Tool: k.tool,
 				Server: k.server, DataClass: k.dataClass, Reason: k.reason, Detail: k.detail,
 				ApprovalName: k.approvalName, Repeated: w.repeats,
+				ServerNamespace: k.serverNamespace, SharedServer: k.sharedServer,
 			})
 		}
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -175,13 +174,18 @@ func serviceAccountOf(username string) (namespace, name string, ok bool) {
 // without an identity, or of another namespace's tool, is refused here,
 // with the uniform answer and no record: the caller may not learn that the
 // tool exists.
-func (g *Gateway) identify(ctx context.Context, req *sdk.CallToolRequest, id *Identity, key types.NamespacedName) (*callScope, *sdk.CallToolResult) {
+func (g *Gateway) identify(ctx context.Context, req *sdk.CallToolRequest, id *Identity, ref toolRef) (*callScope, *sdk.CallToolResult) {
 	obs := obsOf(ctx)
-	if id == nil || id.Namespace != key.Namespace {
+	key := ref.key
+	if id == nil || (ref.via == "" && id.Namespace != key.Namespace) {
 		obs.end(OutcomeDenied, DenyForbidden)
 		return nil, refusal(unknownTool)
 	}
-	c := &callScope{key: key, obs: obs, rec: Record{CallID: newCallID(), Caller: id.Username, Namespace: key.Namespace, Tool: key.Name}}
+	c := &callScope{key: key, via: ref.via, obs: obs, rec: Record{CallID: newCallID(), Caller: id.Username, Namespace: id.Namespace, Tool: key.Name}}
+	if ref.via != "" {
+		// The tool is another namespace's: the record names both.
+		c.rec.ServerNamespace, c.rec.SharedServer = key.Namespace, ref.via
+	}
 	// Malformed arguments are refused only after the decision, so that the
 	// answer to a caller RBAC does not allow stays the uniform one.
 	c.args, c.rec.ArgumentsHash, c.argsErr = arguments(req.Params.Arguments)

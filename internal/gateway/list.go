@@ -12,14 +12,12 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/logging"
-	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/internal/toolview"
 )
 
@@ -61,15 +59,15 @@ func (g *Gateway) serverForRequest(r *http.Request, id *Identity) *sdk.Server {
 		return g.bareServer()
 	}
 	if modernRequest(r) && r.Header.Get("Mcp-Method") == "tools/call" {
-		t, err := g.visibleTool(r.Context(), id, r.Header.Get("Mcp-Name"))
+		o, err := g.visibleTool(r.Context(), id, r.Header.Get("Mcp-Name"))
 		if err != nil {
 			log.Error(err, "deciding the called tool failed")
 			return g.undecidedServer()
 		}
-		if t == nil {
+		if o == nil {
 			return g.servers.get(nil, func() *sdk.Server { return g.offering(log) })
 		}
-		return g.servers.get(t, func() *sdk.Server { return g.offering(log, t) })
+		return g.servers.get(o, func() *sdk.Server { return g.offering(log, *o) })
 	}
 	gen := g.changes.generation()
 	tools, err := g.visibleTools(r.Context(), id)
@@ -104,7 +102,7 @@ func (g *Gateway) implementation() *sdk.Implementation {
 
 // offering builds a server that offers tools, and observes and decides
 // every tools/call made on it, offered or not.
-func (g *Gateway) offering(log logr.Logger, tools ...*mcpv1alpha1.McpTool) *sdk.Server {
+func (g *Gateway) offering(log logr.Logger, tools ...toolOffer) *sdk.Server {
 	return g.newOffer(g.bareServer(), log, g.present(log, tools)).s
 }
 
@@ -125,9 +123,10 @@ type offer struct {
 	pending atomic.Bool
 }
 
-// presented is one tool as an agent reads it, and the McpTool it calls.
+// presented is one tool as an agent reads it, and the McpTool it calls
+// (through the caller's McpSharedServer, for a shared tool).
 type presented struct {
-	key  types.NamespacedName
+	key  toolRef
 	tool *sdk.Tool
 	// def is the tool's encoding, set once it was hashed (changes.go).
 	def []byte
@@ -136,16 +135,16 @@ type presented struct {
 // present turns the tools the decision allowed into what agents read of
 // them; a tool whose view cannot be built is left out (the decision offers
 // no such tool; this is a newer version).
-func (g *Gateway) present(log logr.Logger, tools []*mcpv1alpha1.McpTool) []presented {
+func (g *Gateway) present(log logr.Logger, tools []toolOffer) []presented {
 	out := make([]presented, 0, len(tools))
-	for _, t := range tools {
-		key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
-		v, err := g.views.Get(t)
+	for _, o := range tools {
+		key := o.ref()
+		v, err := g.views.Get(o.tool)
 		if err != nil {
 			log.Error(err, "a tool cannot be offered", "tool", key.String())
 			continue
 		}
-		out = append(out, presented{key: key, tool: sdkTool(t, v)})
+		out = append(out, presented{key: key, tool: sdkTool(o.localName(), v)})
 	}
 	return out
 }
@@ -212,7 +211,7 @@ func (o *offer) has(name string) bool {
 // maxToolServers, when it starts again empty.
 type toolServers struct {
 	mu   sync.Mutex
-	m    map[types.NamespacedName]toolServer
+	m    map[toolRef]toolServer
 	none *sdk.Server
 }
 
@@ -224,26 +223,26 @@ type toolServer struct {
 // maxToolServers bounds the servers kept (a few KiB each).
 const maxToolServers = 4096
 
-// get returns the server for t (nil: the one offering nothing), building
-// it with build when t changed since it was built.
-func (c *toolServers) get(t *mcpv1alpha1.McpTool, build func() *sdk.Server) *sdk.Server {
+// get returns the server for o (nil: the one offering nothing), building
+// it with build when o changed since it was built.
+func (c *toolServers) get(o *toolOffer, build func() *sdk.Server) *sdk.Server {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t == nil {
+	if o == nil {
 		if c.none == nil {
 			c.none = build()
 		}
 		return c.none
 	}
-	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
-	if e, ok := c.m[key]; ok && e.version == t.ResourceVersion {
+	key, version := o.ref(), o.version()
+	if e, ok := c.m[key]; ok && e.version == version {
 		return e.s
 	}
 	if c.m == nil || len(c.m) >= maxToolServers {
-		c.m = make(map[types.NamespacedName]toolServer)
+		c.m = make(map[toolRef]toolServer)
 	}
 	s := build()
-	c.m[key] = toolServer{version: t.ResourceVersion, s: s}
+	c.m[key] = toolServer{version: version, s: s}
 	return s
 }
 
@@ -261,15 +260,15 @@ func addTool(s *sdk.Server, t *sdk.Tool, h sdk.ToolHandler) (err error) {
 	return nil
 }
 
-// sdkTool presents an McpTool to agents: its local name, the text and
+// sdkTool presents an McpTool to agents: under its local name, the text and
 // schema of its view (the reviewed text where the spec sets it, without the
 // arguments the gateway sets), and hints that say what the gate assumes — a
 // destructive, non-idempotent write — rather than what the remote server
 // claims.
-func sdkTool(t *mcpv1alpha1.McpTool, v *toolview.View) *sdk.Tool {
+func sdkTool(name string, v *toolview.View) *sdk.Tool {
 	destructive, openWorld := true, true
 	return &sdk.Tool{
-		Name:        t.Status.LocalName,
+		Name:        name,
 		Title:       v.Title,
 		Description: v.Description,
 		InputSchema: json.RawMessage(v.InputSchema),
@@ -279,41 +278,31 @@ func sdkTool(t *mcpv1alpha1.McpTool, v *toolview.View) *sdk.Tool {
 
 // visibleTool is the tool of local name name, if the caller may see it,
 // and nil otherwise.
-func (g *Gateway) visibleTool(ctx context.Context, id *Identity, name string) (*mcpv1alpha1.McpTool, error) {
-	object, err := toolname.ObjectNameOfLocal(name)
-	if err != nil {
-		return nil, nil
-	}
-	t := &mcpv1alpha1.McpTool{}
-	if err := g.Reader.Get(ctx, types.NamespacedName{Namespace: id.Namespace, Name: object}, t); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
+func (g *Gateway) visibleTool(ctx context.Context, id *Identity, name string) (*toolOffer, error) {
+	o, err := g.offerNamed(ctx, id.Namespace, name)
+	if err != nil || o == nil {
 		return nil, err
-	}
-	if t.Status.LocalName != name {
-		return nil, nil
 	}
 	ceiling, err := g.ceiling(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	v, err := g.verdictFor(ctx, id, t, ceiling, nil)
+	v, err := g.verdictFor(ctx, id, *o, ceiling, nil)
 	if err != nil || !v.allowed() {
 		return nil, err
 	}
-	return t, nil
+	return o, nil
 }
 
-// visibleTools is what the caller may see: the tools of its namespace that
-// verdictFor allows, that is, exactly those a call would be allowed (approval
-// aside).
+// visibleTools is what the caller may see: the tools of its namespace, and
+// those shared with it, that verdictFor allows, that is, exactly those a
+// call would be allowed (approval aside).
 //
 // With ServableIndex the Reader hands over only the namespace's listable
 // tools (IndexTools), and shares them instead of copying them: the work
 // of a list is proportional to the tools that can be served, not to the
 // tools the namespace holds. Nothing here or below changes a tool.
-func (g *Gateway) visibleTools(ctx context.Context, id *Identity) ([]*mcpv1alpha1.McpTool, error) {
+func (g *Gateway) visibleTools(ctx context.Context, id *Identity) ([]toolOffer, error) {
 	var list mcpv1alpha1.McpToolList
 	opts := []client.ListOption{client.InNamespace(id.Namespace)}
 	if g.ServableIndex {
@@ -326,19 +315,27 @@ func (g *Gateway) visibleTools(ctx context.Context, id *Identity) ([]*mcpv1alpha
 	if err != nil {
 		return nil, err
 	}
-	var out []*mcpv1alpha1.McpTool
-	servers := map[string]*mcpv1alpha1.McpServer{}
+	servers := map[types.NamespacedName]*mcpv1alpha1.McpServer{}
+	candidates := make([]toolOffer, 0, len(list.Items))
 	for i := range list.Items {
-		t := &list.Items[i]
-		v, err := g.verdictFor(ctx, id, t, ceiling, servers)
+		candidates = append(candidates, toolOffer{tool: &list.Items[i]})
+	}
+	shared, err := g.sharedOffers(ctx, id.Namespace, servers)
+	if err != nil {
+		return nil, err
+	}
+	candidates = append(candidates, shared...)
+	var out []toolOffer
+	for _, o := range candidates {
+		v, err := g.verdictFor(ctx, id, o, ceiling, servers)
 		if err != nil {
 			return nil, err
 		}
 		if v.allowed() {
-			out = append(out, t)
+			out = append(out, o)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Status.LocalName < out[j].Status.LocalName })
+	sort.Slice(out, func(i, j int) bool { return out[i].localName() < out[j].localName() })
 	return out, nil
 }
 

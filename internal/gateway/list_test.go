@@ -20,8 +20,8 @@ func TestToolServersAreBuiltOncePerToolVersion(t *testing.T) {
 		builds++
 		return sdk.NewServer(&sdk.Implementation{Name: "t", Version: "v"}, nil)
 	}
-	tool := func(name, rv string) *mcpv1alpha1.McpTool {
-		return &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, ResourceVersion: rv}}
+	tool := func(name, rv string) *toolOffer {
+		return &toolOffer{tool: &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, ResourceVersion: rv}}}
 	}
 
 	first := c.get(tool("docs.echo", "1"), build)
@@ -38,6 +38,22 @@ func TestToolServersAreBuiltOncePerToolVersion(t *testing.T) {
 	if c.get(nil, build) != none || builds != 4 {
 		t.Fatalf("the server offering nothing was built %d times, want once", builds-3)
 	}
+	// The same tool shared into another namespace is another offer (its
+	// name there differs), and a new version of the McpSharedServer is a
+	// new version of the offer.
+	shared := func(rv string) *toolOffer {
+		o := tool("docs.echo", "1")
+		o.shared = &mcpv1alpha1.McpSharedServer{ObjectMeta: metav1.ObjectMeta{Namespace: "consumer", Name: "docs", ResourceVersion: rv}}
+		return o
+	}
+	viaShared := c.get(shared("1"), build)
+	if viaShared == first || builds != 5 {
+		t.Fatalf("a shared tool reused its owner's server (builds %d)", builds)
+	}
+	if c.get(shared("2"), build) == viaShared || builds != 6 {
+		t.Fatalf("a new version of the McpSharedServer reused the old server (builds %d)", builds)
+	}
+	builds = 4
 
 	for i := range maxToolServers + 10 {
 		c.get(tool(fmt.Sprintf("docs.t%d", i), "1"), build)

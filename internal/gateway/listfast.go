@@ -110,13 +110,21 @@ func (g *Gateway) serveList(w http.ResponseWriter, r *http.Request) bool {
 		// The SDK's path logs the error and answers as it always has.
 		return false
 	}
+	for _, o := range tools {
+		if o.shared != nil {
+			// A shared tool's name is the consumer's (mcps_…), not the
+			// one its encoding is kept under: the SDK's path serves it.
+			return false
+		}
+	}
 	log := logging.FromContext(r.Context(), logging.Gateway)
 	// The encoded tools in the order the SDK lists them (by name); of
 	// tools sharing a name, the last one that can be served, as adding it
 	// to a server replaces the one before.
 	parts := make([][]byte, 0, len(tools))
 	names := make([]string, 0, len(tools))
-	for _, t := range tools {
+	for _, o := range tools {
+		t := o.tool
 		enc, err := g.lists.get(t, g.encodeTool)
 		if err != nil {
 			log.Error(err, "a tool cannot be offered", "tool", types.NamespacedName{Namespace: t.Namespace, Name: t.Name}.String())
@@ -233,7 +241,7 @@ func (g *Gateway) encodeTool(t *mcpv1alpha1.McpTool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tool := sdkTool(t, v)
+	tool := sdkTool(t.Status.LocalName, v)
 	if err := addTool(checkServer(), tool, nil); err != nil {
 		return nil, err
 	}

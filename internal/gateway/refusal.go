@@ -12,8 +12,13 @@ import (
 // Denial reasons, in the order the stages of a call check them. They
 // appear in audit records, Events, metrics and the message the agent gets.
 const (
-	DenyNotServable       = "NotServable"
-	DenyForbidden         = "Forbidden"
+	DenyNotServable = "NotServable"
+	DenyForbidden   = "Forbidden"
+	// DenyNotShared refuses a shared tool whose server the owner does not
+	// share with the caller's namespace now (or that does not exist, or
+	// whose McpSharedServer cannot be honoured). The agent is told no
+	// more than for Forbidden.
+	DenyNotShared         = "NotShared"
 	DenyAboveCeiling      = "AboveDataClassCeiling"
 	DenyApprovalDeclined  = "ApprovalDeclined"
 	DenyApprovalNoChannel = "ApprovalUnavailable"
@@ -29,7 +34,7 @@ func (g *Gateway) deny(ctx context.Context, rec Record, t *mcpv1alpha1.McpTool, 
 	rec.Phase, rec.Decision, rec.Reason, rec.Detail, rec.Time = PhaseDenied, "Denied", reason, detail, g.now()
 	g.writeDenial(ctx, rec)
 	obs := obsOf(ctx)
-	if t != nil && reason != DenyForbidden {
+	if t != nil && reason != DenyForbidden && reason != DenyNotShared {
 		// RBAC let the caller call this tool: its name is no longer
 		// just what the caller sent.
 		obs.of(t)

@@ -72,7 +72,7 @@ func TestNoToolWhoseSpecCannotBeHonouredIsListedOrCalled(t *testing.T) {
 	}
 	var listed, callable []string
 	for _, v := range visible {
-		listed = append(listed, v.Name)
+		listed = append(listed, v.tool.Name)
 	}
 	details := map[string]string{}
 	for _, obj := range objects {
@@ -85,7 +85,7 @@ func TestNoToolWhoseSpecCannotBeHonouredIsListedOrCalled(t *testing.T) {
 			callable = append(callable, tl.Name)
 		}
 		ceiling, _ := g.ceiling(ctx, id)
-		v, _ := g.verdictFor(ctx, id, tl, ceiling, nil)
+		v, _ := g.verdictFor(ctx, id, toolOffer{tool: tl}, ceiling, nil)
 		details[tl.Name] = v.detail
 	}
 	slices.Sort(listed)

@@ -1,0 +1,141 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"sort"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/toolname"
+)
+
+// The list and the call decide shared tools by the same function: what a
+// consuming namespace is offered is exactly what its calls are allowed,
+// whichever consent, RBAC rule or narrowing refuses the others.
+func TestSharedListOffersExactlyWhatACallIsAllowed(t *testing.T) {
+	const owner, consumer = "platform", "team"
+	tool := func(server, remote string, enabled bool, class mcpv1alpha1.DataClass) *mcpv1alpha1.McpTool {
+		name, err := toolname.ObjectName(server, remote)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl := &mcpv1alpha1.McpTool{
+			ObjectMeta: metav1.ObjectMeta{Namespace: owner, Name: name, Generation: 1},
+			Spec: mcpv1alpha1.McpToolSpec{Enabled: enabled, ServerRef: mcpv1alpha1.LocalObjectReference{Name: server},
+				RemoteName: remote, ApprovedDefinitionHash: hashA, DataClass: class},
+		}
+		tl.Status.LocalName, tl.Status.DefinitionHash = toolname.LocalName(server, remote), hashA
+		tl.Status.Conditions = []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: "X", LastTransitionTime: metav1.Now()}}
+		return tl
+	}
+	shared := server(owner, "docs", mcpv1alpha1.DataClassPublic, false)
+	shared.Spec.Sharing = &mcpv1alpha1.ServerSharing{Namespaces: []string{consumer}}
+	accept := func(name, server string, narrow func(*mcpv1alpha1.McpSharedServerSpec)) *mcpv1alpha1.McpSharedServer {
+		ss := &mcpv1alpha1.McpSharedServer{ObjectMeta: metav1.ObjectMeta{Namespace: consumer, Name: name},
+			Spec: mcpv1alpha1.McpSharedServerSpec{Server: mcpv1alpha1.SharedServerReference{Namespace: owner, Name: server}}}
+		if narrow != nil {
+			narrow(&ss.Spec)
+		}
+		return ss
+	}
+	objects := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consumer}},
+		shared,
+		server(owner, "private", mcpv1alpha1.DataClassPublic, false),
+		tool("docs", "public", true, mcpv1alpha1.DataClassPublic),
+		tool("docs", "internal", true, mcpv1alpha1.DataClassInternal),
+		tool("docs", "confidential", true, mcpv1alpha1.DataClassConfidential),
+		tool("docs", "off", false, mcpv1alpha1.DataClassPublic),
+		tool("docs", "unlisted", true, mcpv1alpha1.DataClassPublic),
+		tool("docs", "dropped", true, mcpv1alpha1.DataClassPublic),
+		withDefinition(tool("docs", "drifted", true, mcpv1alpha1.DataClassPublic), hashB),
+		tool("private", "secret", true, mcpv1alpha1.DataClassPublic),
+		// Accepted twice: once whole, once narrowed to Public with one
+		// tool dropped; and a server the owner does not share.
+		accept("docs", "docs", nil),
+		accept("narrow", "docs", func(s *mcpv1alpha1.McpSharedServerSpec) {
+			s.MaxDataClass, s.DisabledTools = mcpv1alpha1.DataClassPublic, []string{"dropped"}
+		}),
+		accept("private", "private", nil),
+		&mcpv1alpha1.McpAccessPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: consumer, Name: "agents"},
+			Spec:       mcpv1alpha1.McpAccessPolicySpec{ServiceAccounts: []string{"agent"}, MaxDataClass: mcpv1alpha1.DataClassInternal},
+		},
+	}
+	scheme := runtime.NewScheme()
+	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	o := completeOptions()
+	o.Reader = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
+	// RBAC in the consumer's namespace names the shared names; nothing
+	// grants "unlisted", and the owner's object names grant nothing here.
+	allow := allowList{"docs.unlisted": true}
+	for _, remote := range []string{"public", "internal", "confidential", "off", "dropped", "drifted"} {
+		allow[toolname.SharedLocalName("docs", remote)] = true
+		allow[toolname.SharedLocalName("narrow", remote)] = true
+	}
+	allow[toolname.SharedLocalName("private", "secret")] = true
+	o.Authz = allow
+	var audit bytes.Buffer
+	o.Audit = NewJSONLines(&audit)
+	g, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := &Identity{Username: "system:serviceaccount:team:agent", Namespace: consumer, ServiceAccount: "agent"}
+	ctx := context.Background()
+
+	visible, err := g.visibleTools(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed, callable []string
+	for _, v := range visible {
+		listed = append(listed, v.localName())
+	}
+	for _, via := range []string{"docs", "narrow", "private"} {
+		for _, obj := range objects {
+			tl, ok := obj.(*mcpv1alpha1.McpTool)
+			if !ok {
+				continue
+			}
+			c := &callScope{key: client.ObjectKeyFromObject(tl), via: via, obs: &callObs{}}
+			if g.decide(ctx, id, c) == nil {
+				callable = append(callable, toolname.SharedLocalName(via, tl.Spec.RemoteName))
+			}
+		}
+	}
+	sort.Strings(listed)
+	sort.Strings(callable)
+	want := []string{"mcps_docs_dropped", "mcps_docs_internal", "mcps_docs_public", "mcps_narrow_public"}
+	if !slices.Equal(listed, want) || !slices.Equal(callable, want) {
+		t.Fatalf("listed %v and callable %v, want both %v", listed, callable, want)
+	}
+
+	// Every shared name resolves to the owner's tool, and an agent of the
+	// owner's namespace, or of a namespace not granted, sees none of them.
+	o2, err := g.offerNamed(ctx, consumer, "mcps_docs_public")
+	if err != nil || o2 == nil || o2.tool.Namespace != owner || o2.authzName() != "mcps_docs_public" {
+		t.Fatalf("offerNamed = %+v, %v", o2, err)
+	}
+	for _, ns := range []string{owner, "elsewhere"} {
+		other := &Identity{Username: "system:serviceaccount:" + ns + ":agent", Namespace: ns, ServiceAccount: "agent"}
+		c := &callScope{key: types.NamespacedName{Namespace: owner, Name: "docs.public"}, via: "docs", obs: &callObs{}}
+		if g.decide(ctx, other, c) == nil {
+			t.Errorf("an agent of %s called a tool shared with %s through its McpSharedServer", ns, consumer)
+		}
+	}
+}
