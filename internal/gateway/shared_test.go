@@ -66,6 +66,12 @@ func TestSharedListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 			s.MaxDataClass, s.DisabledTools = mcpv1alpha1.DataClassPublic, []string{"dropped"}
 		}),
 		accept("private", "private", nil),
+		// One that cannot be honoured: it names a server of its own
+		// namespace, whose tool RBAC would allow under the shared name.
+		server(consumer, "mine", mcpv1alpha1.DataClassPublic, false),
+		inNamespace(tool("mine", "x", true, mcpv1alpha1.DataClassPublic), consumer),
+		&mcpv1alpha1.McpSharedServer{ObjectMeta: metav1.ObjectMeta{Namespace: consumer, Name: "self"},
+			Spec: mcpv1alpha1.McpSharedServerSpec{Server: mcpv1alpha1.SharedServerReference{Namespace: consumer, Name: "mine"}}},
 		&mcpv1alpha1.McpAccessPolicy{
 			ObjectMeta: metav1.ObjectMeta{Namespace: consumer, Name: "agents"},
 			Spec:       mcpv1alpha1.McpAccessPolicySpec{ServiceAccounts: []string{"agent"}, MaxDataClass: mcpv1alpha1.DataClassInternal},
@@ -88,6 +94,7 @@ func TestSharedListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 		allow[toolname.SharedLocalName("narrow", remote)] = true
 	}
 	allow[toolname.SharedLocalName("private", "secret")] = true
+	allow[toolname.SharedLocalName("self", "x")] = true
 	o.Authz = allow
 	var audit bytes.Buffer
 	o.Audit = NewJSONLines(&audit)
@@ -106,7 +113,7 @@ func TestSharedListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 	for _, v := range visible {
 		listed = append(listed, v.localName())
 	}
-	for _, via := range []string{"docs", "narrow", "private"} {
+	for _, via := range []string{"docs", "narrow", "private", "self"} {
 		for _, obj := range objects {
 			tl, ok := obj.(*mcpv1alpha1.McpTool)
 			if !ok {
@@ -138,4 +145,9 @@ func TestSharedListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 			t.Errorf("an agent of %s called a tool shared with %s through its McpSharedServer", ns, consumer)
 		}
 	}
+}
+
+func inNamespace(t *mcpv1alpha1.McpTool, ns string) *mcpv1alpha1.McpTool {
+	t.Namespace = ns
+	return t
 }
