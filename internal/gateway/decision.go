@@ -20,6 +20,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/logging"
+	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
 // decide is the decision stage of a call. The tool and its server are read
@@ -152,6 +153,8 @@ func (v verdict) message() string {
 		msg += ": it is labelled into another shard than its McpServer (label " + mcpv1alpha1.LabelShardKey + ")"
 	case mcpv1alpha1.ReasonDisabledByConsumer:
 		msg += ": this namespace disabled it (McpSharedServer spec.disabledTools)"
+	case DetailNameTooLong:
+		msg += ": its name here would be longer than 128 characters (use a shorter McpSharedServer name)"
 	case mcpv1alpha1.ReasonRemovedFromServer:
 		msg += ": its server no longer offers it"
 	case mcpv1alpha1.ReasonArgumentRulesInvalid, mcpv1alpha1.ReasonReviewedTextInvalid:
@@ -213,8 +216,16 @@ func (g *Gateway) verdictFor(ctx context.Context, id *Identity, o toolOffer, cei
 	if !servable(t) || governance.Unapproved(t) != "" || t.Status.LocalName == "" {
 		return refused(DenyNotServable, t), nil
 	}
-	if o.shared != nil && governance.DisabledByConsumer(o.shared, t.Spec.RemoteName) {
-		return verdict{reason: DenyNotServable, detail: mcpv1alpha1.ReasonDisabledByConsumer}, nil
+	if o.shared != nil {
+		if governance.DisabledByConsumer(o.shared, t.Spec.RemoteName) {
+			return verdict{reason: DenyNotServable, detail: mcpv1alpha1.ReasonDisabledByConsumer}, nil
+		}
+		// The shared name is longer than the owner's when the
+		// McpSharedServer's name is; one an agent could not call by is
+		// not offered.
+		if !toolname.ValidLocalName(o.localName()) {
+			return verdict{reason: DenyNotServable, detail: DetailNameTooLong}, nil
+		}
 	}
 	// Its reviewed text and argument rules can be honoured (rules.go).
 	if why := g.unhonoured(t); why != "" {

@@ -55,6 +55,11 @@ func refusal(msg string) *sdk.CallToolResult {
 // (Options.ApprovalPolicy), or a binding of it that denies, is missing.
 const DetailAdmissionPolicyMissing = "AdmissionPolicyMissing"
 
+// DetailNameTooLong refines NotServable: the name a shared tool would have
+// in the caller's namespace (mcps_<McpSharedServer>_<tool>) is longer than
+// toolname.MaxLocalNameLength, so it is not offered there.
+const DetailNameTooLong = "NameTooLong"
+
 // DetailNotInSession refines NotServable: the tool is callable now, but the
 // session does not offer it yet (it was not told of the change yet, or is
 // not told of changes).

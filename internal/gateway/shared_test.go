@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,7 @@ import (
 // whichever consent, RBAC rule or narrowing refuses the others.
 func TestSharedListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 	const owner, consumer = "platform", "team"
+	long := strings.Repeat("l", 118)
 	tool := func(server, remote string, enabled bool, class mcpv1alpha1.DataClass) *mcpv1alpha1.McpTool {
 		name, err := toolname.ObjectName(server, remote)
 		if err != nil {
@@ -59,6 +61,9 @@ func TestSharedListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 		tool("docs", "dropped", true, mcpv1alpha1.DataClassPublic),
 		withDefinition(tool("docs", "drifted", true, mcpv1alpha1.DataClassPublic), hashB),
 		tool("private", "secret", true, mcpv1alpha1.DataClassPublic),
+		// Its shared name fits through "docs" (128 characters) and not
+		// through "narrow" (130): there it is offered by no name.
+		tool("docs", long, true, mcpv1alpha1.DataClassPublic),
 		// Accepted twice: once whole, once narrowed to Public with one
 		// tool dropped; and a server the owner does not share.
 		accept("docs", "docs", nil),
@@ -89,7 +94,7 @@ func TestSharedListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 	// RBAC in the consumer's namespace names the shared names; nothing
 	// grants "unlisted", and the owner's object names grant nothing here.
 	allow := allowList{"docs.unlisted": true}
-	for _, remote := range []string{"public", "internal", "confidential", "off", "dropped", "drifted"} {
+	for _, remote := range []string{"public", "internal", "confidential", "off", "dropped", "drifted", long} {
 		allow[toolname.SharedLocalName("docs", remote)] = true
 		allow[toolname.SharedLocalName("narrow", remote)] = true
 	}
@@ -127,7 +132,7 @@ func TestSharedListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 	}
 	sort.Strings(listed)
 	sort.Strings(callable)
-	want := []string{"mcps_docs_dropped", "mcps_docs_internal", "mcps_docs_public", "mcps_narrow_public"}
+	want := []string{"mcps_docs_dropped", "mcps_docs_internal", "mcps_docs_" + long, "mcps_docs_public", "mcps_narrow_public"}
 	if !slices.Equal(listed, want) || !slices.Equal(callable, want) {
 		t.Fatalf("listed %v and callable %v, want both %v", listed, callable, want)
 	}
