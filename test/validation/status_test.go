@@ -92,7 +92,39 @@ var _ = Describe("Status before the first reconcile", func() {
 			p := o.(*mcpv1alpha1.McpAccessPolicy)
 			return p.Status.ObservedGeneration, p.Status.Conditions
 		}),
+		Entry("McpSharedServer", func(ns string) client.Object {
+			ss := &mcpv1alpha1.McpSharedServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "docs"}}
+			ss.Spec.Server = mcpv1alpha1.SharedServerReference{Namespace: "platform", Name: "docs"}
+			f := forged()
+			ss.Status.ObservedGeneration, ss.Status.Conditions = f.ObservedGeneration, f.Conditions
+			return ss
+		}, func(o client.Object) (int64, []metav1.Condition) {
+			ss := o.(*mcpv1alpha1.McpSharedServer)
+			return ss.Status.ObservedGeneration, ss.Status.Conditions
+		}),
 	)
+
+	It("keeps an McpSharedServer's server fixed and its name short enough to name its tools", func() {
+		ns := newNamespace()
+		ss := &mcpv1alpha1.McpSharedServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "docs"}}
+		ss.Spec.Server = mcpv1alpha1.SharedServerReference{Namespace: "platform", Name: "docs"}
+		Expect(k8sClient.Create(ctx, ss)).To(Succeed())
+		ss.Spec.Server.Namespace = "elsewhere"
+		err := k8sClient.Update(ctx, ss)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("spec.server is immutable"))
+
+		long := &mcpv1alpha1.McpSharedServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.Repeat("a", 46)}}
+		long.Spec.Server = mcpv1alpha1.SharedServerReference{Namespace: "platform", Name: "docs"}
+		err = k8sClient.Create(ctx, long)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("names its tools"))
+
+		bad := &mcpv1alpha1.McpSharedServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"}}
+		bad.Spec.Server = mcpv1alpha1.SharedServerReference{Namespace: "platform", Name: "docs"}
+		bad.Spec.MaxDataClass = "Secret"
+		Expect(k8sClient.Create(ctx, bad)).NotTo(Succeed())
+	})
 
 	It("drops the status an McpCallApproval is created with: it has no observedGeneration, and was not used", func() {
 		a := &mcpv1alpha1.McpCallApproval{
