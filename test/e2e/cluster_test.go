@@ -149,10 +149,10 @@ func installChart(t *testing.T, cfg *rest.Config, admin client.Client, objs []*u
 			t.Fatalf("applying %s %s: %v", kind, o.GetName(), err)
 		}
 	}
-	// The operator's five kinds come from the chart, not from config/crd:
+	// The operator's six kinds come from the chart, not from config/crd:
 	// a CRD the chart forgot would fail the test here.
-	if len(crds) != 5 {
-		t.Fatalf("the chart rendered %d CRDs, want 5 (McpServer, McpTool, McpDelegationProfile, McpAccessPolicy, McpCallApproval)", len(crds))
+	if len(crds) != 6 {
+		t.Fatalf("the chart rendered %d CRDs, want 6 (McpServer, McpTool, McpDelegationProfile, McpAccessPolicy, McpSharedServer, McpCallApproval)", len(crds))
 	}
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds, MaxTime: time.Minute}); err != nil {
 		t.Fatalf("installing the chart's CRDs: %v", err)

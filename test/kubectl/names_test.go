@@ -129,8 +129,8 @@ func TestNamesWithACollidingCRD(t *testing.T) {
 var ourResources = []string{
 	"mcpservers", "mcpserver", "mcptools", "mcptool",
 	"mcpdelegationprofiles", "mcpdelegationprofile", "mcpaccesspolicies", "mcpaccesspolicy",
-	"mcpcallapprovals", "mcpcallapproval",
-	"mcps", "mcpt", "mcpdp", "mcpap", "mcpca", "mcp",
+	"mcpcallapprovals", "mcpcallapproval", "mcpsharedservers", "mcpsharedserver",
+	"mcps", "mcpt", "mcpdp", "mcpap", "mcpca", "mcpss", "mcp",
 }
 
 // TestShownCommandsAreQualified reads every document, sample, chart note and
@@ -203,6 +203,8 @@ func qualified(name string) string {
 		return "mcpaccesspolicies." + group
 	case "mcpca", "mcpcallapproval", "mcpcallapprovals":
 		return "mcpcallapprovals." + group
+	case "mcpss", "mcpsharedserver", "mcpsharedservers":
+		return "mcpsharedservers." + group
 	default: // the shared category
 		return "mcp-catalog, the category no other project shares"
 	}
