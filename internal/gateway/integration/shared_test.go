@@ -222,6 +222,9 @@ var _ = Describe("A server shared with other namespaces", func() {
 		Expect(isErr).To(BeTrue())
 		labelNamespace(consumer, "catalog.example/docs", "yes")
 		sharedReady(ss, mcpv1alpha1.ReasonShared)
+		// The session's offer lost the tool when the grant went; the agent
+		// lists again, as the refusal tells it to.
+		Eventually(func() []string { return toolNames(cs) }, 10*time.Second, 100*time.Millisecond).Should(ContainElement(shared))
 		isErr, msg = call(cs, shared, map[string]any{"text": "labelled"})
 		Expect(isErr).To(BeFalse(), msg)
 		Expect(docs.Calls(echo)).To(Equal(2))
@@ -232,6 +235,7 @@ var _ = Describe("A server shared with other namespaces", func() {
 		labelNamespace(consumer, "catalog.example/docs", "yes")
 
 		By("the consumer withdraws its acceptance: the next call is refused")
+		Eventually(func() []string { return toolNames(cs) }, 10*time.Second, 100*time.Millisecond).Should(ContainElement(shared))
 		isErr, msg = call(cs, shared, map[string]any{"text": "before"})
 		Expect(isErr).To(BeFalse(), msg)
 		Expect(k8sClient.Delete(context.Background(), ss)).To(Succeed())
