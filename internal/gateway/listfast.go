@@ -27,7 +27,7 @@ import (
 // the SDK would build a server for the request, parse every schema again
 // to add its tool, and encode the whole list twice into growing buffers,
 // which allocated about twelve times the bytes it served
-// (docs/adr/036-gateway-list-cost.md). Only a request of the one plain
+// (docs/adr/035-gateway-list-cost.md). Only a request of the one plain
 // shape this path answers takes it; anything else (a cursor, other _meta,
 // a host the SDK's rebinding check refuses, a list longer than the SDK's
 // page) is served by the SDK as before. TestFastListMatchesTheSDK proves

@@ -530,7 +530,7 @@ func gatewayListSection(p printer, r results) {
 	p("everything the process allocated per list (the benchmark's client\n")
 	p("included, a few KiB) over the bytes of the answer; CPU is the process's\n")
 	p("per list, the client's reading of the answer included\n")
-	p("(docs/adr/036-gateway-list-cost.md).\n\n")
+	p("(docs/adr/035-gateway-list-cost.md).\n\n")
 	p("| tools in the namespace | served | bytes allocated ÷ served | CPU per list | time per list |\n|---:|---:|---:|---:|---:|\n")
 	for _, t := range []string{"1000", "10000"} {
 		served, _ := r.get(n+t, "served-bytes")
