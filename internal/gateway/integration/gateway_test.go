@@ -560,7 +560,7 @@ var _ = Describe("Cancellation", func() {
 			Expect(started).To(BeTrue())
 			cancel()
 			cancelledAt := time.Now()
-			st, stopped := docs.Await(1500*time.Millisecond, func(s mcpserver.Stats) bool { return s.SlowCancelled == 1 })
+			_, stopped := docs.Await(1500*time.Millisecond, func(s mcpserver.Stats) bool { return s.SlowCancelled == 1 })
 			Expect(stopped).To(BeTrue(), "the upstream handler ended because its request was cancelled")
 			GinkgoWriter.Printf("upstream leg stopped %s after the agent cancelled\n", time.Since(cancelledAt))
 			// The server counts the dropped request from a context callback
