@@ -160,18 +160,24 @@ var errNotLocalName = fmt.Errorf("not a local tool name mcp_<server>_<tool> of a
 // ParseLocalName returns the server and remote name a local name was formed
 // from, or an error when no served tool can have this local name.
 func ParseLocalName(local string) (server, remote string, err error) {
+	return parseName(local, localPrefix, errNotLocalName)
+}
+
+// parseName splits prefix<object>_<remote>, the shape of both kinds of
+// local name, or returns notName.
+func parseName(local, prefix string, notName error) (object, remote string, err error) {
 	if !ValidLocalName(local) {
-		return "", "", errNotLocalName
+		return "", "", notName
 	}
-	rest, ok := strings.CutPrefix(local, localPrefix)
+	rest, ok := strings.CutPrefix(local, prefix)
 	if !ok {
-		return "", "", errNotLocalName
+		return "", "", notName
 	}
-	server, remote, ok = strings.Cut(rest, "_")
-	if !ok || !ValidServerName(server) || !ValidRemoteName(remote) {
-		return "", "", errNotLocalName
+	object, remote, ok = strings.Cut(rest, "_")
+	if !ok || !ValidServerName(object) || !ValidRemoteName(remote) {
+		return "", "", notName
 	}
-	return server, remote, nil
+	return object, remote, nil
 }
 
 // ObjectNameOfLocal returns the name of the McpTool a local name belongs
@@ -207,18 +213,7 @@ func IsSharedLocalName(name string) bool { return strings.HasPrefix(name, shared
 // shared local name was formed from, or an error when no shared tool can
 // have this name.
 func ParseSharedLocalName(local string) (shared, remote string, err error) {
-	if !ValidLocalName(local) {
-		return "", "", errNotSharedName
-	}
-	rest, ok := strings.CutPrefix(local, sharedPrefix)
-	if !ok {
-		return "", "", errNotSharedName
-	}
-	shared, remote, ok = strings.Cut(rest, "_")
-	if !ok || !ValidServerName(shared) || !ValidRemoteName(remote) {
-		return "", "", errNotSharedName
-	}
-	return shared, remote, nil
+	return parseName(local, sharedPrefix, errNotSharedName)
 }
 
 var errNotSharedName = fmt.Errorf("not a shared tool name mcps_<shared server>_<tool> of at most %d characters", MaxLocalNameLength)

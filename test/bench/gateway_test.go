@@ -263,16 +263,13 @@ func runCalls(ctx context.Context, agents, n int, call func(context.Context) err
 	return callResult{latencies: latencies, wall: time.Since(start), err: firstErr}
 }
 
-// gatewayAgent declares the McpServer docs for url, enables and approves
-// its echo tool, and returns the token of a ServiceAccount that RBAC and an
-// access policy let call it, once the API server accepts both.
-func gatewayAgent(b *testing.B, r *envtestRun, url string) string {
+// createAgent creates srv and, in its namespace, the ServiceAccount agent
+// with RBAC call on every McpTool there and an access policy raising its
+// ceiling to Internal.
+func createAgent(b *testing.B, r *envtestRun, srv *mcpv1alpha1.McpServer) {
 	b.Helper()
 	ctx := context.Background()
-	const ns = "agents"
-	r.namespace(b, ns)
-	srv := mcpServer(ns, "docs", url, time.Hour)
-	srv.Spec.ApprovalRequired = ptr.To(false)
+	ns := srv.Namespace
 	objects := []client.Object{
 		srv,
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}},
@@ -294,6 +291,19 @@ func gatewayAgent(b *testing.B, r *envtestRun, url string) string {
 			b.Fatal(err)
 		}
 	}
+}
+
+// gatewayAgent declares the McpServer docs for url, enables and approves
+// its echo tool, and returns the token of a ServiceAccount that RBAC and an
+// access policy let call it, once the API server accepts both.
+func gatewayAgent(b *testing.B, r *envtestRun, url string) string {
+	b.Helper()
+	ctx := context.Background()
+	const ns = "agents"
+	r.namespace(b, ns)
+	srv := mcpServer(ns, "docs", url, time.Hour)
+	srv.Spec.ApprovalRequired = ptr.To(false)
+	createAgent(b, r, srv)
 	object, err := toolname.ObjectName("docs", mcpserver.ToolEcho)
 	if err != nil {
 		b.Fatal(err)

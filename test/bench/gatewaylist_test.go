@@ -17,8 +17,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -173,27 +171,7 @@ func listNamespace(b *testing.B, r *envtestRun, ns string, total int) string {
 	r.namespace(b, ns)
 	srv := mcpServer(ns, "big", "http://127.0.0.1:1/mcp", time.Hour)
 	srv.Spec.ApprovalRequired = ptr.To(false)
-	objects := []client.Object{
-		srv,
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "call"}, Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{"mcptools"}, Verbs: []string{gateway.VerbCall},
-		}}},
-		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "call"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "call"},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "agent"}},
-		},
-		&mcpv1alpha1.McpAccessPolicy{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agents"},
-			Spec:       mcpv1alpha1.McpAccessPolicySpec{ServiceAccounts: []string{"agent"}, MaxDataClass: mcpv1alpha1.DataClassInternal},
-		},
-	}
-	for _, o := range objects {
-		if err := r.c.Create(ctx, o); err != nil {
-			b.Fatal(err)
-		}
-	}
+	createAgent(b, r, srv)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i := range total {
