@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-logr/logr"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -453,8 +455,11 @@ func listenRequest(r *http.Request) bool {
 }
 
 // ToolListNotifier tells agents when what they may see changes: it marks
-// a namespace when the informers see one of its McpTools, McpServers or
-// McpAccessPolicies change, and runs the rounds. It runs on every replica:
+// a namespace when the informers see one of its McpTools, McpServers,
+// McpAccessPolicies or McpSharedServers change, or its own labels (a
+// grant's selector reads them); a change of an McpTool or McpServer also
+// marks every other namespace that accepted a server of its namespace
+// (docs/adr/032-shared-catalog.md). It runs the rounds on every replica:
 // each tells its own sessions and streams.
 type ToolListNotifier struct {
 	Gateway *Gateway
@@ -472,15 +477,28 @@ func (n *ToolListNotifier) NeedLeaderElection() bool { return false }
 // Start watches and runs rounds until ctx ends.
 func (n *ToolListNotifier) Start(ctx context.Context) error {
 	c := n.Gateway.changes
-	for _, obj := range []client.Object{&mcpv1alpha1.McpTool{}, &mcpv1alpha1.McpServer{}, &mcpv1alpha1.McpAccessPolicy{}} {
-		inf, err := n.Cache.GetInformer(ctx, obj)
+	for _, w := range []struct {
+		obj client.Object
+		// mark marks the namespaces whose callers a change of one
+		// object of the kind may concern.
+		mark func(obj any)
+	}{
+		{&mcpv1alpha1.McpTool{}, func(obj any) { n.markOwner(ctx, obj) }},
+		{&mcpv1alpha1.McpServer{}, func(obj any) { n.markOwner(ctx, obj) }},
+		{&mcpv1alpha1.McpAccessPolicy{}, func(obj any) { markObject(c, obj) }},
+		{&mcpv1alpha1.McpSharedServer{}, func(obj any) { markObject(c, obj) }},
+		// A Namespace is its own: its name is the namespace marked.
+		{&corev1.Namespace{}, func(obj any) { c.mark(objectKey(obj).Name) }},
+	} {
+		inf, err := n.Cache.GetInformer(ctx, w.obj)
 		if err != nil {
-			return fmt.Errorf("gateway: the informer of %T: %w", obj, err)
+			return fmt.Errorf("gateway: the informer of %T: %w", w.obj, err)
 		}
+		mark := w.mark
 		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 			AddFunc: func(obj any, initial bool) {
 				if !initial {
-					markObject(c, obj)
+					mark(obj)
 				}
 			},
 			UpdateFunc: func(oldObj, newObj any) {
@@ -489,12 +507,12 @@ func (n *ToolListNotifier) Start(ctx context.Context) error {
 				if ok1 && ok2 && o.GetResourceVersion() == cur.GetResourceVersion() {
 					return // a resync: nothing changed
 				}
-				markObject(c, newObj)
+				mark(newObj)
 			},
-			DeleteFunc: func(obj any) { markObject(c, obj) },
+			DeleteFunc: mark,
 		})
 		if err != nil {
-			return fmt.Errorf("gateway: watching %T: %w", obj, err)
+			return fmt.Errorf("gateway: watching %T: %w", w.obj, err)
 		}
 		defer func() { _ = inf.RemoveEventHandler(reg) }()
 	}
@@ -541,13 +559,46 @@ func (c *changes) rounds(ctx context.Context, settled func() <-chan time.Time, r
 // markObject marks the namespace of an informer's object, a deleted one
 // included.
 func markObject(c *changes, obj any) {
+	if key := objectKey(obj); key.Name != "" {
+		c.mark(key.Namespace)
+	}
+}
+
+// objectKey is the namespace and name of an informer's object, a deleted
+// one included; empty when obj is neither.
+func objectKey(obj any) types.NamespacedName {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		if ns, _, err := toolscache.SplitMetaNamespaceKey(d.Key); err == nil {
-			c.mark(ns)
+		ns, name, err := toolscache.SplitMetaNamespaceKey(d.Key)
+		if err != nil {
+			return types.NamespacedName{}
 		}
-		return
+		return types.NamespacedName{Namespace: ns, Name: name}
 	}
 	if o, ok := obj.(client.Object); ok {
-		c.mark(o.GetNamespace())
+		return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+	}
+	return types.NamespacedName{}
+}
+
+// markOwner marks the namespace of an McpTool or McpServer and every other
+// namespace with an McpSharedServer of a server there: what those callers
+// may see is the owner's tool under their own name. When the cache cannot
+// say who accepted, every watched list is decided again.
+func (n *ToolListNotifier) markOwner(ctx context.Context, obj any) {
+	c := n.Gateway.changes
+	owner := objectKey(obj).Namespace
+	if owner == "" {
+		return
+	}
+	c.mark(owner)
+	var accepted mcpv1alpha1.McpSharedServerList
+	if err := n.Gateway.Reader.List(ctx, &accepted, client.UnsafeDisableDeepCopy); err != nil {
+		c.markAll()
+		return
+	}
+	for i := range accepted.Items {
+		if ss := &accepted.Items[i]; ss.Spec.Server.Namespace == owner && ss.Namespace != owner {
+			c.mark(ss.Namespace)
+		}
 	}
 }
