@@ -93,7 +93,10 @@ type changes struct {
 	watchers map[*watcher]struct{}
 	perSA    map[string]int
 	dirty    map[string]struct{}
-	all      bool
+	// owners are the namespaces whose McpTools or McpServers changed
+	// since the last round, their consumers already marked.
+	owners map[string]struct{}
+	all    bool
 	// wake has room for one signal: marks made while one waits are one.
 	wake chan struct{}
 }
@@ -103,6 +106,7 @@ func newChanges() *changes {
 		watchers: map[*watcher]struct{}{},
 		perSA:    map[string]int{},
 		dirty:    map[string]struct{}{},
+		owners:   map[string]struct{}{},
 		wake:     make(chan struct{}, 1),
 	}
 }
@@ -137,6 +141,16 @@ func (c *changes) mark(namespace string) {
 	c.signal()
 }
 
+// ownerChanged records that an McpTool or McpServer of namespace changed
+// and reports whether it is the first such change since the last round.
+func (c *changes) ownerChanged(namespace string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, seen := c.owners[namespace]
+	c.owners[namespace] = struct{}{}
+	return !seen
+}
+
 // markAll decides every watched list again at the next round.
 func (c *changes) markAll() {
 	c.mu.Lock()
@@ -164,6 +178,7 @@ func (c *changes) take() map[string][]*watcher {
 		}
 	}
 	clear(c.dirty)
+	clear(c.owners)
 	c.all = false
 	return groups
 }
@@ -582,8 +597,10 @@ func objectKey(obj any) types.NamespacedName {
 
 // markOwner marks the namespace of an McpTool or McpServer and every other
 // namespace with an McpSharedServer of a server there: what those callers
-// may see is the owner's tool under their own name. When the cache cannot
-// say who accepted, every watched list is decided again.
+// may see is the owner's tool under their own name. The accepting
+// namespaces are looked up once per owner namespace and round, not for
+// each of an import's many McpTool events. When the cache cannot say who
+// accepted, every watched list is decided again.
 func (n *ToolListNotifier) markOwner(ctx context.Context, obj any) {
 	c := n.Gateway.changes
 	owner := objectKey(obj).Namespace
@@ -591,6 +608,9 @@ func (n *ToolListNotifier) markOwner(ctx context.Context, obj any) {
 		return
 	}
 	c.mark(owner)
+	if !c.ownerChanged(owner) {
+		return
+	}
 	var accepted mcpv1alpha1.McpSharedServerList
 	if err := n.Gateway.Reader.List(ctx, &accepted, client.UnsafeDisableDeepCopy); err != nil {
 		c.markAll()
