@@ -126,6 +126,10 @@ type Gateway struct {
 	// every list to the SDK (tests compare the two).
 	fastLists  atomic.Int64
 	noFastList atomic.Bool
+	// fastCalls counts the calls answered by serveCall; noFastCall leaves
+	// every call to the SDK (tests compare the two).
+	fastCalls  atomic.Int64
+	noFastCall atomic.Bool
 	// views is what agents see of each version of each tool (rules.go).
 	views toolview.Cache
 	// tracer is nil when tracing is off.
@@ -210,7 +214,7 @@ func New(o Options) (*Gateway, error) {
 		// (once only to learn the protocol versions); the memo makes that one
 		// listing, not several.
 		r = r.WithContext(context.WithValue(r.Context(), memoKey{}, &serverMemo{}))
-		if modernRequest(r) && g.serveList(w, r) {
+		if modernRequest(r) && (g.serveCall(w, r) || g.serveList(w, r)) {
 			return
 		}
 		if g.Stateless || modernRequest(r) {

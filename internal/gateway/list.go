@@ -279,19 +279,8 @@ func sdkTool(name string, v *toolview.View) *sdk.Tool {
 // visibleTool is the tool of local name name, if the caller may see it,
 // and nil otherwise.
 func (g *Gateway) visibleTool(ctx context.Context, id *Identity, name string) (*toolOffer, error) {
-	o, err := g.offerNamed(ctx, id.Namespace, name)
-	if err != nil || o == nil {
-		return nil, err
-	}
-	ceiling, err := g.ceiling(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	v, err := g.verdictFor(ctx, id, *o, ceiling, nil)
-	if err != nil || !v.allowed() {
-		return nil, err
-	}
-	return o, nil
+	o, _, err := g.visibleVerdict(ctx, id, name)
+	return o, err
 }
 
 // visibleTools is what the caller may see: the tools of its namespace, and

@@ -108,6 +108,15 @@ func observedGateway(t *testing.T, upstreamURL string, tp trace.TracerProvider) 
 // more tools of the same server (extra_1, …).
 func catalogGateway(t *testing.T, upstreamURL string, tp trace.TracerProvider, authz Authorizer, extra int) *httptest.Server {
 	t.Helper()
+	_, hs := catalogGatewayWith(t, upstreamURL, tp, authz, extra, nil)
+	return hs
+}
+
+// catalogGatewayWith is catalogGateway, returning the gateway too, with
+// more objects for the Reader and its options changed by edit (either may
+// be nil).
+func catalogGatewayWith(t *testing.T, upstreamURL string, tp trace.TracerProvider, authz Authorizer, extra int, edit func(*Options), more ...client.Object) (*Gateway, *httptest.Server) {
+	t.Helper()
 	no := false
 	ready := []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: "Ready", LastTransitionTime: metav1.Now()}}
 	tool := func(remote string) *mcpv1alpha1.McpTool {
@@ -142,6 +151,7 @@ func catalogGateway(t *testing.T, upstreamURL string, tp trace.TracerProvider, a
 	for i := range extra {
 		objects = append(objects, tool(fmt.Sprintf("extra_%d", i+1)))
 	}
+	objects = append(objects, more...)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
 	o := completeOptions()
 	o.Reader = c
@@ -150,13 +160,16 @@ func catalogGateway(t *testing.T, upstreamURL string, tp trace.TracerProvider, a
 	o.Authn = tokenTable{obsToken: {Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: obsNS, ServiceAccount: "agent"}}
 	o.Authz = authz
 	o.TracerProvider = tp
+	if edit != nil {
+		edit(&o)
+	}
 	g, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(g.Handler())
 	t.Cleanup(hs.Close)
-	return hs
+	return g, hs
 }
 
 // agentSession connects to the gateway as the agent in revision version.

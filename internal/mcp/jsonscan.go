@@ -253,3 +253,12 @@ func decodeArray(raw []byte) ([]json.RawMessage, bool) {
 		}
 	}
 }
+
+// ObjectMembers reads raw as exactly one JSON object and returns its
+// members as sub-slices of raw, refusing duplicate member names (compared
+// after unescaping) and anything after the object. It is for readers of
+// MCP messages outside this package that must see a member exactly as
+// named, once.
+func ObjectMembers(raw []byte) (map[string]json.RawMessage, error) {
+	return decodeObject(raw)
+}

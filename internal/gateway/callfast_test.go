@@ -1,0 +1,234 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/toolname"
+)
+
+// callUpstream is a real go-sdk server (2026-07-28, stateless) with the
+// tools the tests call: echo answers its text argument, fails fails as a
+// tool, and the others answer that they said no.
+func callUpstream(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := sdk.NewServer(&sdk.Implementation{Name: "upstream", Version: "1"}, nil)
+	schema := map[string]any{"type": "object"}
+	srv.AddTool(&sdk.Tool{Name: "echo", InputSchema: schema}, func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		var args struct {
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(req.Params.Arguments, &args)
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: args.Text}}}, nil
+	})
+	for _, name := range []string{"fails", "gated", "headed"} {
+		srv.AddTool(&sdk.Tool{Name: name, InputSchema: schema}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{IsError: name == "fails", Content: []sdk.Content{&sdk.TextContent{Text: name + " says no"}}}, nil
+		})
+	}
+	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+// syncBuffer is an audit sink the test reads while the gateway writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) take() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.b.Reset()
+	if s.b.Len() == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSpace(s.b.String()), "\n")
+}
+
+func plainCallBody(id, name, args string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + name + `",` + args +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"agent","version":"1"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{}}}}`
+}
+
+func postCall(t *testing.T, url, name, body string) listAnswer {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+Path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", modernProtocol)
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", name)
+	req.Header.Set("Authorization", "Bearer "+obsToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return listAnswer{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"), string(b)}
+}
+
+// withoutCallID drops what differs between two audit records of equal
+// calls: the call id and the times.
+func withoutCallID(t *testing.T, line string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatalf("audit record %q: %v", line, err)
+	}
+	for _, k := range []string{"callID", "time", "latencyMillis"} {
+		delete(m, k)
+	}
+	return m
+}
+
+// The calls the gateway answers itself are answered, byte for byte and
+// audit record for audit record, as the SDK answers them: a result that
+// needs escaping, a tool error, a refusal after the decision, and every
+// kind of id. Calls of any other shape, or that need what only the SDK's
+// path does (an approval, argument headers, an unknown tool), are left to
+// it, and a real go-sdk client's call takes the gateway's own path.
+func TestFastCallMatchesTheSDK(t *testing.T) {
+	up := callUpstream(t)
+	yes := true
+	gated := extraTool(t, "gated")
+	gated.Spec.ApprovalRequired = &yes
+	fails := extraTool(t, "fails")
+	failsLocal := fails.Status.LocalName
+	headed := extraTool(t, "headed")
+	headed.Status.InputSchema = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)}
+	audit := &syncBuffer{}
+	g, hs := catalogGatewayWith(t, up.URL, nil, allowList{echoObject: true, fails.Name: true, gated.Name: true, headed.Name: true}, 0,
+		func(o *Options) { o.Audit = NewJSONLines(audit) }, fails, gated, headed)
+
+	cases := []struct{ name, tool, args string }{
+		{"escaped text", echoLocal, `"arguments":{"text":"<b>bold</b> & \u2028 ünïcode \"quoted\""},`},
+		{"no arguments", echoLocal, ``},
+		{"null arguments", echoLocal, `"arguments":null,`},
+		{"a tool error", failsLocal, `"arguments":{},`},
+		{"arguments not an object", echoLocal, `"arguments":[1],`},
+	}
+	for _, id := range []string{`1`, `0`, `-7`, `123456789012345`, `"abc"`, `"with space/and-symbols_<>&"`} {
+		for _, tc := range cases {
+			body := plainCallBody(id, tc.tool, tc.args)
+			g.noFastCall.Store(false)
+			before := g.fastCalls.Load()
+			fast := postCall(t, hs.URL, tc.tool, body)
+			if g.fastCalls.Load() != before+1 {
+				t.Fatalf("%s, id %s: the plain call was not answered by the gateway's own path", tc.name, id)
+			}
+			fastAudit := audit.take()
+			g.noFastCall.Store(true)
+			slow := postCall(t, hs.URL, tc.tool, body)
+			slowAudit := audit.take()
+			if fast != slow {
+				t.Errorf("%s, id %s: the gateway's answer differs from the SDK's:\n own: %+v\n sdk: %+v", tc.name, id, fast, slow)
+			}
+			if len(fastAudit) != len(slowAudit) {
+				t.Fatalf("%s, id %s: %d audit records, the SDK's path wrote %d", tc.name, id, len(fastAudit), len(slowAudit))
+			}
+			for i := range fastAudit {
+				if a, b := withoutCallID(t, fastAudit[i]), withoutCallID(t, slowAudit[i]); !jsonEqual(a, b) {
+					t.Errorf("%s, id %s: audit record %d differs:\n own: %v\n sdk: %v", tc.name, id, i, a, b)
+				}
+			}
+		}
+	}
+
+	// Other shapes, and calls only the SDK's path can answer, go to it.
+	g.noFastCall.Store(false)
+	for name, c := range map[string]struct{ header, body string }{
+		"a progress token":         {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"_meta":{`, `"_meta":{"progressToken":3,`, 1)},
+		"an input response":        {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"params":{`, `"params":{"requestState":"x",`, 1)},
+		"a name unlike the header": {failsLocal, plainCallBody("1", echoLocal, "")},
+		"a member in other case":   {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"method"`, `"Method"`, 1)},
+		"a repeated member":        {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"params":{`, `"params":{"name":"`+failsLocal+`",`, 1)},
+		"no client capabilities":   {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `,"io.modelcontextprotocol/clientCapabilities":{}`, ``, 1)},
+		"an old era":               {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), "2026-07-28", "2025-11-25", 1)},
+		"a fractional id":          {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"id":1`, `"id":1.5`, 1)},
+		"trailing data":            {echoLocal, plainCallBody("1", echoLocal, "") + `{}`},
+		"an approval":              {toolname.LocalName("docs", "gated"), plainCallBody("1", toolname.LocalName("docs", "gated"), "")},
+		"argument headers":         {toolname.LocalName("docs", "headed"), plainCallBody("1", toolname.LocalName("docs", "headed"), `"arguments":{"region":"eu"},`)},
+		"an unknown tool":          {toolname.LocalName("docs", "nothing"), plainCallBody("1", toolname.LocalName("docs", "nothing"), "")},
+	} {
+		before := g.fastCalls.Load()
+		ans := postCall(t, hs.URL, c.header, c.body)
+		if g.fastCalls.Load() != before {
+			t.Errorf("%s: answered by the gateway's own path, want the SDK: %+v", name, ans)
+		}
+	}
+	_ = audit.take()
+
+	// The go-sdk client's call of this revision is of the plain shape.
+	before := g.fastCalls.Load()
+	cs := agentSession(t, hs.URL, modernProtocol)
+	res := callAs(t, cs, echoLocal, nil)
+	if got := resultText(res); res.IsError || got != obsArgument {
+		t.Errorf("the go-sdk client's call answered %q (error %v), want the argument echoed", got, res.IsError)
+	}
+	if g.fastCalls.Load() != before+1 {
+		t.Error("the go-sdk client's call was not answered by the gateway's own path")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: failsLocal, Arguments: map[string]any{}})
+	if err != nil || !res.IsError || resultText(res) != "fails says no" {
+		t.Fatalf("calling a tool that fails: %v, %+v; want its tool error", err, res)
+	}
+}
+
+// extraTool is one more tool of the server docs, as catalogGateway makes
+// its own.
+func extraTool(t *testing.T, remote string) *mcpv1alpha1.McpTool {
+	t.Helper()
+	name, err := toolname.ObjectName("docs", remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	no := false
+	tl := &mcpv1alpha1.McpTool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: obsNS, Name: name, Generation: 1},
+		Spec: mcpv1alpha1.McpToolSpec{Enabled: true, ServerRef: mcpv1alpha1.LocalObjectReference{Name: "docs"}, RemoteName: remote,
+			ApprovedDefinitionHash: "sha256:" + strings.Repeat("a", 64)},
+	}
+	tl.Status.LocalName, tl.Status.EffectiveDataClass = toolname.LocalName("docs", remote), mcpv1alpha1.DataClassPublic
+	tl.Status.DefinitionHash = tl.Spec.ApprovedDefinitionHash
+	tl.Status.Conditions = []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+	tl.Status.EffectiveApprovalRequired = &no
+	return tl
+}
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
