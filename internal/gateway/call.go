@@ -19,6 +19,9 @@ type callScope struct {
 	key types.NamespacedName
 	via string
 	obs *callObs
+	// pre is the decision made before the call's stages ran, when one was
+	// (callDecided); decide takes it instead of deciding again.
+	pre *decided
 
 	// Learnt by identify: the arguments, and the audit record of the call,
 	// which every later stage fills in. applyRules makes them the
@@ -49,11 +52,29 @@ type callScope struct {
 // ends the call returns the answer the agent gets, having recorded it; the
 // stages after it do not run.
 func (g *Gateway) call(ctx context.Context, req *sdk.CallToolRequest, ref toolRef) (*sdk.CallToolResult, error) {
+	return g.callDecided(ctx, req, ref, nil)
+}
+
+// decided is what the decide stage learns of a call that is allowed: the
+// tool as offered, the access policies of the caller's namespace and the
+// verdict. The gateway's own call path (callfast.go) decides before it
+// takes a call, to learn that no approval is needed, and hands the
+// decision on rather than making it twice within one request.
+type decided struct {
+	offer    toolOffer
+	policies []mcpv1alpha1.McpAccessPolicy
+	v        verdict
+}
+
+// callDecided is call with the decision already made (pre), or made by
+// the decide stage when pre is nil.
+func (g *Gateway) callDecided(ctx context.Context, req *sdk.CallToolRequest, ref toolRef, pre *decided) (*sdk.CallToolResult, error) {
 	id := identityOf(req.Extra.TokenInfo)
 	c, answer := g.identify(ctx, req, id, ref)
 	if answer != nil {
 		return answer, nil
 	}
+	c.pre = pre
 	if answer := g.decide(ctx, id, c); answer != nil {
 		return answer, nil
 	}

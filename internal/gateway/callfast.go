@@ -71,10 +71,11 @@ func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request) bool {
 	// The SDK's path serves the call with a server offering the tool when
 	// the caller may see it; here the call is only taken when it may be
 	// made without a question for anyone.
-	o, v, err := g.visibleVerdict(r.Context(), id, name)
-	if err != nil || o == nil || v.approval {
+	pre, err := g.decideVisible(r.Context(), id, name)
+	if err != nil || pre == nil || pre.v.approval {
 		return false
 	}
+	o := &pre.offer
 	if schema := o.tool.Status.InputSchema; schema != nil && bytes.Contains(schema.Raw, []byte(xMCPHeader)) {
 		// The SDK checks the Mcp-Param headers of such a tool.
 		return false
@@ -84,7 +85,7 @@ func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request) bool {
 		Extra:  &sdk.RequestExtra{TokenInfo: info, Header: r.Header},
 	}
 	ctx, obs := g.startCall(r.Context(), req)
-	res, err := g.call(ctx, req, o.ref())
+	res, err := g.callDecided(ctx, req, o.ref(), pre)
 	g.endCall(obs, err)
 	g.writeCallAnswer(w, call.id, res, err)
 	g.fastCalls.Add(1)
@@ -150,22 +151,23 @@ func plainCallRequest(body []byte, name string) (plainCall, bool) {
 	return c, true
 }
 
-// visibleVerdict is visibleTool with the verdict it reached: the tool the
-// caller may call under the name, and whether the call needs an approval.
-func (g *Gateway) visibleVerdict(ctx context.Context, id *Identity, name string) (*toolOffer, verdict, error) {
+// decideVisible decides a call of the tool the caller's namespace offers
+// under name, as the decide stage would: the decision, when the caller may
+// see the tool; nil when it may not.
+func (g *Gateway) decideVisible(ctx context.Context, id *Identity, name string) (*decided, error) {
 	o, err := g.offerNamed(ctx, id.Namespace, name)
 	if err != nil || o == nil {
-		return nil, verdict{}, err
+		return nil, err
 	}
-	ceiling, err := g.ceiling(ctx, id)
+	policies, err := g.accessPolicies(ctx, id)
 	if err != nil {
-		return nil, verdict{}, err
+		return nil, err
 	}
-	v, err := g.verdictFor(ctx, id, *o, ceiling, nil)
+	v, err := g.verdictFor(ctx, id, *o, ceilingFor(id, policies), nil)
 	if err != nil || !v.allowed() {
-		return nil, v, err
+		return nil, err
 	}
-	return o, v, nil
+	return &decided{offer: *o, policies: policies, v: v}, nil
 }
 
 // writeCallAnswer writes the answer to a call as the SDK writes it for

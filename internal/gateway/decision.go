@@ -31,16 +31,28 @@ import (
 // to a caller RBAC does not allow stays the uniform one. Refusals of the
 // decision are audited; one of the arguments is not.
 func (g *Gateway) decide(ctx context.Context, id *Identity, c *callScope) *sdk.CallToolResult {
-	o, err := g.readOffer(ctx, id.Namespace, toolRef{key: c.key, via: c.via})
-	if err != nil || o == nil {
-		return g.deny(ctx, c.rec, nil, DenyNotServable, "", unknownTool)
+	var o *toolOffer
+	if c.pre != nil {
+		o = &c.pre.offer
+	} else {
+		var err error
+		if o, err = g.readOffer(ctx, id.Namespace, toolRef{key: c.key, via: c.via}); err != nil || o == nil {
+			return g.deny(ctx, c.rec, nil, DenyNotServable, "", unknownTool)
+		}
 	}
 	t := o.tool
 	c.tool, c.shared = t, o.shared
 	c.rec.LocalName, c.rec.Server = o.localName(), t.Spec.ServerRef.Name
-	policies, v, refused := g.gateCall(ctx, &c.rec, id, *o)
-	if refused != nil {
-		return refused
+	var policies []mcpv1alpha1.McpAccessPolicy
+	var v verdict
+	if c.pre != nil {
+		policies, v = c.pre.policies, c.pre.v
+		c.rec.DataClass = string(v.class)
+	} else {
+		var refused *sdk.CallToolResult
+		if policies, v, refused = g.gateCall(ctx, &c.rec, id, *o); refused != nil {
+			return refused
+		}
 	}
 	c.policies, c.class, c.approval = policies, v.class, v.approval
 	c.obs.of(t)

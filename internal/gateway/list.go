@@ -279,8 +279,11 @@ func sdkTool(name string, v *toolview.View) *sdk.Tool {
 // visibleTool is the tool of local name name, if the caller may see it,
 // and nil otherwise.
 func (g *Gateway) visibleTool(ctx context.Context, id *Identity, name string) (*toolOffer, error) {
-	o, _, err := g.visibleVerdict(ctx, id, name)
-	return o, err
+	d, err := g.decideVisible(ctx, id, name)
+	if d == nil {
+		return nil, err
+	}
+	return &d.offer, nil
 }
 
 // visibleTools is what the caller may see: the tools of its namespace, and

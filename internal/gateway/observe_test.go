@@ -611,16 +611,27 @@ func TestModernCallDecidesOnlyTheCalledTool(t *testing.T) {
 	const extra = 20
 	up, _ := recordingUpstream(t, false)
 	authz := &countingAuthz{}
-	gw := catalogGateway(t, up.URL, nil, authz, extra)
+	g, gw := catalogGatewayWith(t, up.URL, nil, authz, extra, nil)
 	cs := agentSession(t, gw.URL, "2026-07-28")
 
 	before := authz.count()
 	if res := callAs(t, cs, echoLocal, nil); res.IsError {
 		t.Fatalf("the call failed: %s", resultText(res))
 	}
-	// Once to build the request's server, once when the call is decided.
+	// The gateway's own call path decides once, and hands the decision on
+	// to the call's stages.
+	if n := authz.count() - before; n != 1 {
+		t.Errorf("a call asked RBAC %d times, want 1", n)
+	}
+	// The SDK's path: once to build the request's server, once when the
+	// call is decided.
+	g.noFastCall.Store(true)
+	before = authz.count()
+	if res := callAs(t, cs, echoLocal, nil); res.IsError {
+		t.Fatalf("the call failed: %s", resultText(res))
+	}
 	if n := authz.count() - before; n != 2 {
-		t.Errorf("a call asked RBAC %d times, want 2", n)
+		t.Errorf("a call through the SDK's path asked RBAC %d times, want 2", n)
 	}
 
 	before = authz.count()
