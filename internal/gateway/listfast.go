@@ -110,13 +110,6 @@ func (g *Gateway) serveList(w http.ResponseWriter, r *http.Request) bool {
 		// The SDK's path logs the error and answers as it always has.
 		return false
 	}
-	for _, o := range tools {
-		if o.shared != nil {
-			// A shared tool's name is the consumer's (mcps_…), not the
-			// one its encoding is kept under: the SDK's path serves it.
-			return false
-		}
-	}
 	log := logging.FromContext(r.Context(), logging.Gateway)
 	// The encoded tools in the order the SDK lists them (by name); of
 	// tools sharing a name, the last one that can be served, as adding it
@@ -124,17 +117,17 @@ func (g *Gateway) serveList(w http.ResponseWriter, r *http.Request) bool {
 	parts := make([][]byte, 0, len(tools))
 	names := make([]string, 0, len(tools))
 	for _, o := range tools {
-		t := o.tool
-		enc, err := g.lists.get(t, g.encodeTool)
+		t, name := o.tool, o.localName()
+		enc, err := g.lists.get(t, name, g.encodeTool)
 		if err != nil {
 			log.Error(err, "a tool cannot be offered", "tool", types.NamespacedName{Namespace: t.Namespace, Name: t.Name}.String())
 			continue
 		}
-		if n := len(names); n > 0 && names[n-1] == t.Status.LocalName {
+		if n := len(names); n > 0 && names[n-1] == name {
 			parts[n-1] = enc
 			continue
 		}
-		parts, names = append(parts, enc), append(names, t.Status.LocalName)
+		parts, names = append(parts, enc), append(names, name)
 	}
 	size := len(`{"jsonrpc":"2.0","id":`) + len(reqID) + len(g.listPrefix) + len(listSuffix)
 	for i, p := range parts {
@@ -233,15 +226,16 @@ func loopback(addr string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// encodeTool is t as a tools/list answer holds it: the definition the SDK
-// would serve (sdkTool), checked as the SDK checks a tool it is given, and
-// encoded as it encodes it.
-func (g *Gateway) encodeTool(t *mcpv1alpha1.McpTool) ([]byte, error) {
+// encodeTool is t as a tools/list answer holds it under name (its own
+// local name, or the one a consuming namespace's McpSharedServer gives
+// it): the definition the SDK would serve (sdkTool), checked as the SDK
+// checks a tool it is given, and encoded as it encodes it.
+func (g *Gateway) encodeTool(t *mcpv1alpha1.McpTool, name string) ([]byte, error) {
 	v, err := g.views.Get(t)
 	if err != nil {
 		return nil, err
 	}
-	tool := sdkTool(t.Status.LocalName, v)
+	tool := sdkTool(name, v)
 	if err := addTool(checkServer(), tool, nil); err != nil {
 		return nil, err
 	}
@@ -259,16 +253,23 @@ func checkServer() *sdk.Server {
 	return sdk.NewServer(&sdk.Implementation{Name: "check"}, nil)
 }
 
-// listCache keeps, per McpTool, the bytes one version of it is listed as
-// (or why it cannot be), so that a list of unchanged tools encodes
-// nothing. It holds at most maxBytes of them: when a new entry would pass
+// listCache keeps, per McpTool and name it is listed under, the bytes one
+// version of it is listed as (or why it cannot be), so that a list of
+// unchanged tools encodes nothing. It holds at most maxBytes of them: when a new entry would pass
 // that, entries are dropped until a quarter is free again. A tool's older
 // version is replaced by its newer one.
 type listCache struct {
 	mu       sync.Mutex
-	m        map[types.NamespacedName]listEntry
+	m        map[listKey]listEntry
 	bytes    int
 	maxBytes int
+}
+
+// listKey is a tool and the name it is listed under: a shared tool is
+// listed under a name of each consuming namespace's.
+type listKey struct {
+	tool types.NamespacedName
+	name string
 }
 
 type listEntry struct {
@@ -282,8 +283,8 @@ const DefaultListCacheBytes = 32 << 20
 
 // get returns the bytes of t's version, encoding them with encode the
 // first time that version is asked for.
-func (c *listCache) get(t *mcpv1alpha1.McpTool, encode func(*mcpv1alpha1.McpTool) ([]byte, error)) ([]byte, error) {
-	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
+func (c *listCache) get(t *mcpv1alpha1.McpTool, name string, encode func(*mcpv1alpha1.McpTool, string) ([]byte, error)) ([]byte, error) {
+	key := listKey{tool: types.NamespacedName{Namespace: t.Namespace, Name: t.Name}, name: name}
 	version := string(t.UID) + "/" + t.ResourceVersion
 	c.mu.Lock()
 	e, ok := c.m[key]
@@ -291,11 +292,11 @@ func (c *listCache) get(t *mcpv1alpha1.McpTool, encode func(*mcpv1alpha1.McpTool
 	if ok && e.version == version {
 		return e.enc, e.err
 	}
-	enc, err := encode(t)
+	enc, err := encode(t, name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = make(map[types.NamespacedName]listEntry)
+		c.m = make(map[listKey]listEntry)
 	}
 	if old, ok := c.m[key]; ok {
 		c.bytes -= len(old.enc)

@@ -306,24 +306,24 @@ func (l *rawLister) list(t *testing.T) {
 func TestListCacheKeepsOneVersionWithinItsBytes(t *testing.T) {
 	c := listCache{maxBytes: 1000}
 	encodes := 0
-	encode := func(t *mcpv1alpha1.McpTool) ([]byte, error) {
+	encode := func(*mcpv1alpha1.McpTool, string) ([]byte, error) {
 		encodes++
 		return bytes.Repeat([]byte("x"), 100), nil
 	}
 	tool := func(name, rv string) *mcpv1alpha1.McpTool {
 		return &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, ResourceVersion: rv, UID: types.UID("u-" + name)}}
 	}
-	_, _ = c.get(tool("a", "1"), encode)
-	_, _ = c.get(tool("a", "1"), encode)
+	_, _ = c.get(tool("a", "1"), "mcp_s_a", encode)
+	_, _ = c.get(tool("a", "1"), "mcp_s_a", encode)
 	if encodes != 1 {
 		t.Fatalf("one version encoded %d times, want once", encodes)
 	}
-	_, _ = c.get(tool("a", "2"), encode)
+	_, _ = c.get(tool("a", "2"), "mcp_s_a", encode)
 	if encodes != 2 || len(c.m) != 1 || c.bytes != 100 {
 		t.Fatalf("after a new version: %d encodes, %d entries, %d bytes; want 2, 1, 100", encodes, len(c.m), c.bytes)
 	}
 	for i := range 50 {
-		_, _ = c.get(tool(fmt.Sprintf("t%d", i), "1"), encode)
+		_, _ = c.get(tool(fmt.Sprintf("t%d", i), "1"), fmt.Sprintf("mcp_s_t%d", i), encode)
 		if c.bytes > c.maxBytes {
 			t.Fatalf("the cache holds %d bytes, more than its %d", c.bytes, c.maxBytes)
 		}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"net/http/httptest"
 	"slices"
 	"sort"
 	"strings"
@@ -101,6 +102,7 @@ func TestSharedListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 	allow[toolname.SharedLocalName("private", "secret")] = true
 	allow[toolname.SharedLocalName("self", "x")] = true
 	o.Authz = allow
+	o.Authn = tokenTable{listToken: {Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: consumer, ServiceAccount: "agent"}}
 	var audit bytes.Buffer
 	o.Audit = NewJSONLines(&audit)
 	g, err := New(o)
@@ -148,6 +150,26 @@ func TestSharedListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 		c := &callScope{key: types.NamespacedName{Namespace: owner, Name: "docs.public"}, via: "docs", obs: &callObs{}}
 		if g.decide(ctx, other, c) == nil {
 			t.Errorf("an agent of %s called a tool shared with %s through its McpSharedServer", ns, consumer)
+		}
+	}
+
+	// The gateway's own list serves the shared tools under the consumer's
+	// names, byte for byte as the SDK's path does.
+	hs := httptest.NewServer(g.Handler())
+	defer hs.Close()
+	before := g.fastLists.Load()
+	fast := postList(t, hs.URL, plainListBody("1"))
+	if g.fastLists.Load() != before+1 {
+		t.Fatal("a list of shared tools was not answered by the gateway's own list")
+	}
+	g.noFastList.Store(true)
+	slow := postList(t, hs.URL, plainListBody("1"))
+	if fast != slow {
+		t.Errorf("the gateway's list of shared tools differs from the SDK's:\n own: %+v\n sdk: %+v", fast, slow)
+	}
+	for _, name := range want {
+		if !strings.Contains(fast.body, `"name":"`+name+`"`) {
+			t.Errorf("the list lacks %s: %s", name, fast.body)
 		}
 	}
 }
