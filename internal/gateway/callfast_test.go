@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/toolname"
+	"github.com/mcp-catalog/operator/test/capture"
 )
 
 // callUpstream is a real go-sdk server (2026-07-28, stateless) with the
@@ -44,26 +43,13 @@ func callUpstream(t *testing.T) *httptest.Server {
 	return hs
 }
 
-// syncBuffer is an audit sink the test reads while the gateway writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) take() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	defer s.b.Reset()
-	if s.b.Len() == 0 {
+// auditLines takes the audit records written so far, one per line.
+func auditLines(b *capture.Buffer) []string {
+	out := strings.TrimSpace(b.Take())
+	if out == "" {
 		return nil
 	}
-	return strings.Split(strings.TrimSpace(s.b.String()), "\n")
+	return strings.Split(out, "\n")
 }
 
 func plainCallBody(id, name, args string) string {
@@ -75,26 +61,7 @@ func plainCallBody(id, name, args string) string {
 
 func postCall(t *testing.T, url, name, body string) listAnswer {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url+Path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", modernProtocol)
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", name)
-	req.Header.Set("Authorization", "Bearer "+obsToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return listAnswer{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"), string(b)}
+	return postMCP(t, url, "tools/call", name, obsToken, body)
 }
 
 // withoutCallID drops what differs between two audit records of equal
@@ -120,13 +87,13 @@ func withoutCallID(t *testing.T, line string) map[string]any {
 func TestFastCallMatchesTheSDK(t *testing.T) {
 	up := callUpstream(t)
 	yes := true
-	gated := extraTool(t, "gated")
+	gated := docsTool(t, "gated")
 	gated.Spec.ApprovalRequired = &yes
-	fails := extraTool(t, "fails")
+	fails := docsTool(t, "fails")
 	failsLocal := fails.Status.LocalName
-	headed := extraTool(t, "headed")
+	headed := docsTool(t, "headed")
 	headed.Status.InputSchema = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)}
-	audit := &syncBuffer{}
+	audit := &capture.Buffer{}
 	g, hs := catalogGatewayWith(t, up.URL, nil, allowList{echoObject: true, fails.Name: true, gated.Name: true, headed.Name: true}, 0,
 		func(o *Options) { o.Audit = NewJSONLines(audit) }, fails, gated, headed)
 
@@ -146,10 +113,10 @@ func TestFastCallMatchesTheSDK(t *testing.T) {
 			if g.fastCalls.Load() != before+1 {
 				t.Fatalf("%s, id %s: the plain call was not answered by the gateway's own path", tc.name, id)
 			}
-			fastAudit := audit.take()
+			fastAudit := auditLines(audit)
 			g.noFastCall.Store(true)
 			slow := postCall(t, hs.URL, tc.tool, body)
-			slowAudit := audit.take()
+			slowAudit := auditLines(audit)
 			if fast != slow {
 				t.Errorf("%s, id %s: the gateway's answer differs from the SDK's:\n own: %+v\n sdk: %+v", tc.name, id, fast, slow)
 			}
@@ -186,7 +153,7 @@ func TestFastCallMatchesTheSDK(t *testing.T) {
 			t.Errorf("%s: answered by the gateway's own path, want the SDK: %+v", name, ans)
 		}
 	}
-	_ = audit.take()
+	_ = auditLines(audit)
 
 	// The go-sdk client's call of this revision is of the plain shape.
 	before := g.fastCalls.Load()
@@ -206,9 +173,10 @@ func TestFastCallMatchesTheSDK(t *testing.T) {
 	}
 }
 
-// extraTool is one more tool of the server docs, as catalogGateway makes
-// its own.
-func extraTool(t *testing.T, remote string) *mcpv1alpha1.McpTool {
+// docsTool is a tool of the McpServer team/docs that catalogGateway
+// serves: enabled, its definition approved, Ready, Public and without
+// approval.
+func docsTool(t *testing.T, remote string) *mcpv1alpha1.McpTool {
 	t.Helper()
 	name, err := toolname.ObjectName("docs", remote)
 	if err != nil {

@@ -91,6 +91,13 @@ type listAnswer struct {
 
 func postList(t *testing.T, url, body string) listAnswer {
 	t.Helper()
+	return postMCP(t, url, "tools/list", "", listToken, body)
+}
+
+// postMCP posts a 2026-07-28 request of method (naming name in Mcp-Name
+// when it is not empty) with token, and returns the answer.
+func postMCP(t *testing.T, url, method, name, token, body string) listAnswer {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url+Path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -98,8 +105,11 @@ func postList(t *testing.T, url, body string) listAnswer {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", modernProtocol)
-	req.Header.Set("Mcp-Method", "tools/list")
-	req.Header.Set("Authorization", "Bearer "+listToken)
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

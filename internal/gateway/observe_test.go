@@ -118,23 +118,7 @@ func catalogGateway(t *testing.T, upstreamURL string, tp trace.TracerProvider, a
 func catalogGatewayWith(t *testing.T, upstreamURL string, tp trace.TracerProvider, authz Authorizer, extra int, edit func(*Options), more ...client.Object) (*Gateway, *httptest.Server) {
 	t.Helper()
 	no := false
-	ready := []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: "Ready", LastTransitionTime: metav1.Now()}}
-	tool := func(remote string) *mcpv1alpha1.McpTool {
-		name, err := toolname.ObjectName("docs", remote)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tl := &mcpv1alpha1.McpTool{
-			ObjectMeta: metav1.ObjectMeta{Namespace: obsNS, Name: name, Generation: 1},
-			Spec: mcpv1alpha1.McpToolSpec{Enabled: true, ServerRef: mcpv1alpha1.LocalObjectReference{Name: "docs"}, RemoteName: remote,
-				ApprovedDefinitionHash: "sha256:" + strings.Repeat("a", 64)},
-		}
-		tl.Status.LocalName, tl.Status.EffectiveDataClass = toolname.LocalName("docs", remote), mcpv1alpha1.DataClassPublic
-		tl.Status.DefinitionHash = tl.Spec.ApprovedDefinitionHash
-		tl.Status.Conditions = ready
-		tl.Status.EffectiveApprovalRequired = &no
-		return tl
-	}
+	tool := func(remote string) *mcpv1alpha1.McpTool { return docsTool(t, remote) }
 	server := &mcpv1alpha1.McpServer{
 		ObjectMeta: metav1.ObjectMeta{Namespace: obsNS, Name: "docs"},
 		Spec:       mcpv1alpha1.McpServerSpec{URL: upstreamURL, DataClass: mcpv1alpha1.DataClassPublic, ApprovalRequired: &no, AllowPrivateNetwork: true},

@@ -26,3 +26,12 @@ func (s *Buffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Take returns everything written so far and empties the buffer.
+func (s *Buffer) Take() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.b.String()
+	s.b.Reset()
+	return out
+}
