@@ -95,7 +95,11 @@ func TestFastCallMatchesTheSDK(t *testing.T) {
 	headed.Status.InputSchema = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)}
 	audit := &capture.Buffer{}
 	g, hs := catalogGatewayWith(t, up.URL, nil, allowList{echoObject: true, fails.Name: true, gated.Name: true, headed.Name: true}, 0,
-		func(o *Options) { o.Audit = NewJSONLines(audit) }, fails, gated, headed)
+		func(o *Options) {
+			o.Audit = NewJSONLines(audit)
+			// Every denial written, none aggregated with the one before.
+			o.DenialWindow = time.Nanosecond
+		}, fails, gated, headed)
 
 	cases := []struct{ name, tool, args string }{
 		{"escaped text", echoLocal, `"arguments":{"text":"<b>bold</b> & \u2028 ünïcode \"quoted\""},`},
@@ -122,6 +126,9 @@ func TestFastCallMatchesTheSDK(t *testing.T) {
 			}
 			if len(fastAudit) != len(slowAudit) {
 				t.Fatalf("%s, id %s: %d audit records, the SDK's path wrote %d", tc.name, id, len(fastAudit), len(slowAudit))
+			}
+			if tc.name == "arguments not an object" && (len(fastAudit) != 1 || !strings.Contains(fastAudit[0], `"reason":"InvalidArguments"`)) {
+				t.Errorf("id %s: arguments that are not an object were audited as %q, want one denial for InvalidArguments", id, fastAudit)
 			}
 			for i := range fastAudit {
 				if a, b := withoutCallID(t, fastAudit[i]), withoutCallID(t, slowAudit[i]); !jsonEqual(a, b) {

@@ -57,8 +57,7 @@ func (g *Gateway) decide(ctx context.Context, id *Identity, c *callScope) *sdk.C
 	c.policies, c.class, c.approval = policies, v.class, v.approval
 	c.obs.of(t)
 	if c.argsErr != nil {
-		c.obs.end(OutcomeDenied, RefusedInvalidArguments)
-		return refusal("the arguments must be a JSON object")
+		return g.deny(ctx, c.rec, t, RefusedInvalidArguments, "", "the arguments must be a JSON object")
 	}
 	return nil
 }
