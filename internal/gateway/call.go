@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"k8s.io/apimachinery/pkg/types"
@@ -114,6 +116,9 @@ func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest)
 		rec.LocalName = name
 	}
 	o, err := g.offerNamed(ctx, id.Namespace, name)
+	if unserved := (*ownerNotServed)(nil); errors.As(err, &unserved) {
+		return g.refuseOwnerNotServed(ctx, rec, id, name, unserved)
+	}
 	if err != nil || o == nil {
 		return g.deny(ctx, rec, nil, DenyNotServable, "", unknownTool)
 	}
@@ -126,6 +131,20 @@ func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest)
 	}
 	return g.deny(ctx, rec, o.tool, DenyNotServable, DetailNotInSession,
 		"this tool is not offered to this session yet; list the tools again, or start a new session, to use it")
+}
+
+// refuseOwnerNotServed refuses a call of a shared tool whose server is in
+// a namespace this gateway does not serve. A caller RBAC allows to call
+// the name is told why, naming only what its own namespace's
+// McpSharedServer says; any other gets the uniform answer.
+func (g *Gateway) refuseOwnerNotServed(ctx context.Context, rec Record, id *Identity, name string, e *ownerNotServed) *sdk.CallToolResult {
+	rec.ServerNamespace, rec.SharedServer = e.owner, e.shared
+	if ok, err := g.Authz.CanCall(ctx, id, id.Namespace, name); err != nil || !ok {
+		return g.deny(ctx, rec, nil, DenyNotServable, "", unknownTool)
+	}
+	return g.deny(ctx, rec, nil, DenyNotServable, DetailOwnerNotServed, fmt.Sprintf(
+		"the server shared with this namespace is in namespace %q, which the gateway serving this namespace does not serve; "+
+			"the gateway pool of this namespace must include that namespace", e.owner))
 }
 
 // offer is the tool the call is for as the caller's namespace sees it.

@@ -100,7 +100,12 @@ type Options struct {
 	// ListCacheBytes bounds the encoded tools kept for lists; 0 means
 	// DefaultListCacheBytes.
 	ListCacheBytes int
-	Now            func() time.Time
+	// Namespaces are the namespaces this gateway serves, those its Reader
+	// caches (the manager's watch namespaces); empty serves every
+	// namespace. A caller of another namespace is answered 421 before any
+	// work (pool.go).
+	Namespaces []string
+	Now        func() time.Time
 }
 
 // Gateway is the MCP endpoint agents call. New builds it complete; it is
@@ -137,6 +142,9 @@ type Gateway struct {
 	// changes are the sessions and listen streams told when what their
 	// caller may see changes (changes.go).
 	changes *changes
+	// unservedOwners are the shared servers already logged as naming a
+	// namespace this gateway does not serve (pool.go).
+	unservedOwners reportedOnce
 }
 
 // ErrMissingOption is returned by New when a required option is not set.
@@ -223,7 +231,7 @@ func New(o Options) (*Gateway, error) {
 		}
 		stateful.ServeHTTP(w, r)
 	})
-	verified := auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{})(g.budgeted(route))
+	verified := auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{})(g.served(g.budgeted(route)))
 	mux := http.NewServeMux()
 	mux.Handle(Path, g.bad.middleware(g.now, reviewUnavailable(verified)))
 	g.handler = mux

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -60,6 +61,11 @@ func (g *Gateway) serverForRequest(r *http.Request, id *Identity) *sdk.Server {
 	}
 	if modernRequest(r) && r.Header.Get("Mcp-Method") == "tools/call" {
 		o, err := g.visibleTool(r.Context(), id, r.Header.Get("Mcp-Name"))
+		if errors.Is(err, ErrOwnerNotServed) {
+			// Not offered here; the call is refused with the reason
+			// (refuseUnoffered).
+			o, err = nil, nil
+		}
 		if err != nil {
 			log.Error(err, "deciding the called tool failed")
 			return g.undecidedServer()

@@ -98,6 +98,9 @@ func (g *Gateway) sharedGrant(ctx context.Context, ss *mcpv1alpha1.McpSharedServ
 	if governance.InvalidSharedServer(ss) != "" {
 		return nil, nil
 	}
+	if err := g.ownerServed(ctx, ss); err != nil {
+		return nil, err
+	}
 	key := types.NamespacedName{Namespace: ss.Spec.Server.Namespace, Name: ss.Spec.Server.Name}
 	srv, err := g.readServer(ctx, key, servers)
 	if err != nil || srv == nil {
@@ -157,6 +160,9 @@ func (g *Gateway) offerNamed(ctx context.Context, namespace, name string) (*tool
 	if err != nil || ss == nil {
 		return nil, err
 	}
+	if err := g.ownerServed(ctx, ss); err != nil {
+		return nil, err
+	}
 	object, err := toolname.ObjectName(ss.Spec.Server.Name, remote)
 	if err != nil {
 		return nil, nil
@@ -206,6 +212,11 @@ func (g *Gateway) sharedOffers(ctx context.Context, namespace string, servers ma
 	byNamespace := map[string]*mcpv1alpha1.McpToolList{}
 	for i := range list.Items {
 		ss := &list.Items[i]
+		if g.ownerServed(ctx, ss) != nil {
+			// Logged; one misconfigured McpSharedServer does not take
+			// the namespace's other tools from the list.
+			continue
+		}
 		if srv, err := g.sharedGrant(ctx, ss, servers); err != nil {
 			return nil, err
 		} else if srv == nil {

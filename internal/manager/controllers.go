@@ -212,6 +212,9 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		DenialWindow:   opts.GatewayDenialWindow,
 		ListTTL:        opts.GatewayListTTL,
 		ServableIndex:  true,
+		// The cache holds these namespaces only: a caller of another is
+		// refused before any read (a gateway pool).
+		Namespaces: opts.WatchNamespaces,
 
 		TracerProvider: tp,
 	})
