@@ -343,6 +343,12 @@ networkPolicy:
 		check:      checkGatewayScoped,
 	},
 	{
+		name:       "gateway-pools",
+		values:     poolsValues,
+		namespaces: []string{"team-a", "team-b", "platform"},
+		check:      checkGatewayPools,
+	},
+	{
 		name: "private-ca-for-the-manager",
 		values: `
 metrics:

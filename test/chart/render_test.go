@@ -84,8 +84,8 @@ func one[T any](t *testing.T, objs []*unstructured.Unstructured, kind, name stri
 func manager(t *testing.T, objs []*unstructured.Unstructured) (*appsv1.Deployment, *corev1.Container) {
 	t.Helper()
 	for _, u := range byKind(objs, "Deployment") {
-		if n := u.GetName(); n != fullname && n != fullname+"-gateway" && !strings.HasPrefix(n, fullname+"-shard-") {
-			t.Fatalf("rendered Deployment %s, want only the manager, its shards and the gateway", n)
+		if n := u.GetName(); n != fullname && !isGateway(n) && !strings.HasPrefix(n, fullname+"-shard-") {
+			t.Fatalf("rendered Deployment %s, want only the manager, its shards and the gateway (or its pools)", n)
 		}
 	}
 	d := one[appsv1.Deployment](t, objs, "Deployment", fullname)
@@ -109,6 +109,32 @@ func gatewayDeployment(t *testing.T, objs []*unstructured.Unstructured) (*appsv1
 		t.Fatalf("want one container named gateway, got %d", len(cs))
 	}
 	return d, &cs[0]
+}
+
+// isGateway reports whether an object of the chart is named for a gateway:
+// the one gateway, or a pool's (<fullname>-gateway-<pool>).
+func isGateway(name string) bool {
+	return name == fullname+"-gateway" || (strings.HasPrefix(name, fullname+"-gateway-") && name != fullname+"-gateway-auth")
+}
+
+// gatewayDeployments returns every gateway Deployment, the one gateway's or
+// each pool's, with its container.
+func gatewayDeployments(t *testing.T, objs []*unstructured.Unstructured) ([]*appsv1.Deployment, []*corev1.Container) {
+	t.Helper()
+	var ds []*appsv1.Deployment
+	var cs []*corev1.Container
+	for _, u := range byKind(objs, "Deployment") {
+		if !isGateway(u.GetName()) {
+			continue
+		}
+		d := convert[appsv1.Deployment](t, u)
+		c := d.Spec.Template.Spec.Containers
+		if len(c) != 1 || c[0].Name != "gateway" {
+			t.Fatalf("Deployment %s: want one container named gateway, got %d", d.Name, len(c))
+		}
+		ds, cs = append(ds, d), append(cs, &c[0])
+	}
+	return ds, cs
 }
 
 // flags parses --name=value arguments, failing on any other shape or a
@@ -181,11 +207,14 @@ func checkInvariants(t *testing.T, vs valueSet, objs []*unstructured.Unstructure
 		d *appsv1.Deployment
 		c *corev1.Container
 	}{{md, mc}}
-	if gd, gc := gatewayDeployment(t, objs); gd != nil {
+	gds, gcs := gatewayDeployments(t, objs)
+	var gatewaySubjects []rbacv1.Subject
+	for i := range gds {
 		deployments = append(deployments, struct {
 			d *appsv1.Deployment
 			c *corev1.Container
-		}{gd, gc})
+		}{gds[i], gcs[i]})
+		gatewaySubjects = append(gatewaySubjects, rbacv1.Subject{Kind: "ServiceAccount", Name: gds[i].Spec.Template.Spec.ServiceAccountName, Namespace: releaseNS})
 	}
 	for _, dc := range deployments {
 		checkPod(t, objs, dc.d, dc.c)
@@ -256,12 +285,17 @@ func checkInvariants(t *testing.T, vs valueSet, objs []*unstructured.Unstructure
 				b := convert[rbacv1.ClusterRoleBinding](t, u)
 				ref, subjects = b.RoleRef, b.Subjects
 			}
-			sa := md.Spec.Template.Spec.ServiceAccountName
-			// The gateway signs call approvals, so it reads the approval key.
-			if strings.HasPrefix(u.GetName(), fullname+"-gateway") || u.GetName() == fullname+"-approval-key" {
-				sa = fullname + "-gateway"
+			want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: md.Spec.Template.Spec.ServiceAccountName, Namespace: releaseNS}}
+			switch {
+			case u.GetName() == fullname+"-gateway-auth" || u.GetName() == fullname+"-approval-key":
+				// Every gateway (every pool) reviews tokens and signs
+				// call approvals with the one key.
+				want = gatewaySubjects
+			case isGateway(u.GetName()):
+				// A gateway's (a pool's) own bindings name its own
+				// ServiceAccount only.
+				want = []rbacv1.Subject{{Kind: "ServiceAccount", Name: u.GetName(), Namespace: releaseNS}}
 			}
-			want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: releaseNS}}
 			if !slices.Equal(subjects, want) {
 				t.Errorf("%s %s/%s binds %v, want %v", kind, u.GetNamespace(), u.GetName(), subjects, want)
 			}

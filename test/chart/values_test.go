@@ -58,6 +58,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"gateway budget of no requests", "gateway:\n  budgets:\n    namespace:\n      concurrency: 0", "/gateway/budgets/namespace/concurrency"},
 		{"gateway budget with a misspelt key", "gateway:\n  budgets:\n    serviceAccount:\n      rps: 5", "'rps'"},
 		{"tracing env without a name", "gateway:\n  tracing:\n    env: [{value: x}]", "/gateway/tracing/env/0"},
+		{"gateway pool without namespaces", "gateway:\n  pools: [{name: east, namespaces: []}]", "/gateway/pools/0/namespaces"},
+		{"gateway pool name that is no DNS label", "gateway:\n  pools: [{name: East, namespaces: [team-a]}]", "/gateway/pools/0/name"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -155,7 +157,8 @@ func TestManagerAcceptsRenderedArgs(t *testing.T) {
 				lines := strings.SplitN(out, "\n", 2)
 				t.Errorf("the manager rejects the chart's arguments %q (exit %d): %s", c.Args, code, lines[0])
 			}
-			if _, gc := gatewayDeployment(t, objs); gc != nil {
+			_, gcs := gatewayDeployments(t, objs)
+			for _, gc := range gcs {
 				if code, out := run(gc.Args); code != 0 {
 					lines := strings.SplitN(out, "\n", 2)
 					t.Errorf("the binary rejects the gateway's arguments %q (exit %d): %s", gc.Args, code, lines[0])

@@ -94,15 +94,62 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: gateway
 {{- end }}
 
-{{- define "mcp-catalog-operator.gatewayServiceAccountName" -}}
-{{- printf "%s-gateway" (include "mcp-catalog-operator.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{/*
+The gateways to render, as a JSON list of {pool, name, namespaces}: without
+gateway.pools the one gateway (pool "", named <fullname>-gateway, watching
+watchNamespaces); with them one gateway per pool, named
+<fullname>-gateway-<pool> and watching the pool's namespaces only
+(docs/adr/036-gateway-pools.md). Empty when the gateway is off.
+*/}}
+{{- define "mcp-catalog-operator.gateways" -}}
+{{- $out := list }}
+{{- if .Values.gateway.enabled }}
+{{- $base := printf "%s-gateway" (include "mcp-catalog-operator.fullname" .) }}
+{{- if .Values.gateway.pools }}
+{{- $seen := dict }}
+{{- range .Values.gateway.pools }}
+{{- $pool := . }}
+{{- if hasKey $seen .name }}
+{{- fail (printf "gateway.pools: the pool name %q is used twice" .name) }}
+{{- end }}
+{{- $_ := set $seen .name true }}
+{{- if not .namespaces }}
+{{- fail (printf "gateway.pools: pool %q lists no namespaces" .name) }}
+{{- end }}
+{{- range $ns := .namespaces }}
+{{- if and $.Values.watchNamespaces (not (has $ns $.Values.watchNamespaces)) }}
+{{- fail (printf "gateway.pools: pool %q serves namespace %q, which is not in watchNamespaces: no controller would reconcile its tools" $pool.name $ns) }}
+{{- end }}
+{{- end }}
+{{- $out = append $out (dict "pool" .name "name" (printf "%s-%s" $base .name | trunc 63 | trimSuffix "-") "namespaces" .namespaces) }}
+{{- end }}
+{{- else }}
+{{- $out = append $out (dict "pool" "" "name" ($base | trunc 63 | trimSuffix "-") "namespaces" (.Values.watchNamespaces | default list)) }}
+{{- end }}
+{{- end }}
+{{- toJson $out }}
 {{- end }}
 
 {{/*
-The ServiceAccount subject of the gateway's bindings.
+Labels that select one gateway's pods: the gateway's, and for a pool its
+name. Takes (dict "root" . "gw" <an entry of gateways>).
 */}}
-{{- define "mcp-catalog-operator.gatewaySubject" -}}
+{{- define "mcp-catalog-operator.gatewayPoolSelectorLabels" -}}
+{{ include "mcp-catalog-operator.gatewaySelectorLabels" .root }}
+{{- with .gw.pool }}
+mcp.catalog.dev/gateway-pool: {{ . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The ServiceAccount subjects of every gateway: the bindings every pool
+shares (token and access reviews, the approval key).
+*/}}
+{{- define "mcp-catalog-operator.gatewaySubjects" -}}
+{{- range $i, $gw := include "mcp-catalog-operator.gateways" . | fromJsonArray }}
+{{- if $i }}{{ "\n" }}{{ end -}}
 - kind: ServiceAccount
-  name: {{ include "mcp-catalog-operator.gatewayServiceAccountName" . }}
-  namespace: {{ .Release.Namespace }}
+  name: {{ $gw.name }}
+  namespace: {{ $.Release.Namespace }}
+{{- end }}
 {{- end }}
