@@ -86,6 +86,11 @@ type fixedArg struct {
 type rule struct {
 	name, message string
 	prg           cel.Program
+	// bound and fast are set when the rule's cost can be bounded: fast
+	// evaluates it without tracking its cost, on arguments within the
+	// bound's size.
+	bound *costBound
+	fast  interpreter.InterpretableV2
 }
 
 // Fixed are the names of the arguments the gateway sets, which agents
@@ -165,12 +170,13 @@ func Compile(schema []byte, layers ...Layer) (*Program, error) {
 				return nil, fmt.Errorf("building the CEL environment: %w", err)
 			}
 			name := qualified(l.Source, r.Name)
-			prg, why := compileRule(e, r.Expression)
+			c, why := compileRule(e, r.Expression)
 			if why != "" {
 				problems = append(problems, Problem{What: fmt.Sprintf("rule %q", name), Why: why})
 				continue
 			}
-			p.rules = append(p.rules, rule{name: name, message: r.Message, prg: prg})
+			c.name, c.message = name, r.Message
+			p.rules = append(p.rules, c)
 		}
 	}
 	if len(problems) > 0 {
@@ -187,20 +193,29 @@ func qualified(source, name string) string {
 }
 
 // compileRule compiles one expression, with the cost limit its program
-// carries, or says why it does not compile.
-func compileRule(e *cel.Env, expr string) (cel.Program, string) {
+// carries and, when its cost can be bounded, the program that runs it
+// without tracking (bound.go); or says why it does not compile.
+func compileRule(e *cel.Env, expr string) (rule, string) {
 	ast, iss := e.Compile(expr)
 	if iss != nil && iss.Err() != nil {
-		return nil, "does not compile: " + iss.Err().Error()
+		return rule{}, "does not compile: " + iss.Err().Error()
 	}
 	if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
-		return nil, "does not compile: it evaluates to " + t.String() + ", not a bool"
+		return rule{}, "does not compile: it evaluates to " + t.String() + ", not a bool"
 	}
 	prg, err := e.Program(ast, cel.CostLimit(RuleCostLimit))
 	if err != nil {
-		return nil, "does not compile: " + err.Error()
+		return rule{}, "does not compile: " + err.Error()
 	}
-	return prg, ""
+	r := rule{prg: prg}
+	if b := boundOf(ast); b != nil {
+		// A rule the untracked planner cannot plan still runs under
+		// its limit.
+		if fast, err := planUntracked(ast); err == nil {
+			r.bound, r.fast = b, fast
+		}
+	}
+	return r, ""
 }
 
 // fixedValue decodes a fixed argument's value, or says why it cannot be
@@ -377,6 +392,12 @@ func (r *Refusal) Text() string {
 // first fixed argument sent or the first rule that does not allow them.
 // args is not changed.
 func (p *Program) Apply(args map[string]any) (map[string]any, *Refusal) {
+	return p.apply(args, true)
+}
+
+// apply is Apply; untrackedAllowed false runs every rule under its cost
+// limit, which tests compare with.
+func (p *Program) apply(args map[string]any, untrackedAllowed bool) (map[string]any, *Refusal) {
 	if p.Empty() {
 		return args, nil
 	}
@@ -398,12 +419,16 @@ func (p *Program) Apply(args map[string]any) (map[string]any, *Refusal) {
 	if len(p.rules) == 0 {
 		return out, nil
 	}
-	act, err := interpreter.NewActivation(map[string]any{Variable: celValue(out)})
-	if err != nil {
-		return nil, &Refusal{Kind: RuleNotEvaluated, Name: p.rules[0].name, Message: p.rules[0].message}
-	}
-	for _, r := range p.rules {
-		val, _, err := r.prg.Eval(act)
+	act := &argsActivation{args: celValue(out)}
+	for i := range p.rules {
+		r := &p.rules[i]
+		var val ref.Val
+		var err error
+		if r.fast != nil && untrackedAllowed && r.bound.sizeFor(out) <= r.bound.maxSize {
+			val, err = evalUntracked(r.fast, act)
+		} else {
+			val, _, err = r.prg.Eval(act)
+		}
 		if err != nil {
 			var cancelled interpreter.EvalCancelledError
 			exceeded := errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded
@@ -418,6 +443,40 @@ func (p *Program) Apply(args map[string]any) (map[string]any, *Refusal) {
 		}
 	}
 	return out, nil
+}
+
+// argsActivation gives a rule its one variable.
+type argsActivation struct {
+	args ref.Val
+}
+
+func (a *argsActivation) ResolveName(name string) (any, bool) {
+	if name == Variable {
+		return a.args, true
+	}
+	return nil, false
+}
+
+func (a *argsActivation) Parent() interpreter.Activation { return nil }
+
+// evalUntracked evaluates a rule's untracked program as cel.Program.Eval
+// evaluates one: an error value or a panic is an error.
+func evalUntracked(prg interpreter.InterpretableV2, act interpreter.Activation) (val ref.Val, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			val, err = nil, fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	frame, err := interpreter.NewExecutionFrame(act)
+	if err != nil {
+		return nil, err
+	}
+	defer frame.Close()
+	val = prg.Exec(frame)
+	if types.IsError(val) {
+		return nil, val.(*types.Err)
+	}
+	return val, nil
 }
 
 // celValue gives a decoded JSON value to CEL: as CEL values throughout, so

@@ -3,6 +3,7 @@ package argrules
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -245,6 +246,8 @@ func FuzzCompile(f *testing.F) {
 	f.Add(`has(args.x) && args.x.matches('^[a-z]+$')`, `[1,2]`)
 	f.Add(`size(args) < 3`, `{"a":null}`)
 	f.Add(`((((((((((args))))))))))`, `tru`)
+	f.Add(`args.to.exists(a, a.lowerAscii().contains('a') && a.size() < 3)`, `"x"`)
+	f.Add(`args.o.k.all(x, x > 1) || 'a' in args.to`, `null`)
 	f.Fuzz(func(t *testing.T, expr, value string) {
 		p, err := Compile([]byte(mailSchema), Layer{Rules: rules(
 			[]mcpv1alpha1.FixedArgument{{Name: "subject", Value: value}},
@@ -261,10 +264,15 @@ func FuzzCompile(f *testing.F) {
 			return
 		}
 		// Whatever compiles is applied without a panic, within its cost
-		// limit, to arguments of every shape.
-		for _, a := range []string{`{}`, `{"to":["a"],"subject":1}`, `{"to":[[[]]],"x":{"y":null}}`} {
+		// limit, to arguments of every shape, with the verdict of
+		// evaluating it under its cost limit.
+		for _, a := range []string{`{}`, `{"to":["a"],"subject":1}`, `{"to":[[[]]],"x":{"y":null}}`, `{"to":["a@example.com","é"],"n":12,"o":{"k":[1.5]}}`} {
 			v, _ := decodeJSON([]byte(a))
-			_, _ = p.Apply(v.(map[string]any))
+			out, refused := p.Apply(v.(map[string]any))
+			wantOut, wantRefused := p.apply(v.(map[string]any), false)
+			if !reflect.DeepEqual(refused, wantRefused) || !reflect.DeepEqual(out, wantOut) {
+				t.Fatalf("%s on %s: %v %+v, tracked evaluation gives %v %+v", expr, a, out, refused, wantOut, wantRefused)
+			}
 		}
 	})
 }
