@@ -32,8 +32,9 @@ import (
 )
 
 // RuleCostLimit is what one rule may spend on one call, in CEL's cost
-// units (about one cheap operation each): a hundredth of what one
-// Kubernetes validation rule may spend. A rule that would spend more is
+// units (about one cheap operation each): a tenth of what the API server
+// lets one CEL validation rule spend per call (1,000,000), as ADR 030
+// says. A rule that would spend more is
 // stopped and the call refused.
 const RuleCostLimit = 100_000
 
