@@ -112,6 +112,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ServerSharingApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SharedServerReference"):
 		return &apiv1alpha1.SharedServerReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SharedToolRules"):
+		return &apiv1alpha1.SharedToolRulesApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SkippedTool"):
 		return &apiv1alpha1.SkippedToolApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TLSSettings"):

@@ -34,7 +34,9 @@ const (
 	// ConditionArgumentRulesValid says whether an McpTool's
 	// spec.argumentRules can be honoured: every rule compiles, and every
 	// fixed argument is valid JSON for an argument the server's schema
-	// has. Present only while the spec sets argument rules.
+	// has; on an McpSharedServer, whether every rule of its
+	// spec.argumentRules compiles. Present only while the spec sets
+	// argument rules.
 	ConditionArgumentRulesValid = "ArgumentRulesValid"
 
 	// ConditionReconciling (abnormal-true) says work is in progress.
@@ -204,6 +206,10 @@ const (
 	// ReasonDisabledByConsumer: the consuming namespace's McpSharedServer
 	// lists the tool in spec.disabledTools.
 	ReasonDisabledByConsumer = "DisabledByConsumer"
+	// ReasonConsumerRulesInvalid: a rule the consuming namespace's
+	// McpSharedServer adds to the tool (spec.argumentRules) does not
+	// compile; the tool is not offered in that namespace until it does.
+	ReasonConsumerRulesInvalid = "ConsumerRulesInvalid"
 )
 
 // Labels and annotations.

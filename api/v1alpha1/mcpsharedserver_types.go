@@ -56,6 +56,43 @@ type McpSharedServerSpec struct {
 	// requirement as it is; it never removes one.
 	// +optional
 	ApprovalRequired bool `json:"approvalRequired,omitempty"`
+
+	// argumentRules are this namespace's own rules over the arguments of
+	// shared tools, by remote name, as disabledTools names them. They apply
+	// after the owner's argument rules, which always apply as they are:
+	// a call is made only when the owner's rules and these all allow it,
+	// so they can only add to the owner's, never remove, loosen or fix an
+	// argument. A rule that does not compile makes that tool unservable in
+	// this namespace, with the condition ArgumentRulesValid=False.
+	// +optional
+	// +listType=map
+	// +listMapKey=tool
+	// +kubebuilder:validation:MaxItems=64
+	ArgumentRules []SharedToolRules `json:"argumentRules,omitempty"`
+}
+
+// SharedToolRules are a consuming namespace's rules over the arguments of
+// one shared tool. They are CEL rules as in an McpTool's
+// spec.argumentRules.rules; a consumer fixes no argument.
+type SharedToolRules struct {
+	// tool is the remote name of a tool of the shared server.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]+$`
+	Tool string `json:"tool"`
+
+	// rules are CEL expressions over the call's arguments (the variable
+	// args, a map) as they are sent upstream, the owner's fixed arguments
+	// included; every rule must evaluate to true for the call to be made.
+	// A refusal names the rule as mcpsharedserver/<name>/<rule> and gives
+	// its message, never the arguments.
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Rules []ArgumentRule `json:"rules"`
 }
 
 // McpSharedServerStatus is what the controller observed. It holds only what
@@ -67,7 +104,9 @@ type McpSharedServerStatus struct {
 	// with the reason NotShared otherwise (the same reason whether the
 	// server does not exist or does not grant this namespace), or
 	// InvalidSpec when this object cannot be honoured (the message says
-	// why).
+	// why). ArgumentRulesValid, present while spec.argumentRules is set,
+	// is False (ArgumentRulesInvalid) naming each tool and rule that does
+	// not compile; those tools are not offered here until it is fixed.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

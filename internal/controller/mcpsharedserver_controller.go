@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/logging"
+	"github.com/mcp-catalog/operator/internal/toolview"
 )
 
 // Namespaces are read for their labels: an owner may share a server with
@@ -31,7 +33,8 @@ import (
 
 // McpSharedServerReconciler reports whether a consuming namespace's
 // McpSharedServer is in force: it sets Ready (and Stalled for an invalid
-// spec) and observedGeneration and nothing else. It reports; the gateway decides from the objects
+// spec), ArgumentRulesValid while it adds argument rules, and
+// observedGeneration, and nothing else. It reports; the gateway decides from the objects
 // themselves on every list and call (governance.SharedWith).
 type McpSharedServerReconciler struct {
 	client.Client
@@ -60,6 +63,11 @@ func (r *McpSharedServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 	}
 	setSharedServerConditions(ss, problem, shared, r.now())
+	ruleProblems, err := toolview.SharedRulesProblems(ss)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	setSharedRulesCondition(ss, ruleProblems, r.now())
 	ss.Status.ObservedGeneration = ss.Generation
 	written, err := patchStatus(ctx, r.Client, before, ss, statusWrite{owner: FieldManagerStatus})
 	if err != nil {
@@ -104,6 +112,22 @@ func setSharedServerConditions(ss *mcpv1alpha1.McpSharedServer, problem string, 
 		set(metav1.ConditionFalse, mcpv1alpha1.ReasonNotShared, "no McpServer of this name is shared with this namespace")
 	}
 	meta.RemoveStatusCondition(&ss.Status.Conditions, mcpv1alpha1.ConditionStalled)
+}
+
+// setSharedRulesCondition sets ArgumentRulesValid while spec.argumentRules
+// is set, from the problems of its rules (toolview.SharedRulesProblems,
+// the function the gateway compiles them with), and removes it otherwise.
+// A problem names the tool and the rule, never an argument value.
+func setSharedRulesCondition(ss *mcpv1alpha1.McpSharedServer, problems []string, now time.Time) {
+	switch {
+	case len(ss.Spec.ArgumentRules) == 0:
+		meta.RemoveStatusCondition(&ss.Status.Conditions, mcpv1alpha1.ConditionArgumentRulesValid)
+	case len(problems) > 0:
+		setCondition(&ss.Status.Conditions, ss.Generation, mcpv1alpha1.ConditionArgumentRulesValid, metav1.ConditionFalse, mcpv1alpha1.ReasonArgumentRulesInvalid,
+			clip(strings.Join(problems, "; "), maxProblemMessage)+"; these tools are not offered in this namespace until this is fixed", now)
+	default:
+		setCondition(&ss.Status.Conditions, ss.Generation, mcpv1alpha1.ConditionArgumentRulesValid, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "every rule compiles; it applies after the owner's rules", now)
+	}
 }
 
 func (r *McpSharedServerReconciler) now() time.Time {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -36,5 +37,31 @@ func TestSetSharedServerConditions(t *testing.T) {
 	setSharedServerConditions(other, "", false, time.Now())
 	if got := other.Status.Conditions[0].Message; got != notShared {
 		t.Errorf("NotShared says %q for one server and %q for another: the message must not depend on the owner's server", notShared, got)
+	}
+}
+
+// ArgumentRulesValid is present only while the McpSharedServer adds rules,
+// False naming what does not compile, True otherwise.
+func TestSetSharedRulesCondition(t *testing.T) {
+	const gen = 2
+	ss := &mcpv1alpha1.McpSharedServer{ObjectMeta: metav1.ObjectMeta{Generation: gen}}
+	setSharedRulesCondition(ss, nil, time.Now())
+	if len(ss.Status.Conditions) != 0 {
+		t.Fatalf("conditions without rules: %+v", ss.Status.Conditions)
+	}
+	ss.Spec.ArgumentRules = []mcpv1alpha1.SharedToolRules{{Tool: "send", Rules: []mcpv1alpha1.ArgumentRule{{Name: "x", Expression: "args.x <"}}}}
+	setSharedRulesCondition(ss, []string{`tool "send": rule "mcpsharedserver/docs/x": does not compile`}, time.Now())
+	assertConditions(t, ss.Status.Conditions, gen,
+		want(mcpv1alpha1.ConditionArgumentRulesValid, metav1.ConditionFalse, mcpv1alpha1.ReasonArgumentRulesInvalid))
+	if msg := ss.Status.Conditions[0].Message; !strings.Contains(msg, `tool "send": rule "mcpsharedserver/docs/x"`) {
+		t.Errorf("message = %q", msg)
+	}
+	setSharedRulesCondition(ss, nil, time.Now())
+	assertConditions(t, ss.Status.Conditions, gen,
+		want(mcpv1alpha1.ConditionArgumentRulesValid, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+	ss.Spec.ArgumentRules = nil
+	setSharedRulesCondition(ss, nil, time.Now())
+	if len(ss.Status.Conditions) != 0 {
+		t.Errorf("the condition outlived the rules: %+v", ss.Status.Conditions)
 	}
 }

@@ -164,6 +164,8 @@ func (v verdict) message() string {
 		msg += ": it is labelled into another shard than its McpServer (label " + mcpv1alpha1.LabelShardKey + ")"
 	case mcpv1alpha1.ReasonDisabledByConsumer:
 		msg += ": this namespace disabled it (McpSharedServer spec.disabledTools)"
+	case mcpv1alpha1.ReasonConsumerRulesInvalid:
+		msg += ": a rule this namespace adds to it does not compile (McpSharedServer spec.argumentRules; see its condition " + mcpv1alpha1.ConditionArgumentRulesValid + ")"
 	case DetailNameTooLong:
 		msg += ": its name here would be longer than 128 characters (use a shorter McpSharedServer name)"
 	case mcpv1alpha1.ReasonRemovedFromServer:
@@ -238,9 +240,16 @@ func (g *Gateway) verdictFor(ctx context.Context, id *Identity, o toolOffer, cei
 			return verdict{reason: DenyNotServable, detail: DetailNameTooLong}, nil
 		}
 	}
-	// Its reviewed text and argument rules can be honoured (rules.go).
+	// Its reviewed text and argument rules can be honoured (rules.go),
+	// and so can the rules the consumer adds to them: a tool is never
+	// served with only some of its rules.
 	if why := g.unhonoured(t); why != "" {
 		return verdict{reason: DenyNotServable, detail: why}, nil
+	}
+	if o.shared != nil {
+		if _, err := g.sharedRules.Get(o.shared, t.Spec.RemoteName); err != nil {
+			return verdict{reason: DenyNotServable, detail: mcpv1alpha1.ReasonConsumerRulesInvalid}, nil
+		}
 	}
 	// Its McpServer exists now, and the tool is in the server's shard: a
 	// tool relabelled into a shard that does not run (or runs elsewhere)

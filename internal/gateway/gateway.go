@@ -137,6 +137,9 @@ type Gateway struct {
 	noFastCall atomic.Bool
 	// views is what agents see of each version of each tool (rules.go).
 	views toolview.Cache
+	// sharedRules are the rules consuming namespaces add to shared tools,
+	// compiled once per version of each McpSharedServer (rules.go).
+	sharedRules toolview.SharedCache
 	// tracer is nil when tracing is off.
 	tracer trace.Tracer
 	// changes are the sessions and listen streams told when what their

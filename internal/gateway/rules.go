@@ -17,6 +17,9 @@ import (
 // once per version of the tool (g.views). The decision offers no tool whose
 // view cannot be built (unhonoured), the list serves the view's text and
 // schema (sdkTool), and the rules stage applies its rules to every call.
+// A shared tool's calls also pass the rules the consuming namespace's
+// McpSharedServer adds (g.sharedRules), after the owner's; the decision
+// offers no shared tool whose added rules do not compile.
 
 // Denial reasons of the rules stage: the argument rules' refusal kinds.
 const (
@@ -54,10 +57,21 @@ func (g *Gateway) applyRules(ctx context.Context, c *callScope) *sdk.CallToolRes
 		// version in between.
 		return g.deny(ctx, c.rec, c.tool, DenyNotServable, g.unhonoured(c.tool), "the tool is not servable now (its argument rules or reviewed text cannot be honoured)")
 	}
-	if v.Rules.Empty() {
+	// A shared tool: the consuming namespace's rules apply after the
+	// owner's, to the arguments the owner's let through.
+	consumer := &argrules.Program{}
+	if c.shared != nil {
+		if consumer, err = g.sharedRules.Get(c.shared, c.tool.Spec.RemoteName); err != nil {
+			return g.deny(ctx, c.rec, c.tool, DenyNotServable, mcpv1alpha1.ReasonConsumerRulesInvalid, verdict{reason: DenyNotServable, detail: mcpv1alpha1.ReasonConsumerRulesInvalid}.message())
+		}
+	}
+	if v.Rules.Empty() && consumer.Empty() {
 		return nil
 	}
 	upstream, refused := v.Rules.Apply(c.args)
+	if refused == nil {
+		upstream, refused = consumer.Apply(upstream)
+	}
 	if refused != nil {
 		return g.deny(ctx, c.rec, c.tool, refused.Kind, refused.Name, refused.Text())
 	}

@@ -67,7 +67,14 @@ func TestSharedListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 		tool("docs", long, true, mcpv1alpha1.DataClassPublic),
 		// Accepted twice: once whole, once narrowed to Public with one
 		// tool dropped; and a server the owner does not share.
-		accept("docs", "docs", nil),
+		// Whole, but adding a rule that does not compile to "dropped"
+		// (not offered through it) and one that does to "public".
+		accept("docs", "docs", func(s *mcpv1alpha1.McpSharedServerSpec) {
+			s.ArgumentRules = []mcpv1alpha1.SharedToolRules{
+				{Tool: "dropped", Rules: []mcpv1alpha1.ArgumentRule{{Name: "broken", Expression: "args.x <"}}},
+				{Tool: "public", Rules: []mcpv1alpha1.ArgumentRule{{Name: "fine", Expression: "true"}}},
+			}
+		}),
 		accept("narrow", "docs", func(s *mcpv1alpha1.McpSharedServerSpec) {
 			s.MaxDataClass, s.DisabledTools = mcpv1alpha1.DataClassPublic, []string{"dropped"}
 		}),
@@ -134,7 +141,7 @@ func TestSharedListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 	}
 	sort.Strings(listed)
 	sort.Strings(callable)
-	want := []string{"mcps_docs_dropped", "mcps_docs_internal", "mcps_docs_" + long, "mcps_docs_public", "mcps_narrow_public"}
+	want := []string{"mcps_docs_internal", "mcps_docs_" + long, "mcps_docs_public", "mcps_narrow_public"}
 	if !slices.Equal(listed, want) || !slices.Equal(callable, want) {
 		t.Fatalf("listed %v and callable %v, want both %v", listed, callable, want)
 	}

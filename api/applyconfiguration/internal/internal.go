@@ -561,6 +561,14 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: approvalRequired
       type:
         scalar: boolean
+    - name: argumentRules
+      type:
+        list:
+          elementType:
+            namedType: com.github.mcp-catalog.operator.api.v1alpha1.SharedToolRules
+          elementRelationship: associative
+          keys:
+          - tool
     - name: disabledTools
       type:
         list:
@@ -800,6 +808,20 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
     - name: namespace
+      type:
+        scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.SharedToolRules
+  map:
+    fields:
+    - name: rules
+      type:
+        list:
+          elementType:
+            namedType: com.github.mcp-catalog.operator.api.v1alpha1.ArgumentRule
+          elementRelationship: associative
+          keys:
+          - name
+    - name: tool
       type:
         scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.SkippedTool

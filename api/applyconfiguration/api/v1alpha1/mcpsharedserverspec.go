@@ -47,6 +47,14 @@ type McpSharedServerSpecApplyConfiguration struct {
 	// namespace), whatever the owner declares. false leaves the owner's
 	// requirement as it is; it never removes one.
 	ApprovalRequired *bool `json:"approvalRequired,omitempty"`
+	// argumentRules are this namespace's own rules over the arguments of
+	// shared tools, by remote name, as disabledTools names them. They apply
+	// after the owner's argument rules, which always apply as they are:
+	// a call is made only when the owner's rules and these all allow it,
+	// so they can only add to the owner's, never remove, loosen or fix an
+	// argument. A rule that does not compile makes that tool unservable in
+	// this namespace, with the condition ArgumentRulesValid=False.
+	ArgumentRules []SharedToolRulesApplyConfiguration `json:"argumentRules,omitempty"`
 }
 
 // McpSharedServerSpecApplyConfiguration constructs a declarative configuration of the McpSharedServerSpec type for use with
@@ -86,5 +94,18 @@ func (b *McpSharedServerSpecApplyConfiguration) WithMaxDataClass(value apiv1alph
 // If called multiple times, the ApprovalRequired field is set to the value of the last call.
 func (b *McpSharedServerSpecApplyConfiguration) WithApprovalRequired(value bool) *McpSharedServerSpecApplyConfiguration {
 	b.ApprovalRequired = &value
+	return b
+}
+
+// WithArgumentRules adds the given value to the ArgumentRules field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the ArgumentRules field.
+func (b *McpSharedServerSpecApplyConfiguration) WithArgumentRules(values ...*SharedToolRulesApplyConfiguration) *McpSharedServerSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithArgumentRules")
+		}
+		b.ArgumentRules = append(b.ArgumentRules, *values[i])
+	}
 	return b
 }

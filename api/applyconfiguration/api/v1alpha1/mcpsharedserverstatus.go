@@ -34,7 +34,9 @@ type McpSharedServerStatusApplyConfiguration struct {
 	// with the reason NotShared otherwise (the same reason whether the
 	// server does not exist or does not grant this namespace), or
 	// InvalidSpec when this object cannot be honoured (the message says
-	// why).
+	// why). ArgumentRulesValid, present while spec.argumentRules is set,
+	// is False (ArgumentRulesInvalid) naming each tool and rule that does
+	// not compile; those tools are not offered here until it is fixed.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// observedGeneration is the generation last reconciled. The API server
 	// shows -1 until the first reconcile writes status.
