@@ -53,6 +53,15 @@ spec:
   allowedScopes: [read, write]
 `
 
+const validShared = `
+apiVersion: mcp.catalog.dev/v1alpha1
+kind: McpSharedServer
+metadata:
+  name: docs
+spec:
+  server: {namespace: platform, name: docs}
+`
+
 const validPolicy = `
 apiVersion: mcp.catalog.dev/v1alpha1
 kind: McpAccessPolicy
@@ -62,6 +71,15 @@ spec:
   serviceAccounts: [support-agent]
   maxDataClass: Internal
 `
+
+// seventeenRules are one rule more than a rule set may hold, as YAML.
+func seventeenRules() string {
+	rules := make([]string, 17)
+	for i := range rules {
+		rules[i] = fmt.Sprintf("{name: r%d, expression: 'true'}", i)
+	}
+	return strings.Join(rules, ", ")
+}
 
 // newNamespace gives each spec its own namespace so that names never clash.
 func newNamespace() string {
@@ -177,6 +195,11 @@ var _ = Describe("the API server rejects bad manifests", func() {
 		Entry("McpTool with an argument rule without an expression", validTool, []string{"spec.argumentRules={rules: [{name: r}]}"}, "spec.argumentRules.rules[0].expression", "Required value"),
 		Entry("McpTool with two argument rules of one name", validTool, []string{"spec.argumentRules={rules: [{name: r, expression: 'true'}, {name: r, expression: 'false'}]}"}, "spec.argumentRules.rules[1]", "Duplicate value"),
 		Entry("McpTool fixing an argument without a value", validTool, []string{"spec.argumentRules={fixed: [{name: table}]}"}, "spec.argumentRules.fixed[0].value", "Required value"),
+		Entry("McpSharedServer adding a rule named like no DNS label", validShared, []string{"spec.argumentRules=[{tool: search, rules: [{name: Team_Spaces, expression: 'true'}]}]"}, "spec.argumentRules[0].rules[0].name", "should match"),
+		Entry("McpSharedServer adding two rules of one name to a tool", validShared, []string{"spec.argumentRules=[{tool: search, rules: [{name: r, expression: 'true'}, {name: r, expression: 'false'}]}]"}, "spec.argumentRules[0].rules[1]", "Duplicate value"),
+		Entry("McpSharedServer listing one tool twice", validShared, []string{"spec.argumentRules=[{tool: search, rules: [{name: a, expression: 'true'}]}, {tool: search, rules: [{name: b, expression: 'true'}]}]"}, "spec.argumentRules[1]", "Duplicate value"),
+		Entry("McpSharedServer adding no rule to a tool", validShared, []string{"spec.argumentRules=[{tool: search, rules: []}]"}, "spec.argumentRules[0].rules", "should have at least 1 items"),
+		Entry("McpSharedServer adding 17 rules to a tool", validShared, []string{"spec.argumentRules=[{tool: search, rules: [" + seventeenRules() + "]}]"}, "spec.argumentRules[0].rules", "must have at most 16 items"),
 		Entry("McpTool with reviewed text of a parameter without a description", validTool, []string{"spec.reviewedText={parameters: [{name: q}]}"}, "spec.reviewedText.parameters[0].description", "Required value"),
 
 		Entry("McpDelegationProfile with an http token endpoint", validProfile, []string{"spec.tokenEndpoint=http://idp.example.com/token"}, "spec.tokenEndpoint", "must be an https URL"),
@@ -272,6 +295,8 @@ var _ = Describe("the API server accepts and defaults good manifests", func() {
 		Entry("a CA bundle from a Secret for the token endpoint", validProfile, "spec.tls={caBundleRef: {secretKeyRef: {name: corporate-ca, key: ca.crt}}}"),
 		Entry("a tool name with every allowed character", validTool, "spec.remoteName=Aa0_.-", "metadata.name=srv.x.ifqtaxzofu"),
 		Entry("a tool tightening approval and class", validTool, "spec.approvalRequired=true", "spec.dataClass=Restricted"),
+		Entry("a consumer's argument rules for a shared tool", validShared,
+			"spec.argumentRules=[{tool: search_docs, rules: [{name: team-spaces, expression: \"args.space in ['eng']\", message: 'team spaces only'}]}]"),
 		Entry("a tool with reviewed text and argument rules", validTool,
 			"spec.reviewedText={title: Search, description: 'Searches the docs.', parameters: [{name: q, description: 'What to look for.'}]}",
 			"spec.argumentRules={fixed: [{name: space, value: '\"public\"'}], rules: [{name: short-query, expression: 'args.q.size() < 100', message: 'keep queries short'}]}"),
