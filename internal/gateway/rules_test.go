@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -101,6 +102,58 @@ func TestNoToolWhoseSpecCannotBeHonouredIsListedOrCalled(t *testing.T) {
 	} {
 		if details[name] != detail {
 			t.Errorf("%s refused with detail %q, want %q", name, details[name], detail)
+		}
+	}
+}
+
+// A consuming namespace's rules run after the owner's, on the arguments as
+// sent upstream: they see the owner's fixed argument, the owner's rule
+// refuses first, and the record's hash is that of what the server receives.
+func TestConsumerRulesRunAfterTheOwnersOnTheArgumentsSentUpstream(t *testing.T) {
+	tl := &mcpv1alpha1.McpTool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "docs.search", Generation: 1, UID: "uid-search"},
+		Spec: mcpv1alpha1.McpToolSpec{Enabled: true, ServerRef: mcpv1alpha1.LocalObjectReference{Name: "docs"}, RemoteName: "search",
+			ArgumentRules: &mcpv1alpha1.ArgumentRules{
+				Fixed: []mcpv1alpha1.FixedArgument{{Name: "space", Value: `"public"`}},
+				Rules: []mcpv1alpha1.ArgumentRule{{Name: "no-drop", Expression: `!args.q.contains('drop')`}},
+			}},
+	}
+	tl.Status.DefinitionHash = hashA
+	tl.Status.InputSchema = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"q":{"type":"string"},"space":{"type":"string"}}}`)}
+	ss := &mcpv1alpha1.McpSharedServer{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "docs", UID: "uid-ss", Generation: 1},
+		Spec: mcpv1alpha1.McpSharedServerSpec{ArgumentRules: []mcpv1alpha1.SharedToolRules{{Tool: "search", Rules: []mcpv1alpha1.ArgumentRule{
+			// Would refuse every call if it did not see the owner's fixed space.
+			{Name: "public-space", Expression: `args.space == 'public'`},
+			{Name: "short", Expression: `args.q.size() <= 8`, Message: "short queries"},
+			// Named like the owner's rule and allowing anything: it adds a
+			// rule and replaces none.
+			{Name: "no-drop", Expression: `true`},
+		}}}},
+	}
+	g, err := New(completeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(args map[string]any) *callScope {
+		c := &callScope{tool: tl, shared: ss, args: args, obs: &callObs{}}
+		if res := g.applyRules(context.Background(), c); res != nil {
+			c.args = nil
+			c.rec.Detail = textOfResult(res)
+		}
+		return c
+	}
+	c := run(map[string]any{"q": "ok"})
+	if c.args == nil || c.args["space"] != "public" {
+		t.Fatalf("allowed call refused or not fixed: %+v, %s", c.args, c.rec.Detail)
+	}
+	if _, h, _ := arguments(map[string]any{"q": "ok", "space": "public"}); c.rec.ArgumentsHash != h {
+		t.Errorf("hash %s is not that of the arguments sent upstream", c.rec.ArgumentsHash)
+	}
+	for args, rule := range map[string]string{"drop": `"no-drop"`, "far-too-long": `"mcpsharedserver/docs/short": short queries`} {
+		c := run(map[string]any{"q": args})
+		if c.args != nil || !strings.Contains(c.rec.Detail, rule) {
+			t.Errorf("q=%s: want a refusal naming %s, got %q", args, rule, c.rec.Detail)
 		}
 	}
 }
