@@ -59,7 +59,7 @@ func (g *Gateway) applyRules(ctx context.Context, c *callScope) *sdk.CallToolRes
 	}
 	// A shared tool: the consuming namespace's rules apply after the
 	// owner's, to the arguments the owner's let through.
-	consumer := &argrules.Program{}
+	var consumer *argrules.Program // none: Empty, and Apply passes the arguments on
 	if c.shared != nil {
 		if consumer, err = g.sharedRules.Get(c.shared, c.tool.Spec.RemoteName); err != nil {
 			return g.deny(ctx, c.rec, c.tool, DenyNotServable, mcpv1alpha1.ReasonConsumerRulesInvalid, verdict{reason: DenyNotServable, detail: mcpv1alpha1.ReasonConsumerRulesInvalid}.message())

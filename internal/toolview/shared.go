@@ -19,6 +19,10 @@ import (
 // let through (the owner's fixed arguments set), so that they can add to
 // the owner's rules and never remove or loosen one.
 
+// noRules is the program of a tool a consumer adds no rule to: empty, and
+// shared, since a Program is never changed once compiled.
+var noRules = &argrules.Program{}
+
 // ConsumerSource is where a consuming namespace's rules come from, as
 // refusals, audit records and conditions name them:
 // mcpsharedserver/<name>/<rule>.
@@ -42,7 +46,7 @@ func rulesFor(ss *mcpv1alpha1.McpSharedServer, remote string) *mcpv1alpha1.Argum
 func SharedRules(ss *mcpv1alpha1.McpSharedServer, remote string) (*argrules.Program, error) {
 	rules := rulesFor(ss, remote)
 	if rules == nil {
-		return &argrules.Program{}, nil
+		return noRules, nil
 	}
 	return argrules.Compile(nil, argrules.Layer{Source: ConsumerSource(ss), Rules: rules})
 }
@@ -97,7 +101,7 @@ type SharedCache struct {
 // (SharedRules), compiling them the first time that version is asked for.
 func (c *SharedCache) Get(ss *mcpv1alpha1.McpSharedServer, remote string) (*argrules.Program, error) {
 	if rulesFor(ss, remote) == nil {
-		return &argrules.Program{}, nil
+		return noRules, nil
 	}
 	k := sharedKey{uid: ss.UID, generation: ss.Generation, tool: remote}
 	c.mu.Lock()
