@@ -158,7 +158,7 @@ fuzz: ## Run every fuzz target for FUZZTIME each.
 
 # BENCH_COUNT repeats the micro-benchmarks (the report takes the median);
 # BENCH_SERVERS scales the probe and cache scenarios down on a machine where
-# 1,000 McpServers do not fit.
+# 1,000 McpServers do not fit; BENCH_FLEET_SERVERS the fleet of 5,000.
 BENCH_COUNT   ?= 5
 BENCH_TIMEOUT ?= 30m
 .PHONY: bench
@@ -168,7 +168,7 @@ bench: ## Run the benchmark harness (test/bench) and regenerate docs/benchmarks.
 	echo ">> client, decode and argument rules"; \
 	$(GO) test -run '^$$' -bench '^Benchmark(Client|Decode|ArgumentRules)$$' -benchmem -count $(BENCH_COUNT) ./test/bench/ | tee $$out/micro.txt; \
 	status=0; \
-	for s in Import Probe Cache Hostile Shards NoisyNeighbour; do \
+	for s in Import Probe Cache Hostile Shards NoisyNeighbour Fleet; do \
 		echo ">> scale: $$s (one process each, so that each reports its own memory)"; \
 		KUBEBUILDER_ASSETS=$$assets $(GO) test -run '^$$' -bench "^BenchmarkScale$$s\$$" -benchtime 1x -timeout $(BENCH_TIMEOUT) ./test/bench/ | tee $$out/$$s.txt || status=1; \
 	done; \

@@ -18,6 +18,10 @@
 //     its own process against envtest, with 1,000 McpServers and 10,000
 //     McpTools cached: its resident set and live heap, apart from the MCP
 //     servers and the client, which stay in this process.
+//   - BenchmarkScaleFleet: 5,000 McpServers at a 30 s interval across three
+//     controller shards, each the manager binary as its own process, against
+//     one envtest: probes on time per shard, status writes per unchanged
+//     probe, each shard's memory, and the CPU of kube-apiserver and etcd.
 //   - BenchmarkGateway: one client calling a tool directly and through the
 //     gateway, the manager binary run as its own process on CPUs of its own
 //     (envtest behind it, reviews cached), at 1 and 64 concurrent agents:

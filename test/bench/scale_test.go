@@ -588,7 +588,7 @@ func BenchmarkScaleCache(b *testing.B) {
 	testproc.WriteKubeconfig(b, kubeconfig, r.cfg, "")
 	ctx := context.Background()
 	for b.Loop() {
-		m := startControllers(b, binary, kubeconfig)
+		m := startControllers(b, binary, kubeconfig, "--leader-elect=false")
 		r.namespace(b, "cache")
 		tickets := mcpServer("cache", "tickets", big.URL, 0)
 		tickets.Spec.OperationTimeout = &metav1.Duration{Duration: 2 * time.Minute}
@@ -638,18 +638,19 @@ type controllersProc struct {
 // the chart runs it: GOMEMLIMIT from the chart's memory limit, the
 // runtime's default GOGC (BENCH_MANAGER_GOGC sets one), tool-change listeners off (the scenario measures
 // the cache, not a thousand open streams). It differs from the chart in
-// what a single envtest needs: no leader election (no namespace of its own
-// to hold the lease in), plain-HTTP metrics off, the API client's rate
+// what a single envtest needs: plain-HTTP metrics off, the API client's rate
 // limit raised as the in-process scenarios raise it (they measure the
 // operator, not the limiter), and logs at error level only (the reconcile
 // lines at this scale would cost CPU, not memory). Its Go profiles are
 // served on a loopback port for this benchmark to read the live heap.
-func startControllers(b *testing.B, binary, kubeconfig string) *controllersProc {
+// extra holds the caller's further flags: leader election (the cache
+// scenario turns it off, having no namespace of the manager's own to hold
+// the lease in) and a shard's selector.
+func startControllers(b *testing.B, binary, kubeconfig string, extra ...string) *controllersProc {
 	b.Helper()
 	pprof := testproc.FreeAddr(b)
 	s := procSpec{what: "the manager", binary: binary, kubeconfig: kubeconfig, args: []string{
 		"--components=controllers",
-		"--leader-elect=false",
 		"--metrics-bind-address=0",
 		"--pprof-bind-address=" + pprof,
 		"--allow-private-networks",
@@ -657,6 +658,7 @@ func startControllers(b *testing.B, binary, kubeconfig string) *controllersProc 
 		"--kube-api-qps=1000", "--kube-api-burst=2000",
 		"--zap-log-level=error",
 	}}
+	s.args = append(s.args, extra...)
 	if limit := chartManagerMemoryLimit(b); limit != "" {
 		s.env = append(s.env, "GOMEMLIMIT="+limit)
 	}
@@ -714,22 +716,9 @@ func (c *controllersProc) memory(b *testing.B) {
 	// set at once but would take the measurement away from steady state.
 	rss, peak := procStatusMiB(b, pid, "VmRSS"), procStatusMiB(b, pid, "VmHWM")
 	anon := procStatusMiB(b, pid, "RssAnon")
-	hc := &http.Client{Timeout: time.Minute}
-	get := func(query string) []byte {
-		resp, err := hc.Get("http://" + c.pprof + "/debug/pprof/heap?" + query)
-		if err != nil {
-			b.Fatalf("reading the manager's heap profile: %v", err)
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			b.Fatalf("reading the manager's heap profile: %v %s", err, resp.Status)
-		}
-		return body
-	}
-	text := get("gc=1&debug=1")
+	text := c.heapProfile(b, "gc=1&debug=1")
 	if path := os.Getenv("BENCH_MANAGER_HEAP_PROFILE"); path != "" {
-		if err := os.WriteFile(path, get("gc=1"), 0o644); err != nil {
+		if err := os.WriteFile(path, c.heapProfile(b, "gc=1"), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -740,6 +729,23 @@ func (c *controllersProc) memory(b *testing.B) {
 	b.ReportMetric(anon, "rss-anon-MiB")
 	b.ReportMetric(memStat(b, text, "HeapAlloc")/(1<<20), "heap-MiB")
 	b.ReportMetric(memStat(b, text, "HeapInuse")/(1<<20), "heap-inuse-MiB")
+}
+
+// heapProfile reads the manager's heap profile with the query given
+// (gc=1 collects first; debug=1 is the text form, which lists MemStats).
+func (c *controllersProc) heapProfile(b *testing.B, query string) []byte {
+	b.Helper()
+	hc := &http.Client{Timeout: time.Minute}
+	resp, err := hc.Get("http://" + c.pprof + "/debug/pprof/heap?" + query)
+	if err != nil {
+		b.Fatalf("reading the manager's heap profile: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("reading the manager's heap profile: %v %s", err, resp.Status)
+	}
+	return body
 }
 
 // memStat finds "# name = value" in a heap profile's text form, where the
