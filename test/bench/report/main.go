@@ -148,6 +148,7 @@ func write(w *strings.Builder, r results, elapsed time.Duration) {
 	shardsSection(p, r)
 	noisySection(p, r)
 	rulesSection(p, r)
+	fleetSection(p, r)
 	targetsSection(p, r)
 
 	p("## How to reproduce\n\n")
@@ -161,13 +162,16 @@ func write(w *strings.Builder, r results, elapsed time.Duration) {
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkGatewayList -benchtime 50x -timeout 30m ./test/bench/\n")
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleShards  -benchtime 1x -timeout 30m ./test/bench/\n")
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleNoisyNeighbour -benchtime 1x -timeout 30m ./test/bench/\n")
+	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleFleet -benchtime 1x -timeout 30m ./test/bench/\n")
 	p("```\n\n")
 	p("Profiles: add `-cpuprofile cpu.out -memprofile mem.out` to a `go test` line\n")
 	p("above and read them with `go tool pprof -top`. The gateway of section 7 is\n")
 	p("another process: `BENCH_GATEWAY_PPROF=1` serves its profiles and prints\n")
 	p("where; `BENCH_GATEWAY_AGENTS` and `BENCH_GATEWAY_CALLS` narrow a run.\n")
 	p("The manager of section 5 is one too: `BENCH_MANAGER_HEAP_PROFILE=heap.pb.gz`\n")
-	p("writes its heap profile, taken after a GC once the cache is full.\n\n")
+	p("writes its heap profile, taken after a GC once the cache is full.\n")
+	p("The fleet of section 11 takes `BENCH_FLEET_SERVERS`, `BENCH_FLEET_INTERVAL`\n")
+	p("(5s to 30s) and `BENCH_FLEET_SHARDS` (named shards) for a quick run.\n\n")
 
 	if b, err := os.ReadFile("test/bench/report/optimisations.md"); err == nil {
 		p("%s", b)
@@ -697,5 +701,17 @@ func targetsSection(p printer, r results) {
 	qiv, _ := r.get("BenchmarkScaleNoisyNeighbour", "interval-s")
 	row("noisy neighbour (32 tarpit servers beside 200 at 5 s): the quiet namespace's probes achieved / scheduled", "≥ 0.98", fixed(quiet), quiet >= 0.98, okN)
 	row("noisy neighbour: the quiet namespace's worst lateness", "< 1 interval", fmt.Sprintf("%.2f s", qlate), qlate < qiv, okN)
+	f := fleet(r)
+	fleetName := "fleet across shards"
+	if f.measured {
+		fleetName = fmt.Sprintf("fleet of %s servers at %s s across %d shards", num(f.servers), num(f.iv), f.shards)
+	}
+	row(fleetName+": probes on time / scheduled, worst shard", "≥ 0.98", fixed(f.onTime), f.onTimeOK, f.measured)
+	row(fleetName+": McpServer status writes per unchanged probe, worst shard", "≤ 0.1", fmt.Sprintf("%.3f", f.writes), f.wrOK, f.measured)
+	if f.measured {
+		p("| %s: each shard's RSS, largest shard settled / at its peak | reported | %.1f / %.1f MiB | |\n", fleetName, f.rss, f.peak)
+	} else {
+		p("| fleet across shards: each shard's RSS | reported | not measured | |\n")
+	}
 	p("\n")
 }
