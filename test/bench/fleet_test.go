@@ -389,3 +389,31 @@ func BenchmarkScaleFleet(b *testing.B) {
 		}
 	}
 }
+
+// TestProbeStats checks the fleet's count of probes on time against a
+// schedule written out by hand: only the selected servers count, a probe
+// after its due time is late, and a server not probed since well before
+// the window's end is the worst lateness.
+func TestProbeStats(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s ...float64) []time.Time {
+		ts := make([]time.Time, len(s))
+		for i, v := range s {
+			ts[i] = start.Add(time.Duration(v * float64(time.Second)))
+		}
+		return ts
+	}
+	p := &probeTarget{times: [][]time.Time{
+		at(-2, 10, 20, 30),        // on time throughout
+		at(-2, 10, 25, 30),        // one probe 15 s after the previous: late
+		at(-2, 10, 20, 30, 45),    // the last one after the window
+		at(-5, 5, 10, 15, 20, 25), // not selected
+		at(-2, 10),                // none for the last 30 s of the window
+	}}
+	end := start.Add(40 * time.Second)
+	got := p.stats(func(i int) bool { return i != 3 }, start, end, 10*time.Second, 12*time.Second)
+	want := probeStats{probes: 10, onTime: 9, worst: 20 * time.Second}
+	if got != want {
+		t.Errorf("stats = %+v, want %+v", got, want)
+	}
+}
