@@ -121,6 +121,7 @@ type fleetShard struct {
 	proxy    *apiProxy
 	proc     *controllersProc
 	cpu      time.Duration // at the window's start
+	wait     time.Duration // run-queue wait at the window's start
 	writes   int           // McpServer status writes at the window's start
 	probeSet func(i int) bool
 }
@@ -198,6 +199,75 @@ func childPID(b *testing.B, name string) int {
 	}
 	b.Fatalf("no process %s started by this one", name)
 	return 0
+}
+
+// runQueueWait is the time the threads of process pid that are alive now
+// have spent runnable but waiting for a CPU (the second field of
+// /proc/PID/task/TID/schedstat): how much more CPU the process wanted than
+// it got.
+func runQueueWait(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wait time.Duration
+	for _, t := range tasks {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue // the thread ended since the listing
+		}
+		fields := strings.Fields(string(raw))
+		if len(fields) < 2 {
+			b.Fatalf("/proc/%d/task/%s/schedstat: %q", pid, t.Name(), raw)
+		}
+		ns, err := strconv.ParseInt(fields[1], 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/%d/task/%s/schedstat: %v", pid, t.Name(), err)
+		}
+		wait += time.Duration(ns)
+	}
+	return wait
+}
+
+// niceness is this process's nice value, which the processes it starts
+// (envtest's, the shards) inherit.
+func niceness(b *testing.B) int {
+	b.Helper()
+	raw, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields from after the command: state is the 3rd field of the line,
+	// nice the 19th.
+	fields := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	if len(fields) < 17 {
+		b.Fatalf("/proc/self/stat has %d fields after the command", len(fields))
+	}
+	n, err := strconv.Atoi(fields[16])
+	if err != nil {
+		b.Fatalf("/proc/self/stat: %v", err)
+	}
+	return n
+}
+
+// loadAverage is the machine's load over the last minute: how many threads
+// were running or waiting for a CPU, on average.
+func loadAverage(b *testing.B) float64 {
+	b.Helper()
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		b.Fatal(err)
+	}
+	fields := strings.Fields(string(raw))
+	if len(fields) == 0 {
+		b.Fatalf("/proc/loadavg: %q", raw)
+	}
+	v, err := strconv.ParseFloat(fields[0], 64)
+	if err != nil {
+		b.Fatalf("/proc/loadavg: %v", err)
+	}
+	return v
 }
 
 // machineCPU is the CPU time the machine spent busy (everything but idle
@@ -336,9 +406,11 @@ func BenchmarkScaleFleet(b *testing.B) {
 		window := time.Duration(float64(controller.ContactRefreshIntervals) * 1.05 * float64(interval))
 		for _, s := range shards {
 			s.cpu = cpuOfPID(b, s.proc.cmd.Process.Pid)
+			s.wait = runQueueWait(b, s.proc.cmd.Process.Pid)
 			s.writes = s.proxy.writes.get("mcpservers/status")
 		}
 		apiCPU, etcdCPU, selfCPU := cpuOfPID(b, apiPID), cpuOfPID(b, etcdPID), cpuOfSelf(b)
+		apiWait, etcdWait := runQueueWait(b, apiPID), runQueueWait(b, etcdPID)
 		busy, total, _ := machineCPU(b)
 		start := time.Now()
 		time.Sleep(window)
@@ -349,6 +421,11 @@ func BenchmarkScaleFleet(b *testing.B) {
 		apiCores := cores(cpuOfPID(b, apiPID) - apiCPU)
 		etcdCores := cores(cpuOfPID(b, etcdPID) - etcdCPU)
 		selfCores := cores(cpuOfSelf(b) - selfCPU)
+		// Run-queue wait in the same unit as CPU: seconds per second of
+		// the window, i.e. how many of the process's threads were, on
+		// average, ready to run but without a CPU.
+		b.ReportMetric(cores(runQueueWait(b, apiPID)-apiWait), "apiserver-runq-wait")
+		b.ReportMetric(cores(runQueueWait(b, etcdPID)-etcdWait), "etcd-runq-wait")
 
 		b.ReportMetric(float64(n), "servers")
 		b.ReportMetric(interval.Seconds(), "interval-s")
@@ -361,6 +438,8 @@ func BenchmarkScaleFleet(b *testing.B) {
 		b.ReportMetric(selfCores, "bench-process-cores")
 		b.ReportMetric(float64(busy2-busy)/float64(total2-total), "machine-busy")
 		b.ReportMetric(float64(cpus), "machine-cpus")
+		b.ReportMetric(loadAverage(b), "machine-load1")
+		b.ReportMetric(float64(niceness(b)), "nice")
 
 		// A probe is on time when it comes within the interval, the
 		// scheduler's jitter (a tenth of it) and a second.
@@ -381,6 +460,7 @@ func BenchmarkScaleFleet(b *testing.B) {
 			m(float64(writes), "status-writes")
 			m(float64(writes)/float64(max(st.probes, 1)), "writes/probe")
 			m(cores(cpuOfPID(b, pid)-s.cpu), "cores")
+			m(cores(runQueueWait(b, pid)-s.wait), "runq-wait")
 			// The resident set before the heap profile's collection.
 			m(procStatusMiB(b, pid, "VmRSS"), "rss-MiB")
 			m(procStatusMiB(b, pid, "VmHWM"), "rss-peak-MiB")

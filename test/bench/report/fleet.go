@@ -52,7 +52,14 @@ type fleetFigures struct {
 	apiserver, etcd float64 // cores over the window
 	bench, fleetCPU float64 // the benchmark process; the shards together
 	busy, cpus      float64 // the machine: busy share, CPUs
+	load            float64 // the machine's load average at the window's end
 	others          float64 // cores used by every other process
+	// Run-queue wait over the window, in seconds per second: how much more
+	// CPU a process wanted than it got. hasWait is false for a run from
+	// before it was measured.
+	apiWait, etcdWait, fleetWait float64
+	hasWait                      bool
+	probes, window               float64 // the shards' probes together; seconds
 }
 
 func fleet(r results) fleetFigures {
@@ -75,10 +82,15 @@ func fleet(r results) fleetFigures {
 		f.rss = max(f.rss, sh("rss-MiB"))
 		f.peak = max(f.peak, sh("rss-peak-MiB"))
 		f.fleetCPU += sh("cores")
+		f.fleetWait += sh("runq-wait")
+		f.probes += sh("probes")
 	}
 	f.onTimeOK, f.wrOK = f.onTime >= fleetOnTimeGoal, f.writes <= fleetWritesGoal
 	f.apiserver, f.etcd, f.bench = get("apiserver-cores"), get("etcd-cores"), get("bench-process-cores")
-	f.busy, f.cpus = get("machine-busy"), get("machine-cpus")
+	f.busy, f.cpus, f.load = get("machine-busy"), get("machine-cpus"), get("machine-load1")
+	f.apiWait, f.etcdWait = get("apiserver-runq-wait"), get("etcd-runq-wait")
+	_, f.hasWait = r.get(fleetBench, "apiserver-runq-wait")
+	f.window = get("window-s")
 	f.others = max(0, f.busy*f.cpus-f.apiserver-f.etcd-f.bench-f.fleetCPU)
 	return f
 }
@@ -123,21 +135,42 @@ func fleetSection(p printer, r results) {
 	p("a second after the server's previous one; scheduled probes are servers ×\n")
 	p("window ÷ (interval × 1.05).\n\n")
 
-	p("| shard | servers | probes achieved / scheduled | on time / scheduled | worst lateness | status writes (per probe) | CPU | RSS settled (anon) | RSS peak | live heap |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| shard | servers | probes achieved / scheduled | on time / scheduled | worst lateness | status writes (per probe) | CPU | CPU per probe | RSS settled (anon) | RSS peak | live heap |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range names {
 		sh := func(unit string) float64 { return get("shard-" + s + "-" + unit) }
-		p("| %s | %s | %s / %.0f (%s) | %s | %.2f s | %s (%.3f) | %.2f cores | %.1f MiB (%.1f) | %.1f MiB | %.1f MiB |\n",
+		p("| %s | %s | %s / %.0f (%s) | %s | %.2f s | %s (%.3f) | %.3f cores | %.2f ms | %.1f MiB (%.1f) | %.1f MiB | %.1f MiB |\n",
 			s, num(sh("servers")), num(sh("probes")), sh("scheduled"), percent1(sh("achieved/scheduled")),
 			percent1(sh("on-time/scheduled")), sh("worst-late-s"), num(sh("status-writes")), sh("writes/probe"),
-			sh("cores"), sh("rss-MiB"), sh("rss-anon-MiB"), sh("rss-peak-MiB"), sh("heap-MiB"))
+			sh("cores"), 1000*share(sh("cores")*f.window, sh("probes")),
+			sh("rss-MiB"), sh("rss-anon-MiB"), sh("rss-peak-MiB"), sh("heap-MiB"))
 	}
-	p("\nCPU over the window, in cores (CPU seconds per second):\n\n")
-	p("| process | cores |\n|---|---:|\n")
-	p("| kube-apiserver | %.2f |\n| etcd | %.2f |\n| the %d shards together | %.2f |\n", f.apiserver, f.etcd, f.shards, f.fleetCPU)
-	p("| the benchmark process (MCP endpoints, API proxies, client) | %.2f |\n", f.bench)
-	p("| everything else on the machine | %.2f |\n", f.others)
-	p("| the machine: busy share of its %s CPUs | %s |\n\n", num(f.cpus), percent(f.busy))
+	p("\nCPU over the window, in cores (CPU seconds per second). *Waiting* is the\n")
+	p("time the process's threads were ready to run but had no CPU (run-queue\n")
+	p("wait, /proc/PID/task/*/schedstat), in the same unit: what it wanted\n")
+	p("beyond what it got. CPU per probe above is the shard's CPU over its\n")
+	p("probes, everything it did in the window included.\n\n")
+	wait := func(w float64) string {
+		if !f.hasWait {
+			return "not measured"
+		}
+		return fmt.Sprintf("%.2f", w)
+	}
+	p("| process | CPU | waiting |\n|---|---:|---:|\n")
+	p("| kube-apiserver | %.2f | %s |\n| etcd | %.2f | %s |\n| the %d shards together | %.2f | %s |\n",
+		f.apiserver, wait(f.apiWait), f.etcd, wait(f.etcdWait), f.shards, f.fleetCPU, wait(f.fleetWait))
+	p("| the benchmark process (MCP endpoints, API proxies, client) | %.2f | |\n", f.bench)
+	p("| everything else on the machine | %.2f | |\n", f.others)
+	p("| the machine: busy share of its %s CPUs | %s | |\n", num(f.cpus), percent(f.busy))
+	if f.hasWait {
+		p("| the machine: load average (1 min) at the window's end | %.1f | |\n", f.load)
+	}
+	if nice, ok := r.get(fleetBench, "nice"); ok {
+		p("\nThe scenario's processes (envtest's included) inherit the benchmark's\n")
+		p("scheduling priority, nice %s; other work on the machine may run at\n", num(nice))
+		p("another.\n")
+	}
+	p("\n")
 
 	p("Targets: every shard keeps ≥ 98%% of its probes on time: worst %s %s;\n", percent1(f.onTime), verdict(f.onTimeOK))
 	p("≤ %s McpServer status writes per unchanged probe: worst %.3f %s; each\n", num(fleetWritesGoal), f.writes, verdict(f.wrOK))
@@ -157,9 +190,22 @@ func fleetLimit(f fleetFigures) string {
 	ours := f.apiserver + f.etcd + f.fleetCPU + f.bench
 	figures := fmt.Sprintf("The machine was %s busy over the window; the kube-apiserver used %.2f cores, etcd %.2f, the shards %.2f together and the benchmark process %.2f, other work on the machine %.2f.",
 		percent(f.busy), f.apiserver, f.etcd, f.fleetCPU, f.bench, f.others)
+	if f.hasWait {
+		figures += fmt.Sprintf(" Meanwhile the kube-apiserver waited %.2f s a second for a CPU, etcd %.2f and the shards %.2f (load average %.1f on %s CPUs).",
+			f.apiWait, f.etcdWait, f.fleetWait, f.load, num(f.cpus))
+	}
+	if f.probes > 0 && f.window > 0 {
+		perProbe := f.fleetCPU * f.window / f.probes
+		need := f.servers / (f.iv * 1.05) * perProbe
+		figures += fmt.Sprintf(" At the %.2f ms of shard CPU a probe took, the schedule needs %.2f cores for the shards.", 1000*perProbe, need)
+	}
 	switch {
 	case f.busy >= 0.9 && f.others > ours:
-		return figures + " The CPUs were saturated, mostly by work that is not this benchmark's: the limit was the shared machine, not the control plane or the shards, whose own CPU stayed small. The target is not shown on this machine at this load."
+		waited := ""
+		if f.hasWait && f.apiWait+f.etcdWait+f.fleetWait > f.apiserver+f.etcd+f.fleetCPU {
+			waited = ", and the scenario's processes spent more time waiting for a CPU than running"
+		}
+		return figures + " The CPUs were saturated, mostly by work that is not this benchmark's" + waited + ": the limit was the shared machine, not the control plane or the shards, whose own CPU stayed small. The target is not shown on this machine at this load."
 	case f.busy >= 0.9:
 		top, name := f.apiserver, "the kube-apiserver"
 		if f.etcd > top {
