@@ -34,7 +34,7 @@ func TestFleetReportsTheWorstShardAndTheLimit(t *testing.T) {
 		"| default | 1500 |",
 		"| east | 1500 |",
 		"worst 90.0% **missed**",
-		"worst 0.120 **missed**",
+		"worst 0.1200 **missed**",
 		"largest 55.0 MiB settled, 70.0 MiB at its peak",
 		"| fleet of 3000 servers at 30 s across 2 shards: probes on time / scheduled, worst shard | ≥ 0.98 | 0.90 | **missed** |",
 		"| fleet of 3000 servers at 30 s across 2 shards: each shard's RSS, largest shard settled / at its peak | reported | 55.0 / 70.0 MiB | |",

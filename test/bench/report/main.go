@@ -707,7 +707,7 @@ func targetsSection(p printer, r results) {
 		fleetName = fmt.Sprintf("fleet of %s servers at %s s across %d shards", num(f.servers), num(f.iv), f.shards)
 	}
 	row(fleetName+": probes on time / scheduled, worst shard", "≥ 0.98", fixed(f.onTime), f.onTimeOK, f.measured)
-	row(fleetName+": McpServer status writes per unchanged probe, worst shard", "≤ 0.1", fmt.Sprintf("%.3f", f.writes), f.wrOK, f.measured)
+	row(fleetName+": McpServer status writes per unchanged probe, worst shard", "≤ 0.1", fmt.Sprintf("%.4f", f.writes), f.wrOK, f.measured)
 	if f.measured {
 		p("| %s: each shard's RSS, largest shard settled / at its peak | reported | %.1f / %.1f MiB | |\n", fleetName, f.rss, f.peak)
 	} else {
