@@ -21,8 +21,9 @@ func render(t *testing.T, out string) string {
 	r := results{}
 	r.parse(strings.NewReader(out))
 	var b strings.Builder
-	fleetSection(func(f string, a ...any) { b.WriteString(fmt.Sprintf(f, a...)) }, r)
-	targetsSection(func(f string, a ...any) { b.WriteString(fmt.Sprintf(f, a...)) }, r)
+	p := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	fleetSection(p, r)
+	targetsSection(p, r)
 	return b.String()
 }
 
