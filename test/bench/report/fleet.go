@@ -135,13 +135,13 @@ func fleetSection(p printer, r results) {
 	p("a second after the server's previous one; scheduled probes are servers ×\n")
 	p("window ÷ (interval × 1.05).\n\n")
 
-	p("| shard | servers | probes achieved / scheduled | on time / scheduled | worst lateness | status writes (per probe) | CPU | CPU per probe | RSS settled (anon) | RSS peak | live heap |\n")
+	p("| shard | servers | probes achieved / scheduled | on time / scheduled | worst lateness | status writes (per probe; per server) | CPU | CPU per probe | RSS settled (anon) | RSS peak | live heap |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range names {
 		sh := func(unit string) float64 { return get("shard-" + s + "-" + unit) }
-		p("| %s | %s | %s / %.0f (%s) | %s | %.2f s | %s (%.4f) | %.3f cores | %.2f ms | %.1f MiB (%.1f) | %.1f MiB | %.1f MiB |\n",
+		p("| %s | %s | %s / %.0f (%s) | %s | %.2f s | %s (%.4f; %.3f) | %.3f cores | %.2f ms | %.1f MiB (%.1f) | %.1f MiB | %.1f MiB |\n",
 			s, num(sh("servers")), num(sh("probes")), sh("scheduled"), percent1(sh("achieved/scheduled")),
-			percent1(sh("on-time/scheduled")), sh("worst-late-s"), num(sh("status-writes")), sh("writes/probe"),
+			percent1(sh("on-time/scheduled")), sh("worst-late-s"), num(sh("status-writes")), sh("writes/probe"), share(sh("status-writes"), sh("servers")),
 			sh("cores"), 1000*share(sh("cores")*f.window, sh("probes")),
 			sh("rss-MiB"), sh("rss-anon-MiB"), sh("rss-peak-MiB"), sh("heap-MiB"))
 	}
@@ -179,8 +179,9 @@ func fleetSection(p printer, r results) {
 	p("intervals old (docs/architecture.md, Probe): at the tenth probe, so one\n")
 	p("write per ten probes is the design, and a shard whose probes come late\n")
 	p("reaches that age in fewer of them. The design's figure is the goal\n")
-	p("itself, so a write more or less in one window decides the verdict; the\n")
-	p("figure is given to four places for that reason.\n\n")
+	p("itself, so a write or a probe more or less in one window decides the\n")
+	p("verdict; the figure is given to four places for that reason, beside the\n")
+	p("writes per server: one per server is one refresh per cycle.\n\n")
 	if !f.onTimeOK || !f.wrOK {
 		p("**Where the limit is.** %s\n\n", fleetLimit(f))
 	}

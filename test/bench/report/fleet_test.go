@@ -12,7 +12,7 @@ func fleetRun(busy, defaultCores string) string {
 	return "BenchmarkScaleFleet-2 1 1 ns/op 0.30 apiserver-cores 0.05 etcd-cores 0.05 bench-process-cores " +
 		"0.80 apiserver-runq-wait 0.10 etcd-runq-wait 18.5 machine-load1 19 nice " +
 		busy + " machine-busy 2 machine-cpus 3000 servers 30 interval-s 315 window-s 2 shards " +
-		"1500 shard-default-servers 0.99 shard-default-on-time/scheduled 0.100 shard-default-writes/probe 50 shard-default-rss-MiB 60 shard-default-rss-peak-MiB " + defaultCores + " shard-default-cores 0.40 shard-default-runq-wait 1000 shard-default-probes " +
+		"1500 shard-default-servers 0.99 shard-default-on-time/scheduled 0.100 shard-default-writes/probe 50 shard-default-rss-MiB 60 shard-default-rss-peak-MiB " + defaultCores + " shard-default-cores 0.40 shard-default-runq-wait 1000 shard-default-probes 1500 shard-default-status-writes " +
 		"1500 shard-east-servers 0.90 shard-east-on-time/scheduled 0.120 shard-east-writes/probe 55 shard-east-rss-MiB 70 shard-east-rss-peak-MiB 0.05 shard-east-cores 0.30 shard-east-runq-wait 900 shard-east-probes\n"
 }
 
@@ -34,6 +34,7 @@ func TestFleetReportsTheWorstShardAndTheLimit(t *testing.T) {
 	for _, want := range []string{
 		"| default | 1500 |",
 		"| east | 1500 |",
+		"| 1500 (0.1000; 1.000) |",
 		"worst 90.0% **missed**",
 		"worst 0.1200 **missed**",
 		"largest 55.0 MiB settled, 70.0 MiB at its peak",
