@@ -339,8 +339,8 @@ type McpServerStatus struct {
 
 	// lastContactTime is when an operation with the server last completed,
 	// as of the last status write. While nothing else about the server
-	// changes, a probe rewrites it only once it is 10 health intervals old
-	// (at most 5 minutes), so it may lag the last probe by that much; the
+	// changes, a probe rewrites it only once it is 12 health intervals old
+	// (at most 6 minutes), so it may lag the last probe by that much; the
 	// metric mcp_catalog_server_last_contact_timestamp_seconds has every
 	// contact.
 	// +optional
@@ -457,7 +457,7 @@ type SkippedTool struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Reachable",type=string,JSONPath=`.status.conditions[?(@.type=="Reachable")].status`
 // +kubebuilder:printcolumn:name="Tools",type=integer,JSONPath=`.status.tools.imported`
-// +kubebuilder:printcolumn:name="Last Contact",type=date,JSONPath=`.status.lastContactTime`,description="Last completed probe or import; while nothing else changes, refreshed every 10 health intervals (at most 5 minutes)"
+// +kubebuilder:printcolumn:name="Last Contact",type=date,JSONPath=`.status.lastContactTime`,description="Last completed probe or import; while nothing else changes, refreshed every 12 health intervals (at most 6 minutes)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 

@@ -111,8 +111,8 @@ func unauthenticatedButUp(srv *mcpv1alpha1.McpServer, err error) bool {
 // and never later than MaxContactAge. A probe that changes nothing else
 // therefore writes status at most once in ContactRefreshIntervals probes.
 const (
-	ContactRefreshIntervals = 10
-	MaxContactAge           = 5 * time.Minute
+	ContactRefreshIntervals = 12
+	MaxContactAge           = 6 * time.Minute
 )
 
 // contactMaxAge is how old lastContactTime may get before a probe that

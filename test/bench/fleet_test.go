@@ -57,8 +57,9 @@ func fleetScale(b *testing.B) (servers int, interval time.Duration, named int) {
 	}
 	if v := os.Getenv("BENCH_FLEET_INTERVAL"); v != "" {
 		d, err := time.ParseDuration(v)
-		// Above 30s the 5 minute cap of lastContactTime's age, not ten
-		// intervals, would set the refresh cycle the window is made of.
+		// Above 30s the 6 minute cap of lastContactTime's age, not
+		// twelve intervals, would set the refresh cycle the window is
+		// made of.
 		if err != nil || d < 5*time.Second || d > 30*time.Second {
 			b.Fatalf("BENCH_FLEET_INTERVAL=%q: want a duration from 5s to 30s", v)
 		}
@@ -319,8 +320,8 @@ func machineCPU(b *testing.B) (busy, total int64, cpus int) {
 // process that counts its writes.
 //
 // Once every server was contacted and one interval passed, a window of one
-// lastContactTime refresh cycle is watched (ten probes at the interval and
-// its mean jitter: 5.25 minutes at 30 s), so that every unchanged server's
+// lastContactTime refresh cycle is watched (twelve probes at the interval
+// and its mean jitter: 6.3 minutes at 30 s), so that every unchanged server's
 // one refresh falls in it once whatever its phase. Per shard it reports
 // probes achieved and on time against scheduled, the worst lateness,
 // McpServer status writes per probe (nothing changes, so every probe is an

@@ -127,7 +127,7 @@ func fleetSection(p printer, r results) {
 	}
 	p("Once every server was contacted (%.0f s after the first was created;\n", get("first-contact-s"))
 	p("creating them took %.0f s) and one more interval passed, a window of\n", get("create-s"))
-	p("%.0f s is watched: one lastContactTime refresh cycle, ten probes at the\n", get("window-s"))
+	p("%.0f s is watched: one lastContactTime refresh cycle, twelve probes at the\n", get("window-s"))
 	p("interval and its mean jitter, so that every unchanged server's one\n")
 	p("refresh falls in it once whatever its phase. Nothing about the servers\n")
 	p("changes, so every probe is an unchanged one. A probe is on time when it\n")

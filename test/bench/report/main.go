@@ -368,7 +368,7 @@ func probeSection(p printer, r results) {
 		fixed(probes/sched), verdict(probes/sched >= 0.98), late, num(iv), verdict(late < iv), wpp, verdict(wpp <= 0.2), rss, verdict(rss <= 100))
 	p("Nothing about these servers changes in the window, so every status write\n")
 	p("counted is a refresh of lastContactTime, which a probe rewrites once it is\n")
-	p("10 intervals old (docs/architecture.md, Probe).\n\n")
+	p("12 intervals old (docs/architecture.md, Probe).\n\n")
 }
 
 func cacheSection(p printer, r results) {

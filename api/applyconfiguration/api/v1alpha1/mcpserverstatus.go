@@ -40,8 +40,8 @@ type McpServerStatusApplyConfiguration struct {
 	ServerInfo *ServerInfoApplyConfiguration `json:"serverInfo,omitempty"`
 	// lastContactTime is when an operation with the server last completed,
 	// as of the last status write. While nothing else about the server
-	// changes, a probe rewrites it only once it is 10 health intervals old
-	// (at most 5 minutes), so it may lag the last probe by that much; the
+	// changes, a probe rewrites it only once it is 12 health intervals old
+	// (at most 6 minutes), so it may lag the last probe by that much; the
 	// metric mcp_catalog_server_last_contact_timestamp_seconds has every
 	// contact.
 	LastContactTime *metav1.Time `json:"lastContactTime,omitempty"`
