@@ -317,10 +317,12 @@ func BenchmarkScaleImport(b *testing.B) {
 			b.Fatal(err)
 		}
 		floorStart := time.Now()
+		planeBefore, selfBefore := controlPlaneCPU(b), cpuOfSelf(b)
 		if err := floorImport(ctx, r.c, owner, cat.Tools); err != nil {
 			b.Fatal(err)
 		}
 		floorTime := time.Since(floorStart)
+		floorPlane, floorSelf := controlPlaneCPU(b).minus(planeBefore), cpuOfSelf(b)-selfBefore
 		// The floor's objects go before the manager starts, so that it
 		// neither imports the floor's McpServer nor spends the import
 		// reconciling the floor's McpTools.
@@ -340,6 +342,7 @@ func BenchmarkScaleImport(b *testing.B) {
 		r.namespace(b, "import")
 		before := r.writes.get("mcptools") + r.writes.get("mcptools/status")
 		pagesBefore := srv.Stats().Methods["tools/list"]
+		planeBefore, selfBefore = controlPlaneCPU(b), cpuOfSelf(b)
 		start := time.Now()
 		big := mcpServer("import", "tickets", srv.URL, 0)
 		// 100 pages and 10,000 definitions to validate on two busy cores:
@@ -365,6 +368,7 @@ func BenchmarkScaleImport(b *testing.B) {
 		}
 		await(b, 10*time.Minute, "the import", synced(""), r.describe("import", "tickets"))
 		importTime := time.Since(start)
+		importPlane, importSelf := controlPlaneCPU(b).minus(planeBefore), cpuOfSelf(b)-selfBefore
 		importWrites := r.writes.get("mcptools") + r.writes.get("mcptools/status") - before
 		// The floor writes each tool twice (its object, its status); any
 		// write beyond that is the operator's own overhead, whichever path
@@ -397,10 +401,68 @@ func BenchmarkScaleImport(b *testing.B) {
 		b.ReportMetric(float64(importWrites), "import-tool-writes")
 		b.ReportMetric(float64(extraWrites), "import-extra-writes")
 		b.ReportMetric(float64(importPages), "import-pages-served")
+		// CPU of each process while the floor and the import ran: the API
+		// server and etcd are envtest's processes; this process holds the
+		// floor's client or the manager, and the MCP server.
+		b.ReportMetric(floorPlane.apiserver.Seconds(), "floor-apiserver-cpu-s")
+		b.ReportMetric(floorPlane.etcd.Seconds(), "floor-etcd-cpu-s")
+		b.ReportMetric(floorSelf.Seconds(), "floor-self-cpu-s")
+		b.ReportMetric(importPlane.apiserver.Seconds(), "import-apiserver-cpu-s")
+		b.ReportMetric(importPlane.etcd.Seconds(), "import-etcd-cpu-s")
+		b.ReportMetric(importSelf.Seconds(), "import-self-cpu-s")
 		b.ReportMetric(reimportTime.Seconds(), "reimport-s")
 		b.ReportMetric(float64(reimportWrites), "reimport-tool-writes")
 		memory(b)
 	}
+}
+
+// planeCPU is the CPU time envtest's kube-apiserver and etcd have used.
+type planeCPU struct{ apiserver, etcd time.Duration }
+
+func (p planeCPU) minus(q planeCPU) planeCPU {
+	return planeCPU{apiserver: p.apiserver - q.apiserver, etcd: p.etcd - q.etcd}
+}
+
+// controlPlaneCPU reads the CPU time of the kube-apiserver and etcd this
+// process started for its envtest: its children of those names.
+func controlPlaneCPU(b *testing.B) planeCPU {
+	b.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var p planeCPU
+	var found int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // it ended
+		}
+		open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		fields := strings.Fields(string(raw[end+1:]))
+		if len(fields) < 2 || fields[1] != strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		switch string(raw[open+1 : end]) {
+		case "kube-apiserver":
+			p.apiserver += cpuOfPID(b, pid)
+			found++
+		case "etcd":
+			p.etcd += cpuOfPID(b, pid)
+			found++
+		}
+	}
+	if found != 2 {
+		b.Fatalf("found %d of envtest's kube-apiserver and etcd among this process's children", found)
+	}
+	return p
 }
 
 // floorImport writes what the importer writes for each tool, with nothing
@@ -618,10 +680,18 @@ func BenchmarkScaleCache(b *testing.B) {
 			}
 			return synced == n
 		}, func() string { return readTail(m.log) })
+		// What the manager spent from its start until every server synced:
+		// the import, a thousand first probes and the status writes, with
+		// the garbage collector's share that its GOGC decides.
+		cpu := cpuOfPID(b, m.cmd.Process.Pid)
 		time.Sleep(5 * time.Second) // the tool controller's last status writes
 		b.ReportMetric(float64(n), "servers")
 		b.ReportMetric(float64(scaleTools()), "tools")
 		b.ReportMetric(float64(m.gogc), "manager-gogc")
+		if m.gogcSet {
+			b.ReportMetric(1, "manager-gogc-override")
+		}
+		b.ReportMetric(cpu.Seconds(), "manager-cpu-s")
 		m.memory(b)
 	}
 }
@@ -630,13 +700,14 @@ func BenchmarkScaleCache(b *testing.B) {
 // its own, with its profiles served on pprof.
 type controllersProc struct {
 	*managerProc
-	pprof string
-	gogc  int // the GOGC it runs with
+	pprof   string
+	gogc    int  // the GOGC it runs with
+	gogcSet bool // gogc is BENCH_MANAGER_GOGC's, not the chart's
 }
 
 // startControllers runs the manager binary with the controllers only, as
 // the chart runs it: GOMEMLIMIT from the chart's memory limit, the
-// runtime's default GOGC (BENCH_MANAGER_GOGC sets one), tool-change listeners off (the scenario measures
+// chart's gcPercent as GOGC (BENCH_MANAGER_GOGC overrides it), tool-change listeners off (the scenario measures
 // the cache, not a thousand open streams). It differs from the chart in
 // what a single envtest needs: plain-HTTP metrics off, the API client's rate
 // limit raised as the in-process scenarios raise it (they measure the
@@ -659,21 +730,50 @@ func startControllers(b *testing.B, binary, kubeconfig string, extra ...string) 
 		"--zap-log-level=error",
 	}}
 	s.args = append(s.args, extra...)
-	if limit := chartManagerMemoryLimit(b); limit != "" {
+	limit := chartManagerMemoryLimit(b)
+	// BENCH_MANAGER_GOMEMLIMIT replaces the chart's limit (a number of
+	// bytes or, as the runtime reads it, e.g. 100MiB) to compare a soft
+	// memory limit with a GOGC.
+	if v := os.Getenv("BENCH_MANAGER_GOMEMLIMIT"); v != "" {
+		limit = v
+	}
+	if limit != "" {
 		s.env = append(s.env, "GOMEMLIMIT="+limit)
 	}
-	// BENCH_MANAGER_GOGC sets a GOGC, which the chart does not, to compare
+	// The chart's gcPercent; BENCH_MANAGER_GOGC overrides it to compare
 	// settings.
-	gogc := 100 // the runtime's default
+	gogc, set := 100, false // the runtime's default
+	if v := chartManagerGOGC(b); v != nil {
+		gogc = *v
+	}
 	if v := os.Getenv("BENCH_MANAGER_GOGC"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
 			b.Fatalf("BENCH_MANAGER_GOGC=%q: want a positive number", v)
 		}
-		gogc = n
-		s.env = append(s.env, "GOGC="+v)
+		gogc, set = n, true
 	}
-	return &controllersProc{managerProc: startManagerProc(b, s), pprof: pprof, gogc: gogc}
+	if gogc != 100 {
+		s.env = append(s.env, "GOGC="+strconv.Itoa(gogc))
+	}
+	return &controllersProc{managerProc: startManagerProc(b, s), pprof: pprof, gogc: gogc, gogcSet: set}
+}
+
+// chartManagerGOGC is the GOGC the chart gives the manager (gcPercent in
+// its values.yaml); nil if the chart leaves the runtime's default.
+func chartManagerGOGC(b *testing.B) *int {
+	b.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "charts", "mcp-catalog-operator", "values.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var values struct {
+		GCPercent *int `json:"gcPercent"`
+	}
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		b.Fatalf("the chart's values.yaml: %v", err)
+	}
+	return values.GCPercent
 }
 
 // chartManagerMemoryLimit is the GOMEMLIMIT the chart gives the manager:
@@ -729,6 +829,8 @@ func (c *controllersProc) memory(b *testing.B) {
 	b.ReportMetric(anon, "rss-anon-MiB")
 	b.ReportMetric(memStat(b, text, "HeapAlloc")/(1<<20), "heap-MiB")
 	b.ReportMetric(memStat(b, text, "HeapInuse")/(1<<20), "heap-inuse-MiB")
+	// Collections since the start, the profile's own among them.
+	b.ReportMetric(memStat(b, text, "NumGC"), "manager-gcs")
 }
 
 // heapProfile reads the manager's heap profile with the query given

@@ -397,8 +397,14 @@ func cacheSection(p printer, r results) {
 	inuse, _ := r.get(n, "heap-inuse-MiB")
 	anon, _ := r.get(n, "rss-anon-MiB")
 	gogc := "the default GOGC"
-	if g, ok := r.get(n, "manager-gogc"); ok && g != 100 {
-		gogc = fmt.Sprintf("GOGC=%s (not the chart's: set by BENCH_MANAGER_GOGC)", num(g))
+	if g, ok := r.get(n, "manager-gogc"); ok {
+		_, override := r.get(n, "manager-gogc-override")
+		switch {
+		case override:
+			gogc = fmt.Sprintf("GOGC=%s (not the chart's: set by BENCH_MANAGER_GOGC)", num(g))
+		case g != 100:
+			gogc = fmt.Sprintf("GOGC=%s, the chart's `gcPercent`", num(g))
+		}
 	}
 	p("The manager with %s McpTools (one import) and %s McpServers in its\n", num(tools), num(servers))
 	p("cache, after every server synced and the import's status writes ended.\n")
@@ -411,7 +417,13 @@ func cacheSection(p printer, r results) {
 	p("| RSS, settled (VmRSS) | %.1f MiB |\n| of which anonymous memory (RssAnon) | %.1f MiB |\n", rss, anon)
 	p("| of which file pages, mostly the binary's code and read-only data | %.1f MiB |\n", rss-anon)
 	p("| RSS, peak during the import (VmHWM) | %.1f MiB |\n", peak)
-	p("| live heap (HeapAlloc after a GC) | %.1f MiB |\n| heap spans in use after that GC (HeapInuse) | %.1f MiB |\n\n", heap, inuse)
+	p("| live heap (HeapAlloc after a GC) | %.1f MiB |\n| heap spans in use after that GC (HeapInuse) | %.1f MiB |\n", heap, inuse)
+	if cpu, ok := r.get(n, "manager-cpu-s"); ok {
+		gcs, _ := r.get(n, "manager-gcs")
+		p("| manager CPU (user + system) from its start until every server synced | %.1f s |\n", cpu)
+		p("| collections until the live heap was read (its own among them) | %s |\n", num(gcs))
+	}
+	p("\n")
 	p("Target: RSS ≤ 120 MiB: %.1f %s (at its peak: %.1f %s).\n\n", rss, verdict(rss <= 120), peak, verdict(peak <= 120))
 	p("The resident set is read from /proc before the collection that measures\n")
 	p("the live heap (the heap profile's ?gc=1, on the manager's\n")
