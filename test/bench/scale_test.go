@@ -661,7 +661,7 @@ func BenchmarkScaleCache(b *testing.B) {
 		// The default interval (60s): this scenario measures what is held,
 		// not how fast it is probed.
 		createServers(b, r, "cache", p, n-1, 0)
-		await(b, 15*time.Minute, "the import and every server synced", func() bool {
+		await(b, 30*time.Minute, "the import and every server synced", func() bool {
 			select {
 			case <-m.done:
 				b.Fatalf("the manager exited: %v\n%s", m.cmd.ProcessState, readTail(m.log))
