@@ -753,10 +753,8 @@ func checkPinnedGateway(t *testing.T, objs []*unstructured.Unstructured) {
 	if !sampler || !memLimit || !gogc {
 		t.Errorf("gateway env %v: want gateway.tracing.env beside GOMEMLIMIT and GOGC=400 (gateway.gcPercent)", gc.Env)
 	}
-	for _, e := range c.Env {
-		if e.Name == "GOGC" {
-			t.Errorf("the controllers are given GOGC=%s; gateway.gcPercent is the gateway's", e.Value)
-		}
+	if got := envValue(c, "GOGC"); got != "50" {
+		t.Errorf("the controllers are given GOGC=%q, want the chart's gcPercent (50); gateway.gcPercent is the gateway's", got)
 	}
 	if gd.Spec.Template.Spec.ServiceAccountName != fullname+"-gateway" {
 		t.Errorf("gateway ServiceAccount %q, want its own", gd.Spec.Template.Spec.ServiceAccountName)
@@ -1122,4 +1120,58 @@ func checkNotifyKey(t *testing.T, d *appsv1.Deployment, c *corev1.Container) {
 		}
 	}
 	t.Errorf("%s: the notify key is not mounted read-only at /etc/mcp-catalog-operator/notify: %+v", d.Name, c.VolumeMounts)
+}
+
+// envValue is the value of the container's environment variable name; ""
+// if it is unset.
+func envValue(c *corev1.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+// The controllers run with the chart's gcPercent as GOGC, every shard too,
+// beside GOMEMLIMIT; null leaves the runtime's default; the gateway keeps
+// its own gateway.gcPercent.
+func TestControllersGOGC(t *testing.T) {
+	for _, tc := range []struct {
+		name, values, want string
+	}{
+		{"default", "", "50"},
+		{"set", "gcPercent: 200\nsharding:\n  shards: [east]\n", "200"},
+		{"null", "gcPercent: null\n", ""},
+		{"null without a memory limit", "gcPercent: null\nresources:\n  limits: {}\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := render(t, tc.values, floorKubeVersion)
+			var deployments []*appsv1.Deployment
+			for _, u := range byKind(objs, "Deployment") {
+				if u.GetName() != fullname+"-gateway" {
+					deployments = append(deployments, convert[appsv1.Deployment](t, u))
+				}
+			}
+			if len(deployments) == 0 {
+				t.Fatal("no controller Deployment rendered")
+			}
+			for _, d := range deployments {
+				c := &d.Spec.Template.Spec.Containers[0]
+				if got := envValue(c, "GOGC"); got != tc.want {
+					t.Errorf("%s: GOGC=%q, want %q", d.Name, got, tc.want)
+				}
+				if c.Resources.Limits.Memory().IsZero() {
+					continue
+				}
+				wantMemoryLimitEnv(t, c)
+			}
+			if tc.name == "set" && len(deployments) != 2 {
+				t.Errorf("%d controller Deployments, want the default instance and shard east", len(deployments))
+			}
+			if _, gc := gatewayDeployment(t, objs); gc != nil && envValue(gc, "GOGC") != "400" {
+				t.Errorf("gateway GOGC=%q, want its own gateway.gcPercent (400)", envValue(gc, "GOGC"))
+			}
+		})
+	}
 }
