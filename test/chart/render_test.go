@@ -1149,7 +1149,7 @@ func TestControllersGOGC(t *testing.T) {
 			objs := render(t, tc.values, floorKubeVersion)
 			var deployments []*appsv1.Deployment
 			for _, u := range byKind(objs, "Deployment") {
-				if u.GetName() != fullname+"-gateway" {
+				if u.GetLabels()["app.kubernetes.io/component"] == "manager" {
 					deployments = append(deployments, convert[appsv1.Deployment](t, u))
 				}
 			}

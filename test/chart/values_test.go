@@ -35,6 +35,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"unknown log format", "logging:\n  format: xml", "/logging/format"},
 		{"extra argument that is no flag", "extraArgs: [leader-elect]", "/extraArgs/0"},
 		{"resources as a string", "resources: small", "/resources"},
+		{"controllers' GOGC that would collect without pause", "gcPercent: 10", "/gcPercent"},
+		{"controllers' GOGC as a string", `gcPercent: "50"`, "/gcPercent"},
 		{"extra env without a name", "extraEnv: [{value: x}]", "/extraEnv/0"},
 		{"extra volume mount without a path", "extraVolumeMounts: [{name: ca}]", "/extraVolumeMounts/0"},
 		{"budget with one replica", "podDisruptionBudget:\n  enabled: true", "/replicaCount"},
