@@ -334,6 +334,18 @@ func importSection(p printer, r results) {
 	p("Memory is this test process (manager, its cache, the in-process MCP\n")
 	p("server); envtest's kube-apiserver and etcd are separate processes and are\n")
 	p("not counted.\n\n")
+	if fa, ok := r.get(n, "floor-apiserver-cpu-s"); ok {
+		ia, _ := r.get(n, "import-apiserver-cpu-s")
+		fe, _ := r.get(n, "floor-etcd-cpu-s")
+		ie, _ := r.get(n, "import-etcd-cpu-s")
+		fs, _ := r.get(n, "floor-self-cpu-s")
+		is, _ := r.get(n, "import-self-cpu-s")
+		p("CPU (user + system) of each process while the floor and the import ran;\n")
+		p("the test process holds the floor's client, or the manager, and the MCP\n")
+		p("server:\n\n")
+		p("| phase | kube-apiserver | etcd | test process |\n|---|---:|---:|---:|\n")
+		p("| floor | %.1f s | %.1f s | %.1f s |\n| import | %.1f s | %.1f s | %.1f s |\n\n", fa, fe, fs, ia, ie, is)
+	}
 }
 
 func probeSection(p printer, r results) {
