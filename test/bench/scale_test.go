@@ -427,45 +427,10 @@ func (p planeCPU) minus(q planeCPU) planeCPU {
 }
 
 // controlPlaneCPU reads the CPU time of the kube-apiserver and etcd this
-// process started for its envtest: its children of those names.
+// process started for its envtest.
 func controlPlaneCPU(b *testing.B) planeCPU {
 	b.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var p planeCPU
-	var found int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue // it ended
-		}
-		open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		fields := strings.Fields(string(raw[end+1:]))
-		if len(fields) < 2 || fields[1] != strconv.Itoa(os.Getpid()) {
-			continue
-		}
-		switch string(raw[open+1 : end]) {
-		case "kube-apiserver":
-			p.apiserver += cpuOfPID(b, pid)
-			found++
-		case "etcd":
-			p.etcd += cpuOfPID(b, pid)
-			found++
-		}
-	}
-	if found != 2 {
-		b.Fatalf("found %d of envtest's kube-apiserver and etcd among this process's children", found)
-	}
-	return p
+	return planeCPU{apiserver: cpuOfPID(b, childPID(b, "kube-apiserver")), etcd: cpuOfPID(b, childPID(b, "etcd"))}
 }
 
 // floorImport writes what the importer writes for each tool, with nothing

@@ -59,15 +59,7 @@ func TestGatewayRBACWithWatchNamespaces(t *testing.T) {
 		t.Fatal("the chart rendered no RBAC")
 	}
 
-	asGateway := rest.CopyConfig(cfg)
-	asGateway.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:" + releaseNS + ":" + fullname + "-gateway",
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNS, "system:authenticated"},
-	}
-	gw, err := kubernetes.NewForConfig(asGateway)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gw := clientAs(t, cfg, fullname+"-gateway")
 
 	// RBAC grants take a moment to reach the authorizer's cache.
 	poll.Until(t, 30*time.Second, "the gateway's ServiceAccount allowed to review", func() error {
@@ -194,4 +186,20 @@ func TestGatewaySweepsApprovalsWithWatchNamespaces(t *testing.T) {
 	if n, err := clusterWide.Sweep(ctx); !apierrors.IsForbidden(errors.Unwrap(err)) || n != 0 {
 		t.Fatalf("a cluster-wide sweep as the gateway: %d deleted, error %v; want it forbidden", n, err)
 	}
+}
+
+// clientAs is a client of cfg's API server acting as the ServiceAccount
+// name of the release's namespace.
+func clientAs(t *testing.T, cfg *rest.Config, name string) *kubernetes.Clientset {
+	t.Helper()
+	as := rest.CopyConfig(cfg)
+	as.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + releaseNS + ":" + name,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNS, "system:authenticated"},
+	}
+	c, err := kubernetes.NewForConfig(as)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -16,9 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcp-catalog/operator/test/poll"
@@ -180,15 +178,7 @@ func TestGatewayPoolRBAC(t *testing.T) {
 			t.Fatalf("applying %s %s: %v", o.GetKind(), nsName(o), err)
 		}
 	}
-	asEast := rest.CopyConfig(cfg)
-	asEast.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:" + releaseNS + ":" + fullname + "-gateway-east",
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNS, "system:authenticated"},
-	}
-	east, err := kubernetes.NewForConfig(asEast)
-	if err != nil {
-		t.Fatal(err)
-	}
+	east := clientAs(t, cfg, fullname+"-gateway-east")
 	poll.Until(t, 30*time.Second, "the east pool allowed to review tokens", func() error {
 		_, err := east.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
 			Spec: authenticationv1.TokenReviewSpec{Token: "not-a-token", Audiences: []string{"mcp-catalog-gateway"}},
