@@ -37,7 +37,6 @@ const maxFastCallBody = 1 << 20
 // plainCall is a tools/call request of the plain shape.
 type plainCall struct {
 	id   json.RawMessage
-	name string
 	args json.RawMessage
 	meta sdk.Meta
 }
@@ -147,7 +146,7 @@ func plainCallRequest(body []byte, name string) (plainCall, bool) {
 	if c.meta[sdk.MetaKeyClientCapabilities] == nil || c.meta[sdk.MetaKeyClientInfo] == nil {
 		return c, false
 	}
-	c.id, c.name, c.args = top["id"], name, params["arguments"]
+	c.id, c.args = top["id"], params["arguments"]
 	return c, true
 }
 
