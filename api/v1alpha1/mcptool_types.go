@@ -250,6 +250,7 @@ type McpToolStatus struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
+	// +mapType=atomic
 	InputSchema *apiextensionsv1.JSON `json:"inputSchema,omitempty"`
 
 	// hints are the server's annotations, untrusted.
@@ -382,6 +383,7 @@ type ToolDefinition struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
+	// +mapType=atomic
 	InputSchema *apiextensionsv1.JSON `json:"inputSchema,omitempty"`
 
 	// hints are the server's annotations, untrusted.

@@ -694,6 +694,7 @@ var schemaYAML = typed.YAMLObject(`types:
               elementType:
                 namedType: __untyped_deduced_
               elementRelationship: separable
+          elementRelationship: atomic
     - name: localName
       type:
         scalar: string
@@ -885,6 +886,7 @@ var schemaYAML = typed.YAMLObject(`types:
               elementType:
                 namedType: __untyped_deduced_
               elementRelationship: separable
+          elementRelationship: atomic
     - name: title
       type:
         scalar: string
