@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -158,7 +157,7 @@ func NewJSONLinesTimeout(w io.Writer, timeout time.Duration) *JSONLines {
 // Write encodes r as one line. A short write, a failed write and a write
 // that does not finish within the deadline are errors.
 func (s *JSONLines) Write(ctx context.Context, r Record) error {
-	b, err := json.Marshal(r)
+	b, err := appendRecord(make([]byte, 0, 512), &r)
 	if err != nil {
 		return err
 	}
