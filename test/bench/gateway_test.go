@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -88,6 +89,7 @@ func BenchmarkGateway(b *testing.B) {
 	gogc := chartGatewayGOGC(b)
 	gw := startGateway(b, binary, kubeconfig, "-", gogc, gwCPUs)
 	gwFile := startGateway(b, binary, kubeconfig, filepath.Join(b.TempDir(), "audit.jsonl"), gogc, gwCPUs)
+	bare := startBareProxy(b, up.URL, gogc, gwCPUs)
 
 	c := mcp.New(mcp.Options{AllowPrivateNetworks: true})
 	direct := func(ctx context.Context) error {
@@ -106,6 +108,14 @@ func BenchmarkGateway(b *testing.B) {
 		}
 	}
 	viaGateway, viaFileGateway := through(gw), through(gwFile)
+	upURL, err := url.Parse(up.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	viaBare := func(ctx context.Context) error {
+		_, err := c.CallTool(ctx, mcp.Endpoint{Name: "bare", URL: "http://" + bare.addr + upURL.Path}, mcpserver.ToolEcho, callArgs)
+		return err
+	}
 	// A gateway's cache may see the policy a moment after the API server
 	// does.
 	for _, call := range []func(context.Context) error{viaGateway, viaFileGateway} {
@@ -114,7 +124,7 @@ func BenchmarkGateway(b *testing.B) {
 	// Warm up outside the measurement: connection pools, the client's era
 	// cache, and the gateways' review caches.
 	for range 50 {
-		for _, call := range []func(context.Context) error{direct, viaGateway, viaFileGateway} {
+		for _, call := range []func(context.Context) error{direct, viaGateway, viaFileGateway, viaBare} {
 			if err := call(ctx); err != nil {
 				b.Fatalf("warm-up call: %v", err)
 			}
@@ -131,11 +141,12 @@ func BenchmarkGateway(b *testing.B) {
 			b.ReportMetric(float64(n), "gateway-gogc")
 		}
 		for _, agents := range gatewayAgents() {
-			var d, g, gf callRun
+			var d, g, gf, bp callRun
 			for range gatewayRounds {
 				d.add(b, measure(b, nil, func() callResult { return runCalls(ctx, agents, gatewayCalls(), direct) }))
 				g.add(b, measure(b, gw, func() callResult { return runCalls(ctx, agents, gatewayCalls(), viaGateway) }))
 				gf.add(b, measure(b, gwFile, func() callResult { return runCalls(ctx, agents, gatewayCalls(), viaFileGateway) }))
+				bp.add(b, measure(b, bare, func() callResult { return runCalls(ctx, agents, gatewayCalls(), viaBare) }))
 			}
 			prefix := fmt.Sprintf("c%d-", agents)
 			b.ReportMetric(ms(d.quantile(0.5)), prefix+"direct-p50-ms")
@@ -143,8 +154,9 @@ func BenchmarkGateway(b *testing.B) {
 			b.ReportMetric(d.throughput(), prefix+"direct-calls/s")
 			b.ReportMetric(d.ownCPUPerCall(), prefix+"direct-agent-cpu-us/call")
 			// The chart's default audits to standard output; the file
-			// figures show what an audit file synced per record costs.
-			for variant, run := range map[string]*callRun{"": &g, "file-": &gf} {
+			// figures show what an audit file synced per record costs,
+			// the bare proxy's what one hop of Go's HTTP stack costs.
+			for variant, run := range map[string]*callRun{"": &g, "file-": &gf, "bare-": &bp} {
 				b.ReportMetric(ms(run.quantile(0.5)), prefix+variant+"gateway-p50-ms")
 				b.ReportMetric(ms(run.quantile(0.5)-d.quantile(0.5)), prefix+variant+"added-p50-ms")
 				b.ReportMetric(ms(run.quantile(0.99)), prefix+variant+"gateway-p99-ms")

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,7 +32,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -42,6 +43,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/controlplane"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 	"github.com/mcp-catalog/operator/test/poll"
@@ -80,6 +82,60 @@ func scaleServers() int {
 type writeCounter struct {
 	mu     sync.Mutex
 	counts map[string]int
+	// traffic is every request, writes or not, by verb and resource:
+	// how many, and the bytes sent and received (a watch's events
+	// included), for the import scenario's account of its requests.
+	traffic map[string]*traffic
+}
+
+type traffic struct {
+	n         int
+	sent, got int64
+}
+
+// trafficSnapshot copies the request account.
+func (w *writeCounter) trafficSnapshot() map[string]traffic {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]traffic, len(w.traffic))
+	for k, t := range w.traffic {
+		out[k] = *t
+	}
+	return out
+}
+
+func (w *writeCounter) account(key string, sent, got int64, req bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.traffic == nil {
+		w.traffic = map[string]*traffic{}
+	}
+	t := w.traffic[key]
+	if t == nil {
+		t = &traffic{}
+		w.traffic[key] = t
+	}
+	if req {
+		t.n++
+	}
+	t.sent += sent
+	t.got += got
+}
+
+// countedBody counts what is read of a response body into its request's
+// account.
+type countedBody struct {
+	io.ReadCloser
+	w   *writeCounter
+	key string
+}
+
+func (c *countedBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	if n > 0 {
+		c.w.account(c.key, 0, int64(n), false)
+	}
+	return n, err
 }
 
 // countingTransport is one client's transport feeding the shared counts.
@@ -103,7 +159,17 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		}
 		w.mu.Unlock()
 	}
-	return t.next.RoundTrip(req)
+	verb := req.Method
+	if req.URL.Query().Get("watch") == "true" {
+		verb = "WATCH"
+	}
+	key := verb + " " + trafficKey(req.URL.Path)
+	w.account(key, max(req.ContentLength, 0), 0, true)
+	resp, err := t.next.RoundTrip(req)
+	if err == nil && resp.Body != nil {
+		resp.Body = &countedBody{ReadCloser: resp.Body, w: w, key: key}
+	}
+	return resp, err
 }
 
 // writeKey reduces /apis/g/v/namespaces/ns/mcptools/name/status to
@@ -120,6 +186,70 @@ func writeKey(path string) string {
 		}
 	}
 	return "other"
+}
+
+// trafficKey is writeKey for any path: a cluster-wide list or watch is
+// named by its resource, anything else by its last segment.
+func trafficKey(path string) string {
+	if k := writeKey(path); k != "other" {
+		return k
+	}
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	return parts[len(parts)-1]
+}
+
+// trafficDelta is what happened in w between two snapshots.
+func trafficDelta(after, before map[string]traffic) map[string]traffic {
+	out := map[string]traffic{}
+	for k, a := range after {
+		b := before[k]
+		if d := (traffic{n: a.n - b.n, sent: a.sent - b.sent, got: a.got - b.got}); d != (traffic{}) {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// trafficTotals sums a phase's requests: how many, the bytes they sent and
+// received, and, apart, the bytes received on watches.
+func trafficTotals(t map[string]traffic) (requests int, sent, got, watched int64) {
+	for k, v := range t {
+		if strings.HasPrefix(k, "WATCH ") {
+			watched += v.got
+			continue
+		}
+		requests += v.n
+		sent += v.sent
+		got += v.got
+	}
+	return requests, sent, got, watched
+}
+
+// reportTraffic reports a phase's trafficTotals as metrics named after it.
+func reportTraffic(b *testing.B, phase string, t map[string]traffic) {
+	b.Helper()
+	n, sent, got, watched := trafficTotals(t)
+	b.ReportMetric(float64(n), phase+"-requests")
+	b.ReportMetric(float64(sent)/(1<<20), phase+"-sent-MiB")
+	b.ReportMetric(float64(got)/(1<<20), phase+"-received-MiB")
+	b.ReportMetric(float64(watched)/(1<<20), phase+"-watch-received-MiB")
+}
+
+// logTraffic writes a phase's requests, by verb and resource, to the
+// benchmark's log.
+func logTraffic(b *testing.B, phase string, t map[string]traffic) {
+	b.Helper()
+	keys := make([]string, 0, len(t))
+	for k := range t {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "requests during the %s (verb resource: requests, MiB sent, MiB received):\n", phase)
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "  %-32s %7d %8.1f %8.1f\n", k, t[k].n, float64(t[k].sent)/(1<<20), float64(t[k].got)/(1<<20))
+	}
+	b.Log(sb.String())
 }
 
 // settle waits until no write to key happened for quiet.
@@ -316,13 +446,25 @@ func BenchmarkScaleImport(b *testing.B) {
 		if err := r.c.Create(ctx, owner); err != nil {
 			b.Fatal(err)
 		}
+		// The floor's client is counted as the manager's is, to account
+		// for both phases' requests alike.
+		floorCount := &writeCounter{counts: map[string]int{}}
+		fcfg := rest.CopyConfig(r.cfg)
+		fcfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{w: floorCount, next: rt} })
+		fc, err := client.New(fcfg, client.Options{Scheme: scheme.New()})
+		if err != nil {
+			b.Fatal(err)
+		}
 		floorStart := time.Now()
 		planeBefore, selfBefore := controlPlaneCPU(b), cpuOfSelf(b)
-		if err := floorImport(ctx, r.c, owner, cat.Tools); err != nil {
+		floorWrote, err := floorImport(ctx, fc, owner, cat.Tools)
+		if err != nil {
 			b.Fatal(err)
 		}
 		floorTime := time.Since(floorStart)
 		floorPlane, floorSelf := controlPlaneCPU(b).minus(planeBefore), cpuOfSelf(b)-selfBefore
+		floorTraffic := floorCount.trafficSnapshot()
+		logTraffic(b, "floor", floorTraffic)
 		// The floor's objects go before the manager starts, so that it
 		// neither imports the floor's McpServer nor spends the import
 		// reconciling the floor's McpTools.
@@ -346,6 +488,7 @@ func BenchmarkScaleImport(b *testing.B) {
 		before := r.writes.get("mcptools") + r.writes.get("mcptools/status")
 		pagesBefore := srv.Stats().Methods["tools/list"]
 		planeBefore, selfBefore = controlPlaneCPU(b), cpuOfSelf(b)
+		trafficBefore := r.writes.trafficSnapshot()
 		start := time.Now()
 		big := mcpServer("import", "tickets", srv.URL, 0)
 		// 100 pages and 10,000 definitions to validate on two busy cores:
@@ -372,6 +515,11 @@ func BenchmarkScaleImport(b *testing.B) {
 		await(b, 10*time.Minute, "the import", synced(""), r.describe("import", "tickets"))
 		importTime := time.Since(start)
 		importPlane, importSelf := controlPlaneCPU(b).minus(planeBefore), cpuOfSelf(b)-selfBefore
+		importTraffic := trafficDelta(r.writes.trafficSnapshot(), trafficBefore)
+		logTraffic(b, "import", importTraffic)
+		if err := sameAsFloor(ctx, r.c, "import", floorWrote); err != nil {
+			b.Fatal(err)
+		}
 		importWrites := r.writes.get("mcptools") + r.writes.get("mcptools/status") - before
 		// The floor writes each tool twice (its object, its status); any
 		// write beyond that is the operator's own overhead, whichever path
@@ -413,6 +561,8 @@ func BenchmarkScaleImport(b *testing.B) {
 		b.ReportMetric(importPlane.apiserver.Seconds(), "import-apiserver-cpu-s")
 		b.ReportMetric(importPlane.etcd.Seconds(), "import-etcd-cpu-s")
 		b.ReportMetric(importSelf.Seconds(), "import-self-cpu-s")
+		reportTraffic(b, "floor", floorTraffic)
+		reportTraffic(b, "import", importTraffic)
 		b.ReportMetric(reimportTime.Seconds(), "reimport-s")
 		b.ReportMetric(float64(reimportWrites), "reimport-tool-writes")
 		memory(b)
@@ -433,14 +583,25 @@ func controlPlaneCPU(b *testing.B) planeCPU {
 	return planeCPU{apiserver: cpuOfPID(b, childPID(b, "kube-apiserver")), etcd: cpuOfPID(b, childPID(b, "etcd"))}
 }
 
-// floorImport writes what the importer writes for each tool, with nothing
-// around it: no listing, no comparison, no status bookkeeping.
-func floorImport(ctx context.Context, c client.Client, owner *mcpv1alpha1.McpServer, tools []mcp.Tool) error {
+// floorImport writes, for each tool, what the importer writes for a new
+// tool, the way it writes it, with nothing around it (no listing, no
+// comparison, no bookkeeping, no watch): a server-side apply of the tool's
+// identity, then a merge patch of its first status guarded by the
+// resourceVersion the apply answered with. The status holds what the
+// importer records for a new, disabled tool: the definition and the
+// tool's view (names, effective class and approval, Ready). It returns
+// the statuses it wrote, by remote name, for sameAsFloor.
+func floorImport(ctx context.Context, c client.Client, owner *mcpv1alpha1.McpServer, tools []mcp.Tool) (map[string]mcpv1alpha1.McpToolStatus, error) {
+	written := make(map[string]mcpv1alpha1.McpToolStatus, len(tools))
+	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(applyConcurrency)
 	for _, t := range tools {
 		g.Go(func() error {
-			name := "tickets-" + strings.ReplaceAll(t.Name, "_", "-")
+			name, err := toolname.ObjectName(owner.Name, t.Name)
+			if err != nil {
+				return err
+			}
 			obj := mcpac.McpTool(name, owner.Namespace).
 				WithLabels(map[string]string{mcpv1alpha1.LabelServer: owner.Name}).
 				WithSpec(mcpac.McpToolSpec().
@@ -449,19 +610,103 @@ func floorImport(ctx context.Context, c client.Client, owner *mcpv1alpha1.McpSer
 			if err := c.Apply(gctx, obj, client.FieldOwner("floor")); err != nil {
 				return err
 			}
-			sum := sha256.Sum256(t.InputSchema)
-			status := mcpac.McpToolStatus().
-				WithDefinitionHash("sha256:" + hex.EncodeToString(sum[:])).
-				WithDescription(t.Description).
-				WithInputSchema(apiextensionsv1.JSON{Raw: t.InputSchema}).
-				WithConditions(metav1ac.Condition().WithType(mcpv1alpha1.ConditionImported).
-					WithStatus(metav1.ConditionTrue).WithReason(mcpv1alpha1.ReasonSucceeded).
-					WithMessage("offered by the server at the last import").
-					WithLastTransitionTime(metav1.Now()))
-			return c.Status().Apply(gctx, mcpac.McpTool(name, owner.Namespace).WithStatus(status), client.FieldOwner("floor"), client.ForceOwnership)
+			before := &mcpv1alpha1.McpTool{}
+			if err := fromApplied(obj, before); err != nil {
+				return err
+			}
+			after := before.DeepCopy()
+			after.Status = floorStatus(owner, t, before.Generation)
+			patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+			if err := c.Status().Patch(gctx, after, patch, client.FieldOwner("floor-status")); err != nil {
+				return err
+			}
+			mu.Lock()
+			written[t.Name] = after.Status
+			mu.Unlock()
+			return nil
 		})
 	}
-	return g.Wait()
+	return written, g.Wait()
+}
+
+// fromApplied reads the object an apply answered with.
+func fromApplied(obj *mcpac.McpToolApplyConfiguration, into *mcpv1alpha1.McpTool) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, into)
+}
+
+// floorStatus is the status the importer records for t, new and disabled,
+// on a server declared as owner is (approval required by default).
+func floorStatus(owner *mcpv1alpha1.McpServer, t mcp.Tool, generation int64) mcpv1alpha1.McpToolStatus {
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	sum := sha256.Sum256(t.InputSchema)
+	approval := true
+	s := mcpv1alpha1.McpToolStatus{
+		DefinitionHash:            "sha256:" + hex.EncodeToString(sum[:]),
+		Title:                     t.Title,
+		Description:               t.Description,
+		LocalName:                 toolname.LocalName(owner.Name, t.Name),
+		Group:                     toolname.Group(owner.Name),
+		EffectiveDataClass:        owner.Spec.DataClass,
+		EffectiveApprovalRequired: &approval,
+		Effect:                    mcpv1alpha1.EffectNonIdempotentWrite,
+		RequiresAdmin:             true,
+		ObservedGeneration:        generation,
+		Conditions: []metav1.Condition{
+			{Type: mcpv1alpha1.ConditionImported, Status: metav1.ConditionTrue, Reason: mcpv1alpha1.ReasonSucceeded,
+				Message: "offered by the server at the last import", ObservedGeneration: generation, LastTransitionTime: now},
+			{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Disabled",
+				Message: "the tool is not enabled (spec.enabled)", ObservedGeneration: generation, LastTransitionTime: now},
+		},
+	}
+	if len(t.InputSchema) > 0 {
+		s.InputSchema = &apiextensionsv1.JSON{Raw: t.InputSchema}
+	}
+	if a := t.Annotations; a != nil {
+		h := mcpv1alpha1.ToolHints{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
+			IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+		if h != (mcpv1alpha1.ToolHints{}) {
+			s.Hints = &h
+		}
+	}
+	return s
+}
+
+// sameAsFloor checks that the floor wrote what the import did: every
+// imported tool's status equals the floor's of the same remote tool, but
+// for times and the definition hash, whose value the floor does not
+// compute (it has the same length).
+func sameAsFloor(ctx context.Context, c client.Reader, ns string, floor map[string]mcpv1alpha1.McpToolStatus) error {
+	var l mcpv1alpha1.McpToolList
+	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	if len(l.Items) != len(floor) {
+		return fmt.Errorf("the import wrote %d tools, the floor %d", len(l.Items), len(floor))
+	}
+	plain := func(s mcpv1alpha1.McpToolStatus) string {
+		s = *s.DeepCopy()
+		s.DefinitionHash = strings.Repeat("0", len(s.DefinitionHash))
+		for i := range s.Conditions {
+			s.Conditions[i].LastTransitionTime = metav1.Time{}
+		}
+		b, _ := json.Marshal(s)
+		return string(b)
+	}
+	for i := range l.Items {
+		t := &l.Items[i]
+		f, ok := floor[t.Spec.RemoteName]
+		if !ok {
+			return fmt.Errorf("the import wrote %s, which the floor did not", t.Spec.RemoteName)
+		}
+		if got, want := plain(t.Status), plain(f); got != want {
+			return fmt.Errorf("the floor's status of %s is not the importer's:\nimport: %s\nfloor:  %s", t.Spec.RemoteName, got, want)
+		}
+	}
+	return nil
 }
 
 // probeTarget serves many MCP endpoints from one stateless go-sdk server
