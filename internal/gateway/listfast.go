@@ -211,6 +211,10 @@ func hostAccepted(r *http.Request) bool {
 	if !ok || local == nil {
 		return false
 	}
+	if tcp, ok := local.(*net.TCPAddr); ok {
+		// The common case, without formatting the address to parse it.
+		return !tcp.IP.IsLoopback() || loopback(r.Host)
+	}
 	return !loopback(local.String()) || loopback(r.Host)
 }
 

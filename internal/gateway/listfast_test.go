@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -344,5 +345,30 @@ func TestListCacheKeepsOneVersionWithinItsBytes(t *testing.T) {
 	}
 	if total != c.bytes {
 		t.Fatalf("the cache counts %d bytes but holds %d", c.bytes, total)
+	}
+}
+
+// TestHostAcceptedAsTheSDKDecides checks the fast paths' copy of the SDK's
+// DNS-rebinding guard on TCP addresses, read without formatting them,
+// against the rule on their text: a request that came in on a loopback
+// address must name a loopback Host.
+func TestHostAcceptedAsTheSDKDecides(t *testing.T) {
+	locals := []*net.TCPAddr{
+		{IP: net.ParseIP("127.0.0.1"), Port: 8443}, {IP: net.ParseIP("127.9.9.9"), Port: 1},
+		{IP: net.ParseIP("::1"), Port: 8443}, {IP: net.ParseIP("::ffff:127.0.0.1"), Port: 8443},
+		{IP: net.ParseIP("10.0.0.7"), Port: 8443}, {IP: net.ParseIP("fe80::1"), Port: 8443, Zone: "eth0"},
+		{IP: net.ParseIP("::ffff:10.0.0.7"), Port: 8443},
+	}
+	hosts := []string{"localhost", "localhost:8443", "127.0.0.1:8443", "[::1]:8443", "gateway.mcp-system.svc:8443", "evil.example", "10.0.0.7"}
+	for _, local := range locals {
+		for _, host := range hosts {
+			r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+			r.Host = host
+			r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, net.Addr(local)))
+			want := !loopback(local.String()) || loopback(host)
+			if got := hostAccepted(r); got != want {
+				t.Errorf("local %s, Host %q: accepted %t, want %t", local, host, got, want)
+			}
+		}
 	}
 }
