@@ -350,14 +350,15 @@ func importSection(p printer, r results) {
 	}
 	p("| re-import of the unchanged catalog | %.1f s |\n", ri)
 	p("| McpTool writes during the re-import | %s |\n", num(rw))
-	p("| manager process after the import: live heap | %.1f MiB |\n| manager process after the import: RSS | %.1f MiB |\n| the same once freed heap is returned to the OS | %.1f MiB |\n\n", heap, rss, rel)
+	p("| test process after the import: live heap | %.1f MiB |\n| test process after the import: RSS | %.1f MiB |\n| the same once freed heap is returned to the OS | %.1f MiB |\n\n", heap, rss, rel)
 	p("Targets: import ≤ 1.3× the floor: %s %s; McpTool writes beyond the floor's ≤ 1%% of them: %s %s; re-import writes nothing: %s %s.\n\n",
 		ratio(imp/fl), verdict(imp/fl <= 1.3), percent1(share(xw, 2*tools)), verdict(share(xw, 2*tools) <= 0.01), num(rw), verdict(rw == 0))
 	p("The re-import starts once the McpTool controller has stopped writing (5 s\n")
 	p("without a status write), so every write counted in it is the re-import's.\n\n")
 	p("Memory is this test process (manager, its cache, the in-process MCP\n")
-	p("server); envtest's kube-apiserver and etcd are separate processes and are\n")
-	p("not counted.\n\n")
+	p("server, the floor's 10,000 statuses kept for the comparison and what the\n")
+	p("watched floor's cache left); envtest's kube-apiserver and etcd are separate\n")
+	p("processes and are not counted. The manager's own memory is section 5.\n\n")
 	if fa, ok := r.get(n, "floor-apiserver-cpu-s"); ok {
 		ia, _ := r.get(n, "import-apiserver-cpu-s")
 		fe, _ := r.get(n, "floor-etcd-cpu-s")
