@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -61,4 +62,26 @@ func FuzzAppendRecord(f *testing.F) {
 		tm := time.Unix(unix, int64(repeated)).In(time.FixedZone("z", offsetMinutes*60))
 		sameAsEncodingJSON(t, recordFrom([]string{a, b, c, "", a + c}, tm, latency, repeated))
 	})
+}
+
+// TestAppendRecordWritesEveryField fills every field of a Record by
+// reflection, so that a field added to Record and not to appendRecord
+// fails here rather than going missing from the audit trail.
+func TestAppendRecordWritesEveryField(t *testing.T) {
+	var r Record
+	v := reflect.ValueOf(&r).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("value-of-" + v.Type().Field(i).Name)
+		case reflect.Int, reflect.Int64:
+			f.SetInt(int64(i + 1))
+		case reflect.Struct:
+			f.Set(reflect.ValueOf(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)))
+		default:
+			t.Fatalf("Record.%s is a %s, which this test does not fill", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	sameAsEncodingJSON(t, r)
 }
