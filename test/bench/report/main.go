@@ -359,23 +359,21 @@ func importSection(p printer, r results) {
 	p("server, the floor's 10,000 statuses kept for the comparison and what the\n")
 	p("watched floor's cache left); envtest's kube-apiserver and etcd are separate\n")
 	p("processes and are not counted. The manager's own memory is section 5.\n\n")
-	if fa, ok := r.get(n, "floor-apiserver-cpu-s"); ok {
-		ia, _ := r.get(n, "import-apiserver-cpu-s")
-		fe, _ := r.get(n, "floor-etcd-cpu-s")
-		ie, _ := r.get(n, "import-etcd-cpu-s")
-		fs, _ := r.get(n, "floor-self-cpu-s")
-		is, _ := r.get(n, "import-self-cpu-s")
+	if _, ok := r.get(n, "floor-apiserver-cpu-s"); ok {
 		p("CPU (user + system) of each process while the floor and the import ran;\n")
 		p("the test process holds the floor's client, or the manager, and the MCP\n")
 		p("server:\n\n")
 		p("| phase | kube-apiserver | etcd | test process |\n|---|---:|---:|---:|\n")
-		p("| floor | %.1f s | %.1f s | %.1f s |\n", fa, fe, fs)
-		if wa, ok := r.get(n, "watched-floor-apiserver-cpu-s"); ok {
-			we, _ := r.get(n, "watched-floor-etcd-cpu-s")
-			ws, _ := r.get(n, "watched-floor-self-cpu-s")
-			p("| floor with one watch | %.1f s | %.1f s | %.1f s |\n", wa, we, ws)
+		for _, ph := range []struct{ name, prefix string }{{"floor", "floor"}, {"floor with one watch", "watched-floor"}, {"import", "import"}} {
+			a, ok := r.get(n, ph.prefix+"-apiserver-cpu-s")
+			if !ok {
+				continue
+			}
+			e, _ := r.get(n, ph.prefix+"-etcd-cpu-s")
+			self, _ := r.get(n, ph.prefix+"-self-cpu-s")
+			p("| %s | %.1f s | %.1f s | %.1f s |\n", ph.name, a, e, self)
 		}
-		p("| import | %.1f s | %.1f s | %.1f s |\n\n", ia, ie, is)
+		p("\n")
 	}
 }
 
