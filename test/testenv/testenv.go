@@ -92,6 +92,15 @@ func RunManager(tb testing.TB, cfg *rest.Config, opts manager.Options) *Manager 
 	return m
 }
 
+// StartManagerFor is RunManager without the cleanup, and StartManager for
+// a test outside Ginkgo: the caller stops it, and once stopped and let go
+// of, nothing keeps it or its cache alive (a benchmark that starts several
+// managers in turn measures its own memory).
+func StartManagerFor(tb testing.TB, cfg *rest.Config, opts manager.Options) *Manager {
+	tb.Helper()
+	return startManager(tb, cfg, opts)
+}
+
 // startManager is RunManager without the cleanup.
 func startManager(tb testing.TB, cfg *rest.Config, opts manager.Options) *Manager {
 	tb.Helper()

@@ -154,7 +154,7 @@ func write(w *strings.Builder, r results, elapsed time.Duration) {
 	p("## How to reproduce\n\n")
 	p("```sh\nmake bench                 # everything below, then rewrites this file\n")
 	p("go test -run '^$' -bench 'BenchmarkClient|BenchmarkDecode|BenchmarkArgumentRules' -benchmem -count 5 ./test/bench/\n")
-	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleImport -benchtime 1x -timeout 30m ./test/bench/\n")
+	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleImport -benchtime 1x -timeout 45m ./test/bench/\n")
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleProbe  -benchtime 1x -timeout 30m ./test/bench/\n")
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleCache  -benchtime 1x -timeout 30m ./test/bench/\n")
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleHostile -benchtime 1x -timeout 30m ./test/bench/\n")
@@ -168,6 +168,9 @@ func write(w *strings.Builder, r results, elapsed time.Duration) {
 	p("above and read them with `go tool pprof -top`. The gateway of section 7 is\n")
 	p("another process: `BENCH_GATEWAY_PPROF=1` serves its profiles and prints\n")
 	p("where; `BENCH_GATEWAY_AGENTS` and `BENCH_GATEWAY_CALLS` narrow a run.\n")
+	p("`BENCH_IMPORT_ROUNDS` (odd, 3 by default) sets how many rounds of floor and\n")
+	p("import section 3 measures, and `BENCH_IMPORT_CPUPROFILE=cpu.out` profiles the\n")
+	p("test process during its last import alone.\n")
 	p("The manager of section 5 is one too: `BENCH_MANAGER_HEAP_PROFILE=heap.pb.gz`\n")
 	p("writes its heap profile, taken after a GC once the cache is full.\n")
 	p("The fleet of section 11 takes `BENCH_FLEET_SERVERS`, `BENCH_FLEET_INTERVAL`\n")
@@ -310,9 +313,12 @@ func importSection(p printer, r results) {
 	heap, _ := r.get(n, "heap-MiB")
 	rss, _ := r.get(n, "rss-MiB")
 	rel, _ := r.get(n, "rss-released-MiB")
+	rounds, _ := r.get(n, "rounds")
+	mid, _ := r.get(n, "median-round")
+	ir := importRatio(r)
 	p("%s tools over %s pages (go-sdk server, page size 100) imported by the\n", num(tools), num(tools/100))
 	p("manager (internal/manager, in this process) into McpTools. The floor, in the\n")
-	p("same run and before the manager starts, is a bare controller-runtime client\n")
+	p("same run and while the manager is stopped, is a bare controller-runtime client\n")
 	p("writing what the importer writes for each new tool, the way it writes it:\n")
 	p("a server-side apply of the tool's identity, then a merge patch of its first\n")
 	p("status (definition, names, effective class and approval, conditions)\n")
@@ -322,20 +328,46 @@ func importSection(p printer, r results) {
 	p("bytes (the request account below). A second floor makes the same writes\n")
 	p("while a controller-runtime cache in the test process watches the tools,\n")
 	p("as any controller of McpTools does: the difference between the two floors\n")
-	p("is what the watch costs. Before the floors an untimed fifth of the writes\n")
+	p("is what the watch costs. Before the first phase an untimed fifth of the writes\n")
 	p("warms the API server up (and is deleted), and every timed phase starts once\n")
 	p("kube-apiserver and etcd are idle. The import is timed from the McpServer's creation to\n")
 	p("CatalogSynced=True with 10,000 imported; the McpTool controller works on the\n")
 	p("new tools at the same time, as in a cluster. Writes are counted by a\n")
 	p("counting http.RoundTripper under the manager's REST config.\n\n")
+	if rounds > 0 {
+		p("The same 20,000 writes cost kube-apiserver between 73 and 100 s of CPU\n")
+		p("over six earlier runs on this machine, so a single floor and a single\n")
+		p("import give the machine's verdict, not the operator's. The three phases\n")
+		p("are therefore measured in %s rounds, each phase starting from an empty\n", num(rounds))
+		p("namespace with the previous phase's objects deleted, the manager stopped\n")
+		p("between rounds, every other round in the opposite order; each round's\n")
+		p("import is compared with its own floor, and the round whose ratio is the\n")
+		p("median is the one reported below (its times, CPU and requests):\n\n")
+		p("| round | order | floor | floor with one watch | import | import ÷ floor | import ÷ floor with one watch |\n|---|---|---:|---:|---:|---:|---:|\n")
+		for i := 1; i <= int(rounds); i++ {
+			f, _ := r.get(n, fmt.Sprintf("round%d-floor-s", i))
+			wf, _ := r.get(n, fmt.Sprintf("round%d-watched-floor-s", i))
+			im, _ := r.get(n, fmt.Sprintf("round%d-import-s", i))
+			order := "floor, watched, import"
+			if i%2 == 0 {
+				order = "import, watched, floor"
+			}
+			label := num(float64(i))
+			if float64(i) == mid {
+				label += " (median)"
+			}
+			p("| %s | %s | %.1f s | %.1f s | %.1f s | %s | %s |\n", label, order, f, wf, im, ratio(im/f), ratio(im/wf))
+		}
+		p("\n")
+	}
 	p("| figure | value |\n|---|---:|\n")
-	p("| floor | %.1f s |\n| import | %.1f s |\n| import ÷ floor | %s |\n", fl, imp, ratio(imp/fl))
+	p("| floor | %.1f s |\n| import | %.1f s |\n| import ÷ floor | %s |\n", fl, imp, ratio(ir))
 	if wf, ok := r.get(n, "watched-floor-s"); ok {
 		p("| floor with one watch of the tools (a controller-runtime cache in the test process) | %.1f s |\n", wf)
 		p("| import ÷ floor with one watch | %s |\n", ratio(imp/wf))
 	}
 	p("| of which reading the catalog (our client alone, 100 pages, same server, measured before the floor) | %.1f s |\n", list)
-	p("| McpTool writes during the import (every writer: the importer's applies, status writes of the import and of the McpTool controller) | %s |\n", num(w))
+	p("| McpTool writes during the import (every writer: the importer's applies, status writes of the import and of the McpTool controller; the round that wrote most) | %s |\n", num(w))
 	p("| of which beyond the floor's two per tool, and their share of the floor's | %s (%s) |\n", num(xw), percent1(share(xw, 2*tools)))
 	if fr, ok := r.get(n, "floor-requests"); ok {
 		fsent, _ := r.get(n, "floor-sent-MiB")
@@ -352,17 +384,18 @@ func importSection(p printer, r results) {
 	p("| McpTool writes during the re-import | %s |\n", num(rw))
 	p("| test process after the import: live heap | %.1f MiB |\n| test process after the import: RSS | %.1f MiB |\n| the same once freed heap is returned to the OS | %.1f MiB |\n\n", heap, rss, rel)
 	p("Targets: import ≤ 1.3× the floor: %s %s; McpTool writes beyond the floor's ≤ 1%% of them: %s %s; re-import writes nothing: %s %s.\n\n",
-		ratio(imp/fl), verdict(imp/fl <= 1.3), percent1(share(xw, 2*tools)), verdict(share(xw, 2*tools) <= 0.01), num(rw), verdict(rw == 0))
+		ratio(ir), verdict(ir <= 1.3), percent1(share(xw, 2*tools)), verdict(share(xw, 2*tools) <= 0.01), num(rw), verdict(rw == 0))
 	p("The re-import starts once the McpTool controller has stopped writing (5 s\n")
 	p("without a status write), so every write counted in it is the re-import's.\n\n")
-	p("Memory is this test process (manager, its cache, the in-process MCP\n")
-	p("server, the floor's 10,000 statuses kept for the comparison and what the\n")
-	p("watched floor's cache left); envtest's kube-apiserver and etcd are separate\n")
-	p("processes and are not counted. The manager's own memory is section 5.\n\n")
+	p("Memory is this test process (the last round's manager and its cache, the\n")
+	p("in-process MCP server, the floor's 10,000 statuses kept for the comparison;\n")
+	p("the earlier rounds' managers and the watched floors' caches are stopped and\n")
+	p("let go of); envtest's kube-apiserver and etcd are separate processes and\n")
+	p("are not counted. The manager's own memory is section 5.\n\n")
 	if _, ok := r.get(n, "floor-apiserver-cpu-s"); ok {
-		p("CPU (user + system) of each process while the floor and the import ran;\n")
-		p("the test process holds the floor's client, or the manager, and the MCP\n")
-		p("server:\n\n")
+		p("CPU (user + system) of each process while the floor and the import ran\n")
+		p("(the median round); the test process holds the floor's client, or the\n")
+		p("manager, and the MCP server:\n\n")
 		p("| phase | kube-apiserver | etcd | test process |\n|---|---:|---:|---:|\n")
 		for _, ph := range []struct{ name, prefix string }{{"floor", "floor"}, {"floor with one watch", "watched-floor"}, {"import", "import"}} {
 			a, ok := r.get(n, ph.prefix+"-apiserver-cpu-s")
@@ -375,6 +408,18 @@ func importSection(p printer, r results) {
 		}
 		p("\n")
 	}
+}
+
+// importRatio is the import ÷ floor of the median round, or of the one
+// round of an output from before the rounds.
+func importRatio(r results) float64 {
+	const n = "BenchmarkScaleImport"
+	if v, ok := r.get(n, "import/floor"); ok {
+		return v
+	}
+	imp, _ := r.get(n, "import-s")
+	fl, _ := r.get(n, "floor-s")
+	return imp / fl
 }
 
 func probeSection(p printer, r results) {
@@ -739,9 +784,9 @@ func targetsSection(p printer, r results) {
 		}
 		p("| %s | %s | %s | %s |\n", what, goal, value, verdict(ok))
 	}
-	imp, okI := r.get("BenchmarkScaleImport", "import-s")
-	fl, _ := r.get("BenchmarkScaleImport", "floor-s")
-	row("import of 10,000 tools vs the bare write floor", "≤ 1.3×", ratio(imp/fl), imp/fl <= 1.3, okI)
+	_, okI := r.get("BenchmarkScaleImport", "import-s")
+	ir := importRatio(r)
+	row("import of 10,000 tools vs the bare write floor (median round)", "≤ 1.3×", ratio(ir), ir <= 1.3, okI)
 	xw, _ := r.get("BenchmarkScaleImport", "import-extra-writes")
 	tools, _ := r.get("BenchmarkScaleImport", "tools")
 	row("McpTool writes during an import beyond the floor's two per tool (McpTool controller's and any other), share of the floor's", "≤ 1%", percent1(share(xw, 2*tools)), share(xw, 2*tools) <= 0.01, okI)
