@@ -334,10 +334,10 @@ func (r *envtestRun) startManager(b *testing.B) {
 }
 
 // startManager runs a manager on cfg, with options changed by mutate, until
-// it is stopped or the benchmark ends.
-func startManager(b *testing.B, cfg *rest.Config, mutate func(*manager.Options)) *testenv.Manager {
+// the benchmark ends.
+func startManager(b *testing.B, cfg *rest.Config, mutate func(*manager.Options)) {
 	b.Helper()
-	return testenv.RunManager(b, cfg, managerOptions(mutate))
+	testenv.RunManager(b, cfg, managerOptions(mutate))
 }
 
 // managerOptions are the benchmarks' manager options, changed by mutate.
@@ -449,8 +449,8 @@ func rssMiB() float64 {
 // client writing what the importer writes for each tool, the same way and
 // with the same concurrency, in the same run while the manager is stopped.
 // One run of each is the machine's verdict rather than the operator's (the
-// same 20,000 writes cost kube-apiserver 73 to 100 s of CPU from run to
-// run here), so the floor, the floor with one watch and the import are
+// same 20,000 writes cost kube-apiserver 73 to 100 s of CPU over six runs
+// of an earlier round), so the floor, the floor with one watch and the import are
 // measured in importRounds() rounds, each round's import against its own
 // floor, and the round whose ratio is the median is reported. Then it
 // re-imports the unchanged catalog and counts McpTool writes.
@@ -494,7 +494,7 @@ func BenchmarkScaleImport(b *testing.B) {
 			last  *importRun
 		)
 		for i := range rounds {
-			var ir importRound
+			ir := importRound{n: i + 1}
 			floor := func() {
 				ir.floor, wrote = r.floorPhase(b, fmt.Sprintf("floor-%d", i), srv.URL, cat.Tools, false)
 			}
@@ -644,11 +644,7 @@ func (ir importRound) ratio() float64 {
 // medianRound is the round whose import ÷ floor is the median of an odd
 // number of rounds.
 func medianRound(rounds []importRound) importRound {
-	byRatio := make([]importRound, len(rounds))
-	for i, ir := range rounds {
-		ir.n = i + 1
-		byRatio[i] = ir
-	}
+	byRatio := slices.Clone(rounds)
 	slices.SortFunc(byRatio, func(x, y importRound) int { return cmp.Compare(x.ratio(), y.ratio()) })
 	return byRatio[len(byRatio)/2]
 }

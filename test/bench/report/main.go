@@ -336,7 +336,7 @@ func importSection(p printer, r results) {
 	p("counting http.RoundTripper under the manager's REST config.\n\n")
 	if rounds > 0 {
 		p("The same 20,000 writes cost kube-apiserver between 73 and 100 s of CPU\n")
-		p("over six earlier runs on this machine, so a single floor and a single\n")
+		p("over six earlier runs of one round each, so a single floor and a single\n")
 		p("import give the machine's verdict, not the operator's. The three phases\n")
 		p("are therefore measured in %s rounds, each phase starting from an empty\n", num(rounds))
 		p("namespace with the previous phase's objects deleted, the manager stopped\n")
