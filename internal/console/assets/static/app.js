@@ -154,6 +154,12 @@
       body.replaceChildren(el('p', { class: 'empty' }, 'Every definition is approved.'));
       return;
     }
+    // A card the person opened or folded since it was shown keeps that
+    // state. Read from the page at render time: a toggle event is queued,
+    // and a render that ran before it would fold a card just opened.
+    for (const d of body.querySelectorAll('details[data-key]')) {
+      if (d.open !== d.shownOpen) cardOpen.set(d.getAttribute('data-key'), d.open);
+    }
     body.replaceChildren(...reviews.map((r) => {
       const key = r.namespace + '/' + r.name;
       const approve = el('button', { type: 'button', class: 'approve', 'data-action': 'approve-definition', 'data-hash': r.currentHash }, 'Approve ' + short(r.currentHash));
@@ -185,7 +191,7 @@
           el('div', { class: 'buttons' }, approve, toggle),
           el('p', { class: 'sub' }, 'Approving approves exactly ', el('span', { class: 'mono' }, r.currentHash),
             '; if the server changes the definition meanwhile, the approval is refused.')));
-      details.addEventListener('toggle', () => { if (details.open !== open) cardOpen.set(key, details.open); });
+      details.shownOpen = open;
       return details;
     }));
   }
