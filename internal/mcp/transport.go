@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -117,7 +116,7 @@ func (o *operation) exchange(ctx context.Context, l leg) (*legResult, error) {
 				*l.sent = id
 			}
 		}
-		b, err := json.Marshal(req)
+		b, err := encodeRequest(req)
 		if err != nil {
 			return nil, o.fail(KindInvalidArgument, l.method, err)
 		}

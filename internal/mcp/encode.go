@@ -1,0 +1,109 @@
+package mcp
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strconv"
+)
+
+// encodeRequest encodes a request as json.Marshal does, byte for byte
+// (TestEncodeRequestMatchesMarshal), without reflection for the values a
+// request's parameters are built from here: maps of strings to values,
+// lists, strings and booleans. Any other value (a number, a struct, raw
+// JSON) is encoded by json.Marshal where it stands.
+func encodeRequest(r rpcRequest) ([]byte, error) {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"jsonrpc":`...)
+	b = appendMarshalString(b, r.JSONRPC)
+	if r.ID != "" {
+		b = append(b, `,"id":`...)
+		b = appendMarshalString(b, r.ID)
+	}
+	b = append(b, `,"method":`...)
+	b = appendMarshalString(b, r.Method)
+	if r.Params != nil {
+		b = append(b, `,"params":`...)
+		var err error
+		if b, err = appendMarshalValue(b, r.Params); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendMarshalValue appends v as json.Marshal encodes it.
+func appendMarshalValue(dst []byte, v any) ([]byte, error) {
+	switch t := v.(type) {
+	case nil:
+		return append(dst, "null"...), nil
+	case string:
+		return appendMarshalString(dst, t), nil
+	case bool:
+		return strconv.AppendBool(dst, t), nil
+	case map[string]any:
+		if t == nil {
+			return append(dst, "null"...), nil
+		}
+		dst = append(dst, '{')
+		for i, k := range slices.Sorted(maps.Keys(t)) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(appendMarshalString(dst, k), ':')
+			var err error
+			if dst, err = appendMarshalValue(dst, t[k]); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, '}'), nil
+	case map[string]string:
+		if t == nil {
+			return append(dst, "null"...), nil
+		}
+		dst = append(dst, '{')
+		for i, k := range slices.Sorted(maps.Keys(t)) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(appendMarshalString(dst, k), ':')
+			dst = appendMarshalString(dst, t[k])
+		}
+		return append(dst, '}'), nil
+	case []any:
+		if t == nil {
+			return append(dst, "null"...), nil
+		}
+		dst = append(dst, '[')
+		for i, e := range t {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendMarshalValue(dst, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, ']'), nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, b...), nil
+}
+
+// appendMarshalString quotes s as json.Marshal does (HTML escaping on).
+// Printable ASCII other than the quote, the backslash and the HTML
+// characters needs no escape; anything else is left to encoding/json.
+func appendMarshalString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s) // a string always encodes
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}

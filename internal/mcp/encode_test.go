@@ -1,0 +1,79 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+// encodeRequest writes what json.Marshal writes for every shape of
+// parameters: the maps, lists, strings and booleans it encodes itself,
+// and the values it hands to encoding/json.
+func TestEncodeRequestMatchesMarshal(t *testing.T) {
+	type point struct {
+		X, Y int
+	}
+	params := []any{
+		nil,
+		map[string]any{},
+		map[string]any(nil),
+		map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}},
+		map[string]any{
+			"name": "tool<&>", "arguments": map[string]any{
+				"s": "quote \" backslash \\ <b> & \u2028\u2029 \x00\x1f\b\f\n\r\t bad \xff utf-8 日本 🚀",
+				"n": 1.5, "i": float64(1e21), "small": 1e-7, "neg": math.Copysign(0, -1), "int": 42, "big": json.Number("12345678901234567890"),
+				"t": true, "f": false, "null": nil, "list": []any{"a", 1.0, nil, []any{}, map[string]any{"z": "1", "a": "2"}},
+				"nilList": []any(nil), "raw": json.RawMessage(` { "b" : 1, "a" : "<x>" } `),
+				"struct": point{1, 2}, "strings": map[string]string{"b": "2", "a": "1", "<": ">"}, "nilStrings": map[string]string(nil),
+				"bytes": []byte("bin"), "typed": []string{"x", "y"},
+			},
+			"_meta": map[string]any{
+				"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+				"io.modelcontextprotocol/clientInfo":         map[string]string{"name": "mcp-catalog", "version": "v1"},
+				"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+				"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+			},
+		},
+		point{3, 4},
+	}
+	for _, id := range []string{"", "mcpc-1-1"} {
+		for i, p := range params {
+			r := rpcRequest{JSONRPC: "2.0", ID: id, Method: "tools/call", Params: p}
+			got, err := encodeRequest(r)
+			if err != nil {
+				t.Fatalf("params %d: %v", i, err)
+			}
+			want, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("params %d, id %q:\n got %s\nwant %s", i, id, got, want)
+			}
+		}
+	}
+	// A value encoding/json refuses is refused here too.
+	for _, bad := range []any{math.NaN(), make(chan int), map[string]any{"a": []any{math.Inf(1)}}} {
+		if _, err := encodeRequest(rpcRequest{JSONRPC: "2.0", Method: "m", Params: map[string]any{"v": bad}}); err == nil {
+			t.Errorf("%v was encoded", bad)
+		}
+	}
+}
+
+func FuzzEncodeRequestString(f *testing.F) {
+	for _, s := range []string{"", "plain", "<&>", "\u2028", "\xff", "\"\\\n"} {
+		f.Add(s, s)
+	}
+	f.Fuzz(func(t *testing.T, key, value string) {
+		r := rpcRequest{JSONRPC: "2.0", ID: value, Method: key, Params: map[string]any{key: value, "l": []any{value}, "m": map[string]string{value: key}}}
+		got, err := encodeRequest(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(r)
+		if !bytes.Equal(got, want) {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	})
+}
