@@ -78,7 +78,7 @@ type Sink interface {
 // call), and the record that it is about to be sent. No record, no call.
 func (g *Gateway) auditBefore(ctx context.Context, id *Identity, c *callScope) *sdk.CallToolResult {
 	srv := &mcpv1alpha1.McpServer{}
-	if err := g.Reader.Get(ctx, types.NamespacedName{Namespace: c.key.Namespace, Name: c.tool.Spec.ServerRef.Name}, srv); err != nil {
+	if err := g.Reader.Get(ctx, types.NamespacedName{Namespace: c.key.Namespace, Name: c.tool.Spec.ServerRef.Name}, srv, readOnly); err != nil {
 		return g.deny(ctx, c.rec, c.tool, DenyNotServable, mcpv1alpha1.ReasonServerNotFound, "the tool's server no longer exists")
 	}
 	c.srv = srv

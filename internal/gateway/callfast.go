@@ -117,31 +117,35 @@ func plainCallRequest(body []byte, name string) (plainCall, bool) {
 	if err != nil || string(meta[sdk.MetaKeyProtocolVersion]) != `"`+modernProtocol+`"` {
 		return c, false
 	}
+	// The stages read only the trace context of _meta, which is decoded;
+	// the capabilities and the client's name are checked for their shape
+	// and kept as they came.
 	c.meta = make(sdk.Meta, len(meta))
 	for k, raw := range meta {
-		var v any
-		if json.Unmarshal(raw, &v) != nil {
-			return c, false
-		}
 		switch k {
 		case sdk.MetaKeyProtocolVersion:
+			c.meta[k] = modernProtocol
 		case sdk.MetaKeyClientCapabilities:
-			if _, ok := v.(map[string]any); !ok {
+			if raw[0] != '{' {
 				return c, false
 			}
+			c.meta[k] = raw
 		case sdk.MetaKeyClientInfo:
-			ci, ok := v.(map[string]any)
-			if n, _ := ci["name"].(string); !ok || n == "" {
+			ci, err := mcp.ObjectMembers(raw)
+			// A name of at least one character: its quotes and more.
+			if n := ci["name"]; err != nil || len(n) < 3 || n[0] != '"' {
 				return c, false
 			}
+			c.meta[k] = raw
 		case "traceparent", "tracestate":
-			if _, ok := v.(string); !ok {
+			var v string
+			if json.Unmarshal(raw, &v) != nil {
 				return c, false
 			}
+			c.meta[k] = v
 		default:
 			return c, false
 		}
-		c.meta[k] = v
 	}
 	if c.meta[sdk.MetaKeyClientCapabilities] == nil || c.meta[sdk.MetaKeyClientInfo] == nil {
 		return c, false
@@ -200,6 +204,9 @@ func (g *Gateway) callResult(res *sdk.CallToolResult, callErr error) ([]byte, bo
 		callErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: result has both content and inputRequests"}
 	}
 	if callErr == nil && res != nil {
+		if b, ok := g.textResult(res); ok {
+			return b, true
+		}
 		if _, named := res.Meta[sdk.MetaKeyServerInfo]; !named {
 			if res.Meta == nil {
 				res.Meta = sdk.Meta{}
@@ -237,4 +244,55 @@ func (g *Gateway) callResult(res *sdk.CallToolResult, callErr error) ([]byte, bo
 		b = []byte(`{"code":-32603,"message":"internal error"}`)
 	}
 	return b, false
+}
+
+// textResultTail ends a plain text result (textResult): the text's content
+// block and its list, then the members after them.
+const textResultTail = `}]`
+
+// buildTextResultPrefix is the encoding of a result holding one text block
+// as the SDK writes it for this gateway, up to the text's value: the
+// _meta naming the gateway, then the content list. It is cut from the
+// SDK's own encoding of such a result with an empty text; nil when that
+// encoding does not end as expected, and then every result is encoded
+// whole.
+func (g *Gateway) buildTextResultPrefix() []byte {
+	b, err := json.Marshal(&sdk.CallToolResult{
+		Meta:    sdk.Meta{sdk.MetaKeyServerInfo: g.implementation()},
+		Content: []sdk.Content{&sdk.TextContent{}},
+	})
+	end := `"text":""` + textResultTail + `}`
+	if err != nil || !bytes.HasSuffix(b, []byte(end)) {
+		return nil
+	}
+	return b[:len(b)-len(`""`+textResultTail+`}`)]
+}
+
+// textResult encodes the result most calls get, one text block and
+// nothing else (what record makes of an upstream answer), without the
+// SDK's reflection: the same bytes as its encoding
+// (TestTextResultMatchesTheSDK), reporting false for any other result.
+func (g *Gateway) textResult(res *sdk.CallToolResult) ([]byte, bool) {
+	if g.textResultPrefix == nil || res.Meta != nil || len(res.Content) != 1 || res.StructuredContent != nil ||
+		res.InputRequests != nil || res.RequestState != "" {
+		return nil, false
+	}
+	text, ok := res.Content[0].(*sdk.TextContent)
+	if !ok || text.Meta != nil || text.Annotations != nil {
+		return nil, false
+	}
+	// encoding/json's string encoding is the SDK's: HTML characters,
+	// U+2028, U+2029 and invalid UTF-8 escaped alike.
+	value, err := json.Marshal(text.Text)
+	if err != nil {
+		return nil, false
+	}
+	b := make([]byte, 0, len(g.textResultPrefix)+len(value)+len(textResultTail)+len(`,"isError":true,"resultType":"complete"}`))
+	b = append(b, g.textResultPrefix...)
+	b = append(b, value...)
+	b = append(b, textResultTail...)
+	if res.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	return append(b, `,"resultType":"complete"}`...), true
 }

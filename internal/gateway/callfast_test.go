@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,18 +143,23 @@ func TestFastCallMatchesTheSDK(t *testing.T) {
 	// Other shapes, and calls only the SDK's path can answer, go to it.
 	g.noFastCall.Store(false)
 	for name, c := range map[string]struct{ header, body string }{
-		"a progress token":         {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"_meta":{`, `"_meta":{"progressToken":3,`, 1)},
-		"an input response":        {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"params":{`, `"params":{"requestState":"x",`, 1)},
-		"a name unlike the header": {failsLocal, plainCallBody("1", echoLocal, "")},
-		"a member in other case":   {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"method"`, `"Method"`, 1)},
-		"a repeated member":        {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"params":{`, `"params":{"name":"`+failsLocal+`",`, 1)},
-		"no client capabilities":   {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `,"io.modelcontextprotocol/clientCapabilities":{}`, ``, 1)},
-		"an old era":               {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), "2026-07-28", "2025-11-25", 1)},
-		"a fractional id":          {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"id":1`, `"id":1.5`, 1)},
-		"trailing data":            {echoLocal, plainCallBody("1", echoLocal, "") + `{}`},
-		"an approval":              {toolname.LocalName("docs", "gated"), plainCallBody("1", toolname.LocalName("docs", "gated"), "")},
-		"argument headers":         {toolname.LocalName("docs", "headed"), plainCallBody("1", toolname.LocalName("docs", "headed"), `"arguments":{"region":"eu"},`)},
-		"an unknown tool":          {toolname.LocalName("docs", "nothing"), plainCallBody("1", toolname.LocalName("docs", "nothing"), "")},
+		"a progress token":           {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"_meta":{`, `"_meta":{"progressToken":3,`, 1)},
+		"an input response":          {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"params":{`, `"params":{"requestState":"x",`, 1)},
+		"a name unlike the header":   {failsLocal, plainCallBody("1", echoLocal, "")},
+		"a member in other case":     {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"method"`, `"Method"`, 1)},
+		"a repeated member":          {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"params":{`, `"params":{"name":"`+failsLocal+`",`, 1)},
+		"no client capabilities":     {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `,"io.modelcontextprotocol/clientCapabilities":{}`, ``, 1)},
+		"capabilities not an object": {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientCapabilities":[]`, 1)},
+		"a client without a name":    {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `{"name":"agent","version":"1"}`, `{"version":"1"}`, 1)},
+		"a client named nothing":     {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"name":"agent"`, `"name":""`, 1)},
+		"a client named by a number": {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"name":"agent"`, `"name":12`, 1)},
+		"a trace parent not a text":  {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"_meta":{`, `"_meta":{"traceparent":{},`, 1)},
+		"an old era":                 {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), "2026-07-28", "2025-11-25", 1)},
+		"a fractional id":            {echoLocal, strings.Replace(plainCallBody("1", echoLocal, ""), `"id":1`, `"id":1.5`, 1)},
+		"trailing data":              {echoLocal, plainCallBody("1", echoLocal, "") + `{}`},
+		"an approval":                {toolname.LocalName("docs", "gated"), plainCallBody("1", toolname.LocalName("docs", "gated"), "")},
+		"argument headers":           {toolname.LocalName("docs", "headed"), plainCallBody("1", toolname.LocalName("docs", "headed"), `"arguments":{"region":"eu"},`)},
+		"an unknown tool":            {toolname.LocalName("docs", "nothing"), plainCallBody("1", toolname.LocalName("docs", "nothing"), "")},
 	} {
 		before := g.fastCalls.Load()
 		ans := postCall(t, hs.URL, c.header, c.body)
@@ -206,4 +213,70 @@ func jsonEqual(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
+}
+
+// The text result written without reflection is byte for byte what the
+// SDK's encoding gives, for texts JSON must escape and for tool errors;
+// any other result goes the SDK's way.
+func TestTextResultMatchesTheSDK(t *testing.T) {
+	g := &Gateway{Options: Options{Version: `v1.2.3<&>`}}
+	g.textResultPrefix = g.buildTextResultPrefix()
+	if g.textResultPrefix == nil {
+		t.Fatal("no prefix was cut from the SDK's encoding of a text result")
+	}
+	texts := []string{"", "hello", `quote " backslash \ slash /`, "<b>&amp;</b>", "line\nbreak\ttab\x00\x1f", "\u2028\u2029", "bad \xff\xfe utf-8", "日本語 🚀"}
+	for _, text := range texts {
+		for _, isError := range []bool{false, true} {
+			res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, IsError: isError}
+			fast, ok := g.textResult(res)
+			if !ok {
+				t.Fatalf("a text result of %q was not written without reflection", text)
+			}
+			// The SDK's way, as callResult takes it for any other result.
+			res.Meta = sdk.Meta{sdk.MetaKeyServerInfo: g.implementation()}
+			want, err := json.Marshal(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want[:len(want)-1], `,"resultType":"complete"}`...)
+			if !bytes.Equal(fast, want) {
+				t.Errorf("text %q, isError %v:\n got %s\nwant %s", text, isError, fast, want)
+			}
+		}
+	}
+	others := map[string]*sdk.CallToolResult{
+		"two blocks":         {Content: []sdk.Content{&sdk.TextContent{Text: "a"}, &sdk.TextContent{Text: "b"}}},
+		"no block":           {Content: []sdk.Content{}},
+		"an image":           {Content: []sdk.Content{&sdk.ImageContent{Data: []byte{1}, MIMEType: "image/png"}}},
+		"annotated":          {Content: []sdk.Content{&sdk.TextContent{Text: "a", Annotations: &sdk.Annotations{Priority: 1}}}},
+		"a block's _meta":    {Content: []sdk.Content{&sdk.TextContent{Text: "a", Meta: sdk.Meta{"k": "v"}}}},
+		"structured content": {Content: []sdk.Content{&sdk.TextContent{Text: "a"}}, StructuredContent: map[string]any{"a": 1}},
+		"its own _meta":      {Content: []sdk.Content{&sdk.TextContent{Text: "a"}}, Meta: sdk.Meta{"k": "v"}},
+		"input requests":     {InputRequests: sdk.InputRequestMap{}},
+		"request state":      {Content: []sdk.Content{&sdk.TextContent{Text: "a"}}, RequestState: "s"},
+	}
+	for name, res := range others {
+		if _, ok := g.textResult(res); ok {
+			t.Errorf("%s: written as a plain text result", name)
+		}
+	}
+}
+
+// textResult names every member of the SDK's CallToolResult and
+// TextContent it leaves out; a member the SDK adds must be weighed there
+// before a plain text result may go without it.
+func TestTextResultKnowsTheSDKsMembers(t *testing.T) {
+	fields := func(v any) []string {
+		var out []string
+		for f := range reflect.TypeOf(v).Fields() {
+			out = append(out, f.Name)
+		}
+		return out
+	}
+	if got, want := fields(sdk.CallToolResult{}), []string{"Meta", "Content", "StructuredContent", "IsError", "InputRequests", "RequestState", "resultType", "err"}; !slices.Equal(got, want) {
+		t.Errorf("CallToolResult's members are %v, textResult knows %v", got, want)
+	}
+	if got, want := fields(sdk.TextContent{}), []string{"Text", "Meta", "Annotations"}; !slices.Equal(got, want) {
+		t.Errorf("TextContent's members are %v, textResult knows %v", got, want)
+	}
 }

@@ -3,6 +3,10 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -11,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
@@ -302,7 +307,7 @@ func (g *Gateway) readServer(ctx context.Context, key types.NamespacedName, serv
 		return srv, nil
 	}
 	srv := &mcpv1alpha1.McpServer{}
-	if err := g.Reader.Get(ctx, key, srv); err != nil {
+	if err := g.Reader.Get(ctx, key, srv, readOnly); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("reading the tool's server: %w", err)
 		}
@@ -329,25 +334,67 @@ func servable(t *mcpv1alpha1.McpTool) bool {
 const readTimeout = 5 * time.Second
 
 // boundedReader is how the gateway reads what it decides from (tools,
-// access policies, servers) from the informer cache: every read with a
-// deadline, so that a kind whose informer cannot sync (its RBAC missing,
-// say) fails the call with an error the log names instead of holding it
-// until the agent gives up.
+// access policies, servers) from the informer cache: a read of a kind whose
+// informer has not synced has a deadline, so that a kind that cannot sync
+// (its RBAC missing, say) fails the call with an error the log names
+// instead of holding it until the agent gives up. A cache read waits only
+// for its kind's informer to sync, so once one read of a kind has
+// succeeded the reads after it do not wait and go without a deadline (and
+// without the timer each deadline costs a call).
+//
+// The reads of a call's path (its tool, its server, its namespace's access
+// policies) pass readOnly: they are handed the cache's own objects, not
+// copies of them, and nothing in the gateway writes an object it read.
 type boundedReader struct {
 	client.Reader
 	timeout time.Duration
+	// synced holds the Go types (reflect.Type) of the objects and lists
+	// read successfully once. A Go type names one kind for the typed
+	// objects the gateway reads (it reads no metadata-only or unstructured
+	// objects, whose type would name many).
+	synced *sync.Map
+}
+
+// readOnly is the read option of the reads a call makes: the object as the
+// cache holds it, shared with the cache and with every other call, not a
+// copy (a deep copy of a tool and its server was most of what reading them
+// cost a call).
+var readOnly = client.UnsafeDisableDeepCopy
+
+func newBoundedReader(r client.Reader, timeout time.Duration) boundedReader {
+	return boundedReader{Reader: r, timeout: timeout, synced: &sync.Map{}}
 }
 
 func (r boundedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	kind := reflect.TypeOf(obj)
+	if _, ok := r.synced.Load(kind); ok {
+		return r.Reader.Get(ctx, key, obj, opts...)
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	return r.Reader.Get(ctx, key, obj, opts...)
+	err := r.Reader.Get(ctx, key, obj, opts...)
+	r.learn(kind, err)
+	return err
 }
 
 func (r boundedReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	kind := reflect.TypeOf(list)
+	if _, ok := r.synced.Load(kind); ok {
+		return r.Reader.List(ctx, list, opts...)
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	return r.Reader.List(ctx, list, opts...)
+	err := r.Reader.List(ctx, list, opts...)
+	r.learn(kind, err)
+	return err
+}
+
+// learn remembers that a read of kind was answered: a read that found
+// nothing was answered from a synced informer too.
+func (r boundedReader) learn(kind reflect.Type, err error) {
+	if err == nil || apierrors.IsNotFound(err) {
+		r.synced.Store(kind, struct{}{})
+	}
 }
 
 // accessPolicies are the McpAccessPolicies of the caller's namespace: the
@@ -355,7 +402,7 @@ func (r boundedReader) List(ctx context.Context, list client.ObjectList, opts ..
 // them.
 func (g *Gateway) accessPolicies(ctx context.Context, id *Identity) ([]mcpv1alpha1.McpAccessPolicy, error) {
 	var policies mcpv1alpha1.McpAccessPolicyList
-	if err := g.Reader.List(ctx, &policies, client.InNamespace(id.Namespace)); err != nil {
+	if err := g.Reader.List(ctx, &policies, client.InNamespace(id.Namespace), readOnly); err != nil {
 		return nil, fmt.Errorf("reading access policies: %w", err)
 	}
 	return policies.Items, nil
@@ -394,19 +441,28 @@ type Authorizer interface {
 const VerbCall = "call"
 
 // SubjectAccessReviewAuthorizer asks the API server whether the caller may
-// "call" the McpTool (verb call on mcptools.mcp.catalog.dev, by name). It is
-// k8s.io/apiserver's delegating authorizer, as the metrics endpoint uses:
-// allowed and denied answers cached apart, each entry expiring on its own.
+// "call" the McpTool (verb call on mcptools.mcp.catalog.dev, by name)
+// through k8s.io/apiserver's delegating authorizer, as the metrics endpoint
+// does, and remembers its answers: allowed and denied answers apart, each
+// entry expiring on its own, a review that failed not at all. It keeps the
+// answers itself, under a key it builds from the review's attributes, and
+// the delegating authorizer keeps none: the delegating authorizer's own
+// cache encodes the whole review as JSON for its key on every call.
 type SubjectAccessReviewAuthorizer struct {
 	Client authorizationv1client.AuthorizationV1Interface
 	// AllowTTL and DenyTTL are how long an allowed and a denied answer are
 	// remembered; zero means the defaults.
 	AllowTTL, DenyTTL time.Duration
 
-	once  sync.Once
-	authz authorizer.Authorizer
-	err   error
+	once    sync.Once
+	authz   authorizer.Authorizer
+	err     error
+	answers *cache.LRUExpireCache
 }
+
+// maxAccessAnswers bounds the answers remembered, as the delegating
+// authorizer bounds its own.
+const maxAccessAnswers = 8192
 
 // reviewBackoff retries a review that failed for a reason worth retrying
 // (a 5xx, a connection reset) a few times, briefly: an agent is waiting.
@@ -415,15 +471,21 @@ var reviewBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Ji
 // CanCall implements Authorizer.
 func (a *SubjectAccessReviewAuthorizer) CanCall(ctx context.Context, id *Identity, namespace, tool string) (bool, error) {
 	a.once.Do(func() {
+		a.answers = cache.NewLRUExpireCache(maxAccessAnswers)
 		a.authz, a.err = authorizerfactory.DelegatingAuthorizerConfig{
 			SubjectAccessReviewClient: a.Client,
-			AllowCacheTTL:             ttlOr(a.AllowTTL, DefaultAllowTTL),
-			DenyCacheTTL:              ttlOr(a.DenyTTL, DefaultDenyTTL),
-			WebhookRetryBackoff:       &reviewBackoff,
+			// An answer it remembered would outlive this one's TTL.
+			AllowCacheTTL:       time.Nanosecond,
+			DenyCacheTTL:        time.Nanosecond,
+			WebhookRetryBackoff: &reviewBackoff,
 		}.New()
 	})
 	if a.err != nil {
 		return false, fmt.Errorf("building the authorizer: %w", a.err)
+	}
+	key := accessKey(id, namespace, tool)
+	if allowed, ok := a.answers.Get(key); ok {
+		return allowed.(bool), nil
 	}
 	decision, _, err := a.authz.Authorize(ctx, authorizer.AttributesRecord{
 		User:            &identityInfo{*id},
@@ -438,5 +500,47 @@ func (a *SubjectAccessReviewAuthorizer) CanCall(ctx context.Context, id *Identit
 	if err != nil {
 		return false, fmt.Errorf("reviewing access: %w", err)
 	}
-	return decision == authorizer.DecisionAllow, nil
+	allowed := decision == authorizer.DecisionAllow
+	ttl := ttlOr(a.DenyTTL, DefaultDenyTTL)
+	if allowed {
+		ttl = ttlOr(a.AllowTTL, DefaultAllowTTL)
+	}
+	a.answers.Add(key, allowed, ttl)
+	return allowed, nil
+}
+
+// accessKey names one review: every attribute CanCall sends, each
+// length-prefixed so that no two reviews share a key, the extra
+// attributes in order of their names.
+func accessKey(id *Identity, namespace, tool string) string {
+	n := 64 + len(id.Username) + len(id.UID) + len(namespace) + len(tool)
+	for _, g := range id.Groups {
+		n += len(g) + 4
+	}
+	b := make([]byte, 0, n)
+	field := func(s string) {
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
+	}
+	field(id.Username)
+	field(id.UID)
+	field(namespace)
+	field(tool)
+	b = strconv.AppendInt(b, int64(len(id.Groups)), 10)
+	b = append(b, ';')
+	for _, g := range id.Groups {
+		field(g)
+	}
+	b = strconv.AppendInt(b, int64(len(id.Extra)), 10)
+	b = append(b, ';')
+	for _, k := range slices.Sorted(maps.Keys(id.Extra)) {
+		field(k)
+		b = strconv.AppendInt(b, int64(len(id.Extra[k])), 10)
+		b = append(b, ';')
+		for _, v := range id.Extra[k] {
+			field(v)
+		}
+	}
+	return string(b)
 }

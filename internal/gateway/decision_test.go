@@ -3,12 +3,16 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -409,5 +413,57 @@ func TestTheGateDecidesFromSpecWhateverStatusSays(t *testing.T) {
 	refusedFor(answer, "its McpServer does not exist")
 	if listed() {
 		t.Error("a tool without its server is listed")
+	}
+}
+
+// deadlineReader answers reads of McpTools and blocks reads of McpServers
+// until their context ends, as the cache does for a kind whose informer
+// cannot sync; it records whether each read had a deadline.
+type deadlineReader struct {
+	client.Reader
+	mu        sync.Mutex
+	deadlines []bool
+}
+
+func (r *deadlineReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	_, has := ctx.Deadline()
+	r.mu.Lock()
+	r.deadlines = append(r.deadlines, has)
+	r.mu.Unlock()
+	if _, ok := obj.(*mcpv1alpha1.McpServer); ok {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// A kind that never syncs fails every read at the deadline; a kind read
+// once is read without one from then on.
+func TestBoundedReaderDropsTheDeadlineOnceAKindIsRead(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	tool := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "echo"}}
+	fr := &deadlineReader{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(tool).Build()}
+	r := newBoundedReader(fr, 20*time.Millisecond)
+	ctx := context.Background()
+	for range 2 {
+		if err := r.Get(ctx, client.ObjectKey{Namespace: "team", Name: "docs"}, &mcpv1alpha1.McpServer{}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("reading a kind that never syncs: %v, want the deadline", err)
+		}
+	}
+	for range 2 {
+		if err := r.Get(ctx, client.ObjectKeyFromObject(tool), &mcpv1alpha1.McpTool{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A missing object of a kind that answers is an answer too.
+	if err := r.Get(ctx, client.ObjectKey{Namespace: "team", Name: "gone"}, &mcpv1alpha1.McpTool{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("reading a missing tool: %v", err)
+	}
+	want := []bool{true, true, true, false, false}
+	if !slices.Equal(fr.deadlines, want) {
+		t.Errorf("deadlines of the reads: %v, want %v", fr.deadlines, want)
 	}
 }

@@ -127,6 +127,9 @@ type Gateway struct {
 	lists listCache
 	// listPrefix opens the result of a tools/list answer (listfast.go).
 	listPrefix []byte
+	// textResultPrefix opens the result of a call answered with one text
+	// block (callfast.go).
+	textResultPrefix []byte
 	// fastLists counts the lists answered by serveList; noFastList leaves
 	// every list to the SDK (tests compare the two).
 	fastLists  atomic.Int64
@@ -182,7 +185,7 @@ func New(o Options) (*Gateway, error) {
 		}
 	}
 	g := &Gateway{Options: o}
-	g.Reader = boundedReader{Reader: o.Reader, timeout: readTimeout}
+	g.Reader = newBoundedReader(o.Reader, readTimeout)
 	g.approvalKeys = o.ApprovalKeys
 	if g.approvalKeys == nil {
 		key := make([]byte, 32)
@@ -193,6 +196,7 @@ func New(o Options) (*Gateway, error) {
 	g.budgets = newBudgeter(o.Budgets, o.Now)
 	g.denials = newDenials(o.DenialWindow)
 	g.listPrefix = g.buildListPrefix()
+	g.textResultPrefix = g.buildTextResultPrefix()
 	g.lists.maxBytes = o.ListCacheBytes
 	if g.lists.maxBytes <= 0 {
 		g.lists.maxBytes = DefaultListCacheBytes

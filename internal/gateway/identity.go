@@ -203,8 +203,14 @@ func newCallID() string {
 // whose review failed within the negative TTL is refused without another
 // review; only a failed review charges the token, and only that token.
 func (g *Gateway) verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-	fp := g.bad.fingerprint(token)
-	if g.bad.knownBad(fp, g.now()) {
+	// While no token is remembered as bad, a good one costs no
+	// fingerprint; one is taken when the review fails.
+	var fp fingerprint
+	remembered := !g.bad.none()
+	if remembered {
+		fp = g.bad.fingerprint(token)
+	}
+	if remembered && g.bad.knownBad(fp, g.now()) {
 		metrics.GatewayRefusals.WithLabelValues(RefusedUnauthenticated).Inc()
 		return nil, auth.ErrInvalidToken
 	}
@@ -212,6 +218,9 @@ func (g *Gateway) verify(ctx context.Context, token string, _ *http.Request) (*a
 	if err != nil {
 		if errors.Is(err, ErrUnauthenticated) {
 			// A review that could not be made is not the token's failure.
+			if !remembered {
+				fp = g.bad.fingerprint(token)
+			}
 			g.bad.failed(fp, g.now())
 			metrics.GatewayRefusals.WithLabelValues(RefusedUnauthenticated).Inc()
 		} else {
@@ -223,7 +232,9 @@ func (g *Gateway) verify(ctx context.Context, token string, _ *http.Request) (*a
 		}
 		return nil, auth.ErrInvalidToken
 	}
-	g.bad.forget(fp)
+	if remembered {
+		g.bad.forget(fp)
+	}
 	return &auth.TokenInfo{
 		// Binds the MCP session to this identity: another token cannot use it.
 		UserID:     id.UID + "/" + id.Username,

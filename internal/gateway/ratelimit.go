@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -52,6 +53,9 @@ type badTokens struct {
 
 	mu      sync.Mutex
 	entries map[fingerprint]*badToken
+	// count is len(entries), kept under mu and read without it: while no
+	// token is remembered, a request's token needs no fingerprint.
+	count atomic.Int64
 }
 
 type badToken struct {
@@ -121,6 +125,7 @@ func (b *badTokens) failed(fp fingerprint, now time.Time) {
 		b.makeRoom(now)
 		e = &badToken{lim: rate.NewLimiter(b.limit, b.burst)}
 		b.entries[fp] = e
+		b.count.Store(int64(len(b.entries)))
 	}
 	e.reviewed, e.seen = now, now
 	e.lim.AllowN(now, 1)
@@ -131,7 +136,13 @@ func (b *badTokens) forget(fp fingerprint) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.entries, fp)
+	b.count.Store(int64(len(b.entries)))
 }
+
+// none reports whether no token is remembered: a fingerprint would find
+// nothing. A token that fails its review meanwhile is found by the
+// requests after it.
+func (b *badTokens) none() bool { return b.count.Load() == 0 }
 
 // makeRoom keeps the table under its bound; b.mu is held.
 func (b *badTokens) makeRoom(now time.Time) {
@@ -179,6 +190,10 @@ func (b *badTokens) middleware(now func() time.Time, next http.Handler) http.Han
 		if token == "" {
 			// No token: refused below without a review.
 			metrics.GatewayRefusals.WithLabelValues(RefusedUnauthenticated).Inc()
+			next.ServeHTTP(w, r)
+			return
+		}
+		if b.none() {
 			next.ServeHTTP(w, r)
 			return
 		}

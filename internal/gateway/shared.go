@@ -141,7 +141,7 @@ func (g *Gateway) offerNamed(ctx context.Context, namespace, name string) (*tool
 			return nil, nil
 		}
 		t := &mcpv1alpha1.McpTool{}
-		if err := g.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: object}, t); err != nil {
+		if err := g.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: object}, t, readOnly); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, nil
 			}
@@ -168,7 +168,7 @@ func (g *Gateway) offerNamed(ctx context.Context, namespace, name string) (*tool
 		return nil, nil
 	}
 	t := &mcpv1alpha1.McpTool{}
-	if err := g.Reader.Get(ctx, types.NamespacedName{Namespace: ss.Spec.Server.Namespace, Name: object}, t); err != nil {
+	if err := g.Reader.Get(ctx, types.NamespacedName{Namespace: ss.Spec.Server.Namespace, Name: object}, t, readOnly); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
