@@ -45,31 +45,12 @@ func appendMarshalValue(dst []byte, v any) ([]byte, error) {
 		if t == nil {
 			return append(dst, "null"...), nil
 		}
-		dst = append(dst, '{')
-		for i, k := range slices.Sorted(maps.Keys(t)) {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(appendMarshalString(dst, k), ':')
-			var err error
-			if dst, err = appendMarshalValue(dst, t[k]); err != nil {
-				return nil, err
-			}
-		}
-		return append(dst, '}'), nil
+		return appendMarshalMap(dst, t, appendMarshalValue)
 	case map[string]string:
 		if t == nil {
 			return append(dst, "null"...), nil
 		}
-		dst = append(dst, '{')
-		for i, k := range slices.Sorted(maps.Keys(t)) {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(appendMarshalString(dst, k), ':')
-			dst = appendMarshalString(dst, t[k])
-		}
-		return append(dst, '}'), nil
+		return appendMarshalMap(dst, t, func(dst []byte, s string) ([]byte, error) { return appendMarshalString(dst, s), nil })
 	case []any:
 		if t == nil {
 			return append(dst, "null"...), nil
@@ -91,6 +72,23 @@ func appendMarshalValue(dst []byte, v any) ([]byte, error) {
 		return nil, err
 	}
 	return append(dst, b...), nil
+}
+
+// appendMarshalMap appends m as json.Marshal encodes a map with string
+// keys, its members in order of their names, each value by value.
+func appendMarshalMap[V any](dst []byte, m map[string]V, value func([]byte, V) ([]byte, error)) ([]byte, error) {
+	dst = append(dst, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(appendMarshalString(dst, k), ':')
+		var err error
+		if dst, err = value(dst, m[k]); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
 }
 
 // appendMarshalString quotes s as json.Marshal does (HTML escaping on).
