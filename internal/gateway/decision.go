@@ -358,7 +358,7 @@ type boundedReader struct {
 // readOnly is the read option of the reads a call makes: the object as the
 // cache holds it, shared with the cache and with every other call, not a
 // copy (a deep copy of a tool and its server was most of what reading them
-// cost a call).
+// cost a call). docs/adr/039-gateway-shared-reads.md.
 var readOnly = client.UnsafeDisableDeepCopy
 
 func newBoundedReader(r client.Reader, timeout time.Duration) boundedReader {
