@@ -92,16 +92,4 @@ func appendMarshalMap[V any](dst []byte, m map[string]V, value func([]byte, V) (
 }
 
 // appendMarshalString quotes s as json.Marshal does (HTML escaping on).
-// Printable ASCII other than the quote, the backslash and the HTML
-// characters needs no escape; anything else is left to encoding/json.
-func appendMarshalString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(s) // a string always encodes
-			return append(dst, b...)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
-}
+func appendMarshalString(dst []byte, s string) []byte { return appendQuoted(dst, s, true) }

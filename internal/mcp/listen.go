@@ -205,7 +205,7 @@ func (o *operation) listenModern(ctx context.Context, l ToolListener) error {
 	const method = "subscriptions/listen"
 	lg := o.workLeg(method, map[string]any{"notifications": map[string]any{"toolsListChanged": true}})
 	id := o.c.ids.next()
-	body, err := json.Marshal(rpcRequest{JSONRPC: "2.0", ID: id, Method: method, Params: lg.params})
+	body, err := encodeRequest(rpcRequest{JSONRPC: "2.0", ID: id, Method: method, Params: lg.params})
 	if err != nil {
 		return o.fail(KindInvalidArgument, method, err)
 	}

@@ -723,15 +723,21 @@ func hasMember(v any, key string) bool {
 	return false
 }
 
-// appendJSONString quotes s as encoding/json does with HTML escaping off.
-// Printable ASCII other than the quote and the backslash needs no escape;
-// anything else is left to encoding/json.
-func appendJSONString(dst []byte, s string) []byte {
+// appendJSONString quotes s as encoding/json does with HTML escaping off
+// (the schema encoder's choice); appendMarshalString, with it on.
+func appendJSONString(dst []byte, s string) []byte { return appendQuoted(dst, s, false) }
+
+// appendQuoted quotes s as encoding/json does, escaping the HTML
+// characters when html is set, as json.Marshal does. Printable ASCII other
+// than the quote, the backslash and (when escaped) the HTML characters
+// needs no escape; anything else is left to encoding/json.
+func appendQuoted(dst []byte, s string, html bool) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || html && (c == '<' || c == '>' || c == '&') {
 			var buf bytes.Buffer
 			enc := json.NewEncoder(&buf)
-			enc.SetEscapeHTML(false)
+			enc.SetEscapeHTML(html)
 			_ = enc.Encode(s) // a string always encodes
 			return append(dst, bytes.TrimRight(buf.Bytes(), "\n")...)
 		}
