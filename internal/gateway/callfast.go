@@ -246,10 +246,6 @@ func (g *Gateway) callResult(res *sdk.CallToolResult, callErr error) ([]byte, bo
 	return b, false
 }
 
-// textResultTail ends a plain text result (textResult): the text's content
-// block and its list, then the members after them.
-const textResultTail = `}]`
-
 // buildTextResultPrefix is the encoding of a result holding one text block
 // as the SDK writes it for this gateway, up to the text's value: the
 // _meta naming the gateway, then the content list. It is cut from the
@@ -261,11 +257,11 @@ func (g *Gateway) buildTextResultPrefix() []byte {
 		Meta:    sdk.Meta{sdk.MetaKeyServerInfo: g.implementation()},
 		Content: []sdk.Content{&sdk.TextContent{}},
 	})
-	end := `"text":""` + textResultTail + `}`
-	if err != nil || !bytes.HasSuffix(b, []byte(end)) {
+	const emptyText = `""}]}`
+	if err != nil || !bytes.HasSuffix(b, []byte(`"text":`+emptyText)) {
 		return nil
 	}
-	return b[:len(b)-len(`""`+textResultTail+`}`)]
+	return b[:len(b)-len(emptyText)]
 }
 
 // textResult encodes the result most calls get, one text block and
@@ -287,10 +283,10 @@ func (g *Gateway) textResult(res *sdk.CallToolResult) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	b := make([]byte, 0, len(g.textResultPrefix)+len(value)+len(textResultTail)+len(`,"isError":true,"resultType":"complete"}`))
+	b := make([]byte, 0, len(g.textResultPrefix)+len(value)+len(`}],"isError":true,"resultType":"complete"}`))
 	b = append(b, g.textResultPrefix...)
 	b = append(b, value...)
-	b = append(b, textResultTail...)
+	b = append(b, `}]`...) // the block, the content list
 	if res.IsError {
 		b = append(b, `,"isError":true`...)
 	}
