@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"reflect"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -102,21 +103,24 @@ func TestCallsLeaveTheCachesObjectsAsTheyWere(t *testing.T) {
 		o.Reader = shared
 	}, fails)
 
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			// The gateway's own path: a result, a tool error, a tool RBAC
-			// refuses and one that does not exist.
-			for _, name := range []string{echoLocal, fails.Status.LocalName, secretLocal, "docs__nothing"} {
-				postCall(t, hs.URL, name, plainCallBody("1", name, `"arguments":{"text":"x"},`))
-			}
-			// The SDK's path: a session of an earlier revision.
-			cs := agentSession(t, hs.URL, "2025-11-25")
-			callAs(t, cs, echoLocal, nil)
-			callAs(t, cs, fails.Status.LocalName, nil)
-		})
-	}
-	wg.Wait()
+	// Side by side, each in a test goroutine of its own (a parallel
+	// subtest), all done when the group returns.
+	t.Run("calls", func(t *testing.T) {
+		for i := range 4 {
+			t.Run(strconv.Itoa(i), func(t *testing.T) {
+				t.Parallel()
+				// The gateway's own path: a result, a tool error, a tool RBAC
+				// refuses and one that does not exist.
+				for _, name := range []string{echoLocal, fails.Status.LocalName, secretLocal, "docs__nothing"} {
+					postCall(t, hs.URL, name, plainCallBody("1", name, `"arguments":{"text":"x"},`))
+				}
+				// The SDK's path: a session of an earlier revision.
+				cs := agentSession(t, hs.URL, "2025-11-25")
+				callAs(t, cs, echoLocal, nil)
+				callAs(t, cs, fails.Status.LocalName, nil)
+			})
+		}
+	})
 
 	if shared.shared == 0 {
 		t.Fatal("no call read the cache's objects read-only: the test proves nothing")
