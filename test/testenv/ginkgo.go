@@ -48,7 +48,7 @@ func (cp *ControlPlane) Stop() {
 // it (a spec may stop it and start another that outlives the spec).
 func StartManager(cfg *rest.Config, opts manager.Options) *Manager {
 	GinkgoHelper()
-	return startManager(GinkgoTB(), cfg, opts)
+	return StartManagerFor(GinkgoTB(), cfg, opts)
 }
 
 // Namespace creates a namespace with a random name starting with prefix for

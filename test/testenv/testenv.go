@@ -87,7 +87,7 @@ type Manager struct {
 // test's first object is seen.
 func RunManager(tb testing.TB, cfg *rest.Config, opts manager.Options) *Manager {
 	tb.Helper()
-	m := startManager(tb, cfg, opts)
+	m := StartManagerFor(tb, cfg, opts)
 	tb.Cleanup(m.Stop)
 	return m
 }
@@ -97,12 +97,6 @@ func RunManager(tb testing.TB, cfg *rest.Config, opts manager.Options) *Manager 
 // of, nothing keeps it or its cache alive (a benchmark that starts several
 // managers in turn measures its own memory).
 func StartManagerFor(tb testing.TB, cfg *rest.Config, opts manager.Options) *Manager {
-	tb.Helper()
-	return startManager(tb, cfg, opts)
-}
-
-// startManager is RunManager without the cleanup.
-func startManager(tb testing.TB, cfg *rest.Config, opts manager.Options) *Manager {
 	tb.Helper()
 	m, err := manager.New(cfg, opts)
 	if err != nil {
