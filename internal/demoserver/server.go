@@ -102,7 +102,9 @@ type Stats struct {
 	Rejected int
 	// Aborted counts requests whose client went away before the response was
 	// complete: the request context ended while the library was still
-	// serving it. Closing the server counts too. It is updated
+	// serving it, or, for a request the client cancelled, within a moment
+	// of the library ending it (the cancellation can be seen before the
+	// closed connection). Closing the server counts too. It is updated
 	// asynchronously; read it with Await.
 	Aborted int
 	// Deletes counts HTTP DELETE requests that passed the credential check.
@@ -153,6 +155,8 @@ type Server struct {
 	credValue string // the accepted credential value; swapped by SetCredential
 	tools     map[string]toolSpec
 	closeOnce sync.Once
+	// cancelled holds the ids of requests a client cancelled.
+	cancelled map[string]bool
 }
 
 // backend is the library-specific half of a server.
@@ -432,6 +436,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			}
 		}
 
+		var reqIDs []string
+		// Request ids are unique within a session, not across sessions.
+		session := r.Header.Get("Mcp-Session-Id")
 		if r.Method == http.MethodPost && r.Body != nil {
 			body, err := io.ReadAll(io.LimitReader(r.Body, maxObservedBody))
 			r.Body.Close()
@@ -440,8 +447,16 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			methods := jsonrpcMethods(body)
+			rb := readRPCBody(body)
+			methods := rb.methods
+			reqIDs = rb.ids
 			s.mu.Lock()
+			for _, id := range rb.cancels {
+				if s.cancelled == nil {
+					s.cancelled = map[string]bool{}
+				}
+				s.cancelled[session+" "+id] = true
+			}
 			cred := ""
 			if carried {
 				cred = presented[0]
@@ -463,6 +478,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			s.stats.Deletes++
 			s.mu.Unlock()
 		}
+		defer s.forgetCancelled(session, reqIDs)
 
 		// The request context ends while the library still serves the
 		// request only when the client closed the connection (or the server
@@ -482,31 +498,102 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		stopWatch()
 		if r.Context().Err() != nil {
 			countAbort()
+			return
+		}
+		// A session-keeping library ends a request's stream itself once the
+		// client cancels it (notifications/cancelled, or a DELETE of the
+		// session), which can come before this process has noticed that the
+		// same client closed the request's connection. Give the closing a
+		// moment to arrive, so that whether a cancelled request counts as
+		// dropped does not depend on which of the two was seen first.
+		if s.anyCancelled(session, reqIDs) {
+			t := time.NewTimer(cancelledDropGrace)
+			defer t.Stop()
+			select {
+			case <-r.Context().Done():
+				countAbort()
+			case <-t.C:
+			}
 		}
 	})
 }
 
-// jsonrpcMethods returns the methods of the requests and notifications in a
-// JSON-RPC body (one message or a batch); a body it cannot read yields none.
-func jsonrpcMethods(body []byte) []string {
+// rpcBody is what the server notes of a JSON-RPC body (one message or a
+// batch); a body it cannot read yields nothing.
+type rpcBody struct {
+	methods []string
+	// ids are the ids of the requests it carries, compact JSON.
+	ids []string
+	// cancels are the request ids it cancels (notifications/cancelled).
+	cancels []string
+}
+
+func readRPCBody(body []byte) rpcBody {
 	type msg struct {
-		Method string `json:"method"`
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
 	}
 	var batch []msg
 	if err := json.Unmarshal(body, &batch); err != nil {
 		var one msg
 		if json.Unmarshal(body, &one) != nil {
-			return nil
+			return rpcBody{}
 		}
 		batch = []msg{one}
 	}
-	var out []string
+	var out rpcBody
 	for _, m := range batch {
-		if m.Method != "" {
-			out = append(out, m.Method)
+		if m.Method == "" {
+			continue
+		}
+		out.methods = append(out.methods, m.Method)
+		if id := compactID(m.ID); id != "" {
+			out.ids = append(out.ids, id)
+		}
+		if id := compactID(m.Params.RequestID); m.Method == "notifications/cancelled" && id != "" {
+			out.cancels = append(out.cancels, id)
 		}
 	}
 	return out
+}
+
+// compactID is a JSON-RPC id in one spelling, so that a request's id and
+// the requestId of its cancellation compare equal.
+func compactID(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) || json.Compact(&b, raw) != nil {
+		return ""
+	}
+	return b.String()
+}
+
+// cancelledDropGrace bounds how long a cancelled request's handler waits to
+// see its connection closed.
+const cancelledDropGrace = 2 * time.Second
+
+// anyCancelled reports whether a client cancelled one of the session's
+// requests.
+func (s *Server) anyCancelled(session string, ids []string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		if s.cancelled[session+" "+id] {
+			return true
+		}
+	}
+	return false
+}
+
+// forgetCancelled drops the requests' cancellations once they are served.
+func (s *Server) forgetCancelled(session string, ids []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		delete(s.cancelled, session+" "+id)
+	}
 }
 
 // countCall records a tool invocation.

@@ -338,6 +338,53 @@ func TestDroppedRequestIsObserved(t *testing.T) {
 	}
 }
 
+// TestCancelledThenDroppedRequestIsObserved cancels a slow call with
+// notifications/cancelled and only drops its HTTP request after the library
+// has ended the request's stream itself, the order in which a server can see
+// a client's cancellation when its scheduler is busy: the drop must still be
+// counted.
+func TestCancelledThenDroppedRequestIsObserved(t *testing.T) {
+	for _, m := range modes {
+		if !m.wantSession || m.wantVersion == "2026-07-28" {
+			continue // notifications/cancelled needs a session to belong to
+		}
+		t.Run(m.name, func(t *testing.T) {
+			srv := mcpserver.Start(t, m.opts)
+			h := map[string]string{"Mcp-Protocol-Version": m.wantVersion}
+			resp := post(t, srv.URL, initialize, nil)
+			h["Mcp-Session-Id"] = resp.Header.Get("Mcp-Session-Id")
+			if resp := post(t, srv.URL, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, h); resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("initialized: %d", resp.StatusCode)
+			}
+			call := `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"slow","arguments":{"seconds":30}}}`
+			ctx, drop := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_, _ = postCtx(ctx, srv.URL, call, h)
+			}()
+			if st, ok := srv.Await(5*time.Second, func(s mcpserver.Stats) bool { return s.SlowStarted == 1 }); !ok {
+				t.Fatalf("slow call did not start: %+v", st)
+			}
+			cancelled := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1"}}`
+			if resp := post(t, srv.URL, cancelled, h); resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("cancelled: %d", resp.StatusCode)
+			}
+			if st, ok := srv.Await(5*time.Second, func(s mcpserver.Stats) bool { return s.SlowCancelled == 1 }); !ok {
+				t.Fatalf("the library did not cancel the handler: %+v", st)
+			}
+			// Long enough for the library to end the request's stream,
+			// which takes it microseconds once the handler returned.
+			time.Sleep(200 * time.Millisecond)
+			drop()
+			<-done
+			if st, ok := srv.Await(5*time.Second, func(s mcpserver.Stats) bool { return s.Aborted == 1 }); !ok {
+				t.Errorf("dropped request not counted: %+v", st)
+			}
+		})
+	}
+}
+
 func TestToolSetChangesAtRuntime(t *testing.T) {
 	for _, flavor := range []mcpserver.Flavor{mcpserver.GoSDK, mcpserver.MCPGo} {
 		t.Run(string(flavor), func(t *testing.T) {
