@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -74,7 +76,9 @@ func gatewayCalls() int {
 // off. The gateway processes run with the GOGC the chart sets for the
 // gateway. One audits to standard output, drained by this process as a
 // container runtime drains it; a second audits to a file synced after
-// every record.
+// every record. Beside them run the bare proxy and the audited bare proxy
+// (bareproxy_test.go): the hop alone, and the hop with the gateway's two
+// audit records.
 func BenchmarkGateway(b *testing.B) {
 	own, gwCPUs := cpuSplit(b)
 	r := startEnvtest(b)
@@ -88,8 +92,9 @@ func BenchmarkGateway(b *testing.B) {
 	testproc.WriteKubeconfig(b, kubeconfig, r.cfg, "")
 	gogc := chartGatewayGOGC(b)
 	gw := startGateway(b, binary, kubeconfig, "-", gogc, gwCPUs)
-	gwFile := startGateway(b, binary, kubeconfig, filepath.Join(b.TempDir(), "audit.jsonl"), gogc, gwCPUs)
-	bare := startBareProxy(b, up.URL, gogc, gwCPUs)
+	auditFile := filepath.Join(b.TempDir(), "audit.jsonl")
+	gwFile := startGateway(b, binary, kubeconfig, auditFile, gogc, gwCPUs)
+	bare := startBareProxy(b, up.URL, gogc, "", gwCPUs)
 
 	c := mcp.New(mcp.Options{AllowPrivateNetworks: true})
 	direct := func(ctx context.Context) error {
@@ -112,10 +117,14 @@ func BenchmarkGateway(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	viaBare := func(ctx context.Context) error {
-		_, err := c.CallTool(ctx, mcp.Endpoint{Name: "bare", URL: "http://" + bare.addr + upURL.Path}, mcpserver.ToolEcho, callArgs)
-		return err
+	viaProxy := func(p *gatewayProc) func(context.Context) error {
+		ep := mcp.Endpoint{Name: "bare", URL: "http://" + p.addr + upURL.Path}
+		return func(ctx context.Context) error {
+			_, err := c.CallTool(ctx, ep, mcpserver.ToolEcho, callArgs)
+			return err
+		}
 	}
+	viaBare := viaProxy(bare)
 	// A gateway's cache may see the policy a moment after the API server
 	// does.
 	for _, call := range []func(context.Context) error{viaGateway, viaFileGateway} {
@@ -131,6 +140,16 @@ func BenchmarkGateway(b *testing.B) {
 		}
 	}
 
+	// The audited bare proxy writes the records the gateway wrote for one
+	// of the calls just made.
+	audited := startBareProxy(b, up.URL, gogc, callRecords(b, auditFile), gwCPUs)
+	viaAudited := viaProxy(audited)
+	for range 50 {
+		if err := viaAudited(ctx); err != nil {
+			b.Fatalf("warm-up call through the audited bare proxy: %v", err)
+		}
+	}
+
 	unpin := pinSelf(b, own)
 	defer unpin()
 	for b.Loop() {
@@ -141,12 +160,13 @@ func BenchmarkGateway(b *testing.B) {
 			b.ReportMetric(float64(n), "gateway-gogc")
 		}
 		for _, agents := range gatewayAgents() {
-			var d, g, gf, bp callRun
+			var d, g, gf, bp, ba callRun
 			for range gatewayRounds {
 				d.add(b, measure(b, nil, func() callResult { return runCalls(ctx, agents, gatewayCalls(), direct) }))
 				g.add(b, measure(b, gw, func() callResult { return runCalls(ctx, agents, gatewayCalls(), viaGateway) }))
 				gf.add(b, measure(b, gwFile, func() callResult { return runCalls(ctx, agents, gatewayCalls(), viaFileGateway) }))
 				bp.add(b, measure(b, bare, func() callResult { return runCalls(ctx, agents, gatewayCalls(), viaBare) }))
+				ba.add(b, measure(b, audited, func() callResult { return runCalls(ctx, agents, gatewayCalls(), viaAudited) }))
 			}
 			prefix := fmt.Sprintf("c%d-", agents)
 			b.ReportMetric(ms(d.quantile(0.5)), prefix+"direct-p50-ms")
@@ -155,8 +175,9 @@ func BenchmarkGateway(b *testing.B) {
 			b.ReportMetric(d.ownCPUPerCall(), prefix+"direct-agent-cpu-us/call")
 			// The chart's default audits to standard output; the file
 			// figures show what an audit file synced per record costs,
-			// the bare proxy's what one hop of Go's HTTP stack costs.
-			for variant, run := range map[string]*callRun{"": &g, "file-": &gf, "bare-": &bp} {
+			// the bare proxy's what one hop of Go's HTTP stack costs, the
+			// audited bare proxy's what it costs with the two records.
+			for variant, run := range map[string]*callRun{"": &g, "file-": &gf, "bare-": &bp, "bare-audit-": &ba} {
 				b.ReportMetric(ms(run.quantile(0.5)), prefix+variant+"gateway-p50-ms")
 				b.ReportMetric(ms(run.quantile(0.5)-d.quantile(0.5)), prefix+variant+"added-p50-ms")
 				b.ReportMetric(ms(run.quantile(0.99)), prefix+variant+"gateway-p99-ms")
@@ -167,6 +188,35 @@ func BenchmarkGateway(b *testing.B) {
 			}
 		}
 	}
+}
+
+// callRecords writes the two records the gateway wrote for its last call
+// in the audit file (before and after, one line each, as written) to a
+// file for the audited bare proxy, and returns its path.
+func callRecords(b *testing.B, auditFile string) string {
+	b.Helper()
+	raw, err := os.ReadFile(auditFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(raw, []byte("\n")), []byte("\n"))
+	type record struct{ CallID, Phase string }
+	for i := len(lines) - 1; i > 0; i-- {
+		var after, before record
+		if json.Unmarshal(lines[i], &after) != nil || json.Unmarshal(lines[i-1], &before) != nil {
+			b.Fatalf("the gateway's audit file holds a line that is not a record: %q", lines[i])
+		}
+		if after.Phase == "after" && before.Phase == "before" && after.CallID == before.CallID && after.CallID != "" {
+			out := filepath.Join(b.TempDir(), "records.jsonl")
+			pair := append(append(append(slices.Clone(lines[i-1]), '\n'), lines[i]...), '\n')
+			if err := os.WriteFile(out, pair, 0o600); err != nil {
+				b.Fatal(err)
+			}
+			return out
+		}
+	}
+	b.Fatalf("no call's before and after records side by side in the gateway's audit file (%d lines)", len(lines))
+	return ""
 }
 
 // measure runs one batch of calls and records the CPU time this process

@@ -264,6 +264,28 @@ func startManagerProc(b *testing.B, s procSpec) *managerProc {
 	return m
 }
 
+// drainStdout makes the process's standard output a pipe that cat drains
+// on the process's CPUs: a node's container runtime reads it off the
+// agents' CPUs, and what shipping the log costs is the process's to pay
+// here. The caller calls what it returns once the process has started.
+func drainStdout(b *testing.B, s *procSpec) (started func()) {
+	b.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	drain := exec.Command("taskset", "-c", cpuList(s.cpus), "cat")
+	drain.Stdin = r // and standard output, nil, is /dev/null
+	drain.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := drain.Start(); err != nil {
+		b.Fatalf("starting the drain of %s's standard output: %v", s.what, err)
+	}
+	_ = r.Close() // cat holds its own copy
+	s.stdout = w
+	s.afterExit = func() { _ = drain.Wait() } // cat ends at the end of the pipe
+	return func() { _ = w.Close() }           // the process holds its own copy
+}
+
 func cpuList(cpus []int) string {
 	list := make([]string, len(cpus))
 	for i, c := range cpus {
@@ -308,24 +330,8 @@ func startGateway(b *testing.B, binary, kubeconfig, auditFile, gogc string, cpus
 	if gogc != "" {
 		s.env = []string{"GOGC=" + gogc}
 	}
-	// Standard output is a pipe that cat drains on the gateway's CPUs: a
-	// node's container runtime reads it off the agents' CPUs, and what
-	// shipping the log costs is the gateway's to pay here.
 	if auditFile == "-" {
-		r, w, err := os.Pipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		drain := exec.Command("taskset", "-c", cpuList(cpus), "cat")
-		drain.Stdin = r // and standard output, nil, is /dev/null
-		drain.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := drain.Start(); err != nil {
-			b.Fatalf("starting the drain of the gateway's standard output: %v", err)
-		}
-		_ = r.Close() // cat holds its own copy
-		s.stdout = w
-		defer w.Close()                           // the gateway holds its own copy once started
-		s.afterExit = func() { _ = drain.Wait() } // cat ends at the end of the pipe
+		defer drainStdout(b, &s)()
 	}
 	return &gatewayProc{managerProc: startManagerProc(b, s), addr: addr}
 }
