@@ -64,11 +64,11 @@ func runBareProxy(upstream, addr, auditFile string, args []string) int {
 	var handler http.Handler = rp
 	if auditFile != "" {
 		raw, err := os.ReadFile(auditFile)
-		before, after, ok := bytes.Cut(raw, []byte("\n"))
-		if err != nil || !ok || len(before) == 0 || len(after) == 0 {
+		end := bytes.IndexByte(raw, '\n') + 1 // of the first line, its newline kept
+		if err != nil || end <= 1 || end == len(raw) {
 			return 2
 		}
-		before = append(before, '\n')
+		before, after := raw[:end], raw[end:]
 		// A record is written before its call is sent, and the outcome's
 		// before the answer: the whole answer is read first, as the
 		// gateway reads it, so that nothing of it reaches the agent

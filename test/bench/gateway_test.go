@@ -204,11 +204,11 @@ func callRecords(b *testing.B, auditFile string) string {
 	for i := len(lines) - 1; i > 0; i-- {
 		var after, before record
 		if json.Unmarshal(lines[i], &after) != nil || json.Unmarshal(lines[i-1], &before) != nil {
-			b.Fatalf("the gateway's audit file holds a line that is not a record: %q", lines[i])
+			b.Fatalf("the gateway's audit file holds a line that is not a record (line %d or %d)", i, i+1)
 		}
-		if after.Phase == "after" && before.Phase == "before" && after.CallID == before.CallID && after.CallID != "" {
+		if after.Phase == gateway.PhaseAfter && before.Phase == gateway.PhaseBefore && after.CallID == before.CallID && after.CallID != "" {
 			out := filepath.Join(b.TempDir(), "records.jsonl")
-			pair := append(append(append(slices.Clone(lines[i-1]), '\n'), lines[i]...), '\n')
+			pair := bytes.Join([][]byte{lines[i-1], lines[i], nil}, []byte("\n"))
 			if err := os.WriteFile(out, pair, 0o600); err != nil {
 				b.Fatal(err)
 			}
