@@ -478,7 +478,6 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			s.stats.Deletes++
 			s.mu.Unlock()
 		}
-		defer s.forgetCancelled(session, reqIDs)
 
 		// The request context ends while the library still serves the
 		// request only when the client closed the connection (or the server
@@ -496,17 +495,18 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		stopWatch := context.AfterFunc(r.Context(), countAbort)
 		next.ServeHTTP(w, r)
 		stopWatch()
+		cancelled := s.takeCancelled(session, reqIDs)
 		if r.Context().Err() != nil {
 			countAbort()
 			return
 		}
 		// A session-keeping library ends a request's stream itself once the
-		// client cancels it (notifications/cancelled, or a DELETE of the
-		// session), which can come before this process has noticed that the
-		// same client closed the request's connection. Give the closing a
-		// moment to arrive, so that whether a cancelled request counts as
-		// dropped does not depend on which of the two was seen first.
-		if s.anyCancelled(session, reqIDs) {
+		// client cancels it with notifications/cancelled, which can come
+		// before this process has noticed that the same client closed the
+		// request's connection. Give the closing a moment to arrive, so that
+		// whether a cancelled request counts as dropped does not depend on
+		// which of the two was seen first.
+		if cancelled {
 			t := time.NewTimer(cancelledDropGrace)
 			defer t.Stop()
 			select {
@@ -574,26 +574,21 @@ func compactID(raw json.RawMessage) string {
 // see its connection closed.
 const cancelledDropGrace = 2 * time.Second
 
-// anyCancelled reports whether a client cancelled one of the session's
-// requests.
-func (s *Server) anyCancelled(session string, ids []string) bool {
+// takeCancelled reports whether a client cancelled one of the session's
+// requests, which are served, and forgets their cancellations.
+func (s *Server) takeCancelled(session string, ids []string) bool {
+	if len(ids) == 0 {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	found := false
 	for _, id := range ids {
-		if s.cancelled[session+" "+id] {
-			return true
-		}
+		key := session + " " + id
+		found = found || s.cancelled[key]
+		delete(s.cancelled, key)
 	}
-	return false
-}
-
-// forgetCancelled drops the requests' cancellations once they are served.
-func (s *Server) forgetCancelled(session string, ids []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, id := range ids {
-		delete(s.cancelled, session+" "+id)
-	}
+	return found
 }
 
 // countCall records a tool invocation.
