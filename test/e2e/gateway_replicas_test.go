@@ -542,7 +542,7 @@ type route struct {
 
 // roundRobin is the stand-in for a Service without session affinity: each
 // request goes to the next replica. A connection refused (a dead replica)
-// is tried on the next one, as nothing was sent; any other failure is the
+// is tried on each other replica in turn, as nothing was sent; any other failure is the
 // agent's, as a load balancer cannot know whether the replica acted.
 type roundRobin struct {
 	addrs     []string
@@ -571,11 +571,16 @@ func (rr *roundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := toolCallID(body)
-	for range rr.addrs {
-		rr.mu.Lock()
-		i := rr.next
-		rr.next = (rr.next + 1) % len(rr.addrs)
-		rr.mu.Unlock()
+	// The request takes one turn and, when a replica refuses, tries the
+	// others in order from it: every replica once. Taking a new turn per
+	// try would let concurrent requests move the cursor between tries and
+	// send all of one request's tries to the same dead replica.
+	rr.mu.Lock()
+	first := rr.next
+	rr.next = (rr.next + 1) % len(rr.addrs)
+	rr.mu.Unlock()
+	for k := range rr.addrs {
+		i := (first + k) % len(rr.addrs)
 		out, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+rr.addrs[i]+r.URL.RequestURI(), bytes.NewReader(body))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -1350,5 +1355,51 @@ func (v *verdict) check() {
 	}
 	if replaysRefused == 0 {
 		t.Errorf("no replay of a finished call was refused")
+	}
+}
+
+// TestRoundRobinTriesEachReplica checks the test's load balancer: with one
+// replica dead, every request reaches a live one, however many requests
+// move the cursor at once. A request that tried the dead replica again
+// would be answered 503, and the kill test would blame the gateway.
+func TestRoundRobinTriesEachReplica(t *testing.T) {
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadAddr := dead.Listener.Addr().String()
+	dead.Close()
+	var served atomic.Int64
+	live := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		served.Add(1)
+		time.Sleep(time.Millisecond)
+	})
+	a, b := httptest.NewServer(live), httptest.NewServer(live)
+	defer a.Close()
+	defer b.Close()
+	rr := &roundRobin{killed: -1, transport: &http.Transport{DisableKeepAlives: true}}
+	rr.addrs = []string{deadAddr, a.Listener.Addr().String(), b.Listener.Addr().String()}
+	front := httptest.NewServer(rr)
+	defer front.Close()
+
+	const requests = 300
+	var wg sync.WaitGroup
+	codes := make([]int, requests)
+	for i := range requests {
+		wg.Go(func() {
+			resp, err := http.Post(front.URL, "application/json", strings.NewReader(`{}`))
+			if err != nil {
+				t.Errorf("request %d: %v", i, err)
+				return
+			}
+			_ = resp.Body.Close()
+			codes[i] = resp.StatusCode
+		})
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != http.StatusOK {
+			t.Errorf("request %d was answered %d with a live replica to take it", i, c)
+		}
+	}
+	if served.Load() != requests {
+		t.Errorf("the live replicas served %d of %d requests", served.Load(), requests)
 	}
 }
