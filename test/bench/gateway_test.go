@@ -182,7 +182,11 @@ func BenchmarkGateway(b *testing.B) {
 				b.ReportMetric(ms(run.quantile(0.5)-d.quantile(0.5)), prefix+variant+"added-p50-ms")
 				b.ReportMetric(ms(run.quantile(0.99)), prefix+variant+"gateway-p99-ms")
 				b.ReportMetric(run.throughput(), prefix+variant+"gateway-calls/s")
-				b.ReportMetric(run.throughput()/d.throughput(), prefix+variant+"throughput-ratio")
+				mid, lo, hi := run.throughputShare(&d)
+				b.ReportMetric(mid, prefix+variant+"throughput-ratio")
+				b.ReportMetric(lo, prefix+variant+"throughput-ratio-min")
+				b.ReportMetric(hi, prefix+variant+"throughput-ratio-max")
+				b.ReportMetric(run.throughput()/d.throughput(), prefix+variant+"throughput-ratio-pooled")
 				b.ReportMetric(run.ownCPUPerCall(), prefix+variant+"gateway-agent-cpu-us/call")
 				b.ReportMetric(run.gatewayCPUPerCall(), prefix+variant+"gateway-cpu-us/call")
 			}
@@ -238,11 +242,13 @@ func measure(b *testing.B, g *gatewayProc, run func() callResult) callResult {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// callRun gathers the latencies and wall time of the runs of one mode.
+// callRun gathers the latencies and wall time of the runs of one mode, and
+// each run's throughput, in the order of the rounds.
 type callRun struct {
 	latencies          []time.Duration
 	wall               time.Duration
 	ownCPU, gatewayCPU time.Duration
+	rounds             []float64
 }
 
 func (c *callRun) add(b *testing.B, r callResult) {
@@ -252,6 +258,7 @@ func (c *callRun) add(b *testing.B, r callResult) {
 	}
 	c.latencies = append(c.latencies, r.latencies...)
 	c.wall += r.wall
+	c.rounds = append(c.rounds, float64(len(r.latencies))/r.wall.Seconds())
 	c.ownCPU += r.ownCPU
 	c.gatewayCPU += r.gatewayCPU
 }
@@ -286,6 +293,31 @@ func (c *callRun) quantile(q float64) time.Duration {
 
 func (c *callRun) throughput() float64 {
 	return float64(len(c.latencies)) / c.wall.Seconds()
+}
+
+// throughputShare compares c's throughput with direct's round by round:
+// each round's run against the direct run of the same round, made
+// seconds before it. It returns the median of those shares, and the
+// lowest and highest. A burst of other work on the machine (the control
+// plane, a neighbour) slows the one run it falls on; paired and taken by
+// the median, it moves the figure by one rank instead of by its length.
+func (c *callRun) throughputShare(direct *callRun) (median, lo, hi float64) {
+	shares := make([]float64, 0, len(c.rounds))
+	for i, t := range c.rounds {
+		if i < len(direct.rounds) && direct.rounds[i] > 0 {
+			shares = append(shares, t/direct.rounds[i])
+		}
+	}
+	if len(shares) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(shares)
+	n := len(shares)
+	median = shares[n/2]
+	if n%2 == 0 {
+		median = (shares[n/2-1] + shares[n/2]) / 2
+	}
+	return median, shares[0], shares[n-1]
 }
 
 // runCalls makes n calls from agents concurrent callers, each calling

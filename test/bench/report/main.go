@@ -585,7 +585,14 @@ func gatewaySection(p printer, r results) {
 	p("one before it forwards the request and one once it has read the answer,\n")
 	p("before it answers (the *bare proxy with audit* rows). Each agent calls\n")
 	p("again as soon as its call returned; the five runs alternate, five\n")
-	p("rounds per concurrency. CPU is\n")
+	p("rounds per concurrency. A throughput share is the median over the\n")
+	p("rounds of each run's calls per second over those of the direct run of\n")
+	p("the same round, with the lowest and highest round in brackets: on this\n")
+	p("shared machine one run can be a sixth faster or slower than its\n")
+	p("neighbours, and the median moves by one rank where a total would move\n")
+	p("by the whole burst (docs/adr/041-throughput-by-paired-rounds.md). The\n")
+	p("calls-per-second columns are totals over the rounds, so their quotient\n")
+	p("can differ from the share. CPU is\n")
 	p("per call: the benchmark process's (agents and upstream) from getrusage,\n")
 	p("the gateway process's from /proc (10 ms steps).\n\n")
 	p("| agents | audit | direct p50 | gateway p50 | added p50 | direct p99 | gateway p99 | direct calls/s | gateway calls/s | gateway ÷ direct throughput | agents+upstream CPU direct | agents+upstream CPU via gateway | gateway CPU |\n")
@@ -595,7 +602,7 @@ func gatewaySection(p printer, r results) {
 		for _, v := range []struct{ name, prefix string }{{"standard output", ""}, {"synced file", "file-"}, {"none: bare proxy", "bare-"}, {"standard output: bare proxy with audit", "bare-audit-"}} {
 			p("| %s | %s | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.0f | %.0f | %s | %.0f µs | %.0f µs | %.0f µs |\n", c, v.name,
 				get("direct-p50-ms"), get(v.prefix+"gateway-p50-ms"), get(v.prefix+"added-p50-ms"), get("direct-p99-ms"), get(v.prefix+"gateway-p99-ms"),
-				get("direct-calls/s"), get(v.prefix+"gateway-calls/s"), percent(get(v.prefix+"throughput-ratio")),
+				get("direct-calls/s"), get(v.prefix+"gateway-calls/s"), shareSpread(r, n, "c"+c+"-"+v.prefix+"throughput-ratio"),
 				get("direct-agent-cpu-us/call"), get(v.prefix+"gateway-agent-cpu-us/call"), get(v.prefix+"gateway-cpu-us/call"))
 		}
 	}
@@ -613,7 +620,6 @@ func gatewaySection(p printer, r results) {
 	gwCPU, _ := r.get(n, "c64-gateway-cpu-us/call")
 	directCPU, _ := r.get(n, "c64-direct-agent-cpu-us/call")
 	bareCPU64, _ := r.get(n, "c64-bare-gateway-cpu-us/call")
-	bareShare, _ := r.get(n, "c64-bare-throughput-ratio")
 	bareAdded, _ := r.get(n, "c1-bare-added-p50-ms")
 	auditedCPU64, _ := r.get(n, "c64-bare-audit-gateway-cpu-us/call")
 	auditedShare, _ := r.get(n, "c64-bare-audit-throughput-ratio")
@@ -623,9 +629,17 @@ func gatewaySection(p printer, r results) {
 	p("| gateway CPU per call ≤ 0.6× the agents' and upstream's of a direct call (64 agents) | %.2f× %s | %.2f× | %.2f× |\n",
 		cpuRatio, floorVerdict(directCPU > 0 && cpuRatio <= 0.6, hasAudited && auditedRatio <= 0.6), share(bareCPU64, directCPU), auditedRatio)
 	p("| throughput at 64 agents ≥ 92%% of direct | %s %s | %s | %s |\n",
-		percent(through), floorVerdict(through >= 0.92, hasAudited && auditedShare >= 0.92), percent(bareShare), percent(auditedShare))
+		shareSpread(r, n, "c64-throughput-ratio"), floorVerdict(through >= 0.92, hasAudited && auditedShare >= 0.92),
+		shareSpread(r, n, "c64-bare-throughput-ratio"), shareSpread(r, n, "c64-bare-audit-throughput-ratio"))
 	p("| p50 added latency ≤ 0.5 ms (one agent) | %.2f ms %s | %.2f ms | %.2f ms |\n\n",
 		added, floorVerdict(added <= 0.5, hasAudited && auditedAdded <= 0.5), bareAdded, auditedAdded)
+	if pooled, ok := r.get(n, "c64-throughput-ratio-pooled"); ok {
+		barePooled, _ := r.get(n, "c64-bare-throughput-ratio-pooled")
+		auditedPooled, _ := r.get(n, "c64-bare-audit-throughput-ratio-pooled")
+		p("Taken as totals over the rounds instead of their median, the shares at\n")
+		p("64 agents are %s for the gateway, %s for the bare proxy and %s for\n", percent(pooled), percent(barePooled), percent(auditedPooled))
+		p("the bare proxy with audit.\n\n")
+	}
 	if bare, ok := r.get(n, "c1-bare-added-p50-ms"); ok && hasAudited {
 		bareCPU, _ := r.get(n, "c1-bare-gateway-cpu-us/call")
 		auditedCPU, _ := r.get(n, "c1-bare-audit-gateway-cpu-us/call")
@@ -667,6 +681,18 @@ func floorVerdict(met, floorMet bool) string {
 		return verdict(false) + " (the audited bare proxy misses it too)"
 	}
 	return verdict(false)
+}
+
+// shareSpread is a throughput share with the lowest and highest of its
+// rounds, when the run reported them.
+func shareSpread(r results, bench, metric string) string {
+	mid, _ := r.get(bench, metric)
+	lo, okLo := r.get(bench, metric+"-min")
+	hi, okHi := r.get(bench, metric+"-max")
+	if !okLo || !okHi {
+		return percent(mid)
+	}
+	return fmt.Sprintf("%s (%.0f–%s)", percent(mid), 100*lo, percent(hi))
 }
 
 // share is part ÷ whole, 0 when whole is 0.
