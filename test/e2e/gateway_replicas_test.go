@@ -542,8 +542,9 @@ type route struct {
 
 // roundRobin is the stand-in for a Service without session affinity: each
 // request goes to the next replica. A connection refused (a dead replica)
-// is tried on each other replica in turn, as nothing was sent; any other failure is the
-// agent's, as a load balancer cannot know whether the replica acted.
+// is tried on each other replica in turn, as nothing was sent; any other
+// failure is the agent's, as a load balancer cannot know whether the
+// replica acted.
 type roundRobin struct {
 	addrs     []string
 	transport *http.Transport
@@ -557,11 +558,16 @@ type roundRobin struct {
 }
 
 func newRoundRobin(gws []*managerProc) *roundRobin {
-	rr := &roundRobin{killed: -1, transport: &http.Transport{DisableKeepAlives: true}}
+	addrs := make([]string, 0, len(gws))
 	for _, g := range gws {
-		rr.addrs = append(rr.addrs, g.gateway)
+		addrs = append(addrs, g.gateway)
 	}
-	return rr
+	return roundRobinTo(addrs)
+}
+
+// roundRobinTo is a roundRobin over the replicas at addrs, none killed.
+func roundRobinTo(addrs []string) *roundRobin {
+	return &roundRobin{addrs: addrs, killed: -1, transport: &http.Transport{DisableKeepAlives: true}}
 }
 
 func (rr *roundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -1374,8 +1380,7 @@ func TestRoundRobinTriesEachReplica(t *testing.T) {
 	a, b := httptest.NewServer(live), httptest.NewServer(live)
 	defer a.Close()
 	defer b.Close()
-	rr := &roundRobin{killed: -1, transport: &http.Transport{DisableKeepAlives: true}}
-	rr.addrs = []string{deadAddr, a.Listener.Addr().String(), b.Listener.Addr().String()}
+	rr := roundRobinTo([]string{deadAddr, a.Listener.Addr().String(), b.Listener.Addr().String()})
 	front := httptest.NewServer(rr)
 	defer front.Close()
 
@@ -1401,5 +1406,17 @@ func TestRoundRobinTriesEachReplica(t *testing.T) {
 	}
 	if served.Load() != requests {
 		t.Errorf("the live replicas served %d of %d requests", served.Load(), requests)
+	}
+	// Every third request starts at the dead replica and is refused there
+	// once; none is refused twice. A port taken again by another listener
+	// would refuse nothing, and the test would prove nothing.
+	refused := 0
+	for _, r := range rr.routes {
+		if r.refused {
+			refused++
+		}
+	}
+	if want := requests / len(rr.addrs); refused != want {
+		t.Errorf("the dead replica refused %d connections, want %d (one per request whose turn it was)", refused, want)
 	}
 }
