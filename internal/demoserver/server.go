@@ -132,6 +132,21 @@ type Stats struct {
 	// invocations, those that ended because their context ended, and those
 	// whose duration elapsed.
 	SlowStarted, SlowCancelled, SlowCompleted int
+	// CancelledEnded counts requests the client cancelled with
+	// notifications/cancelled whose stream the library ended while the
+	// client still held the request: the moment after which a drop must
+	// still count as Aborted.
+	CancelledEnded int
+	// Listening is how many subscriptions/listen streams are open that the
+	// library acknowledged (notifications/subscriptions/acknowledged
+	// written): it registers a subscription before it acknowledges it, so
+	// a tool list change made now is announced on each of them. A stream
+	// leaves the count when its request ends (the client left).
+	Listening int
+	// ListChangedSent counts the notifications/tools/list_changed the
+	// library wrote on those streams. The library folds changes less than
+	// 10ms apart into one notification.
+	ListChangedSent int
 	// MethodsByCredential counts JSON-RPC methods by the credential header
 	// value that carried them ("" for none): which credential was used for
 	// what. Test servers only.
@@ -436,7 +451,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			}
 		}
 
-		var reqIDs []string
+		var reqIDs, methods []string
 		// Request ids are unique within a session, not across sessions.
 		session := r.Header.Get("Mcp-Session-Id")
 		if r.Method == http.MethodPost && r.Body != nil {
@@ -448,7 +463,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			rb := readRPCBody(body)
-			methods := rb.methods
+			methods = rb.methods
 			reqIDs = rb.ids
 			s.mu.Lock()
 			for _, id := range rb.cancels {
@@ -493,6 +508,10 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			})
 		}
 		stopWatch := context.AfterFunc(r.Context(), countAbort)
+		if lw := s.watchListen(w, methods); lw != nil {
+			w = lw
+			defer lw.ended()
+		}
 		next.ServeHTTP(w, r)
 		stopWatch()
 		cancelled := s.takeCancelled(session, reqIDs)
@@ -507,6 +526,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		// whether a cancelled request counts as dropped does not depend on
 		// which of the two was seen first.
 		if cancelled {
+			s.mu.Lock()
+			s.stats.CancelledEnded++
+			s.mu.Unlock()
 			t := time.NewTimer(cancelledDropGrace)
 			defer t.Stop()
 			select {
@@ -589,6 +611,55 @@ func (s *Server) takeCancelled(session string, ids []string) bool {
 		delete(s.cancelled, key)
 	}
 	return found
+}
+
+// listenWriter watches what the library writes on a subscriptions/listen
+// stream, for Stats.Listening and Stats.ListChangedSent. The library writes
+// each event in one Write.
+type listenWriter struct {
+	http.ResponseWriter
+	s     *Server
+	acked bool
+}
+
+// watchListen wraps w when the request is a subscriptions/listen; other
+// requests are served unwrapped.
+func (s *Server) watchListen(w http.ResponseWriter, methods []string) *listenWriter {
+	if !slices.Contains(methods, "subscriptions/listen") {
+		return nil
+	}
+	return &listenWriter{ResponseWriter: w, s: s}
+}
+
+func (lw *listenWriter) Write(p []byte) (int, error) {
+	acked := !lw.acked && bytes.Contains(p, []byte(`"notifications/subscriptions/acknowledged"`))
+	changed := bytes.Contains(p, []byte(`"notifications/tools/list_changed"`))
+	if acked || changed {
+		lw.s.mu.Lock()
+		if acked {
+			lw.acked = true
+			lw.s.stats.Listening++
+		}
+		if changed {
+			lw.s.stats.ListChangedSent++
+		}
+		lw.s.mu.Unlock()
+	}
+	return lw.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the server's writer (the
+// library flushes every event through it).
+func (lw *listenWriter) Unwrap() http.ResponseWriter { return lw.ResponseWriter }
+
+// ended takes the stream out of Stats.Listening once its request ended.
+func (lw *listenWriter) ended() {
+	if !lw.acked {
+		return
+	}
+	lw.s.mu.Lock()
+	lw.s.stats.Listening--
+	lw.s.mu.Unlock()
 }
 
 // countCall records a tool invocation.

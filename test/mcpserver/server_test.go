@@ -373,9 +373,11 @@ func TestCancelledThenDroppedRequestIsObserved(t *testing.T) {
 			if st, ok := srv.Await(5*time.Second, func(s mcpserver.Stats) bool { return s.SlowCancelled == 1 }); !ok {
 				t.Fatalf("the library did not cancel the handler: %+v", st)
 			}
-			// Long enough for the library to end the request's stream,
-			// which takes it microseconds once the handler returned.
-			time.Sleep(200 * time.Millisecond)
+			// The library ends the request's stream a moment after the
+			// handler returned; the client leaves only then.
+			if st, ok := srv.Await(5*time.Second, func(s mcpserver.Stats) bool { return s.CancelledEnded == 1 }); !ok {
+				t.Fatalf("the library did not end the cancelled request's stream: %+v", st)
+			}
 			drop()
 			<-done
 			if st, ok := srv.Await(5*time.Second, func(s mcpserver.Stats) bool { return s.Aborted == 1 }); !ok {
