@@ -1,0 +1,128 @@
+// agent.mjs is an MCP agent written with the official TypeScript SDK
+// (@modelcontextprotocol/sdk, installed by hack/tsagent.sh): the tests'
+// second independent client, beside the go-sdk.
+//
+//   MCP_TOKEN=<bearer token> node agent.mjs <url> [steps-json]
+//
+// It connects over Streamable HTTP (initialize), runs the steps (JSON from
+// the second argument, or from stdin when there is none), and prints one
+// JSON line per step, after a first line about the connection and before a
+// last one about the HTTP requests it made. Steps:
+//
+//   {"op":"list"}                                 -> {"tools":[names]}
+//   {"op":"call","name":N,"arguments":{...}}      -> {"isError":b,"content":[...]}
+//   {"op":"ping"}                                 -> {}
+//   {"op":"calls","name":N,"arguments":{},"n":K}  -> {"n":K,"failed":f,"p50us":..,"p95us":..}
+//   {"op":"terminate"}                            -> {} (DELETE of the session)
+//
+// A step that fails prints {"error":{"code":..,"message":..}} and the next
+// step runs. The token is only ever sent in the Authorization header.
+import { readFileSync } from 'node:fs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+const [url, stepsArg] = process.argv.slice(2);
+const token = process.env.MCP_TOKEN ?? '';
+if (!url) {
+    console.error('usage: MCP_TOKEN=<token> node agent.mjs <url> [steps-json]');
+    process.exit(2);
+}
+const steps = JSON.parse(stepsArg ?? readFileSync(0, 'utf8'));
+
+const print = line => process.stdout.write(JSON.stringify(line) + '\n');
+// code is a JSON-RPC error's code, or a failed HTTP exchange's status.
+const failure = err => ({ error: { code: typeof err?.code === 'number' ? err.code : null, message: String(err?.message ?? err) } });
+
+// What went over HTTP, without headers' values: the first 100 requests.
+const requests = [];
+let requestCount = 0;
+const asyncErrors = [];
+async function observedFetch(input, init = {}) {
+    const headers = new Headers(init.headers);
+    const seen = {
+        method: init.method ?? 'GET',
+        rpc: rpcMethod(init.body),
+        sessionId: headers.has('mcp-session-id'),
+        protocolVersion: headers.get('mcp-protocol-version'),
+        status: null
+    };
+    if (requestCount++ < 100) requests.push(seen);
+    const response = await fetch(input, init);
+    seen.status = response.status;
+    seen.contentType = response.headers.get('content-type');
+    return response;
+}
+function rpcMethod(body) {
+    try {
+        return JSON.parse(body).method ?? null;
+    } catch {
+        return null;
+    }
+}
+
+const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: token ? { headers: { Authorization: `Bearer ${token}` } } : undefined,
+    fetch: observedFetch
+});
+const client = new Client({ name: 'tsagent', version: '1' });
+client.onerror = err => asyncErrors.push(failure(err).error);
+
+try {
+    await client.connect(transport);
+    print({ op: 'connect', protocolVersion: transport.protocolVersion ?? null, sessionId: transport.sessionId !== undefined, server: client.getServerVersion() ?? null });
+} catch (err) {
+    print({ op: 'connect', ...failure(err) });
+    finish(0);
+}
+
+const run = {
+    async list() {
+        const { tools } = await client.listTools();
+        return { tools: tools.map(t => t.name) };
+    },
+    async call(step) {
+        const res = await client.callTool({ name: step.name, arguments: step.arguments ?? {} });
+        return { isError: res.isError === true, content: res.content };
+    },
+    async ping() {
+        await client.ping();
+        return {};
+    },
+    async terminate() {
+        await transport.terminateSession();
+        return {};
+    },
+    // calls times n sequential calls (after one untimed warm-up call).
+    async calls(step) {
+        const params = { name: step.name, arguments: step.arguments ?? {} };
+        await client.callTool(params);
+        const micros = [];
+        let failed = 0;
+        for (let i = 0; i < step.n; i++) {
+            const start = process.hrtime.bigint();
+            const res = await client.callTool(params);
+            micros.push(Number(process.hrtime.bigint() - start) / 1000);
+            if (res.isError) failed++;
+        }
+        micros.sort((a, b) => a - b);
+        const pct = p => Math.round(micros[Math.min(micros.length - 1, Math.floor(p * micros.length))] ?? 0);
+        return { n: step.n, failed, p50us: pct(0.5), p95us: pct(0.95) };
+    }
+};
+
+for (const step of steps) {
+    const op = run[step.op];
+    try {
+        if (!op) throw new Error(`unknown op ${JSON.stringify(step.op)}`);
+        print({ op: step.op, ...(await op(step)) });
+    } catch (err) {
+        print({ op: step.op, ...failure(err) });
+    }
+}
+await client.close();
+finish(0);
+
+function finish(code) {
+    print({ op: 'http', requests, requestCount, errors: asyncErrors });
+    process.exit(code);
+}

@@ -1,0 +1,278 @@
+// Package tsagent runs the tests' TypeScript MCP agent: agent.mjs, a client
+// written with the official TypeScript SDK (@modelcontextprotocol/sdk),
+// which hack/tsagent.sh installs from the npm registry. It lets a test prove
+// that a client other than the go-sdk is served, as that client sends it.
+//
+// The SDK's directory is TSAGENT_DIR (make test sets it); without it, the
+// first Run runs hack/tsagent.sh, found from the working directory up, so
+// `go test` of a package works on a machine with only Node.js and npm.
+package tsagent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+//go:embed agent.mjs
+var script []byte
+
+// Step is one thing the agent does once connected; see the constructors.
+type Step struct {
+	Op        string         `json:"op"`
+	Name      string         `json:"name,omitempty"`
+	Arguments map[string]any `json:"arguments,omitempty"`
+	N         int            `json:"n,omitempty"`
+}
+
+// List lists the tools offered.
+func List() Step { return Step{Op: "list"} }
+
+// Call calls a tool.
+func Call(name string, args map[string]any) Step {
+	return Step{Op: "call", Name: name, Arguments: args}
+}
+
+// Ping pings the server.
+func Ping() Step { return Step{Op: "ping"} }
+
+// Calls calls a tool n times in a row, after one untimed call, and reports
+// the median and 95th percentile of their latencies.
+func Calls(name string, args map[string]any, n int) Step {
+	return Step{Op: "calls", Name: name, Arguments: args, N: n}
+}
+
+// Terminate ends the session with an HTTP DELETE, as a client that leaves
+// should.
+func Terminate() Step { return Step{Op: "terminate"} }
+
+// Result is what the agent saw.
+type Result struct {
+	Connect Connect
+	// Steps holds one outcome per step, in order; none when Connect failed.
+	Steps []Outcome
+	HTTP  HTTP
+}
+
+// Connect is the outcome of initialize.
+type Connect struct {
+	Error *Error `json:"error"`
+	// ProtocolVersion is the revision negotiated.
+	ProtocolVersion string `json:"protocolVersion"`
+	// SessionID says whether the server gave an Mcp-Session-Id.
+	SessionID bool `json:"sessionId"`
+	Server    struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	} `json:"server"`
+}
+
+// Outcome is the outcome of one step. Error is set when the step failed;
+// the other fields are those of its op.
+type Outcome struct {
+	Op    string `json:"op"`
+	Error *Error `json:"error"`
+	// Tools are the names listed (list).
+	Tools []string `json:"tools"`
+	// IsError and Content are the call's result (call).
+	IsError bool      `json:"isError"`
+	Content []Content `json:"content"`
+	// N, Failed, P50us and P95us are the timed calls' count, how many
+	// returned isError, and their latencies in microseconds (calls).
+	N      int   `json:"n"`
+	Failed int   `json:"failed"`
+	P50us  int64 `json:"p50us"`
+	P95us  int64 `json:"p95us"`
+}
+
+// Text joins the text content of a call's result.
+func (o Outcome) Text() string {
+	var b strings.Builder
+	for _, c := range o.Content {
+		if c.Type == "text" {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
+}
+
+// Content is a content block of a call's result.
+type Content struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// Error is an error the SDK reported: a JSON-RPC error's code, or for a
+// failed HTTP exchange its status; Code is nil for other errors.
+type Error struct {
+	Code    *int   `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string {
+	if e.Code == nil {
+		return e.Message
+	}
+	return fmt.Sprintf("%s (code %d)", e.Message, *e.Code)
+}
+
+// HTTP is what the agent sent over HTTP.
+type HTTP struct {
+	// Requests are the first 100 requests, in the order they were sent.
+	Requests []Request `json:"requests"`
+	// RequestCount counts them all.
+	RequestCount int `json:"requestCount"`
+	// Errors are the errors the SDK reported outside a step, such as a
+	// failed GET for the server's event stream.
+	Errors []Error `json:"errors"`
+}
+
+// Request is one HTTP request the agent made.
+type Request struct {
+	Method string `json:"method"`
+	// RPC is the JSON-RPC method of a POSTed request or notification.
+	RPC string `json:"rpc"`
+	// SessionID says whether it carried an Mcp-Session-Id.
+	SessionID bool `json:"sessionId"`
+	// ProtocolVersion is its MCP-Protocol-Version header.
+	ProtocolVersion string `json:"protocolVersion"`
+	// Status is the response's, 0 when none came before the agent ended.
+	Status      int    `json:"status"`
+	ContentType string `json:"contentType"`
+}
+
+// Run connects to the MCP endpoint url presenting token as a bearer token
+// (none when empty), runs the steps and returns what the agent saw. A step
+// that fails is an outcome, not an error; so is a failed connection. The
+// error is for an agent that could not run.
+func Run(ctx context.Context, url, token string, steps ...Step) (*Result, error) {
+	path, err := agentPath()
+	if err != nil {
+		return nil, err
+	}
+	in, err := json.Marshal(steps)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, "node", path, url)
+	// The token goes in the environment, not on the command line, where
+	// every process could read it.
+	cmd.Env = append(os.Environ(), "MCP_TOKEN="+token)
+	cmd.Stdin = bytes.NewReader(in)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("tsagent: node %s: %w; stderr:\n%s", filepath.Base(path), err, stderr.String())
+	}
+	return parse(stdout.Bytes())
+}
+
+// parse reads the agent's lines: connect, one per step, http.
+func parse(out []byte) (*Result, error) {
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	if len(lines) < 2 {
+		return nil, fmt.Errorf("tsagent: expected at least 2 lines of output, got %q", out)
+	}
+	r := &Result{}
+	if err := json.Unmarshal(lines[0], &r.Connect); err != nil {
+		return nil, fmt.Errorf("tsagent: connect line %q: %w", lines[0], err)
+	}
+	if err := json.Unmarshal(lines[len(lines)-1], &r.HTTP); err != nil {
+		return nil, fmt.Errorf("tsagent: http line %q: %w", lines[len(lines)-1], err)
+	}
+	for _, l := range lines[1 : len(lines)-1] {
+		var o Outcome
+		if err := json.Unmarshal(l, &o); err != nil {
+			return nil, fmt.Errorf("tsagent: step line %q: %w", l, err)
+		}
+		r.Steps = append(r.Steps, o)
+	}
+	return r, nil
+}
+
+// agentPath writes agent.mjs beside the SDK's node_modules (Node resolves
+// an ES module's imports from its own directory; NODE_PATH is for
+// CommonJS only), named by its content so checkouts with different agents
+// share the install, and returns its path.
+var agentPath = sync.OnceValues(func() (string, error) {
+	if _, err := exec.LookPath("node"); err != nil {
+		return "", errors.New("tsagent: node is not on PATH: the TypeScript MCP agent needs Node.js 20 or later, and npm to install the SDK (hack/tsagent.sh)")
+	}
+	dir, err := Dir()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(script)
+	path := filepath.Join(dir, "agent-"+hex.EncodeToString(sum[:6])+".mjs")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	tmp, err := os.CreateTemp(dir, ".agent-*.mjs")
+	if err != nil {
+		return "", fmt.Errorf("tsagent: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(script); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("tsagent: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("tsagent: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", fmt.Errorf("tsagent: %w", err)
+	}
+	return path, nil
+})
+
+// Dir returns the directory of the SDK's install: TSAGENT_DIR, or what
+// hack/tsagent.sh prints (installing it on first use).
+func Dir() (string, error) {
+	if dir := os.Getenv("TSAGENT_DIR"); dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+			return "", fmt.Errorf("tsagent: TSAGENT_DIR=%s holds no @modelcontextprotocol/sdk (hack/tsagent.sh installs it): %w", dir, err)
+		}
+		return dir, nil
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(filepath.Join(root, "hack", "tsagent.sh"))
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("tsagent: hack/tsagent.sh: %w:\n%s", err, stderr.String())
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// moduleRoot is this module's directory, found from the working directory
+// up (go test runs a test in its package's directory; with -trimpath the
+// runtime knows no source directory).
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("tsagent: %w", err)
+	}
+	for {
+		if mod, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.HasPrefix(mod, []byte("module github.com/mcp-catalog/operator\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("tsagent: TSAGENT_DIR is not set and no github.com/mcp-catalog/operator module is above the working directory to run hack/tsagent.sh from")
+		}
+		dir = parent
+	}
+}

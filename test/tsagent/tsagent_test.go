@@ -1,0 +1,115 @@
+package tsagent_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-catalog/operator/test/mcpserver"
+	"github.com/mcp-catalog/operator/test/tsagent"
+)
+
+// The agent against the go-sdk and mcp-go servers directly: what each step
+// reports, and what went over HTTP.
+func TestAgentAgainstServers(t *testing.T) {
+	for _, flavor := range []mcpserver.Flavor{mcpserver.GoSDK, mcpserver.MCPGo} {
+		t.Run(string(flavor), func(t *testing.T) {
+			const token = "tS-aGeNt-ToKeN-1f3c"
+			srv := mcpserver.Start(t, mcpserver.Options{Flavor: flavor, RequireBearer: token})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+
+			res, err := tsagent.Run(ctx, srv.URL, token,
+				tsagent.List(),
+				tsagent.Call(mcpserver.ToolEcho, map[string]any{"text": "hello"}),
+				tsagent.Call(mcpserver.ToolFail, nil),
+				tsagent.Ping(),
+				tsagent.Calls(mcpserver.ToolEcho, map[string]any{"text": "x"}, 20),
+				tsagent.Step{Op: "no-such-op"},
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Connect.Error != nil {
+				t.Fatalf("connect: %v", res.Connect.Error)
+			}
+			if res.Connect.ProtocolVersion != "2025-11-25" {
+				t.Errorf("negotiated %q, want 2025-11-25", res.Connect.ProtocolVersion)
+			}
+			if len(res.Steps) != 6 {
+				t.Fatalf("%d outcomes for 6 steps: %+v", len(res.Steps), res.Steps)
+			}
+			for i, o := range res.Steps[:5] {
+				if o.Error != nil {
+					t.Errorf("step %d (%s): %v", i, o.Op, o.Error)
+				}
+			}
+			if list := res.Steps[0]; !contains(list.Tools, mcpserver.ToolEcho) || !contains(list.Tools, mcpserver.ToolFail) {
+				t.Errorf("listed %v", list.Tools)
+			}
+			if echo := res.Steps[1]; echo.IsError || echo.Text() != "hello" {
+				t.Errorf("echo: isError %v, %q", echo.IsError, echo.Text())
+			}
+			if fail := res.Steps[2]; !fail.IsError || fail.Text() != mcpserver.FailText {
+				t.Errorf("fail: isError %v, %q", fail.IsError, fail.Text())
+			}
+			if calls := res.Steps[4]; calls.N != 20 || calls.Failed != 0 || calls.P50us <= 0 || calls.P95us < calls.P50us {
+				t.Errorf("timed calls: %+v", calls)
+			}
+			if got := srv.Calls(mcpserver.ToolEcho); got != 22 {
+				t.Errorf("the server counted %d echo calls, want 22 (one, a warm-up and 20 timed)", got)
+			}
+			if bad := res.Steps[5]; bad.Error == nil || !strings.Contains(bad.Error.Message, "unknown op") {
+				t.Errorf("an unknown op: %+v", bad)
+			}
+
+			// Initialize opens the session; every later POST carries it and
+			// the negotiated revision.
+			var posts []tsagent.Request
+			for _, r := range res.HTTP.Requests {
+				if r.Method == "POST" {
+					posts = append(posts, r)
+				}
+			}
+			if len(posts) < 2 || posts[0].RPC != "initialize" || posts[0].SessionID || posts[0].ProtocolVersion != "" {
+				t.Fatalf("POSTs: %+v", posts)
+			}
+			for _, r := range posts[1:] {
+				if !r.SessionID || r.ProtocolVersion != "2025-11-25" || r.Status >= 300 {
+					t.Errorf("a POST after initialize: %+v", r)
+				}
+			}
+
+			if out, _ := json.Marshal(res); strings.Contains(string(out), token) {
+				t.Error("the agent printed the token")
+			}
+		})
+	}
+}
+
+func TestAgentUnauthorized(t *testing.T) {
+	srv := mcpserver.Start(t, mcpserver.Options{RequireBearer: "the-right-token"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := tsagent.Run(ctx, srv.URL, "a-wrong-token", tsagent.List())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := res.Connect.Error; e == nil || e.Code == nil || *e.Code != 401 {
+		t.Fatalf("connect with a wrong token: %+v", res.Connect)
+	}
+	if len(res.Steps) != 0 {
+		t.Errorf("steps ran without a connection: %+v", res.Steps)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
