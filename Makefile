@@ -107,15 +107,15 @@ RELEASE_TEST_REPO    = registry.example.test/mcp-catalog-operator
 RELEASE_TEST_CLI_PLATFORMS ?= linux/amd64 linux/arm64 darwin/arm64 windows/amd64
 
 .PHONY: test
-test: ## Run every test (builds the test control plane, with kube-controller-manager, helm and a test release, and installs Chromium, on first use).
-	@assets=$$(hack/envtest.sh --with-controller-manager); helm=$$(hack/helm.sh); chromium=$$(hack/chromium.sh); \
-	echo ">> KUBEBUILDER_ASSETS=$$assets"; echo ">> HELM=$$helm"; echo ">> CHROMIUM=$$chromium"; \
+test: ## Run every test (builds the test control plane, with kube-controller-manager, helm and a test release, and installs Chromium and the MCP TypeScript SDK, on first use).
+	@assets=$$(hack/envtest.sh --with-controller-manager); helm=$$(hack/helm.sh); chromium=$$(hack/chromium.sh); tsagent=$$(hack/tsagent.sh); \
+	echo ">> KUBEBUILDER_ASSETS=$$assets"; echo ">> HELM=$$helm"; echo ">> CHROMIUM=$$chromium"; echo ">> TSAGENT_DIR=$$tsagent"; \
 	dist=$$(mktemp -d); trap 'rm -rf "$$dist" "$$dist.md"' EXIT; \
 	printf '# Changelog\n\n## %s\n\nA test release.\n' '$(RELEASE_TEST_VERSION)' > "$$dist.md"; \
 	start=$$SECONDS; echo ">> building a release for test/release"; \
 	VERSION=$(RELEASE_TEST_VERSION) IMAGE_REPO=$(RELEASE_TEST_REPO) CLI_PLATFORMS='$(RELEASE_TEST_CLI_PLATFORMS)' DIST=$$dist CHANGELOG=$$dist.md hack/release.sh; \
 	echo ">> release built in $$((SECONDS - start))s"; \
-	KUBEBUILDER_ASSETS=$$assets HELM=$$helm CHROMIUM=$$chromium RELEASE_DIST=$$dist RELEASE_VERSION=$(RELEASE_TEST_VERSION) RELEASE_IMAGE_REPO=$(RELEASE_TEST_REPO) RELEASE_CLI_PLATFORMS='$(RELEASE_TEST_CLI_PLATFORMS)' \
+	KUBEBUILDER_ASSETS=$$assets HELM=$$helm CHROMIUM=$$chromium TSAGENT_DIR=$$tsagent RELEASE_DIST=$$dist RELEASE_VERSION=$(RELEASE_TEST_VERSION) RELEASE_IMAGE_REPO=$(RELEASE_TEST_REPO) RELEASE_CLI_PLATFORMS='$(RELEASE_TEST_CLI_PLATFORMS)' \
 		$(GO) test $(GOTEST_FLAGS) ./...
 	@$(MAKE) -s test-monitoring
 
