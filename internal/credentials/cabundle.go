@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/cabundle"
+	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/logging"
 )
 
@@ -42,7 +42,7 @@ func (e *UnusableCABundleError) Error() string { return CABundleNotUsableMessage
 // A Secret is read only when it opted in with LabelCABundle, or with
 // LabelCredential, which consents to more. A bundle is never sent anywhere,
 // but the answer to "is it usable" is still something its reader learns.
-func CABundle(ctx context.Context, r client.Reader, ns string, tls *mcpv1alpha1.TLSSettings) (*cabundle.Bundle, error) {
+func CABundle(ctx context.Context, r client.Reader, ns string, tls *mcpv1alpha1.TLSSettings) (*egress.CABundle, error) {
 	if tls == nil || tls.CABundleRef == nil {
 		return nil, nil
 	}
@@ -96,9 +96,9 @@ func CABundle(ctx context.Context, r client.Reader, ns string, tls *mcpv1alpha1.
 	if len(data) == 0 {
 		return nil, unusable("no such key, or it is empty")
 	}
-	b, err := cabundle.Parse(data)
+	b, err := egress.ParseCABundle(data)
 	if err != nil {
-		var invalid *cabundle.InvalidError
+		var invalid *egress.InvalidCABundleError
 		if !errors.As(err, &invalid) {
 			return nil, unusable("it cannot be parsed")
 		}

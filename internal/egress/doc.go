@@ -11,12 +11,14 @@
 //
 // The administrator's Policy turns into a Grant for one peer (its namespace
 // and opt-in); the Grant travels on the request's context to the Transport,
-// which keeps one connection pool per Grant. Trust gives, per CA bundle, a
+// which keeps one connection pool per Grant. A private CA bundle is parsed
+// strictly into a CABundle with a stable key, and Trust gives, per bundle, a
 // copy of an HTTP client that verifies servers against that bundle only,
-// with the same dialer and pools.
+// with the same dialer and pools, kept in a bounded cache by the key.
 //
 // The MCP client and the token exchange both dial through this package. It
-// imports nothing from Kubernetes and neither of its users; a refused
-// address is a *BlockedAddressError, which each user maps to its own error
-// kind.
+// imports nothing from Kubernetes and nothing else of the operator's; a
+// refused address is a *BlockedAddressError, and a failed certificate
+// verification is told apart by IsVerificationFailure, which each user
+// maps to its own error kind.
 package egress

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-
-	"github.com/mcp-catalog/operator/internal/cabundle"
 )
 
 // A bundle's client verifies the peer against the bundle and keeps the
@@ -17,7 +15,7 @@ import (
 func TestTrustAddsRootsAndKeepsTheGuard(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
-	bundle, err := cabundle.Parse(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
+	bundle, err := ParseCABundle(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +59,7 @@ func TestTrustAddsRootsAndKeepsTheGuard(t *testing.T) {
 func TestTrustRefusesAnOpaqueTransport(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
-	bundle, err := cabundle.Parse(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
+	bundle, err := ParseCABundle(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,3 +82,40 @@ func TestTrustRefusesAnOpaqueTransport(t *testing.T) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+type closer struct{ closed *int }
+
+func (c closer) CloseIdleConnections() { *c.closed++ }
+
+func TestBundleCacheIsBoundedAndClosesEvicted(t *testing.T) {
+	c := newBundleCache[closer](2)
+	closed := 0
+	built := 0
+	build := func(*CABundle) closer { built++; return closer{closed: &closed} }
+	var bs []*CABundle
+	for _, cn := range []string{"a", "b", "c"} {
+		b, err := ParseCABundle(testCA(t, cn))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs = append(bs, b)
+	}
+	c.get(bs[0], build)
+	c.get(bs[1], build)
+	c.get(bs[0], build) // a is now the most recent
+	if built != 2 {
+		t.Fatalf("built %d values for 2 keys", built)
+	}
+	c.get(bs[2], build) // evicts b
+	if c.count() != 2 || closed != 1 {
+		t.Fatalf("len %d, closed %d; want 2 and 1", c.count(), closed)
+	}
+	c.get(bs[0], build)
+	if built != 3 {
+		t.Fatal("the most recently used value was evicted")
+	}
+	c.get(bs[1], build)
+	if built != 4 {
+		t.Fatal("an evicted value was still served")
+	}
+}

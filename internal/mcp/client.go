@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/cabundle"
 	"github.com/mcp-catalog/operator/internal/egress"
 )
 
@@ -51,7 +50,7 @@ type Endpoint struct {
 	// CABundle, when set, replaces the system roots for verifying an https
 	// server's certificate. Connections are pooled per bundle, so a
 	// connection verified against one bundle is never reused for another.
-	CABundle *cabundle.Bundle
+	CABundle *egress.CABundle
 	// Timeout is the budget of one whole operation; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// MaxPages is the tools/list page ceiling; 0 means DefaultMaxPages.

@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/cabundle"
 	"github.com/mcp-catalog/operator/internal/egress"
 )
 
@@ -413,7 +412,7 @@ func (o *operation) transportErr(ctx, legCtx context.Context, method string, err
 		}
 		return e
 	}
-	if cabundle.IsVerificationFailure(err) {
+	if egress.IsVerificationFailure(err) {
 		d := "the certificate is not signed by a trusted CA or does not name the host"
 		if o.ep.CABundle != nil {
 			d = "the certificate is not signed by a CA of the endpoint's bundle or does not name the host"

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/cabundle"
 	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/test/mcpserver"
@@ -22,7 +21,7 @@ import (
 
 // tlsPeer serves a real go-sdk server over TLS with a certificate from
 // httptest's own CA, which no system trusts.
-func tlsPeer(t *testing.T) (*httptest.Server, *cabundle.Bundle) {
+func tlsPeer(t *testing.T) (*httptest.Server, *egress.CABundle) {
 	t.Helper()
 	s, err := mcpserver.New(mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true})
 	if err != nil {
@@ -31,7 +30,7 @@ func tlsPeer(t *testing.T) (*httptest.Server, *cabundle.Bundle) {
 	srv := httptest.NewTLSServer(s.Handler())
 	t.Cleanup(srv.Close)
 	t.Cleanup(s.Close)
-	b, err := cabundle.Parse(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
+	b, err := egress.ParseCABundle(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +83,7 @@ func TestPrivateCATrust(t *testing.T) {
 // foreignBundle is a bundle of a freshly made CA that signed nothing.
 // (httptest gives every TLS server the same certificate, so a second
 // server would not be a second CA.)
-func foreignBundle(t *testing.T) *cabundle.Bundle {
+func foreignBundle(t *testing.T) *egress.CABundle {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -99,7 +98,7 @@ func foreignBundle(t *testing.T) *cabundle.Bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := cabundle.Parse(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	b, err := egress.ParseCABundle(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 	if err != nil {
 		t.Fatal(err)
 	}

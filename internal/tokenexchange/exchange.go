@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/cabundle"
 	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/secret"
 )
@@ -76,7 +75,7 @@ type Request struct {
 	// CABundle, when set, is trusted instead of Options.RootCAs (or the
 	// system roots) for this request's token endpoint: each profile may
 	// name its own private CA.
-	CABundle *cabundle.Bundle
+	CABundle *egress.CABundle
 }
 
 // Allowed is a policy input: the audiences and scopes one party (the
@@ -352,7 +351,7 @@ func transportError(ctx context.Context, err error, status int) error {
 		return &Error{Kind: KindTimeout, StatusCode: status, Err: err}
 	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
 		return &Error{Kind: KindCancelled, StatusCode: status, Err: err}
-	case cabundle.IsVerificationFailure(err):
+	case egress.IsVerificationFailure(err):
 		return &Error{Kind: KindUntrustedCertificate, StatusCode: status, Err: err}
 	default:
 		return &Error{Kind: KindUnreachable, StatusCode: status, Err: err}
@@ -363,7 +362,7 @@ func transportError(ctx context.Context, err error, status int) error {
 // nil: the same transport (the address guard or the named proxy, the
 // timeouts; for Options.HTTPClient, a clone of its *http.Transport) with
 // the bundle as the only roots.
-func (c *Client) httpClientFor(b *cabundle.Bundle) (*http.Client, error) {
+func (c *Client) httpClientFor(b *egress.CABundle) (*http.Client, error) {
 	hc, err := c.trust.Client(b)
 	if err != nil {
 		return nil, &Error{Kind: KindInvalidInput, Detail: detailTransportTrust}

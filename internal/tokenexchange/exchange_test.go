@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/cabundle"
 	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/secret"
@@ -637,7 +636,7 @@ func TestRequestCABundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bundle, err := cabundle.Parse(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: as.srv.Certificate().Raw}))
+	bundle, err := egress.ParseCABundle(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: as.srv.Certificate().Raw}))
 	if err != nil {
 		t.Fatal(err)
 	}
