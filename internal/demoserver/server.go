@@ -648,8 +648,16 @@ func (lw *listenWriter) Write(p []byte) (int, error) {
 	return lw.ResponseWriter.Write(p)
 }
 
-// Unwrap lets http.ResponseController reach the server's writer (the
-// library flushes every event through it).
+// Flush flushes each event, as the server's writer does: mcp-go streams
+// only through a writer that is an http.Flusher.
+func (lw *listenWriter) Flush() {
+	if f, ok := lw.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the server's writer (go-sdk
+// flushes every event through it).
 func (lw *listenWriter) Unwrap() http.ResponseWriter { return lw.ResponseWriter }
 
 // ended takes the stream out of Stats.Listening once its request ended.
