@@ -17,14 +17,19 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.actors) || self.actors.all(a, !has(a.allowedAudiences) || a.allowedAudiences.all(x, x in self.allowedAudiences))",message="spec.actors[].allowedAudiences must be a subset of spec.allowedAudiences"
 // +kubebuilder:validation:XValidation:rule="!has(self.actors) || self.actors.all(a, !has(a.allowedScopes) || (has(self.allowedScopes) && a.allowedScopes.all(x, x in self.allowedScopes)))",message="spec.actors[].allowedScopes must be a subset of spec.allowedScopes"
 type McpDelegationProfileSpec struct {
-	// tokenEndpoint is the OAuth 2.0 token endpoint; https only.
+	// tokenEndpoint is the OAuth 2.0 token endpoint; https only. User
+	// information, fragments and query parameters named like a credential
+	// (the same names as an McpServer's url refuses) are not allowed, and a
+	// refused URL is not repeated in the refusal (reason Forbidden).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="self.lowerAscii().startsWith('https://')",message="spec.tokenEndpoint must be an https URL"
-	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getHostname() != ''",message="spec.tokenEndpoint must be an absolute URL with a host"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*@')",message="spec.tokenEndpoint must not contain user information"
-	// +kubebuilder:validation:XValidation:rule="!self.contains('#')",message="spec.tokenEndpoint must not contain a fragment"
+	// +kubebuilder:validation:XValidation:rule="self.lowerAscii().startsWith('https://')",message="spec.tokenEndpoint must be an https URL",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getHostname() != ''",message="spec.tokenEndpoint must be an absolute URL with a host",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*@')",message="spec.tokenEndpoint must not contain user information",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="!self.contains('#')",message="spec.tokenEndpoint must not contain a fragment",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="!self.lowerAscii().matches('^[^?]*[?]([^#]*&)?(([^=&#]*[-_.])?(key|sig|auth|pass|pwd|jwt)|[^=&#]*(token|secret|passw|signature|apikey|accesskey|credential|authori[sz]ation|session)[^=&#]*)(=|&|$)')",message="spec.tokenEndpoint must not carry a credential in its query (a parameter named like token, key, password, secret, sig or signature); the client secret belongs in clientSecretRef",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^?]*[?](.*;|(.*&)?[^=&]*%)')",message="spec.tokenEndpoint must not use ';' or percent-encoded parameter names in its query; separate parameters with '&' and write their names plainly",reason=FieldValueForbidden
 	TokenEndpoint string `json:"tokenEndpoint"`
 
 	// clientID identifies the operator to the token endpoint.

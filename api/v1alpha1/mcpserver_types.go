@@ -18,16 +18,17 @@ type McpServerSpec struct {
 	// parameters that carry a credential (token, api_key, password, sig,
 	// X-Amz-Signature and the like, by name, case-insensitive) are not
 	// allowed: a URL that embeds a credential goes in a Secret, see urlFrom.
+	// A refused URL is not repeated in the refusal (reason Forbidden).
 	// Exactly one of url and urlFrom is set.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="self.lowerAscii().startsWith('https://') || self.lowerAscii().startsWith('http://')",message="spec.url must use the https or http scheme"
-	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getHostname() != ''",message="spec.url must be an absolute URL with a host"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*@')",message="spec.url must not contain user information (user:password@); reference a Secret in spec.auth instead"
-	// +kubebuilder:validation:XValidation:rule="!self.contains('#')",message="spec.url must not contain a fragment (#...)"
-	// +kubebuilder:validation:XValidation:rule="!self.lowerAscii().matches('^[^?]*[?]([^#]*&)?(([^=&#]*[-_.])?(key|sig|auth|pass|pwd|jwt)|[^=&#]*(token|secret|passw|signature|apikey|accesskey|credential|authori[sz]ation|session)[^=&#]*)(=|&|$)')",message="spec.url must not carry a credential in its query (a parameter named like token, key, password, secret, sig or signature); put the whole URL in a Secret and reference it with spec.urlFrom"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^?]*[?](.*;|(.*&)?[^=&]*%)')",message="spec.url must not use ';' or percent-encoded parameter names in its query; separate parameters with '&' and write their names plainly"
+	// +kubebuilder:validation:XValidation:rule="self.lowerAscii().startsWith('https://') || self.lowerAscii().startsWith('http://')",message="spec.url must use the https or http scheme",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getHostname() != ''",message="spec.url must be an absolute URL with a host",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*@')",message="spec.url must not contain user information (user:password@); reference a Secret in spec.auth instead",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="!self.contains('#')",message="spec.url must not contain a fragment (#...)",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="!self.lowerAscii().matches('^[^?]*[?]([^#]*&)?(([^=&#]*[-_.])?(key|sig|auth|pass|pwd|jwt)|[^=&#]*(token|secret|passw|signature|apikey|accesskey|credential|authori[sz]ation|session)[^=&#]*)(=|&|$)')",message="spec.url must not carry a credential in its query (a parameter named like token, key, password, secret, sig or signature); put the whole URL in a Secret and reference it with spec.urlFrom",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^?]*[?](.*;|(.*&)?[^=&]*%)')",message="spec.url must not use ';' or percent-encoded parameter names in its query; separate parameters with '&' and write their names plainly",reason=FieldValueForbidden
 	URL string `json:"url,omitempty"`
 
 	// urlFrom reads the endpoint URL from a Secret key, for providers that

@@ -25,7 +25,10 @@ package v1alpha1
 // actor's token for one scoped to an MCP server (RFC 8693), and the explicit
 // map of actors allowed to use it.
 type McpDelegationProfileSpecApplyConfiguration struct {
-	// tokenEndpoint is the OAuth 2.0 token endpoint; https only.
+	// tokenEndpoint is the OAuth 2.0 token endpoint; https only. User
+	// information, fragments and query parameters named like a credential
+	// (the same names as an McpServer's url refuses) are not allowed, and a
+	// refused URL is not repeated in the refusal (reason Forbidden).
 	TokenEndpoint *string `json:"tokenEndpoint,omitempty"`
 	// clientID identifies the operator to the token endpoint.
 	ClientID *string `json:"clientID,omitempty"`

@@ -36,6 +36,7 @@ type McpServerSpecApplyConfiguration struct {
 	// parameters that carry a credential (token, api_key, password, sig,
 	// X-Amz-Signature and the like, by name, case-insensitive) are not
 	// allowed: a URL that embeds a credential goes in a Secret, see urlFrom.
+	// A refused URL is not repeated in the refusal (reason Forbidden).
 	// Exactly one of url and urlFrom is set.
 	URL *string `json:"url,omitempty"`
 	// urlFrom reads the endpoint URL from a Secret key, for providers that
