@@ -65,7 +65,10 @@ const transport = new StreamableHTTPClientTransport(new URL(url), {
     fetch: observedFetch
 });
 const client = new Client({ name: 'tsagent', version: '1' });
-client.onerror = err => asyncErrors.push(failure(err).error);
+// Errors once closing are of the agent's own making: closing aborts the
+// SDK's open streams.
+let closing = false;
+client.onerror = err => closing || asyncErrors.push(failure(err).error);
 
 try {
     await client.connect(transport);
@@ -119,6 +122,7 @@ for (const step of steps) {
         print({ op: step.op, ...failure(err) });
     }
 }
+closing = true;
 await client.close();
 finish(0);
 
