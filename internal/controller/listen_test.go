@@ -23,13 +23,11 @@ var _ = Describe("A server that announces changes of its tools", func() {
 		})
 	})
 
-	// listening waits until the controllers have a stream open to up.
+	// listening waits until the controllers have a stream open to up that
+	// up acknowledged, which it does once it registered the subscription.
 	listening := func(up *mcpserver.Server) {
 		GinkgoHelper()
-		Eventually(func() int { return up.Stats().Methods["subscriptions/listen"] }).Should(BeNumerically(">", 0))
-		// The stream is counted when it arrives; the library registers it a
-		// moment later.
-		time.Sleep(200 * time.Millisecond)
+		Eventually(func() int { return up.Stats().Listening }, bound(10*time.Second)).Should(BeNumerically(">", 0))
 	}
 
 	It("is imported within seconds of a change, while its import interval is an hour", func() {
@@ -59,17 +57,21 @@ var _ = Describe("A server that announces changes of its tools", func() {
 		listening(up)
 		before := up.Stats().Methods["tools/list"]
 
-		// A hundred changes, each announced (go-sdk folds changes less than
-		// 10ms apart into one notification), over about 2.5s: debouncing
-		// alone would import every 300ms, and without it every notification
+		// A hundred changes, each announced on its own (go-sdk folds
+		// changes less than 10ms apart into one notification, so each
+		// waits for its own), over a second or more: debouncing alone
+		// would import every 300ms, and without it every notification
 		// would import.
 		start := time.Now()
 		for i := range 100 {
+			sent := up.Stats().ListChangedSent
 			up.AddTools(fmt.Sprintf("chatter_%03d", i))
-			time.Sleep(25 * time.Millisecond)
+			_, announced := up.Await(5*time.Second, func(s mcpserver.Stats) bool { return s.ListChangedSent > sent })
+			Expect(announced).To(BeTrue(), "change %d was not announced", i)
 		}
-		// On a busy machine the burst lasts longer than 2.5s; the bound is
-		// one import per minimum interval of it, plus the one after it.
+		// On a busy machine the burst can outlast the minimum interval; the
+		// bound is one import per minimum interval of it, plus the one
+		// after it.
 		most := int(time.Since(start)/minInterval) + 2
 		// Every change is imported...
 		Eventually(func() int { return len(listTools(ns)) }, bound(15*time.Second)).Should(BeNumerically(">=", 105))

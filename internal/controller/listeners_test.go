@@ -34,7 +34,9 @@ func (r *requests) of(key types.NamespacedName) []time.Time {
 }
 
 // startListeners runs a ToolListeners as the manager would, with the given
-// bounds and timings.
+// bounds and timings. Start the servers first: cleanups run last first, and
+// a server closes only once the streams to it have ended, so a failing test
+// would otherwise wait forever for a listener it has not stopped yet.
 func startListeners(t *testing.T, l *ToolListeners) *requests {
 	t.Helper()
 	l.MCP = mcp.New(mcp.Options{AllowPrivateNetworks: true})
@@ -60,48 +62,73 @@ func peerEndpoint(srv *mcpserver.Server, ns string) mcp.Endpoint {
 	return mcp.Endpoint{Name: ns + "/s", URL: srv.URL, Namespace: ns, AllowPrivateNetwork: true, Timeout: 10 * time.Second}
 }
 
-// awaitListening waits until the server has a stream open: its handshake
-// and stream request were answered. A change made before is not heard.
+// awaitListening waits until the server has acknowledged a stream, which
+// it does once it registered the subscription. A change made before is
+// not heard.
 func awaitListening(t *testing.T, srv *mcpserver.Server) {
 	t.Helper()
-	if _, ok := srv.Await(10*time.Second, func(s mcpserver.Stats) bool { return s.Methods["subscriptions/listen"] > 0 }); !ok {
-		t.Fatal("no stream was opened")
+	if st, ok := srv.Await(10*time.Second, func(s mcpserver.Stats) bool { return s.Listening > 0 }); !ok {
+		t.Fatalf("no stream was opened: %d listen requests", st.Methods["subscriptions/listen"])
 	}
-	// The listen request is counted when it arrives; give the library a
-	// moment to register it before the change is made.
-	time.Sleep(100 * time.Millisecond)
+}
+
+// awaitClosed waits until the server saw every stream to it end: a change
+// made after is announced to no one.
+func awaitClosed(t *testing.T, srv *mcpserver.Server, why string) {
+	t.Helper()
+	if st, ok := srv.Await(10*time.Second, func(s mcpserver.Stats) bool { return s.Listening == 0 }); !ok {
+		t.Fatalf("%s: %d streams still open", why, st.Listening)
+	}
+}
+
+// change makes a change of srv's tools and waits until it is announced.
+// The library folds changes less than 10ms apart into one notification;
+// waiting makes each change its own.
+func change(t *testing.T, srv *mcpserver.Server, tool string) {
+	t.Helper()
+	sent := srv.Stats().ListChangedSent
+	srv.AddTools(tool)
+	if _, ok := srv.Await(10*time.Second, func(s mcpserver.Stats) bool { return s.ListChangedSent > sent }); !ok {
+		t.Fatalf("adding %s was not announced", tool)
+	}
+}
+
+// nextImport waits for the next import ToolListeners asks for.
+func nextImport(t *testing.T, reqs *requests, why string) {
+	t.Helper()
+	select {
+	case <-reqs.ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal(why)
+	}
 }
 
 func TestToolListenersImportOnceForABurst(t *testing.T) {
 	l := &ToolListeners{Debounce: 100 * time.Millisecond, MinInterval: time.Second}
-	reqs := startListeners(t, l)
 	srv := mcpserver.Start(t, mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true})
+	reqs := startListeners(t, l)
 	key := types.NamespacedName{Namespace: "team-a", Name: "chatty"}
 	l.Observe(key, peerEndpoint(srv, key.Namespace), true)
 	awaitListening(t, srv)
 
-	// A chatty server: forty changes, each announced (go-sdk folds
-	// changes less than 10ms apart into one notification), over most of
-	// MinInterval: debouncing alone would import every 100ms.
+	// A chatty server: forty changes, each announced on its own (at
+	// least 10ms apart, see change), so over longer than Debounce:
+	// debouncing alone would import every 100ms.
 	start := time.Now()
 	for i := range 40 {
-		srv.AddTools(fmt.Sprintf("burst_%03d", i))
-		time.Sleep(20 * time.Millisecond)
+		change(t, srv, fmt.Sprintf("burst_%03d", i))
 	}
+	burst := time.Since(start)
 	// A busy machine stretches the burst: one import per MinInterval of
 	// it, plus the one after it.
-	most := int(time.Since(start)/l.MinInterval) + 2
-	select {
-	case <-reqs.ch:
-	case <-time.After(10 * time.Second):
-		t.Fatal("a burst of changes triggered no import")
-	}
-	// Everything the burst announced is covered by that import, or at
-	// most one more after MinInterval.
-	time.Sleep(l.MinInterval + 2*l.Debounce)
+	most := int(burst/l.MinInterval) + 2
+	nextImport(t, reqs, "a burst of changes triggered no import")
+	// The burst outlasted Debounce, so changes came after the first
+	// import: they make one more, MinInterval after it.
+	nextImport(t, reqs, "the changes after the first import triggered none")
 	got := reqs.of(key)
 	if len(got) > most {
-		t.Fatalf("a burst of 40 changes triggered %d imports, want at most %d", len(got), most)
+		t.Fatalf("a burst of 40 changes over %s triggered %d imports, want at most %d", burst, len(got), most)
 	}
 	for i := 1; i < len(got); i++ {
 		if gap := got[i].Sub(got[i-1]); gap < l.MinInterval {
@@ -115,11 +142,7 @@ func TestToolListenersImportOnceForABurst(t *testing.T) {
 		<-reqs.ch
 	}
 	srv.AddTools("later")
-	select {
-	case <-reqs.ch:
-	case <-time.After(10 * time.Second):
-		t.Fatal("a later change triggered no import")
-	}
+	nextImport(t, reqs, "a later change triggered no import")
 	if n := len(reqs.of(key)); n != before+1 {
 		t.Errorf("%d imports after the later change, want %d", n, before+1)
 	}
@@ -129,8 +152,8 @@ func TestToolListenersImportOnceForABurst(t *testing.T) {
 // streams are open.
 func TestToolListenersBounds(t *testing.T) {
 	l := &ToolListeners{Max: 3, MaxPerNamespace: 2}
-	startListeners(t, l)
 	srv := mcpserver.Start(t, mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true})
+	startListeners(t, l)
 	noisy := func(i int) types.NamespacedName {
 		return types.NamespacedName{Namespace: "noisy", Name: fmt.Sprintf("s%d", i)}
 	}
@@ -162,44 +185,38 @@ func TestToolListenersBounds(t *testing.T) {
 // new endpoint (a rotated credential, a new URL) replaces it.
 func TestToolListenersFollowTheEndpoint(t *testing.T) {
 	l := &ToolListeners{Debounce: 50 * time.Millisecond, MinInterval: 50 * time.Millisecond}
-	reqs := startListeners(t, l)
 	first := mcpserver.Start(t, mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true})
 	second := mcpserver.Start(t, mcpserver.Options{Flavor: mcpserver.MCPGo, Stateless: true})
+	reqs := startListeners(t, l)
 	key := types.NamespacedName{Namespace: "team-a", Name: "moved"}
 
 	l.Observe(key, peerEndpoint(first, key.Namespace), true)
 	awaitListening(t, first)
 	l.Observe(key, peerEndpoint(second, key.Namespace), true)
 	awaitListening(t, second)
+	// The old URL's stream is closed: its changes are announced to no one.
+	awaitClosed(t, first, "the old URL's stream outlived the URL change")
 	first.AddTools("on_the_old_url")
-	time.Sleep(500 * time.Millisecond)
-	if n := len(reqs.of(key)); n != 0 {
-		t.Fatalf("the old URL's change triggered %d imports after the URL changed", n)
-	}
-	second.AddTools("on_the_new_url")
-	select {
-	case <-reqs.ch:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the new URL's change triggered no import")
+	change(t, second, "on_the_new_url")
+	nextImport(t, reqs, "the new URL's change triggered no import")
+	if n := len(reqs.of(key)); n != 1 {
+		t.Fatalf("%d imports, want 1: the old URL's change triggered one", n)
 	}
 
 	l.Observe(key, peerEndpoint(second, key.Namespace), false)
 	if l.Listening(key) {
 		t.Fatal("the listener outlived want=false")
 	}
-	second.AddTools("after_stop")
-	time.Sleep(500 * time.Millisecond)
-	if n := len(reqs.of(key)); n != 1 {
-		t.Fatalf("%d imports, want 1: a stopped listener triggered one", n)
-	}
+	// Its stream is closed: a later change is announced to no one.
+	awaitClosed(t, second, "the stream outlived want=false")
 }
 
 // A list the server called fresh (ttlMs) is not imported again before the
 // time it gave has passed, however soon it announces a change.
 func TestToolListenersRespectTheListTTL(t *testing.T) {
 	l := &ToolListeners{Debounce: 10 * time.Millisecond, MinInterval: 10 * time.Millisecond}
-	reqs := startListeners(t, l)
 	srv := mcpserver.Start(t, mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true})
+	reqs := startListeners(t, l)
 	key := types.NamespacedName{Namespace: "team-a", Name: "cached"}
 	l.Observe(key, peerEndpoint(srv, key.Namespace), true)
 	awaitListening(t, srv)
@@ -207,11 +224,7 @@ func TestToolListenersRespectTheListTTL(t *testing.T) {
 	imported := time.Now()
 	l.Imported(key, ttl)
 	srv.AddTools("within_the_ttl")
-	select {
-	case <-reqs.ch:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the change triggered no import")
-	}
+	nextImport(t, reqs, "the change triggered no import")
 	if got := reqs.of(key)[0].Sub(imported); got < ttl {
 		t.Errorf("import triggered %s after the last, within its ttl of %s", got, ttl)
 	}
