@@ -204,6 +204,32 @@ func streamOf(r *seenRequest, text string, closed bool) *http.Response {
 	return resp
 }
 
+// readUntilDrained is a stream that yields text and then, when the client
+// asks for more, calls drained once and blocks until ctx ends, like a
+// server that keeps the stream open. The client's decoder reads only once
+// it has handled every complete event it holds, so drained runs after the
+// client handled all of text.
+type readUntilDrained struct {
+	text    io.Reader
+	ctx     context.Context
+	drained func()
+}
+
+func (b *readUntilDrained) Read(p []byte) (int, error) {
+	n, err := b.text.Read(p)
+	if n > 0 || !errors.Is(err, io.EOF) {
+		return n, err
+	}
+	if b.drained != nil {
+		b.drained()
+		b.drained = nil
+	}
+	<-b.ctx.Done()
+	return 0, b.ctx.Err()
+}
+
+func (b *readUntilDrained) Close() error { return nil }
+
 // listen runs ListenTools to its end and counts the changes reported.
 func listen(ctx context.Context, s *fakeServer, ep mcp.Endpoint) (int, error) {
 	n := 0
@@ -225,10 +251,15 @@ func TestListenReportsEachChangeOnTheStream(t *testing.T) {
 				// A keep-alive comment, a foreign notification, then two changes.
 				text += ": keep-alive\n\n" + sseText(`{"jsonrpc":"2.0","method":"notifications/message","params":{}}`,
 					changedFor(p, r), changedFor(p, r))
-				// The server is done; the client is cancelled once it has read.
-				go func() { time.Sleep(50 * time.Millisecond); cancel() }()
-				return streamOf(r, text, false)
+				// The server is done; the client is cancelled once it has
+				// handled everything and waits for more.
+				resp := fakeRawSSE(text)
+				resp.Body = &readUntilDrained{text: strings.NewReader(text), ctx: r.ctx, drained: cancel}
+				return resp
 			})
+			// A client that stops reading early fails rather than hangs.
+			stop := time.AfterFunc(10*time.Second, cancel)
+			defer stop.Stop()
 			n, err := listen(ctx, s, p.endpoint())
 			if mcp.KindOf(err) != mcp.KindCancelled {
 				t.Fatalf("ListenTools = %v, want Cancelled", err)
