@@ -70,9 +70,14 @@ func New[T comparable](tenant func(T) string, maxPerTenant int) *Queue[T] {
 // NewRateLimiting is a controller's queue: the fair queue under client-go's
 // delaying (AddAfter) and rate-limiting (AddRateLimited) layers.
 func NewRateLimiting[T comparable](name string, rl workqueue.TypedRateLimiter[T], tenant func(T) string, maxPerTenant int) workqueue.TypedRateLimitingInterface[T] {
+	return rateLimiting(name, rl, New(tenant, maxPerTenant))
+}
+
+// rateLimiting puts the delaying and rate-limiting layers over q.
+func rateLimiting[T comparable](name string, rl workqueue.TypedRateLimiter[T], q *Queue[T]) workqueue.TypedRateLimitingInterface[T] {
 	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[T]{
 		Name:  name,
-		Queue: New(tenant, maxPerTenant),
+		Queue: q,
 	})
 	return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[T]{
 		Name:          name,

@@ -197,16 +197,30 @@ func TestDefaultMaxPerTenant(t *testing.T) {
 	}
 }
 
+// mayHandOut reports whether Get would hand out an item now.
+func (q *Queue[T]) mayHandOut() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.next()
+	return ok
+}
+
 // Under the delaying and rate-limiting layers, as a controller uses it,
-// with many workers at once (run with -race).
+// with many workers at once (run with -race): more workers than the three
+// tenants' ceilings add up to, each holding its item for as long as the
+// queue may hand another to a free worker, so that every tenant is held at
+// what the queue allows, again and again.
 func TestRateLimitingQueueUnderConcurrentWorkers(t *testing.T) {
-	q := NewRateLimiting("", workqueue.DefaultTypedControllerRateLimiter[string](), tenantOf, 2)
-	const perTenant = 50
+	fair := New(tenantOf, 2)
+	q := rateLimiting("", workqueue.DefaultTypedControllerRateLimiter[string](), fair)
+	const perTenant, workers = 50, 8
 	var mu sync.Mutex
-	held, most := map[string]int{}, 0
+	// changed is broadcast whenever a worker takes or gives back an item.
+	changed := sync.NewCond(&mu)
+	held, holding, most := map[string]int{}, 0, 0
 	seen := map[string]int{}
 	var wg sync.WaitGroup
-	for range 6 {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -217,12 +231,18 @@ func TestRateLimitingQueueUnderConcurrentWorkers(t *testing.T) {
 				}
 				mu.Lock()
 				held[tenantOf(item)]++
+				holding++
 				most = max(most, held[tenantOf(item)])
 				seen[item]++
-				mu.Unlock()
-				time.Sleep(time.Millisecond)
-				mu.Lock()
+				changed.Broadcast()
+				// A free worker takes what the queue may hand out; until
+				// it did, this one keeps its item.
+				for holding < workers && fair.mayHandOut() {
+					changed.Wait()
+				}
 				held[tenantOf(item)]--
+				holding--
+				changed.Broadcast()
 				mu.Unlock()
 				q.Forget(item)
 				q.Done(item)
