@@ -1372,10 +1372,27 @@ func TestRoundRobinTriesEachReplica(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadAddr := dead.Listener.Addr().String()
 	dead.Close()
-	var served atomic.Int64
+	const requests = 300
+	// A live replica holds every request until all of them have reached
+	// one or been answered without: all are in flight at once, so every
+	// turn is taken while the others move the cursor. A request that never
+	// gets there fails the test after 10s instead of holding the others
+	// for ever.
+	var served, settled atomic.Int64
+	all := make(chan struct{})
+	var allOnce sync.Once
+	settle := func() {
+		if settled.Add(1) >= requests {
+			allOnce.Do(func() { close(all) })
+		}
+	}
 	live := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		served.Add(1)
-		time.Sleep(time.Millisecond)
+		settle()
+		select {
+		case <-all:
+		case <-time.After(10 * time.Second):
+		}
 	})
 	a, b := httptest.NewServer(live), httptest.NewServer(live)
 	defer a.Close()
@@ -1384,18 +1401,21 @@ func TestRoundRobinTriesEachReplica(t *testing.T) {
 	front := httptest.NewServer(rr)
 	defer front.Close()
 
-	const requests = 300
 	var wg sync.WaitGroup
 	codes := make([]int, requests)
 	for i := range requests {
 		wg.Go(func() {
 			resp, err := http.Post(front.URL, "application/json", strings.NewReader(`{}`))
 			if err != nil {
+				settle()
 				t.Errorf("request %d: %v", i, err)
 				return
 			}
 			_ = resp.Body.Close()
 			codes[i] = resp.StatusCode
+			if resp.StatusCode != http.StatusOK {
+				settle() // answered without a live replica
+			}
 		})
 	}
 	wg.Wait()
