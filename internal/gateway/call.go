@@ -25,9 +25,12 @@ type callScope struct {
 	// (callDecided); decide takes it instead of deciding again.
 	pre *decided
 
-	// Learnt by identify: the arguments, and the audit record of the call,
-	// which every later stage fills in. applyRules makes them the
-	// arguments sent upstream, and the record's hash theirs.
+	// Learnt by identify: the arguments as they came, and the audit record
+	// of the call, which every later stage fills in, its hash that of the
+	// arguments' bytes. decide decodes them only once the call is allowed
+	// (args, or argsErr) and hashes their canonical form; applyRules makes
+	// them the arguments sent upstream, and the record's hash theirs.
+	rawArgs any
 	args    map[string]any
 	argsErr error
 	rec     Record
@@ -106,10 +109,8 @@ func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest)
 	if id == nil {
 		return refusal(unknownTool)
 	}
-	rec := Record{CallID: newCallID(), Caller: id.Username, Namespace: id.Namespace}
-	if _, h, err := arguments(req.Params.Arguments); err == nil {
-		rec.ArgumentsHash = h
-	}
+	// The arguments of a call that is not made are not decoded.
+	rec := Record{CallID: newCallID(), Caller: id.Username, Namespace: id.Namespace, ArgumentsHash: rawArgumentsHash(req.Params.Arguments)}
 	name := req.Params.Name
 	if toolname.ValidLocalName(name) {
 		// Only a well-formed name is recorded: it is the caller's input.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 
@@ -30,65 +29,113 @@ import (
 // is served by the SDK as before. TestFastCallMatchesTheSDK proves the two
 // answer the same bytes.
 
-// maxFastCallBody bounds the request body this path reads; a larger one is
-// left to the SDK.
-const maxFastCallBody = 1 << 20
-
-// plainCall is a tools/call request of the plain shape.
-type plainCall struct {
-	id   json.RawMessage
-	args json.RawMessage
-	meta sdk.Meta
-}
-
 // serveCall answers r, a tools/call of the 2026-07-28 revision, and
-// reports whether it did; when it did not, r is as it came (its body
-// restored) for the SDK to serve, and nothing was decided, counted or
-// audited for it.
-func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request) bool {
+// reports whether it did; when it did not, nothing was decided, counted or
+// audited for it, and the SDK serves it.
+func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request, m *message, info *auth.TokenInfo, id *Identity) bool {
 	name := r.Header.Get("Mcp-Name")
-	if g.noFastCall.Load() || r.Method != http.MethodPost || r.Header.Get("MCP-Protocol-Version") != modernProtocol ||
-		r.Header.Get("Mcp-Method") != "tools/call" || !toolname.ValidLocalName(name) ||
-		!jsonContent(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) || !hostAccepted(r) {
+	if g.noFastCall.Load() || m.era != modernProtocol || r.Header.Get("Mcp-Method") != "tools/call" || !toolname.ValidLocalName(name) {
 		return false
 	}
-	info := auth.TokenInfoFromContext(r.Context())
-	id := identityOf(info)
-	if id == nil || r.Body == nil {
-		return false
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxFastCallBody+1))
-	// The SDK reads the body again: from what was read, then the rest.
-	r.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(body), r.Body), Closer: r.Body}
-	if err != nil || len(body) > maxFastCallBody {
-		return false
-	}
-	call, ok := plainCallRequest(body, name)
+	call, ok := plainCallRequest(m.body, name)
 	if !ok {
 		return false
 	}
 	// The SDK's path serves the call with a server offering the tool when
 	// the caller may see it; here the call is only taken when it may be
 	// made without a question for anyone.
-	pre, err := g.decideVisible(r.Context(), id, name)
-	if err != nil || pre == nil || pre.v.approval {
-		return false
-	}
-	o := &pre.offer
-	if schema := o.tool.Status.InputSchema; schema != nil && bytes.Contains(schema.Raw, []byte(xMCPHeader)) {
-		// The SDK checks the Mcp-Param headers of such a tool.
-		return false
-	}
 	req := &sdk.CallToolRequest{
 		Params: &sdk.CallToolParamsRaw{Meta: call.meta, Name: name, Arguments: call.args},
 		Extra:  &sdk.RequestExtra{TokenInfo: info, Header: r.Header},
 	}
-	ctx, obs := g.startCall(r.Context(), req)
-	res, err := g.callDecided(ctx, req, o.ref(), pre)
-	g.endCall(obs, err)
+	pre, refused, ok := g.decideFront(r.Context(), id, req)
+	if !ok {
+		return false
+	}
+	if pre != nil {
+		if schema := pre.offer.tool.Status.InputSchema; schema != nil && bytes.Contains(schema.Raw, []byte(xMCPHeader)) {
+			// The SDK checks the Mcp-Param headers of such a tool.
+			return false
+		}
+	}
+	res, err := g.callThrough(r.Context(), req, pre, refused)
 	g.writeCallAnswer(w, call.id, res, err)
 	g.fastCalls.Add(1)
 	return true
+}
+
+// serveEraCall answers a tools/call of the initialize era of the plain
+// shape agents send (the tool's name and its arguments, nothing else),
+// when it may be made without a question for anyone; it reports whether
+// it did.
+func (g *Gateway) serveEraCall(w http.ResponseWriter, r *http.Request, m *message, info *auth.TokenInfo, id *Identity) bool {
+	if m.notification() || m.params == nil {
+		return false
+	}
+	p, err := mcp.ObjectMembers(m.params)
+	if err != nil || p["name"] == nil || len(p) > 2 || (len(p) == 2 && p["arguments"] == nil) {
+		return false
+	}
+	var name string
+	if json.Unmarshal(p["name"], &name) != nil || !toolname.ValidLocalName(name) {
+		return false
+	}
+	req := &sdk.CallToolRequest{
+		Params: &sdk.CallToolParamsRaw{Name: name, Arguments: p["arguments"]},
+		Extra:  &sdk.RequestExtra{TokenInfo: info, Header: r.Header},
+	}
+	pre, refused, ok := g.decideFront(r.Context(), id, req)
+	if !ok {
+		return false
+	}
+	res, err := g.callThrough(r.Context(), req, pre, refused)
+	msg, ok := eraCallResult(res, err)
+	writeResponse(w, m.id, msg, ok)
+	g.eraAnswers.Add(1)
+	return true
+}
+
+// decideFront decides, once, a call the front door read: the decision
+// when the caller may see the tool; refused when it may not (the call is
+// refused, with its reason, without its arguments decoded). ok is false
+// when the gateway's own code does not take the call: the decision failed
+// (the SDK's path answers that it could not decide) or the call needs a
+// question for someone (an approval).
+func (g *Gateway) decideFront(ctx context.Context, id *Identity, req *sdk.CallToolRequest) (pre *decided, refused, ok bool) {
+	pre, err := g.decideVisible(ctx, id, req.Params.Name)
+	switch {
+	case errors.Is(err, ErrOwnerNotServed):
+		return nil, true, true
+	case err != nil:
+		return nil, false, false
+	case pre == nil:
+		return nil, true, true
+	case pre.v.approval:
+		return nil, false, false
+	}
+	return pre, false, true
+}
+
+// callThrough makes a call the front door decided through the stages
+// (pre), or refuses it (refused), observed as every call is.
+func (g *Gateway) callThrough(ctx context.Context, req *sdk.CallToolRequest, pre *decided, refused bool) (*sdk.CallToolResult, error) {
+	ctx, obs := g.startCall(ctx, req)
+	var res *sdk.CallToolResult
+	var err error
+	if refused {
+		res = g.refuseUnoffered(ctx, req)
+	} else {
+		res, err = g.callDecided(ctx, req, pre.offer.ref(), pre)
+	}
+	g.endCall(obs, err)
+	return res, err
+}
+
+// plainCall is a tools/call request of the plain shape.
+type plainCall struct {
+	id   json.RawMessage
+	args json.RawMessage
+	meta sdk.Meta
 }
 
 // plainCallRequest reads body as a tools/call of the plain shape for the
@@ -174,31 +221,16 @@ func (g *Gateway) decideVisible(ctx context.Context, id *Identity, name string) 
 }
 
 // writeCallAnswer writes the answer to a call as the SDK writes it for
-// this revision: one application/json body holding the JSON-RPC response,
-// whose result says it is complete (or asks for input) and names the
-// gateway in _meta.
+// the 2026-07-28 revision: one application/json body holding the JSON-RPC
+// response, whose result says it is complete (or asks for input) and
+// names the gateway in _meta.
 func (g *Gateway) writeCallAnswer(w http.ResponseWriter, id json.RawMessage, res *sdk.CallToolResult, callErr error) {
-	var out bytes.Buffer
-	out.WriteString(`{"jsonrpc":"2.0","id":`)
-	out.Write(id)
-	if msg, ok := g.callResult(res, callErr); ok {
-		out.WriteString(`,"result":`)
-		out.Write(msg)
-	} else {
-		out.WriteString(`,"error":`)
-		out.Write(msg)
-	}
-	out.WriteString("}")
-	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(out.Len()))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out.Bytes())
+	msg, ok := g.callResult(res, callErr)
+	writeResponse(w, id, msg, ok)
 }
 
 // callResult encodes a call's result, or, reporting false, its JSON-RPC
-// error, as the SDK would for this revision.
+// error, as the SDK would for the 2026-07-28 revision.
 func (g *Gateway) callResult(res *sdk.CallToolResult, callErr error) ([]byte, bool) {
 	if callErr == nil && res != nil && res.InputRequests != nil && (len(res.Content) > 0 || res.StructuredContent != nil) {
 		callErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: result has both content and inputRequests"}
@@ -229,21 +261,43 @@ func (g *Gateway) callResult(res *sdk.CallToolResult, callErr error) ([]byte, bo
 			callErr = errors.New("the result could not be encoded")
 		}
 	}
-	if callErr == nil {
-		callErr = errors.New("no result")
+	return rpcError(callErr), false
+}
+
+// eraCallResult encodes a call's result, or, reporting false, its JSON-RPC
+// error, as the SDK would for a revision of the initialize era: the
+// result's own members only.
+func eraCallResult(res *sdk.CallToolResult, callErr error) ([]byte, bool) {
+	if callErr == nil && res != nil {
+		if b, ok := eraTextResult(res); ok {
+			return b, true
+		}
+		b, err := json.Marshal(res)
+		if err == nil {
+			return b, true
+		}
+		callErr = err
 	}
-	// As the SDK's JSON-RPC layer turns a handler's error into the wire's:
-	// the code of a JSON-RPC error it wraps, the outer message.
-	we := &jsonrpc.Error{Message: callErr.Error()}
+	return rpcError(callErr), false
+}
+
+// rpcError encodes err as the SDK's JSON-RPC layer turns a handler's error
+// into the wire's: the code of a JSON-RPC error it wraps, the outer
+// message.
+func rpcError(err error) []byte {
+	if err == nil {
+		err = errors.New("no result")
+	}
+	we := &jsonrpc.Error{Message: err.Error()}
 	var wrapped *jsonrpc.Error
-	if errors.As(callErr, &wrapped) {
+	if errors.As(err, &wrapped) {
 		we.Code, we.Data = wrapped.Code, wrapped.Data
 	}
-	b, err := json.Marshal(we)
-	if err != nil {
+	b, merr := json.Marshal(we)
+	if merr != nil {
 		b = []byte(`{"code":-32603,"message":"internal error"}`)
 	}
-	return b, false
+	return b
 }
 
 // buildTextResultPrefix is the encoding of a result holding one text block
@@ -269,14 +323,10 @@ func (g *Gateway) buildTextResultPrefix() []byte {
 // SDK's reflection: the same bytes as its encoding
 // (TestTextResultMatchesTheSDK), reporting false for any other result.
 func (g *Gateway) textResult(res *sdk.CallToolResult) ([]byte, bool) {
-	if g.textResultPrefix == nil || res.Meta != nil || len(res.Content) != 1 || res.StructuredContent != nil ||
-		res.InputRequests != nil || res.RequestState != "" {
+	if g.textResultPrefix == nil || !plainText(res) {
 		return nil, false
 	}
-	text, ok := res.Content[0].(*sdk.TextContent)
-	if !ok || text.Meta != nil || text.Annotations != nil {
-		return nil, false
-	}
+	text := res.Content[0].(*sdk.TextContent)
 	// encoding/json's string encoding is the SDK's: HTML characters,
 	// U+2028, U+2029 and invalid UTF-8 escaped alike.
 	value, err := json.Marshal(text.Text)
@@ -291,4 +341,35 @@ func (g *Gateway) textResult(res *sdk.CallToolResult) ([]byte, bool) {
 		b = append(b, `,"isError":true`...)
 	}
 	return append(b, `,"resultType":"complete"}`...), true
+}
+
+// eraTextResult encodes a result of one text block and nothing else as
+// the SDK encodes it for a revision of the initialize era, reporting false
+// for any other result (TestEraTextResultMatchesTheSDK).
+func eraTextResult(res *sdk.CallToolResult) ([]byte, bool) {
+	if !plainText(res) {
+		return nil, false
+	}
+	value, err := json.Marshal(res.Content[0].(*sdk.TextContent).Text)
+	if err != nil {
+		return nil, false
+	}
+	b := make([]byte, 0, len(`{"content":[{"type":"text","text":}],"isError":true}`)+len(value))
+	b = append(b, `{"content":[{"type":"text","text":`...)
+	b = append(b, value...)
+	b = append(b, `}]`...)
+	if res.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	return append(b, '}'), true
+}
+
+// plainText reports whether res is one text block and nothing else, the
+// result most calls get.
+func plainText(res *sdk.CallToolResult) bool {
+	if res.Meta != nil || len(res.Content) != 1 || res.StructuredContent != nil || res.InputRequests != nil || res.RequestState != "" {
+		return false
+	}
+	text, ok := res.Content[0].(*sdk.TextContent)
+	return ok && text.Meta == nil && text.Annotations == nil
 }

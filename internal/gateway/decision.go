@@ -61,9 +61,11 @@ func (g *Gateway) decide(ctx context.Context, id *Identity, c *callScope) *sdk.C
 	}
 	c.policies, c.class, c.approval = policies, v.class, v.approval
 	c.obs.of(t)
-	if c.argsErr != nil {
-		return g.deny(ctx, c.rec, t, RefusedInvalidArguments, "", "the arguments must be a JSON object")
+	var hash string
+	if c.args, hash, c.argsErr = arguments(c.rawArgs); c.argsErr != nil {
+		return g.deny(ctx, c.rec, t, RefusedInvalidArguments, "", c.argsErr.Error())
 	}
+	c.rec.ArgumentsHash = hash
 	return nil
 }
 

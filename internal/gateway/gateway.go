@@ -100,6 +100,10 @@ type Options struct {
 	// ListCacheBytes bounds the encoded tools kept for lists; 0 means
 	// DefaultListCacheBytes.
 	ListCacheBytes int
+	// MaxRequestBytes bounds the body of a request; a larger one is
+	// answered 413 before any of it is decoded. 0 means
+	// DefaultMaxRequestBytes.
+	MaxRequestBytes int64
 	// Namespaces are the namespaces this gateway serves, those its Reader
 	// caches (the manager's watch namespaces); empty serves every
 	// namespace. A caller of another namespace is answered 421 before any
@@ -125,8 +129,17 @@ type Gateway struct {
 	// lists holds the bytes each version of a tool is listed as
 	// (listfast.go).
 	lists listCache
-	// listPrefix opens the result of a tools/list answer (listfast.go).
-	listPrefix []byte
+	// listPrefix and eraListPrefix open the result of a tools/list
+	// answer of 2026-07-28 and of the initialize era (listfast.go).
+	listPrefix, eraListPrefix []byte
+	// initialized holds the result of an initialize, per revision
+	// (wire.go).
+	initialized map[string][]byte
+	// eraAnswers counts the requests of the initialize era the front door
+	// answered; noInitializeEra leaves them all to the SDK (tests compare
+	// the two).
+	eraAnswers      atomic.Int64
+	noInitializeEra atomic.Bool
 	// textResultPrefix opens the result of a call answered with one text
 	// block (callfast.go).
 	textResultPrefix []byte
@@ -195,7 +208,8 @@ func New(o Options) (*Gateway, error) {
 	g.bad = newBadTokens(o.UnauthenticatedRate, o.UnauthenticatedBurst, 0)
 	g.budgets = newBudgeter(o.Budgets, o.Now)
 	g.denials = newDenials(o.DenialWindow)
-	g.listPrefix = g.buildListPrefix()
+	g.listPrefix, g.eraListPrefix = g.buildListPrefix(), g.buildEraListPrefix()
+	g.initialized = g.buildInitialized()
 	g.textResultPrefix = g.buildTextResultPrefix()
 	g.lists.maxBytes = o.ListCacheBytes
 	if g.lists.maxBytes <= 0 {
@@ -224,20 +238,14 @@ func New(o Options) (*Gateway, error) {
 		PropagateRequestCancellation: true,
 		Logger:                       logger,
 	})
-	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The SDK asks for the request's server more than once per request
-		// (once only to learn the protocol versions); the memo makes that one
-		// listing, not several.
-		r = r.WithContext(context.WithValue(r.Context(), memoKey{}, &serverMemo{}))
-		if modernRequest(r) && (g.serveCall(w, r) || g.serveList(w, r)) {
-			return
-		}
+	sdkPath := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if g.Stateless || modernRequest(r) {
 			stateless.ServeHTTP(w, r)
 			return
 		}
 		stateful.ServeHTTP(w, r)
 	})
+	route := g.front(sdkPath)
 	verified := auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{})(g.served(g.budgeted(route)))
 	mux := http.NewServeMux()
 	mux.Handle(Path, g.bad.middleware(g.now, reviewUnavailable(verified)))

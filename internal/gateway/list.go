@@ -52,15 +52,22 @@ func (g *Gateway) serverFor(r *http.Request) *sdk.Server {
 
 func (g *Gateway) serverForRequest(r *http.Request, id *Identity) *sdk.Server {
 	log := logging.FromContext(r.Context(), logging.Gateway)
-	if !g.Stateless && r.Header.Get("Mcp-Session-Id") != "" && !modernRequest(r) {
+	modern := modernRequest(r)
+	if !g.Stateless && r.Header.Get("Mcp-Session-Id") != "" && !modern {
 		// A request of an existing session is served by the server built
 		// when the session began; the SDK asks for one here only to read
 		// the protocol versions, which every server shares. Listing the
 		// tools would cost a review per tool on every request.
 		return g.bareServer()
 	}
-	if modernRequest(r) && r.Header.Get("Mcp-Method") == "tools/call" {
-		o, err := g.visibleTool(r.Context(), id, r.Header.Get("Mcp-Name"))
+	method, name, known := requestNames(r, modern)
+	switch {
+	case !known:
+		// A batch, or a body the front door could not read: what it
+		// holds is the SDK's to find, and it may list.
+	case method == "tools/call":
+		// A call is served by a server offering the one tool it names.
+		o, err := g.visibleTool(r.Context(), id, name)
 		if errors.Is(err, ErrOwnerNotServed) {
 			// Not offered here; the call is refused with the reason
 			// (refuseUnoffered).
@@ -74,6 +81,13 @@ func (g *Gateway) serverForRequest(r *http.Request, id *Identity) *sdk.Server {
 			return g.servers.get(nil, func() *sdk.Server { return g.offering(log) })
 		}
 		return g.servers.get(o, func() *sdk.Server { return g.offering(log, *o) })
+	case method == "tools/list", modern && method == methodListen, !modern && !g.Stateless && method == "initialize":
+		// What lists, or begins what is told of changes: the tools the
+		// caller may see now.
+	default:
+		// Nothing else reads the tools: a server offering none, with the
+		// capabilities one offering them declares.
+		return g.newServer(g.changes.running.Load() && (modern || !g.Stateless))
 	}
 	gen := g.changes.generation()
 	tools, err := g.visibleTools(r.Context(), id)
@@ -82,6 +96,31 @@ func (g *Gateway) serverForRequest(r *http.Request, id *Identity) *sdk.Server {
 		return g.undecidedServer()
 	}
 	return g.watchedOffer(r, log, id, gen, tools)
+}
+
+// requestNames are the method a request names and, for a tools/call, the
+// tool: from the headers in 2026-07-28 (the SDK refuses a request whose
+// headers and body disagree), from the message the front door read
+// otherwise; known is false when the front door read none (a batch, a
+// body that is not one message).
+func requestNames(r *http.Request, modern bool) (method, name string, known bool) {
+	if modern {
+		return r.Header.Get("Mcp-Method"), r.Header.Get("Mcp-Name"), true
+	}
+	m := messageOf(r.Context())
+	if m == nil {
+		return "", "", false
+	}
+	if m.method == "tools/call" && m.params != nil {
+		var p struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(m.params, &p) != nil {
+			return "", "", false
+		}
+		name = p.Name
+	}
+	return m.method, name, true
 }
 
 // bareServer offers nothing and observes nothing: the SDK answers a call

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -57,9 +56,15 @@ func (g *Gateway) buildListPrefix() []byte {
 		`},"ttlMs":` + strconv.Itoa(c.TTLMs) + `,"cacheScope":` + scope + `,"tools":[`)
 }
 
-// maxFastListBody bounds the request body this path reads; a larger one is
-// left to the SDK.
-const maxFastListBody = 16 << 10
+// buildEraListPrefix frames the tools of a tools/list answer of the
+// initialize era as the SDK frames them: the cache fields every list
+// result carries, then the tools.
+func (g *Gateway) buildEraListPrefix() []byte {
+	var c sdk.Cacheable
+	g.setCacheable(context.Background(), &sdk.ListToolsRequest{}, &c)
+	scope, _ := json.Marshal(c.CacheScope)
+	return []byte(`,"result":{"ttlMs":` + strconv.Itoa(c.TTLMs) + `,"cacheScope":` + string(scope) + `,"tools":[`)
+}
 
 // simpleID is a JSON-RPC id the SDK writes back byte for byte: an integer
 // it holds exactly, or a string of printable ASCII without escapes.
@@ -83,28 +88,37 @@ type listRequest struct {
 }
 
 // serveList answers r, a tools/list of the 2026-07-28 revision, and
-// reports whether it did; when it did not, r is as it came (its body
-// restored) for the SDK to serve.
-func (g *Gateway) serveList(w http.ResponseWriter, r *http.Request) bool {
-	if g.noFastList.Load() || r.Method != http.MethodPost || r.Header.Get("MCP-Protocol-Version") != modernProtocol ||
-		r.Header.Get("Mcp-Method") != "tools/list" || r.Header.Get("Mcp-Name") != "" ||
-		!jsonContent(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) || !hostAccepted(r) {
+// reports whether it did; when it did not, the SDK serves it.
+func (g *Gateway) serveList(w http.ResponseWriter, r *http.Request, m *message, id *Identity) bool {
+	if g.noFastList.Load() || m.era != modernProtocol || r.Header.Get("Mcp-Method") != "tools/list" || r.Header.Get("Mcp-Name") != "" {
 		return false
 	}
-	id := identityOf(auth.TokenInfoFromContext(r.Context()))
-	if id == nil || r.Body == nil {
-		return false
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxFastListBody+1))
-	// The SDK reads the body again: from what was read, then the rest.
-	r.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(body), r.Body), Closer: r.Body}
-	if err != nil || len(body) > maxFastListBody {
-		return false
-	}
-	reqID, ok := plainListRequest(body)
+	reqID, ok := plainListRequest(m.body)
 	if !ok {
 		return false
 	}
+	if !g.writeList(w, r, id, reqID, g.listPrefix) {
+		return false
+	}
+	g.fastLists.Add(1)
+	return true
+}
+
+// serveEraList answers a tools/list of the initialize era without a
+// cursor, and reports whether it did.
+func (g *Gateway) serveEraList(w http.ResponseWriter, r *http.Request, m *message, id *Identity) bool {
+	if !g.writeList(w, r, id, m.id, g.eraListPrefix) {
+		return false
+	}
+	g.eraAnswers.Add(1)
+	return true
+}
+
+// writeList writes the caller's list, answering the request reqID with
+// the tools framed by prefix and listSuffix, from the bytes the list
+// cache keeps for each tool; it reports false, having written nothing,
+// when the tools could not be decided or fill more than one page.
+func (g *Gateway) writeList(w http.ResponseWriter, r *http.Request, id *Identity, reqID json.RawMessage, prefix []byte) bool {
 	tools, err := g.visibleTools(r.Context(), id)
 	if err != nil || len(tools) > sdk.DefaultPageSize {
 		// The SDK's path logs the error and answers as it always has.
@@ -129,7 +143,7 @@ func (g *Gateway) serveList(w http.ResponseWriter, r *http.Request) bool {
 		}
 		parts, names = append(parts, enc), append(names, name)
 	}
-	size := len(`{"jsonrpc":"2.0","id":`) + len(reqID) + len(g.listPrefix) + len(listSuffix)
+	size := len(`{"jsonrpc":"2.0","id":`) + len(reqID) + len(prefix) + len(listSuffix)
 	for i, p := range parts {
 		if i > 0 {
 			size++
@@ -143,7 +157,7 @@ func (g *Gateway) serveList(w http.ResponseWriter, r *http.Request) bool {
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`)
 	_, _ = w.Write(reqID)
-	_, _ = w.Write(g.listPrefix)
+	_, _ = w.Write(prefix)
 	for i, p := range parts {
 		if i > 0 {
 			_, _ = io.WriteString(w, ",")
@@ -151,7 +165,6 @@ func (g *Gateway) serveList(w http.ResponseWriter, r *http.Request) bool {
 		_, _ = w.Write(p)
 	}
 	_, _ = io.WriteString(w, listSuffix)
-	g.fastLists.Add(1)
 	return true
 }
 

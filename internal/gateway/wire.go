@@ -1,0 +1,341 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/metrics"
+)
+
+// The front door (docs/gateway.md, "One front door"). Every request to
+// Path has been identified and charged to its caller's budgets before it
+// gets here (verify, served, budgeted); here its body is read once, within
+// MaxRequestBytes, and taken apart once into a message. The messages of
+// every era that are of the plain shapes agents send are answered by the
+// gateway's own code: initialize, ping, notifications, tools/list and
+// tools/call of the initialize era (2025-03-26 to 2025-11-25, without
+// sessions kept here), and tools/list and tools/call of 2026-07-28. A call
+// goes through the one pipeline of stages (call.go) whichever era it is
+// of, and a list is written from the list cache's bytes. Anything else
+// (a batch, a cursor, a progress token, an approval asked of the agent's
+// own client, a session kept in this process) is served by the go-sdk, as
+// it is for every request in tests that compare the two byte for byte,
+// with a server that offers only what the request names.
+
+// DefaultMaxRequestBytes bounds the body of a request to the gateway:
+// room for the arguments of any call an agent makes, and a bound on what
+// one request can make a replica hold.
+const DefaultMaxRequestBytes = 1 << 20
+
+// initializeEraVersions are the revisions of the initialize era the
+// gateway answers itself, newest first: those the go-sdk negotiates.
+var initializeEraVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// defaultInitializeEra is the revision a request of the initialize era
+// without MCP-Protocol-Version is taken to be (the transport's rule for a
+// server that cannot tell).
+const defaultInitializeEra = "2025-03-26"
+
+// message is one JSON-RPC message as the front door read it. Its members
+// are slices of body.
+type message struct {
+	body []byte
+	// era is the request's MCP-Protocol-Version header, empty when it has
+	// none.
+	era    string
+	id     json.RawMessage
+	method string
+	params json.RawMessage
+}
+
+// notification reports whether m is a notification (it has no id).
+func (m *message) notification() bool { return m.id == nil }
+
+type messageKey struct{}
+
+// messageOf is the message the front door read for the request with ctx;
+// nil when it read none (a GET, a batch, a body that is not one JSON-RPC
+// message).
+func messageOf(ctx context.Context) *message {
+	m, _ := ctx.Value(messageKey{}).(*message)
+	return m
+}
+
+// maxRequestBytes is the bound on a request's body.
+func (g *Gateway) maxRequestBytes() int64 {
+	if g.MaxRequestBytes > 0 {
+		return g.MaxRequestBytes
+	}
+	return DefaultMaxRequestBytes
+}
+
+// front is the front door: it reads the request's message, answers it
+// when the gateway's own code can, and hands anything else to sdkPath with
+// the body as it came.
+func (g *Gateway) front(sdkPath http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The SDK asks for the request's server more than once per request
+		// (once only to learn the protocol versions); the memo makes that
+		// one server, not several.
+		ctx := context.WithValue(r.Context(), memoKey{}, &serverMemo{})
+		if r.Method == http.MethodPost && r.Body != nil {
+			body, ok := g.readBody(w, r)
+			if !ok {
+				return
+			}
+			r.Body = readCloser{Reader: bytes.NewReader(body), Closer: r.Body}
+			if m := readMessage(body); m != nil {
+				m.era = r.Header.Get("MCP-Protocol-Version")
+				ctx = context.WithValue(ctx, messageKey{}, m)
+				r = r.WithContext(ctx)
+				if g.answer(w, r, m) {
+					return
+				}
+				// The SDK reads the body again.
+				r.Body = readCloser{Reader: bytes.NewReader(body), Closer: r.Body}
+			}
+		}
+		sdkPath.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// readBody reads r's body whole, or answers 413 when it is larger than
+// the gateway accepts, before reading more than that bound of it.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	limit := g.maxRequestBytes()
+	if r.ContentLength > limit {
+		g.refuseTooLarge(w, limit)
+		return nil, false
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
+	if n > limit {
+		g.refuseTooLarge(w, limit)
+		return nil, false
+	}
+	if err != nil {
+		http.Error(w, "reading the request body failed", http.StatusBadRequest)
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+// refuseTooLarge answers a request whose body is over the bound: 413, and
+// a JSON-RPC error without an id (the message was not read).
+func (g *Gateway) refuseTooLarge(w http.ResponseWriter, limit int64) {
+	metrics.GatewayRefusals.WithLabelValues(RefusedTooLarge).Inc()
+	body := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"the request body is larger than the gateway accepts (` +
+		strconv.FormatInt(limit, 10) + ` bytes)"}}`
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Connection", "close")
+	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	_, _ = io.WriteString(w, body)
+}
+
+// RefusedTooLarge: a request's body was larger than the gateway accepts.
+const RefusedTooLarge = "TooLarge"
+
+// readMessage takes body apart as one JSON-RPC 2.0 request or
+// notification whose members are each named exactly once; nil for
+// anything else, which the SDK answers.
+func readMessage(body []byte) *message {
+	top, err := mcp.ObjectMembers(body)
+	if err != nil || string(top["jsonrpc"]) != `"2.0"` {
+		return nil
+	}
+	m := &message{body: body, id: top["id"], params: top["params"]}
+	n := 2
+	if m.id != nil {
+		if !simpleID.Match(m.id) {
+			return nil
+		}
+		n++
+	}
+	if m.params != nil {
+		n++
+	}
+	if len(top) != n || json.Unmarshal(top["method"], &m.method) != nil || m.method == "" {
+		return nil
+	}
+	return m
+}
+
+// answer answers m with the gateway's own code and reports whether it
+// did; when it did not, nothing was decided, counted or audited for it.
+func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, m *message) bool {
+	if !plainHTTP(r) {
+		return false
+	}
+	info := auth.TokenInfoFromContext(r.Context())
+	id := identityOf(info)
+	if id == nil {
+		return false
+	}
+	if m.era >= modernProtocol {
+		switch m.method {
+		case "tools/call":
+			return g.serveCall(w, r, m, info, id)
+		case "tools/list":
+			return g.serveList(w, r, m, id)
+		}
+		return false
+	}
+	if !g.Stateless || g.noInitializeEra.Load() || !initializeEra(m.era) {
+		// A session kept in this process is the SDK's.
+		return false
+	}
+	switch m.method {
+	case "initialize":
+		return g.serveInitialize(w, m)
+	case "ping":
+		if m.notification() || !emptyParams(m.params) {
+			return false
+		}
+		writeResult(w, m.id, []byte("{}"))
+	case "tools/list":
+		if m.notification() || !emptyParams(m.params) {
+			return false
+		}
+		return g.serveEraList(w, r, m, id)
+	case "tools/call":
+		return g.serveEraCall(w, r, m, info, id)
+	case methodInitialized, "notifications/cancelled":
+		if !m.notification() {
+			return false
+		}
+		// Nothing outlives a request here: there is no session to mark
+		// initialized and no request of this process to cancel.
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusAccepted)
+	default:
+		return false
+	}
+	g.eraAnswers.Add(1)
+	return true
+}
+
+// plainHTTP reports whether r passes the transport's checks as the SDK
+// makes them: a POST of application/json that accepts both answer types,
+// from a Host the SDK's DNS-rebinding guard lets through.
+func plainHTTP(r *http.Request) bool {
+	return r.Method == http.MethodPost && jsonContent(r.Header.Get("Content-Type")) &&
+		acceptsBoth(r.Header.Values("Accept")) && hostAccepted(r)
+}
+
+// initializeEra reports whether a request's MCP-Protocol-Version is one
+// of the initialize era the gateway answers itself (none: the transport's
+// default, or an initialize that negotiates one).
+func initializeEra(v string) bool {
+	if v == "" {
+		return true
+	}
+	for _, e := range initializeEraVersions {
+		if v == e {
+			return true
+		}
+	}
+	return false
+}
+
+// emptyParams reports whether a request's params are absent or an empty
+// object.
+func emptyParams(raw json.RawMessage) bool {
+	if raw == nil {
+		return true
+	}
+	members, err := mcp.ObjectMembers(raw)
+	return err == nil && len(members) == 0
+}
+
+// serveInitialize answers an initialize of the plain shape: the revision
+// the client asks for when it is of the initialize era, else the newest
+// of it, and the tools capability, as the SDK negotiates (and as it
+// declares for a server whose sessions it does not keep: no listChanged).
+func (g *Gateway) serveInitialize(w http.ResponseWriter, m *message) bool {
+	if m.notification() || m.params == nil {
+		return false
+	}
+	p, err := mcp.ObjectMembers(m.params)
+	if err != nil || len(p) != 3 || p["capabilities"] == nil || p["clientInfo"] == nil {
+		return false
+	}
+	var asked string
+	if json.Unmarshal(p["protocolVersion"], &asked) != nil {
+		return false
+	}
+	if c, err := mcp.ObjectMembers(p["capabilities"]); err != nil || c == nil {
+		return false
+	}
+	ci, err := mcp.ObjectMembers(p["clientInfo"])
+	if n := ci["name"]; err != nil || len(n) < 3 || n[0] != '"' {
+		return false
+	}
+	version := initializeEraVersions[0]
+	for _, v := range initializeEraVersions {
+		if v == asked {
+			version = v
+		}
+	}
+	writeResult(w, m.id, g.initialized[version])
+	g.eraAnswers.Add(1)
+	return true
+}
+
+// buildInitialized encodes, per revision, the result of an initialize
+// as the SDK encodes it for this gateway.
+func (g *Gateway) buildInitialized() map[string][]byte {
+	out := make(map[string][]byte, len(initializeEraVersions))
+	for _, v := range initializeEraVersions {
+		b, err := json.Marshal(&sdk.InitializeResult{
+			Capabilities:    &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+			ProtocolVersion: v,
+			ServerInfo:      g.implementation(),
+		})
+		if err == nil {
+			out[v] = b
+		}
+	}
+	return out
+}
+
+// writeResult writes one JSON-RPC response holding result as an
+// application/json answer, as the SDK writes the answer of a request it
+// keeps no stream for.
+func writeResult(w http.ResponseWriter, id json.RawMessage, result []byte) {
+	writeResponse(w, id, result, true)
+}
+
+// writeResponse writes the response to the request id: msg is its result,
+// or, when ok is false, its error.
+func writeResponse(w http.ResponseWriter, id json.RawMessage, msg []byte, ok bool) {
+	member := `,"result":`
+	if !ok {
+		member = `,"error":`
+	}
+	size := len(`{"jsonrpc":"2.0","id":`) + len(id) + len(member) + len(msg) + 1
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(size))
+	w.WriteHeader(http.StatusOK)
+	b := make([]byte, 0, size)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, member...)
+	b = append(b, msg...)
+	b = append(b, '}')
+	_, _ = w.Write(b)
+}
