@@ -11,6 +11,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -210,7 +212,7 @@ func (g *Gateway) verdictFor(ctx context.Context, id *Identity, o toolOffer, cei
 	if !o.inNamespace(id.Namespace) {
 		return verdict{reason: DenyForbidden}, nil
 	}
-	ok, err := g.Authz.CanCall(ctx, id, id.Namespace, o.authzName())
+	ok, err := g.canCall(ctx, id, o.authzName())
 	if err != nil {
 		return verdict{}, fmt.Errorf("authorising the call: %w", err)
 	}
@@ -442,6 +444,30 @@ type Authorizer interface {
 // VerbCall is the RBAC verb on mcptools that lets a caller call a tool.
 const VerbCall = "call"
 
+// NamespaceAuthorizer is an Authorizer that can also say, in one review,
+// that a caller may call every McpTool of a namespace (a grant of the verb
+// without resource names). A list then costs one review, not one per tool.
+type NamespaceAuthorizer interface {
+	Authorizer
+	CanCallAll(ctx context.Context, id *Identity, namespace string) (bool, error)
+}
+
+// canCall decides RBAC for the caller calling tool in its own namespace:
+// allowed by a grant of every tool when the authorizer can tell one (a
+// review per identity, remembered), by the tool's own review otherwise.
+func (g *Gateway) canCall(ctx context.Context, id *Identity, tool string) (bool, error) {
+	if na, ok := g.Authz.(NamespaceAuthorizer); ok {
+		all, err := na.CanCallAll(ctx, id, id.Namespace)
+		if err != nil {
+			return false, err
+		}
+		if all {
+			return true, nil
+		}
+	}
+	return g.Authz.CanCall(ctx, id, id.Namespace, tool)
+}
+
 // SubjectAccessReviewAuthorizer asks the API server whether the caller may
 // "call" the McpTool (verb call on mcptools.mcp.catalog.dev, by name)
 // through k8s.io/apiserver's delegating authorizer, as the metrics endpoint
@@ -456,15 +482,65 @@ type SubjectAccessReviewAuthorizer struct {
 	// remembered; zero means the defaults.
 	AllowTTL, DenyTTL time.Duration
 
-	once    sync.Once
-	authz   authorizer.Authorizer
-	err     error
-	answers *cache.LRUExpireCache
+	// NamespaceRate and NamespaceBurst limit the reviews made for the
+	// callers of one namespace (answers remembered cost none); zero means
+	// the defaults. A caller waits for its namespace's share rather than
+	// taking another namespace's.
+	NamespaceRate  rate.Limit
+	NamespaceBurst int
+
+	once   sync.Once
+	authz  authorizer.Authorizer
+	err    error
+	flight singleflight.Group
+
+	mu sync.Mutex
+	// spaces holds, per namespace of the callers, the answers remembered
+	// and the limiter of its reviews: one namespace's answers never evict
+	// another's.
+	spaces map[string]*accessSpace
 }
 
-// maxAccessAnswers bounds the answers remembered, as the delegating
-// authorizer bounds its own.
+// accessSpace is what the authorizer keeps for the callers of one
+// namespace.
+type accessSpace struct {
+	answers *cache.LRUExpireCache
+	lim     *rate.Limiter
+}
+
+// maxAccessAnswers bounds the answers remembered for the callers of one
+// namespace.
 const maxAccessAnswers = 8192
+
+// Defaults for the reviews of one namespace's callers: 50 a second, bursts
+// of 500 (a first list of a namespace whose grants name each of hundreds
+// of tools).
+const (
+	DefaultNamespaceReviewRate  = rate.Limit(50)
+	DefaultNamespaceReviewBurst = 500
+)
+
+// space is the namespace's answers and limiter, made on first use.
+func (a *SubjectAccessReviewAuthorizer) space(namespace string) *accessSpace {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.spaces == nil {
+		a.spaces = map[string]*accessSpace{}
+	}
+	s, ok := a.spaces[namespace]
+	if !ok {
+		limit, burst := a.NamespaceRate, a.NamespaceBurst
+		if limit <= 0 {
+			limit = DefaultNamespaceReviewRate
+		}
+		if burst <= 0 {
+			burst = DefaultNamespaceReviewBurst
+		}
+		s = &accessSpace{answers: cache.NewLRUExpireCache(maxAccessAnswers), lim: rate.NewLimiter(limit, burst)}
+		a.spaces[namespace] = s
+	}
+	return s
+}
 
 // reviewBackoff retries a review that failed for a reason worth retrying
 // (a 5xx, a connection reset) a few times, briefly: an agent is waiting.
@@ -472,8 +548,21 @@ var reviewBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Ji
 
 // CanCall implements Authorizer.
 func (a *SubjectAccessReviewAuthorizer) CanCall(ctx context.Context, id *Identity, namespace, tool string) (bool, error) {
+	return a.review(ctx, id, namespace, tool)
+}
+
+// CanCallAll implements NamespaceAuthorizer: the review of the verb on
+// mcptools without a name, which only a grant of every tool allows.
+func (a *SubjectAccessReviewAuthorizer) CanCallAll(ctx context.Context, id *Identity, namespace string) (bool, error) {
+	return a.review(ctx, id, namespace, "")
+}
+
+// review answers whether id may call tool (every tool when it is empty)
+// in namespace: from the answers remembered for the callers of id's
+// namespace, else by one review, made once however many ask at the same
+// time, within that namespace's share of reviews.
+func (a *SubjectAccessReviewAuthorizer) review(ctx context.Context, id *Identity, namespace, tool string) (bool, error) {
 	a.once.Do(func() {
-		a.answers = cache.NewLRUExpireCache(maxAccessAnswers)
 		a.authz, a.err = authorizerfactory.DelegatingAuthorizerConfig{
 			SubjectAccessReviewClient: a.Client,
 			// An answer it remembered would outlive this one's TTL.
@@ -485,30 +574,43 @@ func (a *SubjectAccessReviewAuthorizer) CanCall(ctx context.Context, id *Identit
 	if a.err != nil {
 		return false, fmt.Errorf("building the authorizer: %w", a.err)
 	}
+	sp := a.space(id.Namespace)
 	key := accessKey(id, namespace, tool)
-	if allowed, ok := a.answers.Get(key); ok {
+	if allowed, ok := sp.answers.Get(key); ok {
 		return allowed.(bool), nil
 	}
-	decision, _, err := a.authz.Authorize(ctx, authorizer.AttributesRecord{
-		User:            &identityInfo{*id},
-		Verb:            VerbCall,
-		Namespace:       namespace,
-		APIGroup:        mcpv1alpha1.GroupVersion.Group,
-		APIVersion:      mcpv1alpha1.GroupVersion.Version,
-		Resource:        "mcptools",
-		Name:            tool,
-		ResourceRequest: true,
+	v, err, _ := a.flight.Do(key, func() (any, error) {
+		if allowed, ok := sp.answers.Get(key); ok {
+			return allowed, nil
+		}
+		if err := sp.lim.Wait(ctx); err != nil {
+			return nil, fmt.Errorf("waiting for the namespace's share of access reviews: %w", err)
+		}
+		decision, _, err := a.authz.Authorize(ctx, authorizer.AttributesRecord{
+			User:            &identityInfo{*id},
+			Verb:            VerbCall,
+			Namespace:       namespace,
+			APIGroup:        mcpv1alpha1.GroupVersion.Group,
+			APIVersion:      mcpv1alpha1.GroupVersion.Version,
+			Resource:        "mcptools",
+			Name:            tool,
+			ResourceRequest: true,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reviewing access: %w", err)
+		}
+		allowed := decision == authorizer.DecisionAllow
+		ttl := ttlOr(a.DenyTTL, DefaultDenyTTL)
+		if allowed {
+			ttl = ttlOr(a.AllowTTL, DefaultAllowTTL)
+		}
+		sp.answers.Add(key, allowed, ttl)
+		return allowed, nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("reviewing access: %w", err)
+		return false, err
 	}
-	allowed := decision == authorizer.DecisionAllow
-	ttl := ttlOr(a.DenyTTL, DefaultDenyTTL)
-	if allowed {
-		ttl = ttlOr(a.AllowTTL, DefaultAllowTTL)
-	}
-	a.answers.Add(key, allowed, ttl)
-	return allowed, nil
+	return v.(bool), nil
 }
 
 // accessKey names one review: every attribute CanCall sends, each

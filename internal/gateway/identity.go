@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
@@ -66,20 +67,30 @@ type TokenReviewAuthenticator struct {
 	// AllowTTL and DenyTTL are how long an authenticated and a rejected
 	// token are remembered; zero means the defaults.
 	AllowTTL, DenyTTL time.Duration
+	// NewTokenRate and NewTokenBurst limit the reviews of tokens never
+	// seen to authenticate (tokenshape.go); zero means the defaults.
+	NewTokenRate  rate.Limit
+	NewTokenBurst int
+	// Now is the clock expiry is judged by; nil is time.Now.
+	Now func() time.Time
 
 	once   sync.Once
 	cached authenticator.Token
+	known  *knownTokens
 }
 
 // Authenticate implements Authenticator.
 func (a *TokenReviewAuthenticator) Authenticate(ctx context.Context, token string) (*Identity, error) {
-	if token == "" {
+	if token == "" || !plausibleServiceAccountToken(token, a.Audience, clock(a.Now)) {
+		// Not a ServiceAccount token for this audience, or expired: the
+		// review would say so, and is not made.
 		return nil, ErrUnauthenticated
 	}
 	a.once.Do(func() {
 		// A failed review is an error and is not cached (cacheErrs false):
 		// it did not happen. A rejected token is an answer and is.
 		a.cached = tokencache.New(tokenReviewer{a}, false, ttlOr(a.AllowTTL, DefaultAllowTTL), ttlOr(a.DenyTTL, DefaultDenyTTL))
+		a.known = newKnownTokens(a.NewTokenRate, a.NewTokenBurst)
 	})
 	// The audience is part of the cache key.
 	ctx = authenticator.WithAudiences(ctx, authenticator.Audiences{a.Audience})
@@ -112,6 +123,11 @@ func ttlOr(d, def time.Duration) time.Duration {
 type tokenReviewer struct{ a *TokenReviewAuthenticator }
 
 func (r tokenReviewer) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+	now := clock(r.a.Now)
+	fp := r.a.known.fingerprint(token)
+	if !r.a.known.mayReview(fp, now) {
+		return nil, false, ErrNewTokenReviewsThrottled
+	}
 	tr := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: []string{r.a.Audience}}}
 	if err := r.a.Client.Create(ctx, tr); err != nil {
 		return nil, false, fmt.Errorf("reviewing the token: %w", err)
@@ -120,6 +136,8 @@ func (r tokenReviewer) AuthenticateToken(ctx context.Context, token string) (*au
 	if id == nil {
 		return nil, false, nil
 	}
+	// Its next review, when the cached answer expires, is a re-review.
+	r.a.known.authenticated(fp, now, now.Add(2*ttlOr(r.a.AllowTTL, DefaultAllowTTL)+time.Minute))
 	return &authenticator.Response{User: &identityInfo{*id}, Audiences: authenticator.Audiences{r.a.Audience}}, true, nil
 }
 
@@ -226,8 +244,14 @@ func (g *Gateway) verify(ctx context.Context, token string, _ *http.Request) (*a
 			g.bad.failed(fp, g.now())
 			metrics.GatewayRefusals.WithLabelValues(RefusedUnauthenticated).Inc()
 		} else {
-			logging.FromContext(ctx, logging.Gateway).Error(err, "authenticating a caller failed")
-			metrics.GatewayRefusals.WithLabelValues(RefusedDecisionFailed).Inc()
+			if errors.Is(err, ErrNewTokenReviewsThrottled) {
+				// Not logged: a client sending new tokens by the thousand
+				// would fill the log.
+				metrics.GatewayRefusals.WithLabelValues(RefusedNewTokensThrottled).Inc()
+			} else {
+				logging.FromContext(ctx, logging.Gateway).Error(err, "authenticating a caller failed")
+				metrics.GatewayRefusals.WithLabelValues(RefusedDecisionFailed).Inc()
+			}
 			// Not a 401: the token may be good (unavailable.go).
 			markReviewFailed(ctx)
 			return nil, errReviewUnavailable

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -101,8 +102,9 @@ func (f *fakeReviews) client() client.Client {
 }
 
 func TestTokenReviewAuthenticatorAsksForTheAudienceAndCachesOutcomes(t *testing.T) {
+	good, bad := saToken("system:serviceaccount:team:bot", aud, time.Hour), saToken("system:serviceaccount:team:other", aud, time.Hour)
 	f := &fakeReviews{tokenFn: func(token string) (*authenticationv1.TokenReview, error) {
-		if token == "good" {
+		if token == good {
 			return review(true, "system:serviceaccount:team:bot", aud), nil
 		}
 		return review(false, ""), nil
@@ -113,20 +115,20 @@ func TestTokenReviewAuthenticatorAsksForTheAudienceAndCachesOutcomes(t *testing.
 	if _, err := a.Authenticate(ctx, ""); !errors.Is(err, ErrUnauthenticated) || f.tokenReviews != 0 {
 		t.Fatalf("empty token: err %v after %d reviews; want ErrUnauthenticated after none", err, f.tokenReviews)
 	}
-	id, err := a.Authenticate(ctx, "good")
+	id, err := a.Authenticate(ctx, good)
 	if err != nil || id.ServiceAccount != "bot" {
 		t.Fatalf("good token: %v, %v", id, err)
 	}
-	if got := f.lastTokenReview; got.Token != "good" || len(got.Audiences) != 1 || got.Audiences[0] != aud {
+	if got := f.lastTokenReview; got.Token != good || len(got.Audiences) != 1 || got.Audiences[0] != aud {
 		t.Errorf("review spec = %+v, want the token and exactly the gateway's audience", got)
 	}
-	if _, err := a.Authenticate(ctx, "good"); err != nil || f.tokenReviews != 1 {
+	if _, err := a.Authenticate(ctx, good); err != nil || f.tokenReviews != 1 {
 		t.Errorf("second use within the TTL: %v after %d reviews, want one review", err, f.tokenReviews)
 	}
-	if _, err := a.Authenticate(ctx, "bad"); !errors.Is(err, ErrUnauthenticated) {
+	if _, err := a.Authenticate(ctx, bad); !errors.Is(err, ErrUnauthenticated) {
 		t.Errorf("bad token: %v", err)
 	}
-	if _, err := a.Authenticate(ctx, "bad"); !errors.Is(err, ErrUnauthenticated) || f.tokenReviews != 2 {
+	if _, err := a.Authenticate(ctx, bad); !errors.Is(err, ErrUnauthenticated) || f.tokenReviews != 2 {
 		t.Errorf("bad token again: %v after %d reviews, want the refusal cached", err, f.tokenReviews)
 	}
 }
@@ -141,11 +143,12 @@ func TestTokenReviewAuthenticatorDoesNotCacheAFailedReview(t *testing.T) {
 	}}
 	a := &TokenReviewAuthenticator{Client: f.client(), Audience: aud}
 	ctx := context.Background()
-	if _, err := a.Authenticate(ctx, "good"); err == nil || errors.Is(err, ErrUnauthenticated) {
+	good := saToken("system:serviceaccount:team:bot", aud, time.Hour)
+	if _, err := a.Authenticate(ctx, good); err == nil || errors.Is(err, ErrUnauthenticated) {
 		t.Fatalf("review failed: err %v, want an error that is not ErrUnauthenticated", err)
 	}
 	down = false
-	if _, err := a.Authenticate(ctx, "good"); err != nil || f.tokenReviews != 2 {
+	if _, err := a.Authenticate(ctx, good); err != nil || f.tokenReviews != 2 {
 		t.Fatalf("after the API came back: %v after %d reviews", err, f.tokenReviews)
 	}
 }

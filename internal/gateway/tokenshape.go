@@ -1,0 +1,192 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Before a token is sent to TokenReview, the gateway looks at it: a token
+// that cannot be a ServiceAccount token for the gateway's audience is
+// refused without a review, and reviews of tokens never seen to
+// authenticate are limited apart from the re-reviews of tokens that did
+// (whose cached answer expired). An unauthenticated client that sends a
+// stream of new tokens then spends its own share of reviews, not the
+// share that the agents' good tokens need.
+//
+// Looking is not verifying: the claims are read without checking the
+// signature, only to refuse what the API server would refuse anyway. A
+// token that passes is reviewed as before, and only the review decides.
+
+// maxTokenBytes bounds a token looked at; ServiceAccount tokens are about
+// a kilobyte.
+const maxTokenBytes = 16 << 10
+
+// tokenSkew is the leeway given to a token's expiry and not-before times
+// against this replica's clock, as the API server gives its own.
+const tokenSkew = time.Minute
+
+// plausibleServiceAccountToken reports whether token has the shape of a
+// ServiceAccount token for audience at now: a JWT (three base64url parts)
+// whose claims name a ServiceAccount as subject, include audience, and
+// have not expired nor begun in the future.
+func plausibleServiceAccountToken(token, audience string, now time.Time) bool {
+	if len(token) > maxTokenBytes {
+		return false
+	}
+	header, rest, ok := strings.Cut(token, ".")
+	if !ok || header == "" {
+		return false
+	}
+	payload, sig, ok := strings.Cut(rest, ".")
+	if !ok || payload == "" || sig == "" || strings.Contains(sig, ".") {
+		return false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil {
+		return false
+	}
+	var claims struct {
+		Subject   string          `json:"sub"`
+		Audience  json.RawMessage `json:"aud"`
+		Expiry    *json.Number    `json:"exp"`
+		NotBefore *json.Number    `json:"nbf"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&claims) != nil || !strings.HasPrefix(claims.Subject, "system:serviceaccount:") {
+		return false
+	}
+	if !audienceIncludes(claims.Audience, audience) {
+		return false
+	}
+	if claims.Expiry == nil {
+		// Every token TokenRequest issues expires.
+		return false
+	}
+	exp, err := claims.Expiry.Float64()
+	if err != nil || now.Add(-tokenSkew).After(time.Unix(int64(exp), 0)) {
+		return false
+	}
+	if claims.NotBefore != nil {
+		nbf, err := claims.NotBefore.Float64()
+		if err != nil || now.Add(tokenSkew).Before(time.Unix(int64(nbf), 0)) {
+			return false
+		}
+	}
+	return true
+}
+
+// audienceIncludes reports whether a JWT's aud claim (a string or a list
+// of them) includes audience.
+func audienceIncludes(raw json.RawMessage, audience string) bool {
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return one == audience
+	}
+	var many []string
+	if json.Unmarshal(raw, &many) != nil {
+		return false
+	}
+	for _, a := range many {
+		if a == audience {
+			return true
+		}
+	}
+	return false
+}
+
+// Defaults for the reviews of tokens never seen to authenticate, shared
+// by every caller of a replica: 20 a second, bursts of 50. A new agent's
+// first token is one such review; a re-review of a token that has
+// authenticated is not limited.
+const (
+	DefaultNewTokenReviewRate  = rate.Limit(20)
+	DefaultNewTokenReviewBurst = 50
+)
+
+// ErrNewTokenReviewsThrottled is returned when a token never seen to
+// authenticate would be reviewed while the reviews of such tokens are over
+// their rate: the caller is told to try again (503 with Retry-After), and
+// the token is not charged as bad.
+var ErrNewTokenReviewsThrottled = errors.New("the gateway is reviewing too many new tokens now; try again")
+
+// RefusedNewTokensThrottled: a token never seen to authenticate was not
+// reviewed, the reviews of such tokens being over their rate.
+const RefusedNewTokensThrottled = "NewTokensThrottled"
+
+// maxKnownTokens bounds the tokens remembered as having authenticated.
+const maxKnownTokens = 65536
+
+// knownTokens remembers, by fingerprint (an HMAC under a key of this
+// process, never the token), the tokens that have authenticated, until
+// their review's answer could no longer be reused; and limits the reviews
+// of all other tokens.
+type knownTokens struct {
+	key []byte
+	lim *rate.Limiter
+
+	mu      sync.Mutex
+	entries map[fingerprint]time.Time
+}
+
+func newKnownTokens(limit rate.Limit, burst int) *knownTokens {
+	if limit <= 0 {
+		limit = DefaultNewTokenReviewRate
+	}
+	if burst <= 0 {
+		burst = DefaultNewTokenReviewBurst
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return &knownTokens{key: key, lim: rate.NewLimiter(limit, burst), entries: map[fingerprint]time.Time{}}
+}
+
+func (k *knownTokens) fingerprint(token string) fingerprint {
+	m := hmac.New(sha256.New, k.key)
+	m.Write([]byte(token))
+	var fp fingerprint
+	copy(fp[:], m.Sum(nil))
+	return fp
+}
+
+// mayReview reports whether token may be reviewed now: always when it
+// has authenticated before, otherwise within the new-token rate.
+func (k *knownTokens) mayReview(fp fingerprint, now time.Time) bool {
+	k.mu.Lock()
+	until, ok := k.entries[fp]
+	k.mu.Unlock()
+	if ok && now.Before(until) {
+		return true
+	}
+	return k.lim.AllowN(now, 1)
+}
+
+// authenticated remembers that the token authenticated now, until until.
+func (k *knownTokens) authenticated(fp fingerprint, now, until time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.entries) >= maxKnownTokens {
+		for f, u := range k.entries {
+			if !now.Before(u) {
+				delete(k.entries, f)
+			}
+		}
+		for f := range k.entries {
+			if len(k.entries) < maxKnownTokens {
+				break
+			}
+			delete(k.entries, f)
+		}
+	}
+	k.entries[fp] = until
+}
