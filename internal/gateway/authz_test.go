@@ -88,7 +88,11 @@ func countTools(body string) int {
 // namespace reviewing thousands of tools evicts none of them.
 func TestOneNamespaceCannotEvictAnothersAnswers(t *testing.T) {
 	sars := &sarServer{allow: map[string]bool{"kept": true}}
-	a := sarAuthorizer(t, sars, func(a *SubjectAccessReviewAuthorizer) { a.NamespaceBurst = 1 << 20; a.AllowTTL = time.Hour; a.DenyTTL = time.Hour })
+	a := sarAuthorizer(t, sars, func(a *SubjectAccessReviewAuthorizer) {
+		a.NamespaceBurst = 1 << 20
+		a.AllowTTL = time.Hour
+		a.DenyTTL = time.Hour
+	})
 	ctx := context.Background()
 	calm := &Identity{Username: "system:serviceaccount:calm:bot", UID: "u1", Namespace: "calm", ServiceAccount: "bot"}
 	noisy := &Identity{Username: "system:serviceaccount:noisy:bot", UID: "u2", Namespace: "noisy", ServiceAccount: "bot"}
@@ -131,4 +135,3 @@ func TestReviewsAreSharedPerNamespace(t *testing.T) {
 		t.Errorf("%d reviews, want 4 (three of the noisy namespace's, one of the calm one's)", got)
 	}
 }
-
