@@ -94,6 +94,11 @@ func main() {
 	fs.Float64Var((*float64)(&b.NamespaceRate), "gateway-namespace-rate", 0, "Requests a second the ServiceAccounts of one namespace together may make to one gateway replica; 0 means 400.")
 	fs.IntVar(&b.NamespaceBurst, "gateway-namespace-burst", 0, "Burst of requests of one namespace at one gateway replica; 0 means 800.")
 	fs.IntVar(&b.NamespaceConcurrency, "gateway-namespace-concurrency", 0, "Requests one namespace may have in flight at one gateway replica; 0 means 256.")
+	opts.GatewayMaxRequestBytes = gateway.DefaultMaxRequestBytes
+	fs.Var(bytesFlag{&opts.GatewayMaxRequestBytes}, "gateway-max-request-bytes", `Largest request body the gateway reads (e.g. "4Mi"); a larger one is refused with 413 before any of it is decoded.`)
+	var reviewQPS float64
+	fs.Float64Var(&reviewQPS, "gateway-review-qps", manager.DefaultGatewayReviewQPS, "Token and access reviews a second the gateway may send, on a client of its own.")
+	fs.IntVar(&opts.GatewayReviewBurst, "gateway-review-burst", manager.DefaultGatewayReviewBurst, "Burst of token and access reviews the gateway may send.")
 	fs.BoolVar(&opts.GatewayStateless, "gateway-stateless", opts.GatewayStateless, "Serve initialize-era sessions without server memory, so that any gateway replica answers any request.")
 
 	fs.StringVar(&opts.NotifyWebhookURL, "notify-webhook-url", "", "URL (https, or http to loopback) that receives a signed CloudEvent when a call waits for approval, when one is decided, and when a tool's definition drifts; empty sends none.")
@@ -172,6 +177,7 @@ func main() {
 		os.Exit(1)
 	}
 	cfg.QPS, cfg.Burst = float32(apiQPS), apiBurst
+	opts.GatewayReviewQPS = float32(reviewQPS)
 	ctx := ctrl.SetupSignalHandler()
 	if err := manager.Run(ctrl.LoggerInto(ctx, log), cfg, opts); err != nil {
 		log.Error(err, "manager stopped")

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -183,9 +184,25 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		}
 		keys = &gateway.SecretKeys{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: ns, Name: name}, Now: opts.GatewayNow}
 	}
-	authz, err := authorizationv1client.NewForConfig(mgr.GetConfig())
+	// Reviews go through a client of their own, with its own rate: a flood
+	// of callers waits for reviews, not the controllers for the API
+	// server, and the other way round.
+	reviewCfg := rest.CopyConfig(mgr.GetConfig())
+	reviewCfg.RateLimiter = nil
+	reviewCfg.QPS, reviewCfg.Burst = opts.GatewayReviewQPS, opts.GatewayReviewBurst
+	if reviewCfg.QPS <= 0 {
+		reviewCfg.QPS = DefaultGatewayReviewQPS
+	}
+	if reviewCfg.Burst <= 0 {
+		reviewCfg.Burst = DefaultGatewayReviewBurst
+	}
+	authz, err := authorizationv1client.NewForConfig(reviewCfg)
 	if err != nil {
 		return fmt.Errorf("building the SubjectAccessReview client: %w", err)
+	}
+	reviews, err := client.New(reviewCfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("building the TokenReview client: %w", err)
 	}
 	tp, err := gatewayTracer(mgr, opts)
 	if err != nil {
@@ -193,7 +210,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	}
 	gw, err := gateway.New(gateway.Options{
 		Reader:    mgr.GetClient(),
-		Authn:     &gateway.TokenReviewAuthenticator{Client: mgr.GetClient(), Audience: opts.GatewayAudience},
+		Authn:     &gateway.TokenReviewAuthenticator{Client: reviews, Audience: opts.GatewayAudience, Now: opts.GatewayNow},
 		Authz:     &gateway.SubjectAccessReviewAuthorizer{Client: authz},
 		Upstreams: gatewayEndpoints(w.endpoints, opts.GatewayCredentialTTL, opts.GatewayNow),
 		MCP:       w.mcp,
@@ -212,6 +229,8 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		DenialWindow:   opts.GatewayDenialWindow,
 		ListTTL:        opts.GatewayListTTL,
 		ServableIndex:  true,
+
+		MaxRequestBytes: opts.GatewayMaxRequestBytes,
 		// The cache holds these namespaces only: a caller of another is
 		// refused before any read (a gateway pool).
 		Namespaces: opts.WatchNamespaces,

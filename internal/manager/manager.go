@@ -34,6 +34,14 @@ import (
 	"github.com/mcp-catalog/operator/internal/tenancy"
 )
 
+// The gateway's own client for reviews: 100 a second, bursts of 200, each
+// namespace's callers taking at most their share of it
+// (gateway.DefaultNamespaceReviewRate).
+const (
+	DefaultGatewayReviewQPS   = 100
+	DefaultGatewayReviewBurst = 200
+)
+
 // DefaultGatewayAudience is the audience agents request for their tokens
 // (a projected ServiceAccount token with this audience).
 const DefaultGatewayAudience = "mcp-catalog-gateway"
@@ -221,6 +229,16 @@ type Options struct {
 	// that tell agents of tool list changes; 0 means the gateway's
 	// default.
 	GatewayListChangeDebounce time.Duration
+	// GatewayMaxRequestBytes bounds the body of a request to the gateway;
+	// 0 means gateway.DefaultMaxRequestBytes.
+	GatewayMaxRequestBytes int64
+	// GatewayReviewQPS and GatewayReviewBurst limit the TokenReviews and
+	// SubjectAccessReviews the gateway sends, on a client of their own
+	// (the manager's reads and writes do not wait behind them, nor they
+	// behind the manager's); 0 means DefaultGatewayReviewQPS and
+	// DefaultGatewayReviewBurst.
+	GatewayReviewQPS   float32
+	GatewayReviewBurst int
 	// GatewayNow, if set, is the gateway's clock (tests).
 	GatewayNow func() time.Time
 	// NotifyWebhookURL, if set, receives an event (a signed CloudEvent)
