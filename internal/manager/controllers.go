@@ -210,7 +210,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	}
 	gw, err := gateway.New(gateway.Options{
 		Reader:    mgr.GetClient(),
-		Authn:     &gateway.TokenReviewAuthenticator{Client: reviews, Audience: opts.GatewayAudience, Now: opts.GatewayNow},
+		Authn:     &gateway.TokenReviewAuthenticator{Client: reviews, Audience: opts.GatewayAudience},
 		Authz:     &gateway.SubjectAccessReviewAuthorizer{Client: authz},
 		Upstreams: gatewayEndpoints(w.endpoints, opts.GatewayCredentialTTL, opts.GatewayNow),
 		MCP:       w.mcp,

@@ -2,9 +2,12 @@ package integration_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -81,12 +84,26 @@ var _ = Describe("Review caches", func() {
 		Expect(tokens).To(Equal(1), "one TokenReview for two uses")
 
 		By("a rejected token, cached apart")
+		// Of a ServiceAccount token's shape, for the gateway's audience,
+		// but not signed by the API server.
+		claims, err := json.Marshal(map[string]any{"sub": "system:serviceaccount:" + ns + ":ghost", "aud": []string{manager.DefaultGatewayAudience},
+			"exp": time.Now().Add(time.Hour).Unix()})
+		Expect(err).NotTo(HaveOccurred())
+		forged := "eyJhbGciOiJSUzI1NiJ9." + base64.RawURLEncoding.EncodeToString(claims) + ".Zm9yZ2Vk"
 		for range 2 {
-			_, err = authn.Authenticate(ctx, "not-a-token")
+			_, err = authn.Authenticate(ctx, forged)
 			Expect(err).To(MatchError(gateway.ErrUnauthenticated))
 		}
 		tokens, _ = counter.counts()
 		Expect(tokens).To(Equal(2), "one more TokenReview for the rejected token used twice")
+
+		By("a token that cannot be a ServiceAccount token, not reviewed")
+		for _, bad := range []string{"not-a-token", tokenFor(ns, "bot", "another-audience")} {
+			_, err = authn.Authenticate(ctx, bad)
+			Expect(err).To(MatchError(gateway.ErrUnauthenticated))
+		}
+		tokens, _ = counter.counts()
+		Expect(tokens).To(Equal(2), "no TokenReview for a token that is not a JWT, nor for one bound to another audience")
 
 		By("an allowed and a denied access")
 		for range 2 {
@@ -101,6 +118,22 @@ var _ = Describe("Review caches", func() {
 		}
 		_, access := counter.counts()
 		Expect(access).To(Equal(2), "one SubjectAccessReview per answer, each used twice")
+
+		By("a grant of every tool: one review for them all")
+		all := newAgent(ns, "all")
+		all.grant()
+		allID := &gateway.Identity{Username: "system:serviceaccount:" + ns + ":all", Namespace: ns, ServiceAccount: "all",
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
+		for range 3 {
+			ok, err := authz.CanCallAll(ctx, allID, ns)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ok).To(BeTrue(), "granted every McpTool")
+		}
+		ok, err := authz.CanCallAll(ctx, id, ns)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ok).To(BeFalse(), "granted one tool by name is not granted every tool")
+		_, access = counter.counts()
+		Expect(access).To(Equal(4), "one review for the grant of every tool, asked three times, and one for the grant by name")
 
 		By("no token in the log")
 		Expect(logs.String()).NotTo(ContainSubstring(a.token))
