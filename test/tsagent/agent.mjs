@@ -13,6 +13,8 @@
 //   {"op":"call","name":N,"arguments":{...}}      -> {"isError":b,"content":[...]}
 //   {"op":"ping"}                                 -> {}
 //   {"op":"calls","name":N,"arguments":{},"n":K}  -> {"n":K,"failed":f,"p50us":..,"p95us":..}
+//   {"op":"calls",...,"n":K,"everyMs":P}          -> the same, one call every P ms (see calls)
+//   {"op":"lists","concurrency":C,"ms":T}         -> {"n":..,"failed":f,"listed":..,"p50us":..,"p95us":..}
 //   {"op":"terminate"}                            -> {} (DELETE of the session)
 //
 // A step that fails prints {"error":{"code":..,"message":..}} and the next
@@ -96,22 +98,80 @@ const run = {
         return {};
     },
     // calls times n sequential calls (after one untimed warm-up call).
+    // With everyMs, the calls are paced, one every everyMs from the first
+    // (an agent that calls now and then, not as fast as it can), and a call
+    // that throws is counted as failed, its message kept in firstError, and
+    // the next call made; the warm-up is counted too, so that failed is
+    // every call of the step that failed. Without it, the first call that
+    // throws ends the step.
     async calls(step) {
         const params = { name: step.name, arguments: step.arguments ?? {} };
-        await client.callTool(params);
+        const paced = step.everyMs > 0;
         const micros = [];
         let failed = 0;
+        let firstError;
+        const call = async () => {
+            try {
+                const res = await client.callTool(params);
+                if (res.isError) failed++;
+            } catch (err) {
+                if (!paced) throw err;
+                failed++;
+                firstError ??= failure(err).error.message;
+            }
+        };
+        if (paced) await call();
+        else await client.callTool(params);
+        const t0 = Date.now();
         for (let i = 0; i < step.n; i++) {
+            if (paced) await sleepUntil(t0 + i * step.everyMs);
             const start = process.hrtime.bigint();
-            const res = await client.callTool(params);
+            await call();
             micros.push(Number(process.hrtime.bigint() - start) / 1000);
-            if (res.isError) failed++;
         }
-        micros.sort((a, b) => a - b);
-        const pct = p => Math.round(micros[Math.min(micros.length - 1, Math.floor(p * micros.length))] ?? 0);
-        return { n: step.n, failed, p50us: pct(0.5), p95us: pct(0.95) };
+        return { n: step.n, failed, ...percentiles(micros), ...(firstError ? { firstError } : {}) };
+    },
+    // lists lists the tools on concurrency requests in flight at once (the
+    // transport's fetch opens a connection for each), each worker listing
+    // again as soon as its list returned, until ms milliseconds have passed.
+    // A list that throws is counted as failed (its message in firstError);
+    // listed is how many tools the last list that succeeded named.
+    async lists(step) {
+        const end = Date.now() + step.ms;
+        const micros = [];
+        let failed = 0;
+        let listed = 0;
+        let firstError;
+        const worker = async () => {
+            while (Date.now() < end) {
+                const start = process.hrtime.bigint();
+                try {
+                    const { tools } = await client.listTools();
+                    listed = tools.length;
+                    micros.push(Number(process.hrtime.bigint() - start) / 1000);
+                } catch (err) {
+                    failed++;
+                    firstError ??= failure(err).error.message;
+                }
+            }
+        };
+        await Promise.all(Array.from({ length: Math.max(1, step.concurrency ?? 1) }, worker));
+        return { n: micros.length, failed, listed, ...percentiles(micros), ...(firstError ? { firstError } : {}) };
     }
 };
+
+function sleepUntil(t) {
+    const wait = t - Date.now();
+    return wait > 0 ? new Promise(resolve => setTimeout(resolve, wait)) : Promise.resolve();
+}
+
+// percentiles are the median and 95th percentile of latencies in
+// microseconds.
+function percentiles(micros) {
+    micros.sort((a, b) => a - b);
+    const pct = p => Math.round(micros[Math.min(micros.length - 1, Math.floor(p * micros.length))] ?? 0);
+    return { p50us: pct(0.5), p95us: pct(0.95) };
+}
 
 for (const step of steps) {
     const op = run[step.op];

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 )
 
 //go:embed agent.mjs
@@ -33,6 +34,10 @@ type Step struct {
 	Name      string         `json:"name,omitempty"`
 	Arguments map[string]any `json:"arguments,omitempty"`
 	N         int            `json:"n,omitempty"`
+	// EveryMs paces calls; Concurrency and Ms shape lists.
+	EveryMs     int64 `json:"everyMs,omitempty"`
+	Concurrency int   `json:"concurrency,omitempty"`
+	Ms          int64 `json:"ms,omitempty"`
 }
 
 // List lists the tools offered.
@@ -50,6 +55,21 @@ func Ping() Step { return Step{Op: "ping"} }
 // the median and 95th percentile of their latencies.
 func Calls(name string, args map[string]any, n int) Step {
 	return Step{Op: "calls", Name: name, Arguments: args, N: n}
+}
+
+// PacedCalls calls a tool n times, one call every interval from the
+// first (after one untimed call), as an agent that calls now and then. A
+// call that fails, the untimed one included, is counted in Failed (the
+// first's message in FirstError) and the next one made.
+func PacedCalls(name string, args map[string]any, n int, every time.Duration) Step {
+	return Step{Op: "calls", Name: name, Arguments: args, N: n, EveryMs: every.Milliseconds()}
+}
+
+// Lists lists the tools with concurrency lists in flight at once, each on a
+// connection of its own, each listing again as soon as it returned, for d.
+// A list that fails is counted in Failed and the next one made.
+func Lists(concurrency int, d time.Duration) Step {
+	return Step{Op: "lists", Concurrency: concurrency, Ms: d.Milliseconds()}
 }
 
 // Terminate ends the session with an HTTP DELETE, as a client that leaves
@@ -88,11 +108,18 @@ type Outcome struct {
 	IsError bool      `json:"isError"`
 	Content []Content `json:"content"`
 	// N, Failed, P50us and P95us are the timed calls' count, how many
-	// returned isError, and their latencies in microseconds (calls).
+	// returned isError (or, paced, failed), and their latencies in
+	// microseconds (calls); for lists, the lists that succeeded, those that
+	// failed, and the latencies of the former.
 	N      int   `json:"n"`
 	Failed int   `json:"failed"`
 	P50us  int64 `json:"p50us"`
 	P95us  int64 `json:"p95us"`
+	// Listed is how many tools the last list that succeeded named (lists).
+	Listed int `json:"listed"`
+	// FirstError is the message of the first call or list that failed
+	// (paced calls, lists).
+	FirstError string `json:"firstError"`
 }
 
 // Text joins the text content of a call's result.
@@ -156,6 +183,30 @@ type Request struct {
 // that fails is an outcome, not an error; so is a failed connection. The
 // error is for an agent that could not run.
 func Run(ctx context.Context, url, token string, steps ...Step) (*Result, error) {
+	a, err := Start(ctx, url, token, Options{}, steps...)
+	if err != nil {
+		return nil, err
+	}
+	return a.Wait()
+}
+
+// Options say how the agent's process is run.
+type Options struct {
+	// Wrapper is a command line node is run under, such as
+	// {"nice", "-n", "19"}: every thread of the agent inherits what it
+	// sets. Empty runs node itself.
+	Wrapper []string
+}
+
+// Agent is an agent that was started; Wait for what it saw.
+type Agent struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	path           string
+}
+
+// Start starts the agent as Run does, without waiting for it.
+func Start(ctx context.Context, url, token string, opts Options, steps ...Step) (*Agent, error) {
 	path, err := agentPath()
 	if err != nil {
 		return nil, err
@@ -164,17 +215,25 @@ func Run(ctx context.Context, url, token string, steps ...Step) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, "node", path, url)
+	args := append(append([]string{}, opts.Wrapper...), "node", path, url)
+	a := &Agent{cmd: exec.CommandContext(ctx, args[0], args[1:]...), path: path}
 	// The token goes in the environment, not on the command line, where
 	// every process could read it.
-	cmd.Env = append(os.Environ(), "MCP_TOKEN="+token)
-	cmd.Stdin = bytes.NewReader(in)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("tsagent: node %s: %w; stderr:\n%s", filepath.Base(path), err, stderr.String())
+	a.cmd.Env = append(os.Environ(), "MCP_TOKEN="+token)
+	a.cmd.Stdin = bytes.NewReader(in)
+	a.cmd.Stdout, a.cmd.Stderr = &a.stdout, &a.stderr
+	if err := a.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("tsagent: %s: %w", strings.Join(args[:len(args)-1], " "), err)
 	}
-	return parse(stdout.Bytes())
+	return a, nil
+}
+
+// Wait waits for the agent to end and returns what it saw.
+func (a *Agent) Wait() (*Result, error) {
+	if err := a.cmd.Wait(); err != nil {
+		return nil, fmt.Errorf("tsagent: node %s: %w; stderr:\n%s", filepath.Base(a.path), err, a.stderr.String())
+	}
+	return parse(a.stdout.Bytes())
 }
 
 // parse reads the agent's lines: connect, one per step, http.

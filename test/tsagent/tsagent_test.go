@@ -89,6 +89,58 @@ func TestAgentAgainstServers(t *testing.T) {
 	}
 }
 
+// Paced calls count failures and go on; lists keep several in flight for a
+// while; and the agent runs under a wrapper command.
+func TestAgentPacedCallsAndLists(t *testing.T) {
+	srv := mcpserver.Start(t, mcpserver.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const every = 50 * time.Millisecond
+	a, err := tsagent.Start(ctx, srv.URL, "", tsagent.Options{Wrapper: []string{"nice", "-n", "5"}},
+		tsagent.PacedCalls(mcpserver.ToolEcho, map[string]any{"text": "x"}, 4, every),
+		tsagent.PacedCalls(mcpserver.ToolFail, nil, 2, every),
+		tsagent.PacedCalls("no_such_tool", nil, 3, every),
+		tsagent.Lists(4, 300*time.Millisecond),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	res, err := a.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Connect.Error != nil || len(res.Steps) != 4 {
+		t.Fatalf("connect %v, %d outcomes: %+v", res.Connect.Error, len(res.Steps), res.Steps)
+	}
+	for i, o := range res.Steps {
+		if o.Error != nil {
+			t.Errorf("step %d (%s): %v", i, o.Op, o.Error)
+		}
+	}
+	if echo := res.Steps[0]; echo.N != 4 || echo.Failed != 0 || echo.P50us <= 0 || echo.FirstError != "" {
+		t.Errorf("paced echo calls: %+v", echo)
+	}
+	// Paced, the warm-up call counts among the failed ones.
+	if fails := res.Steps[1]; fails.N != 2 || fails.Failed != 3 {
+		t.Errorf("paced calls of a failing tool: %+v; want all 3 counted as failed", fails)
+	}
+	if unknown := res.Steps[2]; unknown.N != 3 || unknown.Failed != 4 || unknown.FirstError == "" {
+		t.Errorf("paced calls of an unknown tool: %+v; want all 4 failed, the first's message kept", unknown)
+	}
+	// Three pauses between four calls, and one between two, and two
+	// between three: the agent cannot have ended sooner.
+	if took := time.Since(start); took < 7*every {
+		t.Errorf("the paced calls took %s, less than their pauses (%s)", took, 7*every)
+	}
+	if lists := res.Steps[3]; lists.N < 4 || lists.Failed != 0 || lists.Listed != len(mcpserver.BuiltinTools()) || lists.P95us < lists.P50us {
+		t.Errorf("lists: %+v; want at least one per worker, each naming the %d tools", lists, len(mcpserver.BuiltinTools()))
+	}
+	if got := srv.Calls(mcpserver.ToolEcho); got != 5 {
+		t.Errorf("the server counted %d echo calls, want 5 (a warm-up and 4 paced)", got)
+	}
+}
+
 func TestAgentUnauthorized(t *testing.T) {
 	srv := mcpserver.Start(t, mcpserver.Options{RequireBearer: "the-right-token"})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
