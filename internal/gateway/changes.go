@@ -53,6 +53,9 @@ const (
 	// listen stream over one is acknowledged without toolsListChanged.
 	MaxListWatchers                  = 10000
 	MaxListWatchersPerServiceAccount = 32
+	// MaxListWatchersPerNamespace bounds one namespace's, all its
+	// ServiceAccounts together: no namespace takes the replica's bound.
+	MaxListWatchersPerNamespace = 512
 )
 
 const (
@@ -92,6 +95,7 @@ type changes struct {
 	mu       sync.Mutex
 	watchers map[*watcher]struct{}
 	perSA    map[string]int
+	perNS    map[string]int
 	dirty    map[string]struct{}
 	// owners are the namespaces whose McpTools or McpServers changed
 	// since the last round, their consumers already marked.
@@ -105,6 +109,7 @@ func newChanges() *changes {
 	return &changes{
 		watchers: map[*watcher]struct{}{},
 		perSA:    map[string]int{},
+		perNS:    map[string]int{},
 		dirty:    map[string]struct{}{},
 		owners:   map[string]struct{}{},
 		wake:     make(chan struct{}, 1),
@@ -193,13 +198,14 @@ func (c *changes) watch(o *offer, id Identity, gen uint64, kind string) (*watche
 	w := &watcher{id: id, key: string(key), kind: kind, offer: o, hash: o.hash()}
 	sa := id.Namespace + "/" + id.ServiceAccount
 	c.mu.Lock()
-	if len(c.watchers) >= MaxListWatchers || c.perSA[sa] >= MaxListWatchersPerServiceAccount {
+	if len(c.watchers) >= MaxListWatchers || c.perSA[sa] >= MaxListWatchersPerServiceAccount || c.perNS[id.Namespace] >= MaxListWatchersPerNamespace {
 		c.mu.Unlock()
 		metrics.GatewayToolListWatchersRefused.Inc()
 		return nil, false
 	}
 	c.watchers[w] = struct{}{}
 	c.perSA[sa]++
+	c.perNS[id.Namespace]++
 	missed := c.gen.Load() != gen
 	c.mu.Unlock()
 	o.mu.Lock()
@@ -223,6 +229,9 @@ func (c *changes) unwatch(w *watcher) {
 	if c.perSA[sa]--; c.perSA[sa] <= 0 {
 		delete(c.perSA, sa)
 	}
+	if c.perNS[w.id.Namespace]--; c.perNS[w.id.Namespace] <= 0 {
+		delete(c.perNS, w.id.Namespace)
+	}
 	metrics.GatewayToolListWatchers.WithLabelValues(w.kind).Dec()
 }
 
@@ -236,7 +245,16 @@ func (c *changes) unwatch(w *watcher) {
 func (g *Gateway) watchedOffer(r *http.Request, log logr.Logger, id *Identity, gen uint64, tools []toolOffer) *sdk.Server {
 	modern := modernRequest(r)
 	told := g.changes.running.Load() && (modern || !g.Stateless)
-	o := g.newOffer(g.newServer(told), log, g.present(log, tools))
+	presented := g.present(log, tools)
+	var o *offer
+	if modern && r.Header.Get("Mcp-Method") == methodListen {
+		// A listen stream lists nothing and calls nothing: it keeps the
+		// hash of what its caller may see, and its server no tools.
+		o = g.newOffer(g.newServer(told), log, nil)
+		o.listHash, o.hashOnly = hashTools(presented), true
+	} else {
+		o = g.newOffer(g.newServer(told), log, presented)
+	}
 	if !told {
 		return o.s
 	}
@@ -323,10 +341,14 @@ func (o *offer) unwatched() bool {
 	return o.watcher == nil
 }
 
-// hash is of the tools the offer has, as the agent reads them.
+// hash is of the tools the offer has, as the agent reads them (for a
+// listen stream's offer, which has none, of those its caller may see).
 func (o *offer) hash() [sha256.Size]byte {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.hashOnly {
+		return o.listHash
+	}
 	tools := make([]presented, 0, len(o.offered))
 	for _, p := range o.offered {
 		tools = append(tools, p)
@@ -416,6 +438,23 @@ func (o *offer) replace(g *Gateway, log logr.Logger, next []presented) {
 	}
 }
 
+// poke tells a listen stream's offer, which has no tools, that its
+// caller's list changed: one tool added and removed at once is one change
+// to the SDK, whose notification of it the stream is sent.
+func (o *offer) poke(g *Gateway, log logr.Logger) {
+	o.pending.Store(true)
+	if err := addTool(o.s, pokeTool, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return refusal(unknownTool), nil
+	}); err != nil {
+		log.Error(err, "telling a listen stream of a change failed")
+		return
+	}
+	o.s.RemoveTools(pokeTool.Name)
+}
+
+// pokeTool is the tool poke adds and removes; no agent is offered it.
+var pokeTool = &sdk.Tool{Name: "gateway-list-changed", InputSchema: json.RawMessage(`{"type":"object"}`)}
+
 // decideWatched is one round: each identity's list is decided once, and
 // each of its watchers whose list changed is offered the new one (and so
 // told). An identity whose list cannot be decided now is tried again at
@@ -437,6 +476,10 @@ func (g *Gateway) decideWatched(ctx context.Context, groups map[string][]*watche
 				continue
 			}
 			w.hash = h
+			if w.offer.hashOnly {
+				w.offer.poke(g, log)
+				continue
+			}
 			w.offer.replace(g, log, next)
 		}
 	}

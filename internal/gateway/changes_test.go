@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -581,5 +582,68 @@ func TestASessionIsOfferedAToolOnceTold(t *testing.T) {
 	wide.waitTold(t, "wide")
 	if res := callAs(t, wide.cs, vaultLocal, nil); strings.Contains(resultText(res), "Refused by the MCP catalog gateway") {
 		t.Fatalf("after the round, the call was refused: %q", resultText(res))
+	}
+}
+
+// A listen stream keeps its caller's identity and the hash of what it may
+// see, not the catalog: eight streams of one agent with about 4 MiB of
+// tools hold well under a catalog between them (each held its own copy,
+// 4.5 MiB for this catalog, before).
+func TestAListenStreamHoldsAHashNotTheCatalog(t *testing.T) {
+	up := callUpstream(t)
+	tools, allow := bigCatalog(t, 60, 70<<10)
+	shared := make([]*mcpv1alpha1.McpTool, 0, len(tools))
+	for _, o := range tools {
+		shared = append(shared, o.(*mcpv1alpha1.McpTool))
+	}
+	g, hs := catalogGatewayWith(t, up.URL, nil, allow, 0, func(o *Options) {
+		// The tools as the informer cache hands them over: shared, not
+		// copied per read (a copy per stream would be the test's, not the
+		// gateway's).
+		o.Reader = sharingReader{Reader: o.Reader, tools: shared}
+	}, tools...)
+	g.changes.running.Store(true)
+	// The first list builds what every list shares (the tools' views).
+	_ = postMCP(t, hs.URL, "tools/list", "", obsToken, plainListBody("1"))
+	var before, after goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&before)
+	const streams = 8
+	for range streams {
+		listen(t, hs.URL, obsToken, "2026-07-28")
+	}
+	poll.Until(t, 10*time.Second, "the listen streams watched", func() error {
+		if n := watching(g); n != streams {
+			return fmt.Errorf("%d watched", n)
+		}
+		return nil
+	})
+	goruntime.GC()
+	goruntime.ReadMemStats(&after)
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d listen streams hold %d bytes", streams, held)
+	if held > 2<<20 {
+		t.Errorf("%d listen streams hold %d bytes of heap with a 4 MiB catalog, want under 2 MiB between them", streams, held)
+	}
+}
+
+// One namespace's listen streams and sessions, all its ServiceAccounts
+// together, are bounded: past the bound another of its ServiceAccounts is
+// refused, another namespace is not.
+func TestWatchersAreBoundedPerNamespace(t *testing.T) {
+	g, _, _ := changesGateway(t)
+	for i := range MaxListWatchersPerNamespace {
+		id := Identity{Username: fmt.Sprintf("system:serviceaccount:team:sa%d", i), Namespace: chNS, ServiceAccount: fmt.Sprintf("sa%d", i)}
+		if _, ok := g.changes.watch(g.newOffer(g.newServer(true), logr.Discard(), nil), id, g.changes.generation(), watchListen); !ok {
+			t.Fatalf("watcher %d, within the namespace's bound, was refused", i)
+		}
+	}
+	over := Identity{Username: "system:serviceaccount:team:one-more", Namespace: chNS, ServiceAccount: "one-more"}
+	if _, ok := g.changes.watch(g.newOffer(g.newServer(true), logr.Discard(), nil), over, g.changes.generation(), watchListen); ok {
+		t.Error("a watcher over the namespace's bound was registered")
+	}
+	other := Identity{Username: "system:serviceaccount:other:sa", Namespace: "other", ServiceAccount: "sa"}
+	if _, ok := g.changes.watch(g.newOffer(g.newServer(true), logr.Discard(), nil), other, g.changes.generation(), watchListen); !ok {
+		t.Error("another namespace's watcher was refused")
 	}
 }

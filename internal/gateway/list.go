@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -166,6 +167,10 @@ type offer struct {
 	// pending is set when a replacement of the tools wants its session
 	// told (changes.go).
 	pending atomic.Bool
+	// hashOnly marks the offer of a listen stream: no tools, and
+	// listHash, the hash of those its caller may see (changes.go).
+	hashOnly bool
+	listHash [sha256.Size]byte
 }
 
 // presented is one tool as an agent reads it, and the McpTool it calls
