@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/mcp-catalog/operator/internal/egress"
+	"golang.org/x/time/rate"
+
 	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/version"
@@ -99,6 +101,14 @@ func main() {
 	var reviewQPS float64
 	fs.Float64Var(&reviewQPS, "gateway-review-qps", manager.DefaultGatewayReviewQPS, "Token and access reviews a second the gateway may send, on a client of its own.")
 	fs.IntVar(&opts.GatewayReviewBurst, "gateway-review-burst", manager.DefaultGatewayReviewBurst, "Burst of token and access reviews the gateway may send.")
+	fs.Var(bytesFlag{&opts.GatewayMaxRequestBytesInFlight}, "gateway-max-request-bytes-in-flight", `Request bytes one gateway replica holds at once, each namespace at most half (e.g. "64Mi"); 0 means a quarter of GOMEMLIMIT when set, else 64Mi.`)
+	var saBytesRate, nsBytesRate, saBytesBurst, nsBytesBurst int64
+	saBytesRate, saBytesBurst = int64(gateway.DefaultServiceAccountBytesRate), gateway.DefaultServiceAccountBytesBurst
+	nsBytesRate, nsBytesBurst = int64(gateway.DefaultNamespaceBytesRate), gateway.DefaultNamespaceBytesBurst
+	fs.Var(bytesFlag{&saBytesRate}, "gateway-serviceaccount-bytes-rate", "Bytes a second one ServiceAccount may be answered (tool lists, call results) by one gateway replica.")
+	fs.Var(bytesFlag{&saBytesBurst}, "gateway-serviceaccount-bytes-burst", "Burst of bytes one ServiceAccount may be answered by one gateway replica.")
+	fs.Var(bytesFlag{&nsBytesRate}, "gateway-namespace-bytes-rate", "Bytes a second the ServiceAccounts of one namespace together may be answered by one gateway replica.")
+	fs.Var(bytesFlag{&nsBytesBurst}, "gateway-namespace-bytes-burst", "Burst of bytes one namespace may be answered by one gateway replica.")
 	fs.BoolVar(&opts.GatewayStateless, "gateway-stateless", opts.GatewayStateless, "Serve initialize-era sessions without server memory, so that any gateway replica answers any request.")
 
 	fs.StringVar(&opts.NotifyWebhookURL, "notify-webhook-url", "", "URL (https, or http to loopback) that receives a signed CloudEvent when a call waits for approval, when one is decided, and when a tool's definition drifts; empty sends none.")
@@ -178,6 +188,8 @@ func main() {
 	}
 	cfg.QPS, cfg.Burst = float32(apiQPS), apiBurst
 	opts.GatewayReviewQPS = float32(reviewQPS)
+	b.ServiceAccountBytesRate, b.ServiceAccountBytesBurst = rate.Limit(saBytesRate), int(saBytesBurst)
+	b.NamespaceBytesRate, b.NamespaceBytesBurst = rate.Limit(nsBytesRate), int(nsBytesBurst)
 	ctx := ctrl.SetupSignalHandler()
 	if err := manager.Run(ctrl.LoggerInto(ctx, log), cfg, opts); err != nil {
 		log.Error(err, "manager stopped")

@@ -27,6 +27,15 @@ type Budgets struct {
 	NamespaceRate             rate.Limit
 	NamespaceBurst            int
 	NamespaceConcurrency      int
+	// The bytes a ServiceAccount and a namespace are answered (tool lists
+	// and call results), a second and in a burst: a request costs what it
+	// is answered, so that a list of megabytes is not priced like a ping.
+	// Charged after the answer; a caller in debt is refused until it is
+	// repaid.
+	ServiceAccountBytesRate  rate.Limit
+	ServiceAccountBytesBurst int
+	NamespaceBytesRate       rate.Limit
+	NamespaceBytesBurst      int
 }
 
 // Default budgets, generous for agents and sized so that one namespace
@@ -41,7 +50,19 @@ const (
 	DefaultNamespaceRate             = rate.Limit(400)
 	DefaultNamespaceBurst            = 800
 	DefaultNamespaceConcurrency      = 256
+	// A ServiceAccount may be answered 32 MiB a second (bursts of 128
+	// MiB), a namespace 64 MiB (256 MiB): a few lists a second of the
+	// largest catalogs, far more than any agent needs, and on one replica
+	// a bound on the CPU one namespace's lists can take from the others.
+	DefaultServiceAccountBytesRate  = rate.Limit(32 << 20)
+	DefaultServiceAccountBytesBurst = 128 << 20
+	DefaultNamespaceBytesRate       = rate.Limit(64 << 20)
+	DefaultNamespaceBytesBurst      = 256 << 20
 )
+
+// RefusedBytesLimited: a ServiceAccount or namespace was answered more
+// bytes than its budget allows, and is refused until the debt is repaid.
+const RefusedBytesLimited = "BytesLimited"
 
 // RefusedConcurrencyLimited: a ServiceAccount or namespace had as many
 // requests in flight as its budget allows.
@@ -80,6 +101,18 @@ func (b Budgets) withDefaults() Budgets {
 	if b.NamespaceConcurrency <= 0 {
 		b.NamespaceConcurrency = DefaultNamespaceConcurrency
 	}
+	if b.ServiceAccountBytesRate <= 0 {
+		b.ServiceAccountBytesRate = DefaultServiceAccountBytesRate
+	}
+	if b.ServiceAccountBytesBurst <= 0 {
+		b.ServiceAccountBytesBurst = DefaultServiceAccountBytesBurst
+	}
+	if b.NamespaceBytesRate <= 0 {
+		b.NamespaceBytesRate = DefaultNamespaceBytesRate
+	}
+	if b.NamespaceBytesBurst <= 0 {
+		b.NamespaceBytesBurst = DefaultNamespaceBytesBurst
+	}
 	return b
 }
 
@@ -92,6 +125,10 @@ type budgeter struct {
 	mu       sync.Mutex
 	accounts buckets
 	spaces   buckets
+	// accountBytes and spaceBytes are the byte budgets: charged with what
+	// was answered, their tokens go below zero while in debt.
+	accountBytes buckets
+	spaceBytes   buckets
 	// inFlight counts requests in flight by ServiceAccount and by
 	// namespace; a key is deleted when its count returns to zero, so the
 	// maps hold no more than the requests in flight.
@@ -106,6 +143,9 @@ func newBudgeter(b Budgets, now func() time.Time) *budgeter {
 		b: b, now: now,
 		accounts: buckets{limit: b.ServiceAccountRate, burst: b.ServiceAccountBurst, m: map[string]*bucketEntry{}},
 		spaces:   buckets{limit: b.NamespaceRate, burst: b.NamespaceBurst, m: map[string]*bucketEntry{}},
+
+		accountBytes: buckets{limit: b.ServiceAccountBytesRate, burst: b.ServiceAccountBytesBurst, m: map[string]*bucketEntry{}},
+		spaceBytes:   buckets{limit: b.NamespaceBytesRate, burst: b.NamespaceBytesBurst, m: map[string]*bucketEntry{}},
 		inFlight: map[budgetKey]int{},
 	}
 }
@@ -172,6 +212,17 @@ func (b *budgeter) admit(id *Identity, inFlight bool) (release func(), refused *
 			return nil, &overBudget{RefusedConcurrencyLimited, BudgetNamespace, time.Second}
 		}
 	}
+	// In debt for bytes answered: refused, charging nothing.
+	for _, d := range []struct {
+		t     *buckets
+		key   string
+		scope string
+	}{{&b.accountBytes, sa.name, BudgetServiceAccount}, {&b.spaceBytes, ns.name, BudgetNamespace}} {
+		lim := d.t.get(d.key, now)
+		if tokens := lim.TokensAt(now); tokens < 0 {
+			return nil, &overBudget{RefusedBytesLimited, d.scope, time.Duration(-tokens / float64(lim.Limit()) * float64(time.Second))}
+		}
+	}
 	rsa := b.accounts.get(sa.name, now).ReserveN(now, 1)
 	if d := rsa.DelayFrom(now); !rsa.OK() || d > 0 {
 		rsa.CancelAt(now)
@@ -200,6 +251,25 @@ func (b *budgeter) admit(id *Identity, inFlight bool) (release func(), refused *
 			}
 		})
 	}, nil
+}
+
+// charge takes n bytes answered to id from its ServiceAccount's and its
+// namespace's byte budgets, into debt if need be.
+func (b *budgeter) charge(id *Identity, n int) {
+	now := clock(b.now)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, d := range []struct {
+		t   *buckets
+		key string
+	}{{&b.accountBytes, id.Namespace + "/" + id.ServiceAccount}, {&b.spaceBytes, id.Namespace}} {
+		lim := d.t.get(d.key, now)
+		// A reservation larger than the burst is refused whole: taken in
+		// pieces, it leaves the bucket that far below zero.
+		for left := n; left > 0; left -= d.t.burst {
+			lim.ReserveN(now, min(left, d.t.burst))
+		}
+	}
 }
 
 // budgeted serves a request only within its caller's budgets. It runs
@@ -238,9 +308,13 @@ func (g *Gateway) refuseOverBudget(ctx context.Context, w http.ResponseWriter, i
 	}
 	g.writeDenial(ctx, rec)
 	secs := retryAfterSeconds(over.wait)
-	msg := "the caller's ServiceAccount is over its request budget at the gateway; retry later"
+	what := "request"
+	if over.reason == RefusedBytesLimited {
+		what = "answered-bytes"
+	}
+	msg := "the caller's ServiceAccount is over its " + what + " budget at the gateway; retry later"
 	if over.scope == BudgetNamespace {
-		msg = "the caller's namespace is over its request budget at the gateway; retry later"
+		msg = "the caller's namespace is over its " + what + " budget at the gateway; retry later"
 	}
 	body, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0",

@@ -59,7 +59,7 @@ func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request, m *message, 
 		}
 	}
 	res, err := g.callThrough(r.Context(), req, pre, refused)
-	g.writeCallAnswer(w, call.id, res, err)
+	g.budgets.charge(id, g.writeCallAnswer(w, call.id, res, err))
 	g.fastCalls.Add(1)
 	return true
 }
@@ -90,7 +90,7 @@ func (g *Gateway) serveEraCall(w http.ResponseWriter, r *http.Request, m *messag
 	}
 	res, err := g.callThrough(r.Context(), req, pre, refused)
 	msg, ok := eraCallResult(res, err)
-	writeResponse(w, m.id, msg, ok)
+	g.budgets.charge(id, writeResponse(w, m.id, msg, ok))
 	g.eraAnswers.Add(1)
 	return true
 }
@@ -223,10 +223,10 @@ func (g *Gateway) decideVisible(ctx context.Context, id *Identity, name string) 
 // writeCallAnswer writes the answer to a call as the SDK writes it for
 // the 2026-07-28 revision: one application/json body holding the JSON-RPC
 // response, whose result says it is complete (or asks for input) and
-// names the gateway in _meta.
-func (g *Gateway) writeCallAnswer(w http.ResponseWriter, id json.RawMessage, res *sdk.CallToolResult, callErr error) {
+// names the gateway in _meta. It returns the bytes written.
+func (g *Gateway) writeCallAnswer(w http.ResponseWriter, id json.RawMessage, res *sdk.CallToolResult, callErr error) int {
 	msg, ok := g.callResult(res, callErr)
-	writeResponse(w, id, msg, ok)
+	return writeResponse(w, id, msg, ok)
 }
 
 // callResult encodes a call's result, or, reporting false, its JSON-RPC

@@ -104,6 +104,10 @@ type Options struct {
 	// answered 413 before any of it is decoded. 0 means
 	// DefaultMaxRequestBytes.
 	MaxRequestBytes int64
+	// MaxRequestBytesInFlight bounds the request bytes a replica holds at
+	// once, each namespace at most half of it; 0 means a quarter of the
+	// process's memory limit (GOMEMLIMIT) when one is set, else 64 MiB.
+	MaxRequestBytesInFlight int64
 	// Namespaces are the namespaces this gateway serves, those its Reader
 	// caches (the manager's watch namespaces); empty serves every
 	// namespace. A caller of another namespace is answered 421 before any
@@ -140,6 +144,8 @@ type Gateway struct {
 	// the two).
 	eraAnswers      atomic.Int64
 	noInitializeEra atomic.Bool
+	// inflight bounds the request bytes held at once (wire.go).
+	inflight *inflight
 	// textResultPrefix opens the result of a call answered with one text
 	// block (callfast.go).
 	textResultPrefix []byte
@@ -210,6 +216,7 @@ func New(o Options) (*Gateway, error) {
 	g.denials = newDenials(o.DenialWindow)
 	g.listPrefix, g.eraListPrefix = g.buildListPrefix(), g.buildEraListPrefix()
 	g.initialized = g.buildInitialized()
+	g.inflight = newInflight(o.MaxRequestBytesInFlight, g.maxRequestBytes())
 	g.textResultPrefix = g.buildTextResultPrefix()
 	g.lists.maxBytes = o.ListCacheBytes
 	if g.lists.maxBytes <= 0 {

@@ -165,6 +165,7 @@ func (g *Gateway) writeList(w http.ResponseWriter, r *http.Request, id *Identity
 		_, _ = w.Write(p)
 	}
 	_, _ = io.WriteString(w, listSuffix)
+	g.budgets.charge(id, size)
 	return true
 }
 

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
+	"runtime/debug"
 	"strconv"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -69,6 +72,60 @@ func messageOf(ctx context.Context) *message {
 	return m
 }
 
+// inflight bounds the request bytes a replica holds at once, all callers
+// together and each namespace's callers together: a namespace sending
+// large bodies at once waits for its own share and cannot take the
+// replica's memory from the others.
+type inflight struct {
+	total, perNamespace int64
+
+	mu   sync.Mutex
+	held int64
+	byNS map[string]int64
+}
+
+// newInflight bounds the replica's request bytes in flight at total (0:
+// a quarter of the process's memory limit when one is set, else 64 MiB),
+// and each namespace's at half of that, but never below one request of
+// maxRequest bytes.
+func newInflight(total, maxRequest int64) *inflight {
+	if total <= 0 {
+		total = 64 << 20
+		if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+			total = limit / 4
+		}
+	}
+	total = max(total, maxRequest)
+	return &inflight{total: total, perNamespace: max(total/2, maxRequest), byNS: map[string]int64{}}
+}
+
+// take holds n bytes for a request of namespace, reporting false, holding
+// nothing, when that would pass the namespace's share or the replica's.
+func (f *inflight) take(namespace string, n int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held+n > f.total || f.byNS[namespace]+n > f.perNamespace {
+		return false
+	}
+	f.held += n
+	f.byNS[namespace] += n
+	return true
+}
+
+// give releases what take held.
+func (f *inflight) give(namespace string, n int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.held -= n
+	if f.byNS[namespace] -= n; f.byNS[namespace] <= 0 {
+		delete(f.byNS, namespace)
+	}
+}
+
+// RefusedBytesInFlight: the caller's namespace (or the replica) held as
+// many request bytes as it may at once.
+const RefusedBytesInFlight = "BytesInFlight"
+
 // maxRequestBytes is the bound on a request's body.
 func (g *Gateway) maxRequestBytes() int64 {
 	if g.MaxRequestBytes > 0 {
@@ -87,6 +144,19 @@ func (g *Gateway) front(sdkPath http.Handler) http.Handler {
 		// one server, not several.
 		ctx := context.WithValue(r.Context(), memoKey{}, &serverMemo{})
 		if r.Method == http.MethodPost && r.Body != nil {
+			// The bytes this request may make the replica hold: its length,
+			// or the bound when it does not say.
+			n := r.ContentLength
+			if n < 0 || n > g.maxRequestBytes() {
+				n = g.maxRequestBytes()
+			}
+			if id := identityOf(auth.TokenInfoFromContext(r.Context())); id != nil {
+				if !g.inflight.take(id.Namespace, n) {
+					g.refuseBytesInFlight(w)
+					return
+				}
+				defer g.inflight.give(id.Namespace, n)
+			}
 			body, ok := g.readBody(w, r)
 			if !ok {
 				return
@@ -142,6 +212,20 @@ func (g *Gateway) refuseTooLarge(w http.ResponseWriter, limit int64) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("Connection", "close")
 	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	_, _ = io.WriteString(w, body)
+}
+
+// refuseBytesInFlight answers a request whose namespace holds its share
+// of request bytes now: 503 with Retry-After, as for any load the caller
+// should wait out.
+func (g *Gateway) refuseBytesInFlight(w http.ResponseWriter) {
+	metrics.GatewayRefusals.WithLabelValues(RefusedBytesInFlight).Inc()
+	body := `{"jsonrpc":"2.0","id":null,"error":{"code":-32029,"message":"the gateway holds as many request bytes of the caller's namespace as it may at once; retry later"}}`
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Retry-After", "1")
+	w.WriteHeader(http.StatusServiceUnavailable)
 	_, _ = io.WriteString(w, body)
 }
 
@@ -315,12 +399,12 @@ func (g *Gateway) buildInitialized() map[string][]byte {
 // application/json answer, as the SDK writes the answer of a request it
 // keeps no stream for.
 func writeResult(w http.ResponseWriter, id json.RawMessage, result []byte) {
-	writeResponse(w, id, result, true)
+	_ = writeResponse(w, id, result, true)
 }
 
 // writeResponse writes the response to the request id: msg is its result,
-// or, when ok is false, its error.
-func writeResponse(w http.ResponseWriter, id json.RawMessage, msg []byte, ok bool) {
+// or, when ok is false, its error. It returns the bytes written.
+func writeResponse(w http.ResponseWriter, id json.RawMessage, msg []byte, ok bool) int {
 	member := `,"result":`
 	if !ok {
 		member = `,"error":`
@@ -338,4 +422,5 @@ func writeResponse(w http.ResponseWriter, id json.RawMessage, msg []byte, ok boo
 	b = append(b, msg...)
 	b = append(b, '}')
 	_, _ = w.Write(b)
+	return size
 }

@@ -377,3 +377,88 @@ func TestArgumentBounds(t *testing.T) {
 func withLocalAddr(ctx context.Context) context.Context {
 	return context.WithValue(ctx, http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8443})
 }
+
+// A request costs what it is answered: a namespace answered more list
+// bytes than its budget allows is refused (429, BytesLimited) until the
+// debt is repaid, however few requests it made, while another namespace
+// is served. (Budgets counted requests only: a list of megabytes was
+// priced like a ping.)
+func TestAListIsChargedByTheBytesItServes(t *testing.T) {
+	up := callUpstream(t)
+	tools, allow := bigCatalog(t, 10, 10<<10)
+	g, _ := catalogGatewayWith(t, up.URL, nil, allow, 0, func(o *Options) {
+		o.Stateless = true
+		o.Budgets = Budgets{NamespaceBytesRate: 1 << 10, NamespaceBytesBurst: 64 << 10}
+		o.Authn = tokenTable{
+			obsToken: {Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: obsNS, ServiceAccount: "agent"},
+			"other":  {Username: "system:serviceaccount:other:agent", UID: "u2", Namespace: "other", ServiceAccount: "agent"},
+		}
+	}, tools...)
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	rec := httptest.NewRecorder()
+	g.Handler().ServeHTTP(rec, eraRequest("2025-11-25", list))
+	if rec.Code != http.StatusOK || rec.Body.Len() < 64<<10 {
+		t.Fatalf("the first list: %d, %d bytes; want it served, larger than the burst", rec.Code, rec.Body.Len())
+	}
+	for _, body := range []string{list, `{"jsonrpc":"2.0","id":2,"method":"ping"}`} {
+		rec = httptest.NewRecorder()
+		g.Handler().ServeHTTP(rec, eraRequest("2025-11-25", body))
+		if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), `"reason":"BytesLimited"`) ||
+			!strings.Contains(rec.Body.String(), "answered-bytes budget") || rec.Header().Get("Retry-After") == "" {
+			t.Errorf("%s while the namespace is in debt: %d %s; want 429 BytesLimited with Retry-After", body, rec.Code, rec.Body)
+		}
+	}
+	req := eraRequest("2025-11-25", list)
+	req.Header.Set("Authorization", "Bearer other")
+	rec = httptest.NewRecorder()
+	g.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Errorf("another namespace's list: %d %s; want it served", rec.Code, rec.Body)
+	}
+}
+
+// The request bytes a replica holds at once are shared per namespace: a
+// namespace holding its share is told to retry (503) before its body is
+// read, another namespace is served, and the share comes back when the
+// requests end.
+func TestRequestBytesInFlightAreSharedPerNamespace(t *testing.T) {
+	up := callUpstream(t)
+	g, _ := catalogGatewayWith(t, up.URL, nil, allowList{echoObject: true}, 0, func(o *Options) {
+		o.Stateless = true
+		o.MaxRequestBytes = 1 << 10
+		o.MaxRequestBytesInFlight = 4 << 10
+		o.Authn = tokenTable{
+			obsToken: {Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: obsNS, ServiceAccount: "agent"},
+			"other":  {Username: "system:serviceaccount:other:agent", UID: "u2", Namespace: "other", ServiceAccount: "agent"},
+		}
+	})
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	share := g.inflight.perNamespace
+	if share != 2<<10 {
+		t.Fatalf("a namespace's share is %d bytes, want half the replica's 4 KiB", share)
+	}
+	if !g.inflight.take(obsNS, share) {
+		t.Fatal("the namespace's share could not be taken")
+	}
+	rec := httptest.NewRecorder()
+	g.Handler().ServeHTTP(rec, eraRequest("2025-11-25", ping))
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("a request of a namespace holding its share: %d %s; want 503 with Retry-After", rec.Code, rec.Body)
+	}
+	other := eraRequest("2025-11-25", ping)
+	other.Header.Set("Authorization", "Bearer other")
+	rec = httptest.NewRecorder()
+	g.Handler().ServeHTTP(rec, other)
+	if rec.Code != http.StatusOK {
+		t.Errorf("another namespace's request: %d %s; want it served", rec.Code, rec.Body)
+	}
+	g.inflight.give(obsNS, share)
+	rec = httptest.NewRecorder()
+	g.Handler().ServeHTTP(rec, eraRequest("2025-11-25", ping))
+	if rec.Code != http.StatusOK {
+		t.Errorf("after the share came back: %d %s", rec.Code, rec.Body)
+	}
+	if g.inflight.held != 0 {
+		t.Errorf("%d bytes still held after every request ended", g.inflight.held)
+	}
+}

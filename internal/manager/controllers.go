@@ -230,7 +230,8 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		ListTTL:        opts.GatewayListTTL,
 		ServableIndex:  true,
 
-		MaxRequestBytes: opts.GatewayMaxRequestBytes,
+		MaxRequestBytes:         opts.GatewayMaxRequestBytes,
+		MaxRequestBytesInFlight: opts.GatewayMaxRequestBytesInFlight,
 		// The cache holds these namespaces only: a caller of another is
 		// refused before any read (a gateway pool).
 		Namespaces: opts.WatchNamespaces,

@@ -232,6 +232,9 @@ type Options struct {
 	// GatewayMaxRequestBytes bounds the body of a request to the gateway;
 	// 0 means gateway.DefaultMaxRequestBytes.
 	GatewayMaxRequestBytes int64
+	// GatewayMaxRequestBytesInFlight bounds the request bytes a gateway
+	// replica holds at once; 0 means the gateway's default.
+	GatewayMaxRequestBytesInFlight int64
 	// GatewayReviewQPS and GatewayReviewBurst limit the TokenReviews and
 	// SubjectAccessReviews the gateway sends, on a client of their own
 	// (the manager's reads and writes do not wait behind them, nor they
