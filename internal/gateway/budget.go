@@ -146,7 +146,7 @@ func newBudgeter(b Budgets, now func() time.Time) *budgeter {
 
 		accountBytes: buckets{limit: b.ServiceAccountBytesRate, burst: b.ServiceAccountBytesBurst, m: map[string]*bucketEntry{}},
 		spaceBytes:   buckets{limit: b.NamespaceBytesRate, burst: b.NamespaceBytesBurst, m: map[string]*bucketEntry{}},
-		inFlight: map[budgetKey]int{},
+		inFlight:     map[budgetKey]int{},
 	}
 }
 
