@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
@@ -111,10 +112,10 @@ func (f *fixture) call(t *testing.T, cred *mcp.Credential) (*mcp.CallOutcome, er
 	return f.callAt(t, cred, nil)
 }
 
-// callAt is call with a client whose clock is now (nil: the real one).
-func (f *fixture) callAt(t *testing.T, cred *mcp.Credential, now func() time.Time) (*mcp.CallOutcome, error) {
+// callAt is call with a client whose clock is clk (nil: the real one).
+func (f *fixture) callAt(t *testing.T, cred *mcp.Credential, clk mcp.Clock) (*mcp.CallOutcome, error) {
 	t.Helper()
-	return mcp.New(mcp.Options{AllowPrivateNetworks: true, Now: now}).CallTool(context.Background(), mcp.Endpoint{
+	return mcp.New(mcp.Options{AllowPrivateNetworks: true, Clock: clk}).CallTool(context.Background(), mcp.Endpoint{
 		Name: f.ns + "/records", URL: f.upstream.URL, Credential: cred, AllowInsecureCredential: true, AllowPrivateNetwork: true,
 	}, "echo", map[string]any{"text": "hello"})
 }
@@ -253,7 +254,7 @@ func TestATokenExpiredBeforeALegEndsTheOperation(t *testing.T) {
 	}
 	// The client's clock at the expiry: no leg is started with the token.
 	before := f.upstream.Requests()
-	_, err = f.callAt(t, cred, func() time.Time { return cred.Expires })
+	_, err = f.callAt(t, cred, testingclock.NewFakePassiveClock(cred.Expires))
 	if mcp.KindOf(err) != mcp.KindCredentialExpired {
 		t.Fatalf("err = %v, want %s", err, mcp.KindCredentialExpired)
 	}

@@ -14,7 +14,7 @@ const minLegTimeout = time.Second
 // (discovery, handshake, notification, pages, call, session teardown).
 //
 // It reads the operation's clock, which is the wall clock with Go's monotonic
-// reading unless Options.Now replaced it.
+// reading unless Options.Clock replaced it.
 type budget struct {
 	total    time.Duration
 	start    time.Time

@@ -86,9 +86,16 @@ type Options struct {
 	// EraCacheTTL is how long a server's protocol era is remembered per
 	// origin; 0 means DefaultEraCacheTTL, negative disables the cache.
 	EraCacheTTL time.Duration
-	// Now replaces the clock used for budgets, credential expiry, latency
-	// and the era cache.
-	Now func() time.Time
+	// Clock is the clock of budgets, credential expiry, latency and the
+	// era cache; nil means the real one.
+	Clock Clock
+}
+
+// Clock tells the time: the Now of k8s.io/utils/clock.PassiveClock, whose
+// clocks and fakes satisfy it. It is declared here because the client
+// depends on nothing from Kubernetes.
+type Clock interface {
+	Now() time.Time
 }
 
 // Client talks to MCP servers. It is safe for concurrent use; operations
@@ -111,7 +118,6 @@ func New(opts Options) *Client {
 	c := &Client{
 		clientName:    opts.ClientName,
 		clientVersion: opts.ClientVersion,
-		now:           opts.Now,
 		egress:        opts.Egress,
 		ids:           processIDs,
 	}
@@ -125,8 +131,9 @@ func New(opts Options) *Client {
 	if opts.AllowPrivateNetworks {
 		c.egress.AllowAllPrivate = true
 	}
-	if c.now == nil {
-		c.now = time.Now
+	c.now = time.Now
+	if opts.Clock != nil {
+		c.now = opts.Clock.Now
 	}
 	ttl := opts.EraCacheTTL
 	if ttl == 0 {

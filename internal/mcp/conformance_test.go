@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	testingclock "k8s.io/utils/clock/testing"
+
 	"github.com/mcp-catalog/operator/internal/mcp"
 )
 
@@ -107,7 +109,7 @@ func TestConformance(t *testing.T) {
 type confHarness struct {
 	p     confProfile
 	srv   *fakeServer
-	clock *fakeClock
+	clock *testingclock.FakeClock
 	cl    *mcp.Client
 	ep    mcp.Endpoint
 	// credential is false when the check removed the credential.
@@ -116,7 +118,7 @@ type confHarness struct {
 
 func newHarness(t *testing.T, p confProfile) *confHarness {
 	h := &confHarness{p: p, srv: newFakeServer(t, p), clock: newFakeClock(), ep: p.endpoint(), credential: true}
-	h.cl = h.srv.client(mcp.Options{Now: h.clock.Now, EraCacheTTL: p.eraTTL, ClientName: "conformance", ClientVersion: "1.0"})
+	h.cl = h.srv.client(mcp.Options{Clock: h.clock, EraCacheTTL: p.eraTTL, ClientName: "conformance", ClientVersion: "1.0"})
 	return h
 }
 
@@ -457,13 +459,13 @@ func checkEraRemembered(t *testing.T, h *confHarness) {
 	confEqual(t, "second operation", second, want)
 
 	// Within the TTL it is still remembered; after it, detected again.
-	h.clock.Advance(h.p.eraTTL - time.Second)
+	h.clock.Step(h.p.eraTTL - time.Second)
 	third := len(h.srv.requests())
 	if _, err := h.cl.CallTool(ctx, h.ep, "alpha", nil); err != nil {
 		t.Fatal(err)
 	}
 	confEqual(t, "within TTL", h.srv.rpcMethods()[third:], want)
-	h.clock.Advance(2 * time.Second)
+	h.clock.Step(2 * time.Second)
 	fourth := len(h.srv.requests())
 	if _, err := h.cl.CallTool(ctx, h.ep, "alpha", nil); err != nil {
 		t.Fatal(err)
@@ -919,7 +921,7 @@ func checkLegDeadlines(t *testing.T, h *confHarness) {
 	// The server takes 1.7s (on the operation's clock) per request; every
 	// leg must be granted what remains, rounded up to whole seconds.
 	step := 1700 * time.Millisecond
-	h.srv.onRequest = func(*seenRequest) { h.clock.Advance(step) }
+	h.srv.onRequest = func(*seenRequest) { h.clock.Step(step) }
 	h.srv.pages = confPagesFrom(map[string]confPage{"": {[]any{confTool("a")}, "n"}, "=n": {[]any{confTool("b")}, nil}})
 	if _, err := h.cl.ListTools(h.ctx(t), h.ep); err != nil {
 		t.Fatal(err)
@@ -938,7 +940,7 @@ func checkOneBudget(t *testing.T, h *confHarness) {
 	// sent with 0.3s left (granted the 1s floor), the fifth is refused
 	// before sending, whatever the era's legs are.
 	step := (h.ep.Timeout - 300*time.Millisecond) / 3
-	h.srv.onRequest = func(*seenRequest) { h.clock.Advance(step) }
+	h.srv.onRequest = func(*seenRequest) { h.clock.Step(step) }
 	h.srv.pages = confEndlessPages
 	deleted := h.watchDelete()
 	h.ep.MaxPages = 50
@@ -1394,7 +1396,7 @@ func checkCredentialExpired(t *testing.T, h *confHarness) {
 	// Expiry mid-operation: checked before every leg, so the leg after the
 	// expiry is not sent.
 	step := 2 * time.Second
-	h.srv.onRequest = func(*seenRequest) { h.clock.Advance(step) }
+	h.srv.onRequest = func(*seenRequest) { h.clock.Step(step) }
 	h.srv.pages = confEndlessPages
 	ep.MaxPages = 50
 	cred.Expires = h.clock.Now().Add(step + step/2)

@@ -298,8 +298,8 @@ func TestProbeLatencyFromOperationClock(t *testing.T) {
 	p := profileNamed(t, "modern-stateless")
 	srv := newFakeServer(t, p)
 	clock := newFakeClock()
-	srv.onRequest = func(*seenRequest) { clock.Advance(1500 * time.Millisecond) }
-	cl := srv.client(mcp.Options{Now: clock.Now})
+	srv.onRequest = func(*seenRequest) { clock.Step(1500 * time.Millisecond) }
+	cl := srv.client(mcp.Options{Clock: clock})
 	res, err := cl.Probe(t.Context(), p.endpoint())
 	if err != nil {
 		t.Fatal(err)

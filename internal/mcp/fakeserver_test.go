@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	testingclock "k8s.io/utils/clock/testing"
+
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/secret"
 )
@@ -120,26 +122,9 @@ func (p confProfile) credentialHeader() (string, string) {
 	return "Authorization", "Bearer " + p.secret
 }
 
-// fakeClock is a settable clock for budgets and expiry.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+// newFakeClock is a settable clock for budgets and expiry.
+func newFakeClock() *testingclock.FakeClock {
+	return testingclock.NewFakeClock(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC))
 }
 
 // seenRequest is one request the fake server received.

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	testingclock "k8s.io/utils/clock/testing"
+
 	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/secret"
@@ -850,7 +852,7 @@ func TestExchangedTokenDrivesMCPClient(t *testing.T) {
 	ep := mcp.Endpoint{Name: "test/mcp", URL: mcpSrv.URL + "/mcp", Credential: &cred, AllowPrivateNetwork: true, Timeout: 5 * time.Second}
 
 	probe := func(now time.Time) error {
-		client := mcp.New(mcp.Options{HTTPClient: mcpSrv.Client(), AllowPrivateNetworks: true, Now: func() time.Time { return now }})
+		client := mcp.New(mcp.Options{HTTPClient: mcpSrv.Client(), AllowPrivateNetworks: true, Clock: testingclock.NewFakePassiveClock(now)})
 		_, err := client.Probe(context.Background(), ep)
 		return err
 	}
