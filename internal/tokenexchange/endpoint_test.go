@@ -44,6 +44,8 @@ type testAS struct {
 	// respond, when set, replaces the whole answer (malformed responses,
 	// redirects, oversized bodies) after the request was counted.
 	respond func(w http.ResponseWriter, r *http.Request)
+	// onRequest, when set, runs as each request arrives.
+	onRequest func()
 
 	requests atomic.Int32
 
@@ -145,6 +147,9 @@ var allowedParams = []string{"grant_type", "subject_token", "subject_token_type"
 
 func (as *testAS) serve(w http.ResponseWriter, r *http.Request) {
 	as.requests.Add(1)
+	if as.onRequest != nil {
+		as.onRequest()
+	}
 	if as.respond != nil {
 		as.respond(w, r)
 		return

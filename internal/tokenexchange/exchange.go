@@ -119,8 +119,15 @@ type Options struct {
 	// Timeout is the ceiling of one exchange; the context's deadline wins
 	// when it is earlier. 0 means DefaultTimeout.
 	Timeout time.Duration
-	// Now replaces the clock used to compute ExpiresAt.
-	Now func() time.Time
+	// Clock is the clock ExpiresAt is computed by; nil means the real one.
+	Clock Clock
+}
+
+// Clock tells the time: the Now of k8s.io/utils/clock.PassiveClock, whose
+// clocks and fakes satisfy it. It is declared here because the client
+// depends on nothing from Kubernetes.
+type Clock interface {
+	Now() time.Time
 }
 
 // Client performs token exchanges. It is safe for concurrent use.
@@ -149,7 +156,6 @@ func New(opts Options) (*Client, error) {
 		maxBytes:        opts.MaxResponseBytes,
 		defaultLifetime: opts.DefaultLifetime,
 		timeout:         opts.Timeout,
-		now:             opts.Now,
 	}
 	if c.maxBytes <= 0 {
 		c.maxBytes = DefaultMaxResponseBytes
@@ -160,8 +166,9 @@ func New(opts Options) (*Client, error) {
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
 	}
-	if c.now == nil {
-		c.now = time.Now
+	c.now = time.Now
+	if opts.Clock != nil {
+		c.now = opts.Clock.Now
 	}
 	var hc http.Client
 	if opts.HTTPClient != nil {

@@ -80,7 +80,7 @@ func wantKind(t *testing.T, err error, kind te.Kind) *te.Error {
 func TestExchangeSendsRFC8693RequestAndReturnsToken(t *testing.T) {
 	as := newTestAS(t)
 	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	c := newClient(t, as, te.Options{Now: func() time.Time { return t0 }})
+	c := newClient(t, as, te.Options{Clock: testingclock.NewFakePassiveClock(t0)})
 	req := baseRequest(as)
 	req.Scopes = []string{"records.read", "records.write"}
 
@@ -761,18 +761,6 @@ func TestDeadlinesAndCancellation(t *testing.T) {
 	})
 }
 
-// stepClock returns t0 on its first call and a much later time afterwards,
-// so a test sees which reading the client used.
-func stepClock(t0 time.Time) func() time.Time {
-	var calls atomic.Int32
-	return func() time.Time {
-		if calls.Add(1) == 1 {
-			return t0
-		}
-		return t0.Add(time.Hour)
-	}
-}
-
 func TestExpiryComputation(t *testing.T) {
 	t0 := time.Date(2031, 6, 1, 12, 0, 0, 0, time.UTC)
 	cases := []struct {
@@ -791,7 +779,11 @@ func TestExpiryComputation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			as := newTestAS(t)
 			as.expiresIn = tc.expiresIn
-			c := newClient(t, as, te.Options{Now: stepClock(t0), DefaultLifetime: tc.lifetime})
+			// The clock moves on while the request is served: the expiry
+			// counts from the reading taken when it was sent.
+			clk := testingclock.NewFakeClock(t0)
+			as.onRequest = func() { clk.Step(time.Hour) }
+			c := newClient(t, as, te.Options{Clock: clk, DefaultLifetime: tc.lifetime})
 			tok, err := c.Exchange(context.Background(), baseRequest(as), profileAllowed, actorAllowed)
 			if err != nil {
 				t.Fatalf("Exchange: %v", err)
@@ -831,7 +823,7 @@ func TestCredential(t *testing.T) {
 func TestExchangedTokenDrivesMCPClient(t *testing.T) {
 	as := newTestAS(t)
 	t0 := time.Date(2031, 6, 1, 12, 0, 0, 0, time.UTC)
-	c := newClient(t, as, te.Options{Now: func() time.Time { return t0 }})
+	c := newClient(t, as, te.Options{Clock: testingclock.NewFakePassiveClock(t0)})
 	tok, err := c.Exchange(context.Background(), baseRequest(as), profileAllowed, actorAllowed)
 	if err != nil {
 		t.Fatalf("Exchange: %v", err)

@@ -21,6 +21,7 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/client/rp"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/mcp-catalog/operator/internal/secret"
 	te "github.com/mcp-catalog/operator/internal/tokenexchange"
@@ -192,7 +193,7 @@ func TestAgainstZitadelOP(t *testing.T) {
 			subject := z.subjectToken(t, tokenEndpoint)
 
 			t0 := time.Now()
-			c, err := te.New(te.Options{HTTPClient: z.srv.Client(), Now: func() time.Time { return t0 }})
+			c, err := te.New(te.Options{HTTPClient: z.srv.Client(), Clock: testingclock.NewFakePassiveClock(t0)})
 			if err != nil {
 				t.Fatal(err)
 			}
