@@ -9,16 +9,21 @@
 // tool as its McpTool's spec presents it (reviewed text, fixed arguments
 // hidden).
 //
-// A call goes through its stages in order, each in the file named for
-// it and entered once: identify (identity.go), decide (decision.go),
-// rules (rules.go), approve (approval.go), audit (audit.go), send (send.go)
-// and record (observe.go). Gateway.call, in call.go, orchestrates them; the tool list
-// (list.go) asks the same decision. Before any of it, a request is
-// charged to budgets: a token whose review failed to its own record
-// (ratelimit.go), an authenticated one to its ServiceAccount's and its
-// namespace's request rate and concurrency (budget.go).
+// Every request passes one front door (wire.go) in one order: identify
+// (the token looked at, tokenshape.go, then reviewed, identity.go),
+// budget (requests, bytes answered and bytes held, budget.go and
+// wire.go), read (the body once, bounded, taken apart once), decide once
+// (decision.go). The plain requests of every era are answered there by
+// the gateway's own code (callfast.go, listfast.go); anything else goes to
+// the go-sdk with a server offering only what it names (list.go). A call
+// then goes through its stages in order, each in the file named for it
+// and entered once: rules (rules.go), approve (approval.go), audit
+// (audit.go), send (send.go) and record (observe.go); callDecided, in
+// call.go, orchestrates them, and the tool list asks the same decision.
 //
-// The endpoint speaks the initialize-era revisions on sessions and the
-// stateless 2026-07-28 revision; docs/gateway.md describes it from the
-// agent's side and docs/adr/005-gateway-policy.md explains the policy.
+// The endpoint speaks the initialize-era revisions, with or without
+// sessions kept here, and the stateless 2026-07-28 revision;
+// docs/gateway.md describes it from the agent's side,
+// docs/adr/042-one-front-door.md the front door and
+// docs/adr/005-gateway-policy.md the policy.
 package gateway
