@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -33,7 +34,8 @@ type CachedReader struct {
 	client.Reader
 	// TTL is how long an object is kept; 0 means DefaultCacheTTL.
 	TTL time.Duration
-	Now func() time.Time
+	// Clock tells when an entry expires; nil means the real clock.
+	Clock clock.PassiveClock
 
 	mu      sync.Mutex
 	entries map[cacheKey]*cacheEntry
@@ -53,10 +55,10 @@ type cacheEntry struct {
 }
 
 func (c *CachedReader) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
+	if c.Clock == nil {
+		return time.Now()
 	}
-	return time.Now()
+	return c.Clock.Now()
 }
 
 // Get implements client.Reader: from the cache while the entry lives,

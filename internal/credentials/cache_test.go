@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
@@ -27,18 +28,6 @@ type countingReader struct {
 func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	c.gets.Add(1)
 	return c.Reader.Get(ctx, key, obj, opts...)
-}
-
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 // A hundred tool calls of one server read its credential Secret once, not
@@ -57,9 +46,9 @@ func TestCachedReaderReadsACredentialOncePerTTLAndSeesARotation(t *testing.T) {
 		URL:  "https://docs.example.com/mcp",
 		Auth: &mcpv1alpha1.McpServerAuth{Bearer: &mcpv1alpha1.BearerAuth{SecretRef: mcpv1alpha1.SecretKeySelector{Name: "token", Key: "token"}}},
 	}}
-	clk := &testClock{t: time.Now()}
+	clk := testingclock.NewFakeClock(time.Now())
 	direct := &countingReader{Reader: kube}
-	r := &credentials.Resolver{Secrets: &credentials.CachedReader{Reader: direct, TTL: 10 * time.Second, Now: clk.now}, Profiles: kube}
+	r := &credentials.Resolver{Secrets: &credentials.CachedReader{Reader: direct, TTL: 10 * time.Second, Clock: clk}, Profiles: kube}
 	value := func() string {
 		t.Helper()
 		c, err := r.ForCall(ctx, srv, credentials.Actor{Username: "system:serviceaccount:" + ns + ":bot"})
@@ -86,11 +75,11 @@ func TestCachedReaderReadsACredentialOncePerTTLAndSeesARotation(t *testing.T) {
 	if err := kube.Update(ctx, sec); err != nil {
 		t.Fatal(err)
 	}
-	clk.add(5 * time.Second)
+	clk.Step(5 * time.Second)
 	if v := value(); v != "first-value" {
 		t.Errorf("within the TTL: %q, want the cached value", v)
 	}
-	clk.add(5 * time.Second)
+	clk.Step(5 * time.Second)
 	if v := value(); v != "rotated-value" {
 		t.Errorf("after the TTL: %q, want the rotated value", v)
 	}
@@ -114,9 +103,9 @@ func TestCachedReaderReadsACredentialOncePerTTLAndSeesARotation(t *testing.T) {
 // once created, after the TTL.
 func TestCachedReaderRemembersAMissingObject(t *testing.T) {
 	ctx := context.Background()
-	clk := &testClock{t: time.Now()}
+	clk := testingclock.NewFakeClock(time.Now())
 	direct := &countingReader{Reader: kube}
-	c := &credentials.CachedReader{Reader: direct, Now: clk.now}
+	c := &credentials.CachedReader{Reader: direct, Clock: clk}
 	key := types.NamespacedName{Namespace: "default", Name: "not-yet-" + fmt.Sprint(time.Now().UnixNano())}
 	for range 20 {
 		if err := c.Get(ctx, key, &corev1.Secret{}); !apierrors.IsNotFound(err) {
@@ -129,7 +118,7 @@ func TestCachedReaderRemembersAMissingObject(t *testing.T) {
 	if err := kube.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); err != nil {
 		t.Fatal(err)
 	}
-	clk.add(credentials.DefaultCacheTTL)
+	clk.Step(credentials.DefaultCacheTTL)
 	if err := c.Get(ctx, key, &corev1.Secret{}); err != nil {
 		t.Errorf("after the TTL, the created Secret: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -152,6 +153,7 @@ func setupNotifications(mgr ctrl.Manager, opts Options) error {
 // setupGateway adds the gateway to the manager. It runs on every replica,
 // leader or not.
 func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
+	gatewayClock := opts.gatewayClock()
 	// A list reads only the tools that can be listed, by this index.
 	if err := gateway.IndexTools(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("indexing the gateway's tools: %w", err)
@@ -182,7 +184,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		if !ok || ns == "" || name == "" {
 			return fmt.Errorf("%w: the approval key Secret must be given as namespace/name", gateway.ErrBadKeySecret)
 		}
-		keys = &gateway.SecretKeys{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: ns, Name: name}, Now: opts.GatewayNow}
+		keys = &gateway.SecretKeys{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: ns, Name: name}, Now: gatewayClock.Now}
 	}
 	// Reviews go through a client of their own, with its own rate: a flood
 	// of callers waits for reviews, not the controllers for the API
@@ -212,7 +214,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		Reader:    mgr.GetClient(),
 		Authn:     &gateway.TokenReviewAuthenticator{Client: reviews, Audience: opts.GatewayAudience},
 		Authz:     &gateway.SubjectAccessReviewAuthorizer{Client: authz},
-		Upstreams: gatewayEndpoints(w.endpoints, opts.GatewayCredentialTTL, opts.GatewayNow),
+		Upstreams: gatewayEndpoints(w.endpoints, opts.GatewayCredentialTTL, gatewayClock),
 		MCP:       w.mcp,
 		Audit:     gateway.NewJSONLinesTimeout(audit, opts.GatewayAuditTimeout),
 		Recorder:  mgr.GetEventRecorder(EventSource),
@@ -223,7 +225,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		ApprovalPolicy: opts.GatewayApprovalPolicy,
 		ApprovalTTL:    opts.GatewayApprovalTTL,
 		ApprovalURL:    approvalURL(opts.GatewayApprovalURL, mgr.GetConfig().Host),
-		Now:            opts.GatewayNow,
+		Now:            gatewayClock.Now,
 		Stateless:      opts.GatewayStateless,
 		Budgets:        opts.GatewayBudgets,
 		DenialWindow:   opts.GatewayDenialWindow,
@@ -241,7 +243,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	if err != nil {
 		return fmt.Errorf("building the gateway: %w", err)
 	}
-	if err := mgr.Add(&gateway.ApprovalSweeper{Client: approvals, Namespaces: opts.WatchNamespaces, Now: opts.GatewayNow}); err != nil {
+	if err := mgr.Add(&gateway.ApprovalSweeper{Client: approvals, Namespaces: opts.WatchNamespaces, Now: gatewayClock.Now}); err != nil {
 		return fmt.Errorf("adding the approval sweeper: %w", err)
 	}
 	if err := mgr.Add(&gateway.DenialFlusher{Gateway: gw}); err != nil {
@@ -261,11 +263,28 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 // its server's credential, and without the cache each would read it from
 // the API server through the one client every tenant's calls share. The
 // controllers still read them at every operation.
-func gatewayEndpoints(e *upstream.Endpoints, ttl time.Duration, now func() time.Time) *upstream.Endpoints {
+func gatewayEndpoints(e *upstream.Endpoints, ttl time.Duration, clk clock.PassiveClock) *upstream.Endpoints {
 	res := *e.Credentials
-	res.Secrets = &credentials.CachedReader{Reader: res.Secrets, TTL: ttl, Now: now}
+	res.Secrets = &credentials.CachedReader{Reader: res.Secrets, TTL: ttl, Clock: clk}
 	return &upstream.Endpoints{Credentials: &res}
 }
+
+// gatewayClock is GatewayClock, else GatewayNow, else the real clock.
+func (o Options) gatewayClock() clock.PassiveClock {
+	switch {
+	case o.GatewayClock != nil:
+		return o.GatewayClock
+	case o.GatewayNow != nil:
+		return nowFunc(o.GatewayNow)
+	}
+	return clock.RealClock{}
+}
+
+// nowFunc is the clock GatewayNow reads, until GatewayNow goes.
+type nowFunc func() time.Time
+
+func (f nowFunc) Now() time.Time                  { return f() }
+func (f nowFunc) Since(t time.Time) time.Duration { return f().Sub(t) }
 
 // approvalURL builds the URL of an approval from a template with
 // {namespace} and {name}; without one, it is the object's path on the API

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -242,7 +243,12 @@ type Options struct {
 	// DefaultGatewayReviewBurst.
 	GatewayReviewQPS   float32
 	GatewayReviewBurst int
-	// GatewayNow, if set, is the gateway's clock (tests).
+	// GatewayClock is the gateway's clock, and its credential cache's;
+	// nil means the real clock. Tests set a fake one.
+	GatewayClock clock.PassiveClock
+	// GatewayNow, if set, is the gateway's clock as a func.
+	//
+	// Deprecated: set GatewayClock, which wins when both are set.
 	GatewayNow func() time.Time
 	// NotifyWebhookURL, if set, receives an event (a signed CloudEvent)
 	// when a call starts waiting for approval, when a person decides one,
