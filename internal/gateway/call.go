@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -150,3 +152,35 @@ func (g *Gateway) refuseOwnerNotServed(ctx context.Context, rec Record, id *Iden
 
 // offer is the tool the call is for as the caller's namespace sees it.
 func (c *callScope) offer() toolOffer { return toolOffer{tool: c.tool, shared: c.shared} }
+
+// identify is the first stage of a call: who calls (id, the identity the
+// request's token was reviewed as), which call (a new call ID, the tool,
+// the hash of the arguments) and the audit record begun with them. A call
+// without an identity, or of another namespace's tool, is refused here,
+// with the uniform answer and no record: the caller may not learn that the
+// tool exists.
+func (g *Gateway) identify(ctx context.Context, req *sdk.CallToolRequest, id *Identity, ref toolRef) (*callScope, *sdk.CallToolResult) {
+	obs := obsOf(ctx)
+	key := ref.key
+	if id == nil || (ref.via == "" && id.Namespace != key.Namespace) {
+		obs.end(OutcomeDenied, DenyForbidden)
+		return nil, refusal(unknownTool)
+	}
+	c := &callScope{key: key, via: ref.via, obs: obs, rec: Record{CallID: newCallID(), Caller: id.Username, Namespace: id.Namespace, Tool: key.Name}}
+	if ref.via != "" {
+		// The tool is another namespace's: the record names both.
+		c.rec.ServerNamespace, c.rec.SharedServer = key.Namespace, ref.via
+	}
+	// The arguments are decoded only once the call is allowed (decide): a
+	// call that is not is audited with the hash of their bytes. Malformed
+	// arguments are refused only after the decision, so that the answer to
+	// a caller RBAC does not allow stays the uniform one.
+	c.rawArgs, c.rec.ArgumentsHash = req.Params.Arguments, rawArgumentsHash(req.Params.Arguments)
+	return c, nil
+}
+
+func newCallID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,22 +1,15 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -186,38 +179,6 @@ func serviceAccountOf(username string) (namespace, name string, ok bool) {
 	return namespace, name, ok && namespace != "" && name != ""
 }
 
-// identify is the first stage of a call: who calls (id, the identity the
-// request's token was reviewed as), which call (a new call ID, the tool,
-// the hash of the arguments) and the audit record begun with them. A call
-// without an identity, or of another namespace's tool, is refused here,
-// with the uniform answer and no record: the caller may not learn that the
-// tool exists.
-func (g *Gateway) identify(ctx context.Context, req *sdk.CallToolRequest, id *Identity, ref toolRef) (*callScope, *sdk.CallToolResult) {
-	obs := obsOf(ctx)
-	key := ref.key
-	if id == nil || (ref.via == "" && id.Namespace != key.Namespace) {
-		obs.end(OutcomeDenied, DenyForbidden)
-		return nil, refusal(unknownTool)
-	}
-	c := &callScope{key: key, via: ref.via, obs: obs, rec: Record{CallID: newCallID(), Caller: id.Username, Namespace: id.Namespace, Tool: key.Name}}
-	if ref.via != "" {
-		// The tool is another namespace's: the record names both.
-		c.rec.ServerNamespace, c.rec.SharedServer = key.Namespace, ref.via
-	}
-	// The arguments are decoded only once the call is allowed (decide): a
-	// call that is not is audited with the hash of their bytes. Malformed
-	// arguments are refused only after the decision, so that the answer to
-	// a caller RBAC does not allow stays the uniform one.
-	c.rawArgs, c.rec.ArgumentsHash = req.Params.Arguments, rawArgumentsHash(req.Params.Arguments)
-	return c, nil
-}
-
-func newCallID() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // verify authenticates a bearer token. A token the review does not accept
 // is a plain 401; a review that could not be made is a 503. A token
 // whose review failed within the negative TTL is refused without another
@@ -277,129 +238,4 @@ func identityOf(ti *auth.TokenInfo) *Identity {
 	}
 	id, _ := ti.Extra["identity"].(*Identity)
 	return id
-}
-
-// Arguments are decoded only within these bounds: nesting, and values
-// (each member, element and scalar counts one). The request's body bound
-// (Options.MaxRequestBytes) bounds their bytes.
-const (
-	maxArgumentDepth  = 64
-	maxArgumentValues = 100000
-)
-
-// errArgumentsNotObject and errArgumentsTooLarge are why arguments were
-// not decoded; their text is what the agent is told.
-var (
-	errArgumentsNotObject = errors.New("the arguments must be a JSON object")
-	errArgumentsTooLarge  = fmt.Errorf("the arguments nest deeper than %d levels or hold more than %d values", maxArgumentDepth, maxArgumentValues)
-)
-
-// rawArgumentsHash is the hash of the arguments' bytes as the call
-// carried them, which the record of a call that was not allowed keeps: no
-// arguments, or null, hash as an empty object does.
-func rawArgumentsHash(raw any) string {
-	switch v := raw.(type) {
-	case nil:
-		return emptyArgumentsHash
-	case json.RawMessage:
-		if len(v) == 0 || string(v) == "null" {
-			return emptyArgumentsHash
-		}
-		sum := sha256.Sum256(v)
-		return "sha256:" + hex.EncodeToString(sum[:])
-	}
-	// Not from the wire (a test's own request): the canonical form.
-	_, h, err := arguments(raw)
-	if err != nil {
-		return ""
-	}
-	return h
-}
-
-// emptyArgumentsHash is the hash of {}.
-var emptyArgumentsHash = func() string {
-	sum := sha256.Sum256([]byte("{}"))
-	return "sha256:" + hex.EncodeToString(sum[:])
-}()
-
-// withinArgumentBounds reports whether raw, a JSON text, nests no deeper
-// than maxArgumentDepth and holds no more than maxArgumentValues values,
-// by one pass over its bytes that decodes nothing. It does not check the
-// grammar: the decoder does that, within these bounds.
-func withinArgumentBounds(raw []byte) bool {
-	depth, values := 0, 1
-	inString := false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			if depth++; depth > maxArgumentDepth {
-				return false
-			}
-		case '}', ']':
-			depth--
-		case ',', ':':
-			// A member's name and value, or the next element.
-			if values++; values > maxArgumentValues {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// arguments decodes the call's arguments and hashes their canonical form.
-func arguments(raw any) (map[string]any, string, error) {
-	var m map[string]any
-	switch v := raw.(type) {
-	case nil:
-		m = map[string]any{}
-	case json.RawMessage:
-		if len(v) == 0 || string(v) == "null" {
-			m = map[string]any{}
-		} else if !withinArgumentBounds(v) {
-			return nil, "", errArgumentsTooLarge
-		} else if err := decodeObject(v, &m); err != nil || m == nil {
-			return nil, "", errArgumentsNotObject
-		}
-	case map[string]any:
-		m = v
-	default:
-		b, err := json.Marshal(v)
-		if err != nil || decodeObject(b, &m) != nil || m == nil {
-			return nil, "", errArgumentsNotObject
-		}
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, "", err
-	}
-	sum := sha256.Sum256(b)
-	return m, "sha256:" + hex.EncodeToString(sum[:]), nil
-}
-
-// decodeObject decodes a JSON object keeping numbers as written
-// (json.Number): a float64 would change an integer id above 2^53 on its way
-// upstream.
-func decodeObject(b []byte, m *map[string]any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(m); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("trailing data after the arguments")
-	}
-	return nil
 }
