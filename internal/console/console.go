@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -48,8 +49,8 @@ type Options struct {
 	// the port (0: a free one).
 	Address string
 	Port    int
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the clock approvals expire by; nil means the real one.
+	Clock clock.PassiveClock
 }
 
 // ErrNotLoopback is returned for an address that is not a loopback one:
@@ -86,6 +87,9 @@ func Listen(o Options) (*Console, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), strconv.Itoa(o.Port)))
 	if err != nil {
 		return nil, fmt.Errorf("console: listening: %w", err)
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	hosts := []string{net.JoinHostPort(ip.String(), strconv.Itoa(port))}
@@ -137,13 +141,6 @@ func (c *Console) Serve(ctx context.Context) error {
 	return err
 }
 
-func (c *Console) now() time.Time {
-	if c.opts.Now != nil {
-		return c.opts.Now()
-	}
-	return time.Now()
-}
-
 // publish builds the view on every change (and every few seconds, as
 // approvals expire) and sends it to every page when it differs from the
 // last one.
@@ -169,7 +166,7 @@ func (c *Console) publish(ctx context.Context) {
 
 func (c *Console) rebuild(ctx context.Context) {
 	objs, problems := c.store.objects()
-	v := BuildView(objs, c.now())
+	v := BuildView(objs, c.opts.Clock.Now())
 	v.Scope = c.opts.Namespace
 	v.User = c.whoAmI(ctx, problems)
 	for what, msg := range problems {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
@@ -24,17 +25,19 @@ type Watcher struct {
 	// CallApprovals sends the approval events too, not only drift: every
 	// shard sees every approval, so only one instance should.
 	CallApprovals bool
-	Now           func() time.Time
+	// Clock stamps the events; nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 // NeedLeaderElection is true: one process sends each event.
 func (w *Watcher) NeedLeaderElection() bool { return true }
 
+// now reads Clock, or the real clock when none is set.
 func (w *Watcher) now() time.Time {
-	if w.Now != nil {
-		return w.Now()
+	if w.Clock == nil {
+		return time.Now()
 	}
-	return time.Now()
+	return w.Clock.Now()
 }
 
 // Start registers the handlers and keeps them until ctx ends.

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/internal/safeurl"
@@ -89,8 +91,8 @@ type WebhookOptions struct {
 	// Client sends the requests; nil means a client with no proxy from
 	// the environment and no redirects followed.
 	Client *http.Client
-	// Now is the clock of the timestamps; nil means time.Now.
-	Now func() time.Time
+	// Clock is the clock of the timestamps; nil means the real one.
+	Clock clock.PassiveClock
 }
 
 // Webhook delivers events to one URL, one at a time, from a bounded queue.
@@ -139,8 +141,8 @@ func NewWebhook(o WebhookOptions) (*Webhook, error) {
 			},
 		}
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	w.o, w.queue = o, make(chan Event, o.QueueSize)
 	return w, nil
@@ -283,7 +285,7 @@ func (w *Webhook) send(ctx context.Context, id string, body []byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", errPermanent, err)
 	}
-	ts := w.o.Now().Unix()
+	ts := w.o.Clock.Now().Unix()
 	req.Header.Set("Content-Type", ContentType)
 	req.Header.Set(HeaderID, id)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
