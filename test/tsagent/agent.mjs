@@ -70,14 +70,15 @@ const client = new Client({ name: 'tsagent', version: '1' });
 // Errors once closing are of the agent's own making: closing aborts the
 // SDK's open streams.
 let closing = false;
-client.onerror = err => closing || asyncErrors.push(failure(err).error);
+// The first 100 are kept: an agent that floods may see thousands.
+client.onerror = err => closing || (asyncErrors.length < 100 && asyncErrors.push(failure(err).error));
 
 try {
     await client.connect(transport);
     print({ op: 'connect', protocolVersion: transport.protocolVersion ?? null, sessionId: transport.sessionId !== undefined, server: client.getServerVersion() ?? null });
 } catch (err) {
     print({ op: 'connect', ...failure(err) });
-    finish(0);
+    await finish(0);
 }
 
 const run = {
@@ -184,9 +185,11 @@ for (const step of steps) {
 }
 closing = true;
 await client.close();
-finish(0);
+await finish(0);
 
 function finish(code) {
-    print({ op: 'http', requests, requestCount, errors: asyncErrors });
-    process.exit(code);
+    // Standard output may be a pipe, which Node writes asynchronously:
+    // exit once the last line is written, not before; nothing runs after.
+    process.stdout.write(JSON.stringify({ op: 'http', requests, requestCount, errors: asyncErrors }) + '\n', () => process.exit(code));
+    return new Promise(() => {});
 }
