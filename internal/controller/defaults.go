@@ -1,6 +1,10 @@
 package controller
 
-import "time"
+import (
+	"time"
+
+	"k8s.io/utils/clock"
+)
 
 // Defaults of the reconcilers' settings, in one place: the manager's
 // options and flags start from these, and a zero setting means these. The
@@ -22,3 +26,12 @@ const (
 	// of the catalog budget taken is tried again.
 	DefaultCatalogBudgetRetry = 2 * time.Second
 )
+
+// realOr is c, or the real clock when c is nil: a reconciler whose Clock
+// is not set keeps real time.
+func realOr(c clock.PassiveClock) clock.PassiveClock {
+	if c == nil {
+		return clock.RealClock{}
+	}
+	return c
+}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,8 +26,8 @@ type McpAccessPolicyReconciler struct {
 	// those it selects, so that of several shards exactly one writes each
 	// policy's status.
 	Selector labels.Selector
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the reconciler's clock; nil means the real one.
+	Clock clock.PassiveClock
 }
 
 // Reconcile sets Ready and Stalled, and writes status only when it changed.
@@ -40,7 +41,7 @@ func (r *McpAccessPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	before := p.DeepCopy()
 	problem := governance.InvalidPolicy(&p.Spec)
-	setPolicyConditions(p, problem, r.now())
+	setPolicyConditions(p, problem, realOr(r.Clock).Now())
 	p.Status.ObservedGeneration = p.Generation
 	written, err := patchStatus(ctx, r.Client, before, p, statusWrite{owner: FieldManagerStatus})
 	if err != nil {
@@ -63,13 +64,6 @@ func setPolicyConditions(p *mcpv1alpha1.McpAccessPolicy, problem string, now tim
 	}
 	set(mcpv1alpha1.ConditionReady, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "the spec is valid")
 	meta.RemoveStatusCondition(&p.Status.Conditions, mcpv1alpha1.ConditionStalled)
-}
-
-func (r *McpAccessPolicyReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 // SetupWithManager registers the controller.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,8 +38,8 @@ type McpDelegationProfileReconciler struct {
 	// profile's status. Every shard still reads every profile: a server's
 	// shard is not its profile's.
 	Selector labels.Selector
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the reconciler's clock; nil means the real one.
+	Clock clock.PassiveClock
 }
 
 // Reconcile sets Ready, Reconciling and Stalled, and writes status only
@@ -62,7 +63,7 @@ func (r *McpDelegationProfileReconciler) Reconcile(ctx context.Context, req ctrl
 			return ctrl.Result{}, failure
 		}
 	}
-	setProfileConditions(p, failure, r.now())
+	setProfileConditions(p, failure, realOr(r.Clock).Now())
 	if w, ok := asWaiting(failure); ok {
 		result.RequeueAfter = w.after
 	}
@@ -123,13 +124,6 @@ func validTokenEndpoint(raw string) error {
 		return errors.New("spec.tokenEndpoint must be an absolute https URL without user information or fragment")
 	}
 	return nil
-}
-
-func (r *McpDelegationProfileReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 func (r *McpDelegationProfileReconciler) retry() time.Duration {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,8 +79,8 @@ type McpServerReconciler struct {
 	// Schedule keeps when each server's next probe and import retry are
 	// due; nil means a new one. Tests set one to fix the jitter.
 	Schedule *schedule.Schedule
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the reconciler's clock; nil means the real one.
+	Clock clock.PassiveClock
 	// Listeners, when set, keeps a stream open to every Ready server that
 	// announces changes of its tools, and imports on a change
 	// (docs/adr/028).
@@ -177,7 +178,7 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 
 	before := srv.DeepCopy()
-	now := r.now()
+	now := realOr(r.Clock).Now()
 	sc := &serverScope{server: srv, key: req.NamespacedName, now: now, plan: r.Schedule.Plan(req.NamespacedName, now),
 		healthInterval: r.healthInterval(srv)}
 	defer func() {
@@ -248,7 +249,7 @@ func (r *McpServerReconciler) finish(ctx context.Context, sc *serverScope, befor
 	if stalled {
 		r.Schedule.Forget(sc.key)
 	} else if !srv.Spec.Suspend {
-		sc.outcome.Now = r.now()
+		sc.outcome.Now = realOr(r.Clock).Now()
 		sc.outcome.ImportRequestsSeen = sc.plan.ImportRequests
 		nextProbe, nextRetry := r.Schedule.Record(sc.key, sc.outcome)
 		if sc.probeChecked {
@@ -261,7 +262,7 @@ func (r *McpServerReconciler) finish(ctx context.Context, sc *serverScope, befor
 			}
 		}
 	}
-	result, err := resultOf(err, next, r.now())
+	result, err := resultOf(err, next, realOr(r.Clock).Now())
 	logResult(log, srv, written, result, err)
 	return result, err
 }
@@ -358,13 +359,6 @@ func (r *McpServerReconciler) healthInterval(srv *mcpv1alpha1.McpServer) time.Du
 	return healthInterval(srv)
 }
 
-func (r *McpServerReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
-
 // SetupWithManager registers the controller. The field indexes it lists by
 // are registered by RegisterIndexes.
 func (r *McpServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -419,7 +413,7 @@ func (r *McpServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	perNamespace := r.MaxConcurrentPerNamespace
-	r.tools = &toolStatus{client: r.Client, live: r.APIReader, now: r.now}
+	r.tools = &toolStatus{client: r.Client, live: r.APIReader, clock: realOr(r.Clock)}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("mcpserver").
 		For(&mcpv1alpha1.McpServer{}, builder.WithPredicates(predicate.Or(

@@ -37,7 +37,7 @@ func (r *McpServerReconciler) reconcileImport(ctx context.Context, sc *serverSco
 	}
 	start := time.Now()
 	cat, err := r.MCP.ListTools(ctx, sc.endpoint)
-	sc.now = r.now()
+	sc.now = realOr(r.Clock).Now()
 	var applied *appliedCatalog
 	var applyErr error
 	if err == nil {

@@ -25,7 +25,7 @@ func (r *McpServerReconciler) reconcileProbe(ctx context.Context, sc *serverScop
 	}
 	start := time.Now()
 	res, err := r.MCP.Probe(ctx, sc.endpoint)
-	sc.now = r.now()
+	sc.now = realOr(r.Clock).Now()
 	if forced {
 		srv.Status.LastHandledProbeAt = requested
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,8 +42,8 @@ type McpSharedServerReconciler struct {
 	// Selector, if set, limits the McpSharedServers this instance
 	// reconciles to those it selects (shards).
 	Selector labels.Selector
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the reconciler's clock; nil means the real one.
+	Clock clock.PassiveClock
 }
 
 // Reconcile sets Ready from the spec, the owner's McpServer and the
@@ -62,12 +63,12 @@ func (r *McpSharedServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 			return ctrl.Result{}, err
 		}
 	}
-	setSharedServerConditions(ss, problem, shared, r.now())
+	setSharedServerConditions(ss, problem, shared, realOr(r.Clock).Now())
 	ruleProblems, err := toolview.SharedRulesProblems(ss)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	setSharedRulesCondition(ss, ruleProblems, r.now())
+	setSharedRulesCondition(ss, ruleProblems, realOr(r.Clock).Now())
 	ss.Status.ObservedGeneration = ss.Generation
 	written, err := patchStatus(ctx, r.Client, before, ss, statusWrite{owner: FieldManagerStatus})
 	if err != nil {
@@ -128,13 +129,6 @@ func setSharedRulesCondition(ss *mcpv1alpha1.McpSharedServer, problems []string,
 	default:
 		setCondition(&ss.Status.Conditions, ss.Generation, mcpv1alpha1.ConditionArgumentRulesValid, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "every rule compiles; it applies after the owner's rules", now)
 	}
-}
-
-func (r *McpSharedServerReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 // SetupWithManager registers the controller: an McpSharedServer is

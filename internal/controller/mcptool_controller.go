@@ -3,13 +3,13 @@ package controller
 import (
 	"context"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,7 +32,8 @@ type McpToolReconciler struct {
 	// really gone and not merely absent from a cache that lags a
 	// re-creation; and reads a tool live when a status write conflicts.
 	APIReader client.Reader
-	Now       func() time.Time
+	// Clock is the reconciler's clock; nil means the real one.
+	Clock clock.PassiveClock
 
 	tools *toolStatus
 }
@@ -140,17 +141,10 @@ func (r *McpToolReconciler) collect(ctx context.Context, t *mcpv1alpha1.McpTool)
 	return false, fmt.Errorf("deleting McpTool %s of a deleted server: %w", t.Name, err)
 }
 
-func (r *McpToolReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
-
 // SetupWithManager registers the controller. The field index it maps
 // servers to tools by is registered by RegisterIndexes.
 func (r *McpToolReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.tools = &toolStatus{client: r.Client, live: r.APIReader, now: r.now}
+	r.tools = &toolStatus{client: r.Client, live: r.APIReader, clock: realOr(r.Clock)}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("mcptool").
 		For(&mcpv1alpha1.McpTool{}).

@@ -3,9 +3,9 @@ package controller
 import (
 	"context"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
@@ -27,8 +27,8 @@ type toolStatus struct {
 	client client.Client
 	// live reads a tool from the API server, with the definition texts the
 	// controllers' cache drops.
-	live client.Reader
-	now  func() time.Time
+	live  client.Reader
+	clock clock.PassiveClock
 	// views holds, per version of a tool, whether its reviewed text and
 	// argument rules can be honoured, so that rules are compiled once per
 	// version however often the view is written.
@@ -74,7 +74,7 @@ func (w *toolStatus) write(ctx context.Context, t *mcpv1alpha1.McpTool, change f
 func (w *toolStatus) writeDefinition(ctx context.Context, live *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, def *mcpv1alpha1.ToolDefinition) (*mcpv1alpha1.McpTool, *mcpv1alpha1.DefinitionDrift, error) {
 	var drifted *mcpv1alpha1.DefinitionDrift
 	res, err := w.write(ctx, live, func(t *mcpv1alpha1.McpTool) {
-		now := w.now()
+		now := w.clock.Now()
 		drifted = setDefinition(t, def, now)
 		setToolView(t, srv, w.honoured(t), now)
 	})
@@ -90,7 +90,7 @@ func (w *toolStatus) writeNotOffered(ctx context.Context, t *mcpv1alpha1.McpTool
 		return err
 	}
 	_, err := w.write(ctx, t, func(t *mcpv1alpha1.McpTool) {
-		now := w.now()
+		now := w.clock.Now()
 		setNotOffered(t, reason, now)
 		setToolView(t, srv, w.honoured(t), now)
 	})
@@ -104,7 +104,7 @@ func (w *toolStatus) writeView(ctx context.Context, t *mcpv1alpha1.McpTool, srv 
 	if err := w.knowDefinition(ctx, t); err != nil {
 		return toolWritten{}, err
 	}
-	return w.write(ctx, t, func(t *mcpv1alpha1.McpTool) { setToolView(t, srv, w.honoured(t), w.now()) })
+	return w.write(ctx, t, func(t *mcpv1alpha1.McpTool) { setToolView(t, srv, w.honoured(t), w.clock.Now()) })
 }
 
 // honoured is whether t's reviewed text and argument rules can be honoured
