@@ -43,6 +43,9 @@ func TestMain(m *testing.M) {
 	if up := os.Getenv(bareProxyUpstream); up != "" {
 		os.Exit(runBareProxy(up, os.Getenv(bareProxyAddr), os.Getenv(bareProxyAudit), os.Args[1:]))
 	}
+	if addr := os.Getenv(upstreamAddr); addr != "" {
+		os.Exit(runUpstream(addr, os.Args[1:]))
+	}
 	os.Exit(m.Run())
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -79,6 +81,15 @@ func gatewayCalls() int {
 // every record. Beside them run the bare proxy and the audited bare proxy
 // (bareproxy_test.go): the hop alone, and the hop with the gateway's two
 // audit records.
+//
+// All of that is the 2026-07-28 revision, which our client speaks. The era
+// mode (metrics "era2025-") repeats the direct run and the run through the
+// gateway auditing to standard output in the initialize era, as most
+// agents' clients speak it today: go-sdk client sessions pinned to
+// 2025-11-25 (ClientSessionOptions.ProtocolVersion), one per agent, made
+// before the measurement and kept, as an agent keeps its session; against
+// the stateless gateway the front door answers them itself. Its direct run
+// is the same client against the upstream in the same revision.
 func BenchmarkGateway(b *testing.B) {
 	own, gwCPUs := cpuSplit(b)
 	r := startEnvtest(b)
@@ -125,6 +136,9 @@ func BenchmarkGateway(b *testing.B) {
 		}
 	}
 	viaBare := viaProxy(bare)
+	most := slices.Max(gatewayAgents())
+	directEra := eraCall(eraSessions(b, up.URL, "", most), mcpserver.ToolEcho)
+	viaGatewayEra := eraCall(eraSessions(b, "http://"+gw.addr+gateway.Path, token, most), local)
 	// A gateway's cache may see the policy a moment after the API server
 	// does.
 	for _, call := range []func(context.Context) error{viaGateway, viaFileGateway} {
@@ -136,6 +150,13 @@ func BenchmarkGateway(b *testing.B) {
 		for _, call := range []func(context.Context) error{direct, viaGateway, viaFileGateway, viaBare} {
 			if err := call(ctx); err != nil {
 				b.Fatalf("warm-up call: %v", err)
+			}
+		}
+		for a := range most {
+			for _, call := range []func(context.Context, int) error{directEra, viaGatewayEra} {
+				if err := call(ctx, a); err != nil {
+					b.Fatalf("warm-up call of the era mode: %v", err)
+				}
 			}
 		}
 	}
@@ -160,13 +181,18 @@ func BenchmarkGateway(b *testing.B) {
 			b.ReportMetric(float64(n), "gateway-gogc")
 		}
 		for _, agents := range gatewayAgents() {
-			var d, g, gf, bp, ba callRun
+			var d, g, gf, bp, ba, de, ge callRun
+			runs := func(call func(context.Context, int) error) func() callResult {
+				return func() callResult { return runCalls(ctx, agents, gatewayCalls(), call) }
+			}
 			for range gatewayRounds {
-				d.add(b, measure(b, nil, func() callResult { return runCalls(ctx, agents, gatewayCalls(), direct) }))
-				g.add(b, measure(b, gw, func() callResult { return runCalls(ctx, agents, gatewayCalls(), viaGateway) }))
-				gf.add(b, measure(b, gwFile, func() callResult { return runCalls(ctx, agents, gatewayCalls(), viaFileGateway) }))
-				bp.add(b, measure(b, bare, func() callResult { return runCalls(ctx, agents, gatewayCalls(), viaBare) }))
-				ba.add(b, measure(b, audited, func() callResult { return runCalls(ctx, agents, gatewayCalls(), viaAudited) }))
+				d.add(b, measure(b, nil, runs(anyAgent(direct))))
+				g.add(b, measure(b, gw, runs(anyAgent(viaGateway))))
+				gf.add(b, measure(b, gwFile, runs(anyAgent(viaFileGateway))))
+				bp.add(b, measure(b, bare, runs(anyAgent(viaBare))))
+				ba.add(b, measure(b, audited, runs(anyAgent(viaAudited))))
+				de.add(b, measure(b, nil, runs(directEra)))
+				ge.add(b, measure(b, gw, runs(viaGatewayEra)))
 			}
 			prefix := fmt.Sprintf("c%d-", agents)
 			b.ReportMetric(ms(d.quantile(0.5)), prefix+"direct-p50-ms")
@@ -190,6 +216,23 @@ func BenchmarkGateway(b *testing.B) {
 				b.ReportMetric(run.ownCPUPerCall(), prefix+variant+"gateway-agent-cpu-us/call")
 				b.ReportMetric(run.gatewayCPUPerCall(), prefix+variant+"gateway-cpu-us/call")
 			}
+			// The era mode: the same figures in 2025-11-25, against its
+			// own direct run.
+			era := prefix + "era2025-"
+			b.ReportMetric(ms(de.quantile(0.5)), era+"direct-p50-ms")
+			b.ReportMetric(ms(de.quantile(0.99)), era+"direct-p99-ms")
+			b.ReportMetric(de.throughput(), era+"direct-calls/s")
+			b.ReportMetric(de.ownCPUPerCall(), era+"direct-agent-cpu-us/call")
+			b.ReportMetric(ms(ge.quantile(0.5)), era+"gateway-p50-ms")
+			b.ReportMetric(ms(ge.quantile(0.5)-de.quantile(0.5)), era+"added-p50-ms")
+			b.ReportMetric(ms(ge.quantile(0.99)), era+"gateway-p99-ms")
+			b.ReportMetric(ge.throughput(), era+"gateway-calls/s")
+			mid, lo, hi := ge.throughputShare(&de)
+			b.ReportMetric(mid, era+"throughput-ratio")
+			b.ReportMetric(lo, era+"throughput-ratio-min")
+			b.ReportMetric(hi, era+"throughput-ratio-max")
+			b.ReportMetric(ge.ownCPUPerCall(), era+"gateway-agent-cpu-us/call")
+			b.ReportMetric(ge.gatewayCPUPerCall(), era+"gateway-cpu-us/call")
 		}
 	}
 }
@@ -322,8 +365,9 @@ func (c *callRun) throughputShare(direct *callRun) (median, lo, hi float64) {
 
 // runCalls makes n calls from agents concurrent callers, each calling
 // again as soon as its last call returned, and returns every call's
-// latency and the wall time of the whole run.
-func runCalls(ctx context.Context, agents, n int, call func(context.Context) error) callResult {
+// latency and the wall time of the whole run. call is given the caller's
+// index (from 0), for callers that hold a session each.
+func runCalls(ctx context.Context, agents, n int, call func(ctx context.Context, agent int) error) callResult {
 	latencies := make([]time.Duration, n)
 	next := make(chan int, n)
 	for i := range n {
@@ -336,11 +380,11 @@ func runCalls(ctx context.Context, agents, n int, call func(context.Context) err
 		firstErr error
 	)
 	start := time.Now()
-	for range agents {
+	for a := range agents {
 		wg.Go(func() {
 			for i := range next {
 				t0 := time.Now()
-				err := call(ctx)
+				err := call(ctx, a)
 				latencies[i] = time.Since(t0)
 				if err != nil {
 					mu.Lock()
@@ -355,6 +399,72 @@ func runCalls(ctx context.Context, agents, n int, call func(context.Context) err
 	}
 	wg.Wait()
 	return callResult{latencies: latencies, wall: time.Since(start), err: firstErr}
+}
+
+// anyAgent adapts a call that every caller makes alike to runCalls.
+func anyAgent(call func(context.Context) error) func(context.Context, int) error {
+	return func(ctx context.Context, _ int) error { return call(ctx) }
+}
+
+// eraSessions connects n sessions of the go-sdk client to the MCP
+// endpoint url in the initialize era's newest revision (2025-11-25, what
+// most agents' clients speak), presenting token when it is set: the
+// callers of the era mode, one session each, kept for the whole run as an
+// agent keeps its session. They share one HTTP transport that keeps as
+// many idle connections as our client does, so that a call does not dial.
+// The standalone event stream is not opened: the stateless gateway has
+// none to give, and the direct runs would otherwise hold one GET each.
+func eraSessions(b *testing.B, url, token string, n int) []*sdk.ClientSession {
+	b.Helper()
+	var rt http.RoundTripper = &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	if token != "" {
+		rt = bearer{token: token, next: rt}
+	}
+	hc := &http.Client{Transport: rt}
+	c := sdk.NewClient(&sdk.Implementation{Name: "bench-agent", Version: "1"}, nil)
+	out := make([]*sdk.ClientSession, n)
+	for i := range out {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		s, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: true},
+			&sdk.ClientSessionOptions{ProtocolVersion: eraInitialize})
+		cancel()
+		if err != nil {
+			b.Fatalf("connecting a %s session to %s: %v", eraInitialize, url, err)
+		}
+		if v := s.InitializeResult().ProtocolVersion; v != eraInitialize {
+			b.Fatalf("a session to %s negotiated %s, want %s", url, v, eraInitialize)
+		}
+		out[i] = s
+		b.Cleanup(func() { _ = s.Close() })
+	}
+	return out
+}
+
+// eraCall calls name with the benchmark's arguments on the caller's
+// session, and wants the argument echoed.
+func eraCall(sessions []*sdk.ClientSession, name string) func(context.Context, int) error {
+	return func(ctx context.Context, agent int) error {
+		res, err := sessions[agent].CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: callArgs})
+		if err != nil {
+			return err
+		}
+		if tc, ok := res.Content[0].(*sdk.TextContent); res.IsError || !ok || tc.Text != "hello" {
+			return fmt.Errorf("%s answered something else (isError %t)", name, res.IsError)
+		}
+		return nil
+	}
+}
+
+// bearer presents a bearer token on every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (t bearer) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+t.token)
+	return t.next.RoundTrip(req)
 }
 
 // createAgent creates srv and, in its namespace, the ServiceAccount agent

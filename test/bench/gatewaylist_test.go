@@ -39,12 +39,15 @@ const (
 
 // BenchmarkGatewayList measures what one tools/list costs the gateway: an
 // agent that may see 200 large tools (an input schema of about 16 KiB
-// each) lists them over the real HTTP endpoint (2026-07-28, one POST per
-// list) of a gateway running in this process, in a namespace that holds
+// each) lists them over the real HTTP endpoint of a gateway running in
+// this process, stateless as the chart runs it, in a namespace that holds
 // more tools than the agent may see: the others are imported but not
 // enabled, as most of a large catalog is. "tools=1000" holds 800 such
 // tools, "tools=10000" 9,800, so that the CPU per list of the two shows
-// whether the list's work grows with tools the caller cannot see.
+// whether the list's work grows with tools the caller cannot see. Each is
+// listed in the two eras agents speak: era=2026-07-28 (one POST with the
+// revision in _meta and headers) and era=2025-11-25 (the initialize era's
+// tools/list, which the front door answers itself: no session is kept).
 //
 // alloc-bytes/served-byte is every byte this process allocated during the
 // lists (the gateway's, and the few KiB per request of the benchmark's own
@@ -59,6 +62,10 @@ func BenchmarkGatewayList(b *testing.B) {
 		o.Components = manager.ComponentsGateway
 		o.GatewayAddr, o.GatewayInsecure, o.GatewayReady = "127.0.0.1:0", true, ready
 		o.GatewayAudit = io.Discard
+		o.GatewayStateless = true // as the chart runs it
+		// The lists of a run are answered hundreds of MiB in a few
+		// seconds, past the default bytes budget of a ServiceAccount.
+		o.GatewayBudgets = unboundBudgets
 	})
 	var addr string
 	select {
@@ -70,39 +77,60 @@ func BenchmarkGatewayList(b *testing.B) {
 	for _, total := range listTotals() {
 		ns := fmt.Sprintf("list-%d", total)
 		token := listNamespace(b, r, ns, total)
-		b.Run(fmt.Sprintf("tools=%d", total), func(b *testing.B) {
-			l := &toolLister{url: url, token: token, hc: &http.Client{}}
-			// The first lists fill the gateway's caches (reviews,
-			// definitions), as in steady state.
-			var served, listed int
-			var last error
-			await(b, time.Minute, "a list of every visible tool", func() bool {
-				served, listed, last = l.list()
-				return last == nil && listed == listVisible
-			}, func() string { return fmt.Sprintf("(last: %d tools, %v)", listed, last) })
-			for range 5 {
-				if _, _, err := l.list(); err != nil {
-					b.Fatal(err)
+		for _, era := range gatewayEras {
+			b.Run(fmt.Sprintf("tools=%d/era=%s", total, era), func(b *testing.B) {
+				l := &toolLister{url: url, token: token, era: era, hc: &http.Client{}}
+				// The first lists fill the gateway's caches (reviews,
+				// definitions), as in steady state.
+				var served, listed int
+				var last error
+				await(b, time.Minute, "a list of every visible tool", func() bool {
+					served, listed, last = l.list()
+					return last == nil && listed == listVisible
+				}, func() string { return fmt.Sprintf("(last: %d tools, %v)", listed, last) })
+				for range 5 {
+					if _, _, err := l.list(); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			runtime.GC()
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			cpu0 := cpuOfSelf(b)
-			lists := 0
-			for b.Loop() {
-				if _, _, err := l.list(); err != nil {
-					b.Fatal(err)
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				cpu0 := cpuOfSelf(b)
+				lists := 0
+				for b.Loop() {
+					if _, _, err := l.list(); err != nil {
+						b.Fatal(err)
+					}
+					lists++
 				}
-				lists++
-			}
-			cpu := cpuOfSelf(b) - cpu0
-			runtime.ReadMemStats(&after)
-			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(lists)/float64(served), "alloc-bytes/served-byte")
-			b.ReportMetric(float64(served), "served-bytes")
-			b.ReportMetric(float64(cpu.Microseconds())/float64(lists), "cpu-us/list")
-		})
+				cpu := cpuOfSelf(b) - cpu0
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(lists)/float64(served), "alloc-bytes/served-byte")
+				b.ReportMetric(float64(served), "served-bytes")
+				b.ReportMetric(float64(cpu.Microseconds())/float64(lists), "cpu-us/list")
+			})
+		}
 	}
+}
+
+// The eras agents speak: the 2026-07-28 revision, and the newest of the
+// initialize era, which most agents' clients speak today.
+const (
+	eraModern     = "2026-07-28"
+	eraInitialize = "2025-11-25"
+)
+
+var gatewayEras = []string{eraModern, eraInitialize}
+
+// unboundBudgets raise every budget of an in-process gateway out of the
+// way of a scenario that measures cost: they are checked on every request
+// but never met.
+var unboundBudgets = gateway.Budgets{
+	ServiceAccountRate: 1e9, ServiceAccountBurst: 1 << 30, ServiceAccountConcurrency: 1 << 20,
+	NamespaceRate: 1e9, NamespaceBurst: 1 << 30, NamespaceConcurrency: 1 << 20,
+	ServiceAccountBytesRate: 1 << 40, ServiceAccountBytesBurst: 1 << 50,
+	NamespaceBytesRate: 1 << 40, NamespaceBytesBurst: 1 << 50,
 }
 
 // listTotals are the namespace sizes of the list scenario, 1,000 and
@@ -120,30 +148,44 @@ func listTotals() []int {
 	return out
 }
 
-// toolLister makes tools/list requests of the 2026-07-28 revision with plain
-// net/http, reading each answer into one reused buffer: the client's own
-// allocations are a few KiB per list.
+// toolLister makes tools/list requests of one era with plain net/http,
+// reading each answer into one reused buffer: the client's own allocations
+// are a few KiB per list. A request of the initialize era is sent as a
+// client does once its (stateless) session is initialized: the revision in
+// MCP-Protocol-Version, no session id.
 type toolLister struct {
-	url, token string
-	hc         *http.Client
-	buf        bytes.Buffer
+	url, token, era string
+	hc              *http.Client
+	buf             bytes.Buffer
 }
 
-const listBody = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` +
-	`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+const listBody = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` + modernMeta + `}}}`
+
+// modernMeta are the _meta members a 2026-07-28 request carries.
+const modernMeta = `"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
 	`"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},` +
-	`"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	`"io.modelcontextprotocol/clientCapabilities":{}`
+
+const eraListBody = `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
 
 // list returns the size of the answer and how many tools it names.
 func (l *toolLister) list() (int, int, error) {
-	req, err := http.NewRequest(http.MethodPost, l.url, strings.NewReader(listBody))
+	body := listBody
+	if l.era == eraInitialize {
+		body = eraListBody
+	}
+	req, err := http.NewRequest(http.MethodPost, l.url, strings.NewReader(body))
 	if err != nil {
 		return 0, 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/list")
+	if l.era == eraInitialize {
+		req.Header.Set("MCP-Protocol-Version", eraInitialize)
+	} else {
+		req.Header.Set("MCP-Protocol-Version", eraModern)
+		req.Header.Set("Mcp-Method", "tools/list")
+	}
 	req.Header.Set("Authorization", "Bearer "+l.token)
 	resp, err := l.hc.Do(req)
 	if err != nil {
@@ -175,16 +217,30 @@ func listNamespace(b *testing.B, r *envtestRun, ns string, total int) string {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i := range total {
-		g.Go(func() error { return createListTool(gctx, r.c, ns, i, i < listVisible) })
+		g.Go(func() error {
+			visible := i < listVisible
+			size := smallSchemaBytes
+			if visible {
+				size = listSchemaBytes
+			}
+			return createTool(gctx, r.c, ns, "big", fmt.Sprintf("tool_%05d", i), listSchema(i, size), visible)
+		})
 	}
 	if err := g.Wait(); err != nil {
 		b.Fatal(err)
 	}
+	return agentToken(b, r, ns)
+}
+
+// agentToken is a token of the ServiceAccount agent of ns for the
+// gateway's audience.
+func agentToken(b *testing.B, r *envtestRun, ns string) string {
+	b.Helper()
 	cs, err := kubernetes.NewForConfig(r.cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "agent", &authenticationv1.TokenRequest{
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), "agent", &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{manager.DefaultGatewayAudience}, ExpirationSeconds: ptr.To[int64](3600)},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -193,20 +249,19 @@ func listNamespace(b *testing.B, r *envtestRun, ns string, total int) string {
 	return tr.Status.Token
 }
 
-// createListTool creates tool i of the server big: visible ones with a
-// large schema, enabled, approved and Ready; the others with a small one
-// and not enabled.
-func createListTool(ctx context.Context, c client.Client, ns string, i int, visible bool) error {
-	remote := fmt.Sprintf("tool_%05d", i)
-	name, err := toolname.ObjectName("big", remote)
+// createTool creates the McpTool remote of server with an input schema
+// and its status as the importer and the tool controller would write it:
+// visible ones enabled, approved and Ready, the others imported and not
+// enabled.
+func createTool(ctx context.Context, c client.Client, ns, server, remote string, schema []byte, visible bool) error {
+	name, err := toolname.ObjectName(server, remote)
 	if err != nil {
 		return err
 	}
-	schema := listSchema(i, visible)
 	sum := sha256.Sum256(schema)
 	hash := "sha256:" + hex.EncodeToString(sum[:])
-	t := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{mcpv1alpha1.LabelServer: "big"}}}
-	t.Spec.ServerRef.Name = "big"
+	t := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{mcpv1alpha1.LabelServer: server}}}
+	t.Spec.ServerRef.Name = server
 	t.Spec.RemoteName = remote
 	if visible {
 		t.Spec.Enabled, t.Spec.ApprovedDefinitionHash = true, hash
@@ -215,9 +270,9 @@ func createListTool(ctx context.Context, c client.Client, ns string, i int, visi
 		return err
 	}
 	t.Status = mcpv1alpha1.McpToolStatus{
-		LocalName:      toolname.LocalName("big", remote),
+		LocalName:      toolname.LocalName(server, remote),
 		DefinitionHash: hash,
-		Description:    "Tool " + remote + " of the list benchmark.",
+		Description:    "Tool " + remote + " of the benchmark.",
 		InputSchema:    &apiextensionsv1.JSON{Raw: schema},
 	}
 	if visible {
@@ -229,13 +284,14 @@ func createListTool(ctx context.Context, c client.Client, ns string, i int, visi
 	return c.Status().Update(ctx, t)
 }
 
-// listSchema is an input schema of about listSchemaBytes (visible tools)
-// or a few hundred bytes: properties with long descriptions.
-func listSchema(i int, large bool) []byte {
-	props := 2
-	if large {
-		props = listSchemaBytes / 400
-	}
+// smallSchemaBytes is about the size of the schema listSchema writes with
+// its fewest properties.
+const smallSchemaBytes = 800
+
+// listSchema is an input schema of about size bytes (at least
+// smallSchemaBytes): properties with long descriptions.
+func listSchema(i, size int) []byte {
+	props := max(2, size/400)
 	var sb strings.Builder
 	sb.WriteString(`{"type":"object","properties":{`)
 	for p := range props {

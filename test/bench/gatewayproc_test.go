@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mcp-catalog/operator/test/testproc"
@@ -298,42 +299,102 @@ func cpuList(cpus []int) string {
 type gatewayProc struct {
 	*managerProc
 	addr string
+	// pprof is the address its profiles are served on, if they are.
+	pprof string
+}
+
+// gatewaySetup says how to run a gateway process.
+type gatewaySetup struct {
+	binary, kubeconfig string
+	// auditFile is where it audits: "-" is standard output, drained on
+	// the gateway's CPUs as a container runtime would drain it.
+	auditFile string
+	// gogc is the GOGC it runs with; empty leaves the runtime's default.
+	gogc string
+	cpus []int
+	// chartBudgets keeps the budgets the chart deploys (the flags'
+	// defaults); otherwise they are raised so that they are checked on
+	// every request but never met, for one ServiceAccount that drives a
+	// whole load (docs/adr/025-gateway-budgets.md).
+	chartBudgets bool
+	// pprof serves its profiles on a loopback port (gatewayProc.pprof).
+	pprof bool
 }
 
 // startGateway runs the manager binary as a gateway only, bound to cpus,
-// stateless and with the GOGC the chart gives it (gogc; empty leaves the
-// runtime's default), auditing to auditFile ("-" is standard output,
-// drained on the gateway's CPUs as a container runtime would drain it).
-// It returns once the gateway answers /readyz.
+// stateless, with the GOGC the chart gives it and GOMEMLIMIT from its
+// memory limit, auditing to auditFile ("-" is standard output, drained on
+// the gateway's CPUs). It returns once the gateway answers /readyz.
 func startGateway(b *testing.B, binary, kubeconfig, auditFile, gogc string, cpus []int) *gatewayProc {
 	b.Helper()
+	return startGatewayWith(b, gatewaySetup{binary: binary, kubeconfig: kubeconfig, auditFile: auditFile, gogc: gogc, cpus: cpus})
+}
+
+// startGatewayWith runs a gateway process as g says.
+func startGatewayWith(b *testing.B, g gatewaySetup) *gatewayProc {
+	b.Helper()
 	addr := testproc.FreeAddr(b)
-	s := procSpec{what: "the gateway", binary: binary, kubeconfig: kubeconfig, cpus: cpus, args: []string{
+	s := procSpec{what: "the gateway", binary: g.binary, kubeconfig: g.kubeconfig, cpus: g.cpus, args: []string{
 		"--components=gateway",
 		"--gateway-bind-address=" + addr, "--gateway-insecure", "--gateway-stateless",
-		"--gateway-audit-file=" + auditFile,
+		"--gateway-audit-file=" + g.auditFile,
 		"--metrics-bind-address=0",
 		"--allow-private-networks",
-		// One ServiceAccount drives the whole load: its budgets are raised
-		// so that they are checked on every request but never met
-		// (docs/adr/025-gateway-budgets.md).
-		"--gateway-serviceaccount-rate=1e6", "--gateway-serviceaccount-burst=1000000", "--gateway-serviceaccount-concurrency=100000",
-		"--gateway-namespace-rate=1e6", "--gateway-namespace-burst=1000000", "--gateway-namespace-concurrency=100000",
 	}}
+	if !g.chartBudgets {
+		s.args = append(s.args,
+			"--gateway-serviceaccount-rate=1e6", "--gateway-serviceaccount-burst=1000000", "--gateway-serviceaccount-concurrency=100000",
+			"--gateway-namespace-rate=1e6", "--gateway-namespace-burst=1000000", "--gateway-namespace-concurrency=100000",
+		)
+	}
 	// BENCH_GATEWAY_PPROF=1 serves the gateway's profiles on a port named
 	// on standard error, to profile it while the benchmark runs.
-	if os.Getenv("BENCH_GATEWAY_PPROF") != "" {
-		pprof := testproc.FreeAddr(b)
+	var pprof string
+	if g.pprof || os.Getenv("BENCH_GATEWAY_PPROF") != "" {
+		pprof = testproc.FreeAddr(b)
 		s.args = append(s.args, "--pprof-bind-address="+pprof)
-		fmt.Fprintf(os.Stderr, "gateway (audit %s): profiles on http://%s/debug/pprof/\n", auditFile, pprof)
+		fmt.Fprintf(os.Stderr, "gateway (audit %s): profiles on http://%s/debug/pprof/\n", g.auditFile, pprof)
 	}
-	if gogc != "" {
-		s.env = []string{"GOGC=" + gogc}
+	if g.gogc != "" {
+		s.env = append(s.env, "GOGC="+g.gogc)
 	}
-	if auditFile == "-" {
+	if limit := chartGatewayMemoryLimit(b); limit != "" {
+		s.env = append(s.env, "GOMEMLIMIT="+limit)
+	}
+	if g.auditFile == "-" {
 		defer drainStdout(b, &s)()
 	}
-	return &gatewayProc{managerProc: startManagerProc(b, s), addr: addr}
+	return &gatewayProc{managerProc: startManagerProc(b, s), addr: addr, pprof: pprof}
+}
+
+// chartGatewayMemoryLimit is the GOMEMLIMIT the chart gives the gateway:
+// its container's memory limit (gateway.resources.limits.memory) in bytes;
+// empty if the chart sets none.
+func chartGatewayMemoryLimit(b *testing.B) string {
+	b.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "charts", "mcp-catalog-operator", "values.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var values struct {
+		Gateway struct {
+			Resources struct {
+				Limits map[string]string `json:"limits"`
+			} `json:"resources"`
+		} `json:"gateway"`
+	}
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		b.Fatalf("the chart's values.yaml: %v", err)
+	}
+	v := values.Gateway.Resources.Limits["memory"]
+	if v == "" {
+		return ""
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil {
+		b.Fatalf("the chart's gateway.resources.limits.memory %q: %v", v, err)
+	}
+	return strconv.FormatInt(q.Value(), 10)
 }
 
 // cpu is the CPU time the gateway process has used.

@@ -1324,8 +1324,15 @@ func (c *controllersProc) memory(b *testing.B) {
 // (gc=1 collects first; debug=1 is the text form, which lists MemStats).
 func (c *controllersProc) heapProfile(b *testing.B, query string) []byte {
 	b.Helper()
+	return heapProfileAt(b, c.pprof, query)
+}
+
+// heapProfileAt reads the heap profile a manager process serves on its
+// pprof address.
+func heapProfileAt(b *testing.B, pprof, query string) []byte {
+	b.Helper()
 	hc := &http.Client{Timeout: time.Minute}
-	resp, err := hc.Get("http://" + c.pprof + "/debug/pprof/heap?" + query)
+	resp, err := hc.Get("http://" + pprof + "/debug/pprof/heap?" + query)
 	if err != nil {
 		b.Fatalf("reading the manager's heap profile: %v", err)
 	}
