@@ -125,7 +125,46 @@ type ServerSharing struct {
 	// labels it matches. An empty selector ({}) matches every namespace.
 	// +optional
 	NamespaceSelector *NamespaceSelector `json:"namespaceSelector,omitempty"`
+
+	// approvalModes are the approval modes this server accepts from a
+	// consuming namespace for the calls whose approval this server or its
+	// tool requires: Person (a person decides an McpCallApproval; always
+	// accepted, so always listed) and ClientElicitation (the agent's own
+	// client answers; accepted only when listed). A consumer whose
+	// McpAccessPolicy chooses a mode not listed gets Person. An approval
+	// only the consumer requires (its McpSharedServer's approvalRequired)
+	// is approved the consumer's way.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:XValidation:rule="self.exists(m, m == 'Person')",message="Person is always accepted: list it"
+	// +default=["Person"]
+	ApprovalModes []ApprovalMode `json:"approvalModes,omitempty"`
+
+	// approvers are whose people decide, in the Person mode, a consuming
+	// namespace's call that this server or its tool requires approval
+	// for. Owner: an McpCallApproval in this namespace, decided by its
+	// approvers (the call-approver role bound here); the consumer's
+	// approvers cannot decide it. Consumer: an McpCallApproval in the
+	// calling agent's namespace, decided by that namespace's approvers.
+	// +optional
+	// +default="Owner"
+	Approvers SharedApprovers `json:"approvers,omitempty"`
 }
+
+// SharedApprovers are whose people decide the calls a server's consumers
+// make of tools that need approval.
+// +kubebuilder:validation:Enum=Owner;Consumer
+type SharedApprovers string
+
+const (
+	// SharedApproversOwner: the people of the server's own namespace.
+	SharedApproversOwner SharedApprovers = "Owner"
+	// SharedApproversConsumer: the people of the calling agent's
+	// namespace.
+	SharedApproversConsumer SharedApprovers = "Consumer"
+)
 
 // NamespaceSelector selects namespaces by their labels: every requirement
 // must hold. It is a Kubernetes label selector written with

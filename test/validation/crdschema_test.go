@@ -50,6 +50,8 @@ var reviewedStrings = map[string]string{
 	"McpServer.spec.sharing.namespaceSelector.matchExpressions[].key":      "a label key (pattern)",
 	"McpServer.spec.sharing.namespaceSelector.matchExpressions[].operator": "an enum",
 	"McpServer.spec.sharing.namespaceSelector.matchExpressions[].values[]": "label values (pattern)",
+	"McpServer.spec.sharing.approvalModes[]":                               "an enum",
+	"McpServer.spec.sharing.approvers":                                     "an enum",
 	"McpSharedServer.spec.disabledTools[]":                                 "tool names, [A-Za-z0-9_.-]",
 	"McpSharedServer.spec.maxDataClass":                                    "an enum",
 	"McpSharedServer.spec.argumentRules[].tool":                            "a tool's remote name, [A-Za-z0-9_.-]",

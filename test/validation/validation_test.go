@@ -183,6 +183,9 @@ var _ = Describe("the API server rejects bad manifests", func() {
 		}, "spec", "allowCredentialOverHTTP"),
 		Entry("McpServer whose name is too long to prefix its tools", validServer, []string{"metadata.name=" + strings.Repeat("a", 46)}, "metadata.name", "DNS label of at most 45 characters"),
 		Entry("McpServer whose name contains a dot", validServer, []string{"metadata.name=a.b"}, "metadata.name", "DNS label of at most 45 characters"),
+		Entry("McpServer sharing that accepts ClientElicitation without Person", validServer, []string{"spec.sharing={namespaces: [team], approvalModes: [ClientElicitation]}"}, "spec.sharing.approvalModes", "Person is always accepted"),
+		Entry("McpServer sharing with an unknown approval mode", validServer, []string{"spec.sharing={namespaces: [team], approvalModes: [Person, Agent]}"}, "spec.sharing.approvalModes[1]", "supported values"),
+		Entry("McpServer sharing with unknown approvers", validServer, []string{"spec.sharing={namespaces: [team], approvers: Anyone}"}, "spec.sharing.approvers", "supported values"),
 
 		Entry("McpTool with a remoteName containing a space", validTool, []string{"spec.remoteName=has space"}, "spec.remoteName", "should match"),
 		Entry("McpTool with a remoteName containing a slash", validTool, []string{"spec.remoteName=a/b"}, "spec.remoteName", "should match"),
@@ -266,6 +269,15 @@ var _ = Describe("the API server accepts and defaults good manifests", func() {
 		Expect(s.Status.ObservedGeneration).To(Equal(int64(-1)))
 	})
 
+	It("defaults a sharing's approval terms to the safe ones: Person, decided by the owner's people", func() {
+		ns := newNamespace()
+		Expect(create(ns, object(validServer, "spec.sharing={namespaces: [team]}"))).To(Succeed())
+		var s mcpv1alpha1.McpServer
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "srv"}, &s)).To(Succeed())
+		Expect(s.Spec.Sharing.ApprovalModes).To(Equal([]mcpv1alpha1.ApprovalMode{mcpv1alpha1.ApprovalPerson}))
+		Expect(s.Spec.Sharing.Approvers).To(Equal(mcpv1alpha1.SharedApproversOwner))
+	})
+
 	It("keeps an explicit approvalRequired: false", func() {
 		ns := newNamespace()
 		Expect(create(ns, object(validServer, "spec.approvalRequired=false"))).To(Succeed())
@@ -295,6 +307,8 @@ var _ = Describe("the API server accepts and defaults good manifests", func() {
 		Entry("a CA bundle from a Secret for the token endpoint", validProfile, "spec.tls={caBundleRef: {secretKeyRef: {name: corporate-ca, key: ca.crt}}}"),
 		Entry("a tool name with every allowed character", validTool, "spec.remoteName=Aa0_.-", "metadata.name=srv.x.ifqtaxzofu"),
 		Entry("a tool tightening approval and class", validTool, "spec.approvalRequired=true", "spec.dataClass=Restricted"),
+		Entry("a sharing that accepts ClientElicitation and lets the consumer's people decide", validServer,
+			"spec.sharing={namespaces: [team], approvalModes: [Person, ClientElicitation], approvers: Consumer}"),
 		Entry("a consumer's argument rules for a shared tool", validShared,
 			"spec.argumentRules=[{tool: search_docs, rules: [{name: team-spaces, expression: \"args.space in ['eng']\", message: 'team spaces only'}]}]"),
 		Entry("a tool with reviewed text and argument rules", validTool,

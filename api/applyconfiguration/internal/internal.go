@@ -793,6 +793,18 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ServerSharing
   map:
     fields:
+    - name: approvalModes
+      type:
+        list:
+          elementType:
+            namedType: com.github.mcp-catalog.operator.api.v1alpha1.ApprovalMode
+          elementRelationship: associative
+      default:
+      - Person
+    - name: approvers
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.SharedApprovers
+      default: Owner
     - name: namespaceSelector
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.NamespaceSelector
@@ -802,6 +814,8 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: associative
+- name: com.github.mcp-catalog.operator.api.v1alpha1.SharedApprovers
+  scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.SharedServerReference
   map:
     fields:

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	apiv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+)
+
 // ServerSharingApplyConfiguration represents a declarative configuration of the ServerSharing type for use
 // with apply.
 //
@@ -29,6 +33,22 @@ type ServerSharingApplyConfiguration struct {
 	// namespaceSelector shares the server with every namespace whose
 	// labels it matches. An empty selector ({}) matches every namespace.
 	NamespaceSelector *NamespaceSelectorApplyConfiguration `json:"namespaceSelector,omitempty"`
+	// approvalModes are the approval modes this server accepts from a
+	// consuming namespace for the calls whose approval this server or its
+	// tool requires: Person (a person decides an McpCallApproval; always
+	// accepted, so always listed) and ClientElicitation (the agent's own
+	// client answers; accepted only when listed). A consumer whose
+	// McpAccessPolicy chooses a mode not listed gets Person. An approval
+	// only the consumer requires (its McpSharedServer's approvalRequired)
+	// is approved the consumer's way.
+	ApprovalModes []apiv1alpha1.ApprovalMode `json:"approvalModes,omitempty"`
+	// approvers are whose people decide, in the Person mode, a consuming
+	// namespace's call that this server or its tool requires approval
+	// for. Owner: an McpCallApproval in this namespace, decided by its
+	// approvers (the call-approver role bound here); the consumer's
+	// approvers cannot decide it. Consumer: an McpCallApproval in the
+	// calling agent's namespace, decided by that namespace's approvers.
+	Approvers *apiv1alpha1.SharedApprovers `json:"approvers,omitempty"`
 }
 
 // ServerSharingApplyConfiguration constructs a declarative configuration of the ServerSharing type for use with
@@ -52,5 +72,23 @@ func (b *ServerSharingApplyConfiguration) WithNamespaces(values ...string) *Serv
 // If called multiple times, the NamespaceSelector field is set to the value of the last call.
 func (b *ServerSharingApplyConfiguration) WithNamespaceSelector(value *NamespaceSelectorApplyConfiguration) *ServerSharingApplyConfiguration {
 	b.NamespaceSelector = value
+	return b
+}
+
+// WithApprovalModes adds the given value to the ApprovalModes field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the ApprovalModes field.
+func (b *ServerSharingApplyConfiguration) WithApprovalModes(values ...apiv1alpha1.ApprovalMode) *ServerSharingApplyConfiguration {
+	for i := range values {
+		b.ApprovalModes = append(b.ApprovalModes, values[i])
+	}
+	return b
+}
+
+// WithApprovers sets the Approvers field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Approvers field is set to the value of the last call.
+func (b *ServerSharingApplyConfiguration) WithApprovers(value apiv1alpha1.SharedApprovers) *ServerSharingApplyConfiguration {
+	b.Approvers = &value
 	return b
 }
