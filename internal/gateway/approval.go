@@ -30,7 +30,10 @@ import (
 // approval (governance.Effective, on the specs the decision read) is called only once a person other than
 // the caller approved this very call in an McpCallApproval (the Person
 // mode), or, where a policy of the namespace opts the caller in, the user
-// of its own client did (ClientElicitation). It answers what ends the call
+// of its own client did (ClientElicitation). A shared tool whose owner
+// requires approval is approved on the owner's terms (c.terms): the
+// ClientElicitation opt-in counts only when the owner accepts it, and the
+// owner says whose people decide. It answers what ends the call
 // here (a refusal, or the agent told to wait or asked), a protocol error
 // to answer with instead, or neither when the call goes on; either way it
 // says in the record what approval the call needed and had.
@@ -41,7 +44,7 @@ func (g *Gateway) approve(ctx context.Context, req *sdk.CallToolRequest, id *Ide
 	}
 	// A refusal from here on is a refusal of approval, and says so.
 	c.rec.Approval = "Required"
-	if approvalModeFor(id, c.policies) == mcpv1alpha1.ApprovalClientElicitation {
+	if c.terms.Mode(approvalModeFor(id, c.policies)) == mcpv1alpha1.ApprovalClientElicitation {
 		if answer := g.byClient(ctx, req, id, c); answer != nil {
 			// A question for the client's user, unless a refusal already
 			// said otherwise.
@@ -171,10 +174,11 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Id
 	}
 	now := g.now()
 	key := callKey(id.Username, c.offer().authzName(), t.Status.DefinitionHash, rec.ArgumentsHash)
+	at := c.approvalPlace(id)
 	var list mcpv1alpha1.McpCallApprovalList
 	// Read from the API server, not a cache: a decision made a moment ago
 	// must count, and using one needs its current resourceVersion.
-	if err := g.Approvals.List(ctx, &list, client.InNamespace(id.Namespace), client.MatchingLabels{LabelCaller: callerKey(id.Username)}); err != nil {
+	if err := g.Approvals.List(ctx, &list, client.InNamespace(at.namespace), client.MatchingLabels{LabelCaller: callerKey(id.Username)}); err != nil {
 		return personResult{err: fmt.Errorf("listing call approvals: %w", err)}
 	}
 	var approved, denied, pending *mcpv1alpha1.McpCallApproval
@@ -191,7 +195,7 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Id
 		if state == governance.CallStatePending {
 			undecided++
 		}
-		if a.Spec.Tool != c.offer().authzName() || a.Spec.DefinitionHash != t.Status.DefinitionHash || a.Spec.ArgumentsHash != rec.ArgumentsHash {
+		if !at.names(a) || a.Spec.DefinitionHash != t.Status.DefinitionHash || a.Spec.ArgumentsHash != rec.ArgumentsHash {
 			continue
 		}
 		switch state {
@@ -237,16 +241,48 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Id
 	if undecided >= maxPendingPerCaller {
 		return personResult{answer: g.deny(ctx, rec, t, DenyApprovalNoChannel, "", fmt.Sprintf("the caller already has %d calls waiting for approval; the call was not made", undecided))}
 	}
-	a, err := g.newApproval(ctx, id, c, key, now)
+	a, err := g.newApproval(ctx, id, c, at, key, now)
 	if err != nil {
 		return personResult{err: err}
 	}
 	return g.waitFor(ctx, req, rec, c.offer(), a)
 }
 
+// approvalPlace is where the McpCallApproval of a call is, and the names
+// of the tool and server it carries, so that the people who decide it
+// read their own names.
+type approvalPlace struct {
+	namespace, tool, server string
+	// localName is the name the agent called, which the approval also
+	// carries; matched for a shared tool, whose owner's McpTool one
+	// caller can call through several McpSharedServers.
+	localName string
+}
+
+// approvalPlace is the place of c's approval in the Person mode: the
+// caller's namespace, with the tool and server as it names them; or, for
+// a shared tool whose owner's people decide (governance.ApprovalTerms),
+// the owner's namespace with the owner's McpTool and McpServer.
+func (c *callScope) approvalPlace(id *Identity) approvalPlace {
+	o := c.offer()
+	if c.terms.OwnerApproves() {
+		return approvalPlace{namespace: c.terms.Owner, tool: c.tool.Name, server: c.tool.Spec.ServerRef.Name, localName: o.localName()}
+	}
+	p := approvalPlace{namespace: id.Namespace, tool: o.authzName(), server: o.serverName()}
+	if o.shared != nil {
+		p.localName = o.localName()
+	}
+	return p
+}
+
+// names reports whether approval a is for the tool of this place.
+func (p approvalPlace) names(a *mcpv1alpha1.McpCallApproval) bool {
+	return a.Spec.Tool == p.tool && (p.localName == "" || a.Spec.LocalName == p.localName)
+}
+
 // newApproval creates the McpCallApproval a person decides, for the call c
 // at the data class the gateway decided it by.
-func (g *Gateway) newApproval(ctx context.Context, id *Identity, c *callScope, key string, now time.Time) (*mcpv1alpha1.McpCallApproval, error) {
+func (g *Gateway) newApproval(ctx context.Context, id *Identity, c *callScope, at approvalPlace, key string, now time.Time) (*mcpv1alpha1.McpCallApproval, error) {
 	t := c.tool
 	ks, err := g.approvalKeys.Keys(ctx, false)
 	if err != nil {
@@ -259,7 +295,7 @@ func (g *Gateway) newApproval(ctx context.Context, id *Identity, c *callScope, k
 		ttl = DefaultApprovalTTL
 	}
 	// The API stores seconds; the seal signs what is stored.
-	a := callApproval(id, c, "call-"+hex.EncodeToString(suffix), key, now.Add(ttl).Truncate(time.Second))
+	a := callApproval(id, c, at, "call-"+hex.EncodeToString(suffix), key, now.Add(ttl).Truncate(time.Second))
 	a.Spec.Seal = sealOf(ks.Current, a)
 	if err := g.Approvals.Create(ctx, a); err != nil {
 		return nil, fmt.Errorf("creating a call approval: %w", err)
@@ -270,19 +306,19 @@ func (g *Gateway) newApproval(ctx context.Context, id *Identity, c *callScope, k
 }
 
 // callApproval is the pending, unsealed McpCallApproval of the call c by
-// id, named name, with call key key, expiring at expires.
-func callApproval(id *Identity, c *callScope, name, key string, expires time.Time) *mcpv1alpha1.McpCallApproval {
+// id, at place at, named name, with call key key, expiring at expires.
+func callApproval(id *Identity, c *callScope, at approvalPlace, name, key string, expires time.Time) *mcpv1alpha1.McpCallApproval {
 	t := c.tool
 	return &mcpv1alpha1.McpCallApproval{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: id.Namespace,
+			Namespace: at.namespace,
 			Name:      name,
 			Labels:    map[string]string{LabelCaller: callerKey(id.Username), LabelCall: key},
 		},
 		Spec: mcpv1alpha1.McpCallApprovalSpec{
-			Tool:           c.offer().authzName(),
+			Tool:           at.tool,
 			LocalName:      c.offer().localName(),
-			Server:         c.offer().serverName(),
+			Server:         at.server,
 			Caller:         id.Username,
 			CallerGroups:   id.Groups,
 			DataClass:      c.class,
@@ -401,7 +437,10 @@ func (g *Gateway) spendAnswer(ctx context.Context, id *Identity, c *callScope, t
 	h := sha256.Sum256([]byte(s.Nonce))
 	t := c.tool
 	key := callKey(id.Username, c.offer().authzName(), t.Status.DefinitionHash, c.rec.ArgumentsHash)
-	a := callApproval(id, c, spentAnswerPrefix+hex.EncodeToString(h[:])[:40], key, time.Unix(s.Expires, 0))
+	// The mark of a spent answer is the caller's namespace's own record,
+	// wherever a person's approval would be.
+	here := approvalPlace{namespace: id.Namespace, tool: c.offer().authzName(), server: c.offer().serverName()}
+	a := callApproval(id, c, here, spentAnswerPrefix+hex.EncodeToString(h[:])[:40], key, time.Unix(s.Expires, 0))
 	a.Spec.Seal = sealOf(ks.Current, a)
 	if err := g.Approvals.Create(ctx, a); err != nil {
 		if apierrors.IsAlreadyExists(err) {

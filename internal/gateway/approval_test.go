@@ -266,6 +266,9 @@ type personGateway struct {
 	approvals client.Client
 	id        *Identity
 	key       client.ObjectKey
+	// via is the McpSharedServer the tool is called through, "" for a
+	// tool of the caller's namespace.
+	via string
 }
 
 func newPersonGateway(t *testing.T) *personGateway {
@@ -317,7 +320,7 @@ func (p *personGateway) call(t *testing.T, args string) *mcp.CallToolResult {
 
 func (p *personGateway) callWith(t *testing.T, req *mcp.CallToolRequest) *mcp.CallToolResult {
 	t.Helper()
-	c, answer := p.g.identify(ctx, req, p.id, toolRef{key: p.key})
+	c, answer := p.g.identify(ctx, req, p.id, toolRef{key: p.key, via: p.via})
 	if answer != nil {
 		t.Fatalf("identify refused: %+v", answer)
 	}

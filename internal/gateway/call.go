@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
@@ -46,6 +47,9 @@ type callScope struct {
 	policies []mcpv1alpha1.McpAccessPolicy
 	class    mcpv1alpha1.DataClass
 	approval bool
+	// terms are the owner's terms for approving a shared tool's call
+	// (governance.ApprovalTerms); zero for the namespace's own tools.
+	terms governance.ApprovalTerms
 
 	// Learnt by auditBefore: the server the call is sent to.
 	srv *mcpv1alpha1.McpServer

@@ -51,7 +51,7 @@ func (g *Gateway) decide(ctx context.Context, id *Identity, c *callScope) *sdk.C
 			return refused
 		}
 	}
-	c.policies, c.class, c.approval = policies, v.class, v.approval
+	c.policies, c.class, c.approval, c.terms = policies, v.class, v.approval, v.terms
 	c.obs.of(t)
 	var hash string
 	if c.args, hash, c.argsErr = arguments(c.rawArgs); c.argsErr != nil {
@@ -103,6 +103,9 @@ type verdict struct {
 	// when the decision ended before the server was read.
 	class    mcpv1alpha1.DataClass
 	approval bool
+	// terms are the owner's terms for approving a consumer's call of a
+	// shared tool the owner requires approval for; zero otherwise.
+	terms governance.ApprovalTerms
 }
 
 func (v verdict) allowed() bool { return v.reason == "" }
@@ -263,7 +266,11 @@ func (g *Gateway) verdictFor(ctx context.Context, id *Identity, o toolOffer, cei
 		return verdict{reason: DenyNotServable, detail: mcpv1alpha1.ReasonServerNotFound}, nil
 	}
 	class, approval := governance.Effective(srv, t)
+	var terms governance.ApprovalTerms
 	if o.shared != nil {
+		// The owner's requirement is approved on the owner's terms, read
+		// from its spec now like its grant.
+		terms = governance.SharedApprovalTerms(srv, approval)
 		class, approval = governance.SharedEffective(srv, t, o.shared)
 		ceiling = governance.SharedCeiling(ceiling, o.shared)
 	}
@@ -276,7 +283,7 @@ func (g *Gateway) verdictFor(ctx context.Context, id *Identity, o toolOffer, cei
 	if !governance.WithinCeiling(class, ceiling) {
 		return verdict{reason: DenyAboveCeiling, class: class, approval: approval}, nil
 	}
-	return verdict{class: class, approval: approval}, nil
+	return verdict{class: class, approval: approval, terms: terms}, nil
 }
 
 // inNamespace reports whether the offer belongs to namespace: a tool of

@@ -3,16 +3,20 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -184,4 +188,161 @@ func TestSharedListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 func inNamespace(t *mcpv1alpha1.McpTool, ns string) *mcpv1alpha1.McpTool {
 	t.Namespace = ns
 	return t
+}
+
+// newSharedApprovalGateway is a gateway whose agent team/agent calls
+// platform/docs.echo, which the owner shares with team and whose calls
+// need a person's approval, through team's McpSharedServer "docs"; more
+// are objects of either namespace (access policies), and edit, when not
+// nil, changes the owner's server and the consumer's McpSharedServer.
+func newSharedApprovalGateway(t *testing.T, sharing *mcpv1alpha1.ServerSharing, edit func(*mcpv1alpha1.McpServer, *mcpv1alpha1.McpSharedServer), more ...client.Object) *personGateway {
+	t.Helper()
+	const owner, consumer = "platform", "team"
+	tl := &mcpv1alpha1.McpTool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: owner, Name: "docs.echo", Generation: 1},
+		Spec:       mcpv1alpha1.McpToolSpec{Enabled: true, ServerRef: mcpv1alpha1.LocalObjectReference{Name: "docs"}, RemoteName: "echo", ApprovedDefinitionHash: hashA},
+	}
+	tl.Status.LocalName, tl.Status.DefinitionHash = "mcp_docs_echo", hashA
+	tl.Status.Conditions = []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: "Succeeded", LastTransitionTime: metav1.Now()}}
+	srv := server(owner, "docs", mcpv1alpha1.DataClassPublic, true)
+	srv.Spec.Sharing = sharing
+	ss := &mcpv1alpha1.McpSharedServer{ObjectMeta: metav1.ObjectMeta{Namespace: consumer, Name: "docs"},
+		Spec: mcpv1alpha1.McpSharedServerSpec{Server: mcpv1alpha1.SharedServerReference{Namespace: owner, Name: "docs"}}}
+	if edit != nil {
+		edit(srv, ss)
+	}
+	scheme := runtime.NewScheme()
+	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	o := completeOptions()
+	o.Reader = fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(more, srv, tl, ss)...).Build()
+	o.Authz = allowList{toolname.SharedLocalName("docs", "echo"): true}
+	approvals := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&mcpv1alpha1.McpCallApproval{}).Build()
+	o.Approvals = approvals
+	o.ApprovalKeys = StaticKeys{Current: []byte(strings.Repeat("k", 32))}
+	g, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &personGateway{g: g, approvals: approvals, key: client.ObjectKeyFromObject(tl), via: "docs",
+		id: &Identity{Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: consumer, ServiceAccount: "agent"}}
+}
+
+// answered is a call of the shared echo carrying its own client's
+// approval of it: an approval state the gateway signed for exactly this
+// call, and the form answered "approve".
+func (p *personGateway) answered(t *testing.T, args string) *mcp.CallToolRequest {
+	t.Helper()
+	_, hash, err := arguments(json.RawMessage(args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := approvalState{Caller: p.id.UID + "/" + p.id.Username, Tool: p.id.Namespace + "/" + toolname.SharedLocalName(p.via, "echo"),
+		Definition: hashA, Arguments: hash, Expires: time.Now().Add(approvalWindow).Unix(), Nonce: newNonce()}
+	token, err := p.g.approver.sign(ctx, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: toolname.SharedLocalName(p.via, "echo"), Arguments: json.RawMessage(args),
+		RequestState:   token,
+		InputResponses: mcp.InputResponseMap{approvalInput: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}}}
+}
+
+// The attack of issue #32: the consumer's admin opts its agent into
+// ClientElicitation, and the agent answers its own approval question for
+// the owner's tool that requires a person. The owner accepts only Person
+// (the default): the call waits for an McpCallApproval in the owner's
+// namespace, under the owner's names, which the owner's approvers decide,
+// and is made once one of them approved it.
+func TestAConsumerCannotLiftTheOwnersApprovalWithItsOwnClient(t *testing.T) {
+	optIn := policy("team", mcpv1alpha1.DataClassPublic, "agent")
+	optIn.Spec.ApprovalMode = mcpv1alpha1.ApprovalClientElicitation
+	p := newSharedApprovalGateway(t, &mcpv1alpha1.ServerSharing{Namespaces: []string{"team"}}, nil, &optIn)
+	answer := p.callWith(t, p.answered(t, `{"q":"x"}`))
+	if answer == nil {
+		t.Fatal("the consumer's agent approved the owner's tool by its own client: the call would be sent upstream")
+	}
+	if got := textOfResult(answer); !strings.Contains(got, "waits for a person's approval") {
+		t.Fatalf("the call answered %q, want it to wait for a person", got)
+	}
+	list := p.list(t)
+	if len(list) != 1 || list[0].Namespace != "platform" {
+		t.Fatalf("the API holds %+v, want one approval in the owner's namespace", list)
+	}
+	a := list[0]
+	if got := []string{a.Spec.Tool, a.Spec.Server, a.Spec.LocalName, a.Spec.Caller}; !slices.Equal(got, []string{"docs.echo", "docs", "mcps_docs_echo", p.id.Username}) {
+		t.Errorf("the approval names %v, want the owner's tool and server, the name called and the caller", got)
+	}
+	a.Spec.Decision, a.Spec.DecidedBy = mcpv1alpha1.CallApproved, "olivia"
+	if err := p.approvals.Update(ctx, &a); err != nil {
+		t.Fatal(err)
+	}
+	if answer := p.callWith(t, p.answered(t, `{"q":"x"}`)); answer != nil {
+		t.Fatalf("the call the owner's approver approved answered %q", textOfResult(answer))
+	}
+}
+
+// The owner's terms narrow the consumer's approval mode and say whose
+// people decide; an approval only the consumer requires is the
+// consumer's, approved its way.
+func TestSharedApprovalIsOnTheOwnersTerms(t *testing.T) {
+	optIn := policy("team", mcpv1alpha1.DataClassPublic, "agent")
+	optIn.Spec.ApprovalMode = mcpv1alpha1.ApprovalClientElicitation
+	person := policy("team", mcpv1alpha1.DataClassPublic, "agent")
+	both := []mcpv1alpha1.ApprovalMode{mcpv1alpha1.ApprovalPerson, mcpv1alpha1.ApprovalClientElicitation}
+	for _, tc := range []struct {
+		name    string
+		sharing mcpv1alpha1.ServerSharing
+		policy  mcpv1alpha1.McpAccessPolicy
+		// ownerFree: the owner requires no approval, the consumer's
+		// McpSharedServer does.
+		ownerFree bool
+		// sent: the client's own answer lets the call go; otherwise it
+		// waits for an approval in namespace at.
+		sent bool
+		at   string
+	}{
+		{name: "the owner's default: Person, decided in the owner's namespace", policy: optIn, at: "platform"},
+		{name: "Person listed alone", sharing: mcpv1alpha1.ServerSharing{ApprovalModes: []mcpv1alpha1.ApprovalMode{mcpv1alpha1.ApprovalPerson}}, policy: optIn, at: "platform"},
+		{name: "the owner accepts ClientElicitation", sharing: mcpv1alpha1.ServerSharing{ApprovalModes: both}, policy: optIn, sent: true},
+		{name: "accepted, but the consumer chose Person", sharing: mcpv1alpha1.ServerSharing{ApprovalModes: both}, policy: person, at: "platform"},
+		{name: "the owner lets the consumer's people decide", sharing: mcpv1alpha1.ServerSharing{Approvers: mcpv1alpha1.SharedApproversConsumer}, policy: optIn, at: "team"},
+		{name: "named Owner", sharing: mcpv1alpha1.ServerSharing{Approvers: mcpv1alpha1.SharedApproversOwner}, policy: person, at: "platform"},
+		{name: "only the consumer requires approval: its mode", policy: optIn, ownerFree: true, sent: true},
+		{name: "only the consumer requires approval: its people", policy: person, ownerFree: true, at: "team"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sharing := tc.sharing
+			sharing.Namespaces = []string{"team"}
+			pol := tc.policy
+			var edit func(*mcpv1alpha1.McpServer, *mcpv1alpha1.McpSharedServer)
+			if tc.ownerFree {
+				edit = func(srv *mcpv1alpha1.McpServer, ss *mcpv1alpha1.McpSharedServer) {
+					srv.Spec.ApprovalRequired, ss.Spec.ApprovalRequired = ptr.To(false), true
+				}
+			}
+			p := newSharedApprovalGateway(t, &sharing, edit, &pol)
+			answer := p.callWith(t, p.answered(t, `{"q":"x"}`))
+			if tc.sent {
+				if answer != nil {
+					t.Fatalf("the client's approval was refused: %q", textOfResult(answer))
+				}
+				return
+			}
+			if got := textOfResult(answer); !strings.Contains(got, "waits for a person's approval") {
+				t.Fatalf("the call answered %q, want it to wait for a person", got)
+			}
+			var pending []string
+			for _, a := range p.list(t) {
+				pending = append(pending, a.Namespace)
+			}
+			if !slices.Equal(pending, []string{tc.at}) {
+				t.Fatalf("approvals in %v, want one in %s", pending, tc.at)
+			}
+		})
+	}
 }

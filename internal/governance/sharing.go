@@ -86,3 +86,54 @@ func SharedCeiling(ceiling mcpv1alpha1.DataClass, ss *mcpv1alpha1.McpSharedServe
 func DisabledByConsumer(ss *mcpv1alpha1.McpSharedServer, remote string) bool {
 	return slices.Contains(ss.Spec.DisabledTools, remote)
 }
+
+// ApprovalTerms are the terms, beyond the caller's namespace's, on which a
+// call that needs approval is approved. A consumer's call of a shared tool
+// whose owner requires approval is approved on the owner's terms
+// (spec.sharing.approvalModes and approvers): the consumer narrows them
+// and never widens them. The zero value adds nothing: a call of the
+// namespace's own tool, or one only the consumer requires approval for.
+type ApprovalTerms struct {
+	// Owner is the namespace of the server whose terms these are; "" when
+	// there are none.
+	Owner string
+	// ClientElicitation reports whether the owner accepts the consumer's
+	// ClientElicitation; Person is always accepted.
+	ClientElicitation bool
+	// ConsumerApproves reports whether, in the Person mode, the consumer's
+	// people decide rather than the owner's.
+	ConsumerApproves bool
+}
+
+// SharedApprovalTerms are the owner's terms for a consumer's calls of a
+// tool of srv, when the owner's specs require approval of them
+// (ownerRequires, from Effective). Unset fields are the safe defaults the
+// API server would have written: Person only, decided by the owner's
+// people.
+func SharedApprovalTerms(srv *mcpv1alpha1.McpServer, ownerRequires bool) ApprovalTerms {
+	if !ownerRequires || srv == nil {
+		return ApprovalTerms{}
+	}
+	t := ApprovalTerms{Owner: srv.Namespace}
+	if s := srv.Spec.Sharing; s != nil {
+		t.ClientElicitation = slices.Contains(s.ApprovalModes, mcpv1alpha1.ApprovalClientElicitation)
+		t.ConsumerApproves = s.Approvers == mcpv1alpha1.SharedApproversConsumer
+	}
+	return t
+}
+
+// Mode is the approval mode of a call whose caller's namespace chose
+// chosen: chosen when the terms accept it, else Person.
+func (a ApprovalTerms) Mode(chosen mcpv1alpha1.ApprovalMode) mcpv1alpha1.ApprovalMode {
+	if chosen == mcpv1alpha1.ApprovalClientElicitation && (a.Owner == "" || a.ClientElicitation) {
+		return chosen
+	}
+	return mcpv1alpha1.ApprovalPerson
+}
+
+// OwnerApproves reports whether, in the Person mode, the owner's people
+// decide the call: its McpCallApproval is in the owner's namespace, where
+// the consumer's people have no right.
+func (a ApprovalTerms) OwnerApproves() bool {
+	return a.Owner != "" && !a.ConsumerApproves
+}

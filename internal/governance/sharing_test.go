@@ -71,6 +71,50 @@ func TestAConsumerNarrowsAndNeverWidens(t *testing.T) {
 	}
 }
 
+// The approval mode a consumer's McpAccessPolicy chooses narrows the
+// owner's terms and never widens them: ClientElicitation counts for the
+// owner's requirement only when the owner lists it, and the owner's
+// people decide unless the owner says the consumer's do.
+func TestAConsumerNarrowsTheOwnersApprovalTermsAndNeverWidensThem(t *testing.T) {
+	person, client := mcpv1alpha1.ApprovalPerson, mcpv1alpha1.ApprovalClientElicitation
+	srv := func(s *mcpv1alpha1.ServerSharing) *mcpv1alpha1.McpServer {
+		return &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "docs"}, Spec: mcpv1alpha1.McpServerSpec{Sharing: s}}
+	}
+	for _, tc := range []struct {
+		name          string
+		srv           *mcpv1alpha1.McpServer
+		ownerRequires bool
+		chosen        mcpv1alpha1.ApprovalMode
+		mode          mcpv1alpha1.ApprovalMode
+		ownerApproves bool
+	}{
+		{"the attack: the consumer opts into ClientElicitation, the owner's default", srv(&mcpv1alpha1.ServerSharing{}), true, client, person, true},
+		{"no sharing read (nil): the safe defaults", srv(nil), true, client, person, true},
+		{"Person listed alone", srv(&mcpv1alpha1.ServerSharing{ApprovalModes: []mcpv1alpha1.ApprovalMode{person}}), true, client, person, true},
+		{"the owner accepts ClientElicitation", srv(&mcpv1alpha1.ServerSharing{ApprovalModes: []mcpv1alpha1.ApprovalMode{person, client}}), true, client, client, true},
+		{"accepted, but the consumer chose Person", srv(&mcpv1alpha1.ServerSharing{ApprovalModes: []mcpv1alpha1.ApprovalMode{person, client}}), true, person, person, true},
+		{"the owner's people by name", srv(&mcpv1alpha1.ServerSharing{Approvers: mcpv1alpha1.SharedApproversOwner}), true, person, person, true},
+		{"the owner lets the consumer's people decide", srv(&mcpv1alpha1.ServerSharing{Approvers: mcpv1alpha1.SharedApproversConsumer}), true, client, person, false},
+		{"the owner does not require approval: the consumer's own terms", srv(&mcpv1alpha1.ServerSharing{}), false, client, client, false},
+	} {
+		terms := SharedApprovalTerms(tc.srv, tc.ownerRequires)
+		if got := terms.Mode(tc.chosen); got != tc.mode {
+			t.Errorf("%s: mode %s, want %s", tc.name, got, tc.mode)
+		}
+		if got := terms.OwnerApproves(); got != tc.ownerApproves {
+			t.Errorf("%s: the owner's people decide: %t, want %t", tc.name, got, tc.ownerApproves)
+		}
+		if tc.ownerRequires && terms.Owner != "platform" {
+			t.Errorf("%s: the terms name the owner %q", tc.name, terms.Owner)
+		}
+	}
+	// A call of the namespace's own tool has no owner's terms: its
+	// namespace's policy decides alone.
+	if got := (ApprovalTerms{}).Mode(client); got != client {
+		t.Errorf("no terms turned the namespace's own ClientElicitation into %s", got)
+	}
+}
+
 func TestInvalidSharedServer(t *testing.T) {
 	ss := &mcpv1alpha1.McpSharedServer{ObjectMeta: metav1.ObjectMeta{Namespace: "team"}, Spec: mcpv1alpha1.McpSharedServerSpec{Server: mcpv1alpha1.SharedServerReference{Namespace: "team", Name: "docs"}}}
 	if InvalidSharedServer(ss) == "" {

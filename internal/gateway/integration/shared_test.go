@@ -9,6 +9,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -298,7 +300,7 @@ var _ = Describe("A server shared with other namespaces", func() {
 		}
 	})
 
-	It("asks for approval in the agent's namespace, decided by that namespace's approvers, when the consumer requires it", func() {
+	It("asks for approval in the agent's namespace, decided by that namespace's approvers, when only the consumer requires it", func() {
 		owner, consumer := newNamespace(), consumerNamespace()
 		DeferCleanup(func(ctx SpecContext) {
 			Expect(k8sClient.DeleteAllOf(ctx, &mcpv1alpha1.McpCallApproval{}, client.InNamespace(owner))).To(Succeed())
@@ -339,7 +341,7 @@ var _ = Describe("A server shared with other namespaces", func() {
 		before := recs[len(recs)-2]
 		Expect([]string{before.Phase, before.ApprovalName, before.ApprovedBy, before.ServerNamespace}).To(Equal([]string{gateway.PhaseBefore, a.Name, "carol", owner}))
 
-		By("approvalRequired false in the consumer never lifts the owner's requirement")
+		By("approvalRequired false in the consumer never lifts the owner's requirement, which the owner's people decide")
 		patchShared(ss, func(spec *mcpv1alpha1.McpSharedServerSpec) { spec.ApprovalRequired = false })
 		srv := &mcpv1alpha1.McpServer{}
 		Expect(k8sClient.Get(context.Background(), types.NamespacedName{Namespace: owner, Name: "docs"}, srv)).To(Succeed())
@@ -349,8 +351,93 @@ var _ = Describe("A server shared with other namespaces", func() {
 		docs.settled(srv.Generation)
 		docs.waitTool(echo, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded)
 		e = callWaiting(cs, legacyEra, name, map[string]any{"text": "again"})
-		Expect(strings.HasPrefix(e.ElicitationID, consumer+"/")).To(BeTrue())
+		Expect(strings.HasPrefix(e.ElicitationID, owner+"/")).To(BeTrue())
 		Expect(docs.Calls(echo)).To(Equal(1))
+	})
+
+	It("keeps the owner's approval from a consumer that opts its agent into ClientElicitation: the owner's people decide", func() {
+		owner, consumer := newNamespace(), consumerNamespace()
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(k8sClient.DeleteAllOf(ctx, &mcpv1alpha1.McpCallApproval{}, client.InNamespace(owner))).To(Succeed())
+		})
+		docs := newUpstream(owner, "docs", mcpserver.Options{}, []string{echo}, withApproval())
+		docs.share(&mcpv1alpha1.ServerSharing{Namespaces: []string{consumer}})
+		docs.waitTool(echo, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded)
+		ss := accept(consumer, "docs", docs, nil)
+		sharedReady(ss, mcpv1alpha1.ReasonShared)
+		// The consumer's admin opts its agent into approving by its own
+		// client, and the agent's client approves whatever it is asked.
+		bot := newAgent(consumer, "bot")
+		bot.grant()
+		bot.ceiling(mcpv1alpha1.DataClassInternal, mcpv1alpha1.ApprovalClientElicitation)
+		name := toolname.SharedLocalName("docs", echo)
+		yes := &approver{action: "accept", approve: true}
+		cs := bot.connect(&sdk.ClientOptions{ElicitationHandler: yes.handle}, legacyEra)
+		args := map[string]any{"text": "the owner's people decide"}
+
+		By("the agent is not asked; the call waits on an McpCallApproval in the owner's namespace and is not made")
+		isErr, msg := call(cs, name, args)
+		Expect(isErr).To(BeTrue())
+		Expect(msg).To(ContainSubstring("waits for a person's approval"))
+		Expect(yes.asked()).To(BeEmpty())
+		Expect(docs.Calls(echo)).To(BeZero())
+		Expect(approvals(consumer)).To(BeEmpty())
+		list := approvals(owner)
+		Expect(list).To(HaveLen(1))
+		a := list[0]
+		Expect([]string{a.Spec.Tool, a.Spec.LocalName, a.Spec.Server, a.Spec.Caller}).To(
+			Equal([]string{docs.object(echo), name, "docs", "system:serviceaccount:" + consumer + ":bot"}))
+		recs := sharedAudit(consumer)
+		last := recs[len(recs)-1]
+		Expect([]string{last.Phase, last.Reason, last.Approval}).To(Equal([]string{gateway.PhaseDenied, gateway.DenyApprovalPending, "Required"}))
+
+		By("the consumer's approvers cannot decide it; the owner's can, and the call is made once")
+		carol := as("carol", "system:authenticated")
+		mayApprove(consumer, carol)
+		Expect(apierrors.IsForbidden(carol.decide(owner, a.Name, mcpv1alpha1.CallApproved, "carol", ""))).To(BeTrue())
+		olivia := as("olivia", "system:authenticated")
+		mayApprove(owner, olivia)
+		Expect(olivia.decide(owner, a.Name, mcpv1alpha1.CallApproved, "olivia", "")).To(Succeed())
+		isErr, msg = call(cs, name, args)
+		Expect(isErr).To(BeFalse(), msg)
+		Expect(docs.Calls(echo)).To(Equal(1))
+		recs = sharedAudit(consumer)
+		before := recs[len(recs)-2]
+		Expect([]string{before.Phase, before.Approval, before.ApprovalName, before.ApprovedBy}).To(Equal([]string{gateway.PhaseBefore, "Approved", a.Name, "olivia"}))
+		Expect(yes.asked()).To(BeEmpty())
+
+		By("the API server wrote the safe terms")
+		srv := &mcpv1alpha1.McpServer{}
+		Expect(k8sClient.Get(context.Background(), types.NamespacedName{Namespace: owner, Name: "docs"}, srv)).To(Succeed())
+		Expect(srv.Spec.Sharing.ApprovalModes).To(Equal([]mcpv1alpha1.ApprovalMode{mcpv1alpha1.ApprovalPerson}))
+		Expect(srv.Spec.Sharing.Approvers).To(Equal(mcpv1alpha1.SharedApproversOwner))
+
+		By("the owner accepts ClientElicitation: the consumer's client approves its own call")
+		docs.share(&mcpv1alpha1.ServerSharing{Namespaces: []string{consumer},
+			ApprovalModes: []mcpv1alpha1.ApprovalMode{mcpv1alpha1.ApprovalPerson, mcpv1alpha1.ApprovalClientElicitation}})
+		docs.waitTool(echo, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded)
+		isErr, msg = call(cs, name, map[string]any{"text": "by the client"})
+		Expect(isErr).To(BeFalse(), msg)
+		Expect(docs.Calls(echo)).To(Equal(2))
+		Expect(yes.asked()).To(HaveLen(1))
+
+		By("the owner lets the consumer's people decide: Person again, in the consumer's namespace")
+		docs.share(&mcpv1alpha1.ServerSharing{Namespaces: []string{consumer}, Approvers: mcpv1alpha1.SharedApproversConsumer})
+		docs.waitTool(echo, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded)
+		isErr, msg = call(cs, name, map[string]any{"text": "the consumer's people"})
+		Expect(isErr).To(BeTrue())
+		Expect(msg).To(ContainSubstring("waits for a person's approval"))
+		Expect(docs.Calls(echo)).To(Equal(2))
+		Expect(yes.asked()).To(HaveLen(1))
+		var pending []mcpv1alpha1.McpCallApproval
+		for _, a := range approvals(consumer) {
+			if !strings.HasPrefix(a.Name, "answer-") {
+				pending = append(pending, a)
+			}
+		}
+		Expect(pending).To(HaveLen(1))
+		Expect([]string{pending[0].Spec.Tool, pending[0].Spec.Server}).To(Equal([]string{name, "docs"}))
+		Expect(approvals(owner)).To(HaveLen(1))
 	})
 
 	It("reports an McpSharedServer that cannot be honoured, and the API server refuses a grant it cannot evaluate", func() {
