@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+)
+
+// gatewayRun is benchmark output of the gateway's era mode, cost, flood
+// and sessions scenarios: the 2025-11-25 era misses its CPU target, the
+// discover request its bytes, and the flood its latency.
+func gatewayRun() string {
+	var b strings.Builder
+	b.WriteString("BenchmarkGateway-2 1 1 ns/op 0.40 c1-added-p50-ms 0.70 c1-era2025-added-p50-ms 0.20 c1-direct-p50-ms 0.30 c1-era2025-direct-p50-ms " +
+		"220 c64-gateway-cpu-us/call 400 c64-direct-agent-cpu-us/call 500 c64-era2025-gateway-cpu-us/call 700 c64-era2025-direct-agent-cpu-us/call " +
+		"0.91 c64-throughput-ratio 0.85 c64-era2025-throughput-ratio 0.8 c64-era2025-throughput-ratio-min 0.9 c64-era2025-throughput-ratio-max\n")
+	for _, t := range []string{"1000", "10000"} {
+		for _, era := range []string{eraModern, eraInitialize} {
+			fmt.Fprintf(&b, "BenchmarkGatewayList/tools=%s/era=%s-2 50 4400000 ns/op 0.13 alloc-bytes/served-byte 3300000 served-bytes 5000 cpu-us/list\n", t, era)
+		}
+	}
+	for _, size := range []int{10, 100, 1000, 10000} {
+		grow := 1.0
+		if size == 10000 {
+			grow = 1.5 // the modern call grows
+		}
+		fmt.Fprintf(&b, "BenchmarkGatewayCost/tools=%d/era=2026-07-28/op=call-2 2000 1000000 ns/op %.0f alloc-bytes/req %.0f cpu-us/req\n", size, 45000*grow, 400.0)
+		fmt.Fprintf(&b, "BenchmarkGatewayCost/tools=%d/era=2026-07-28/op=discover-2 4000 600000 ns/op 472000 alloc-bytes/req 590 cpu-us/req\n", size)
+		fmt.Fprintf(&b, "BenchmarkGatewayCost/tools=%d/era=2025-11-25/op=call-2 2000 1000000 ns/op 42000 alloc-bytes/req 380 cpu-us/req\n", size)
+		fmt.Fprintf(&b, "BenchmarkGatewayCost/tools=%d/era=2025-11-25/op=ping-2 18000 120000 ns/op 14600 alloc-bytes/req 120 cpu-us/req\n", size)
+	}
+	b.WriteString("BenchmarkGatewayCost/direct/era=2025-11-25/op=ping-2 18000 120000 ns/op 4900 alloc-bytes/req 110 cpu-us/req\n")
+	b.WriteString("BenchmarkGatewayFlood-2 1 1 ns/op 9.15 list-MiB 256 gateway-memory-limit-MiB 16 flood-connections 4 flood-agents 30 quiet-calls " +
+		"5.1 quiet-alone-p50-ms 7.5 quiet-alone-p95-ms 20.4 quiet-flood-p50-ms 30 quiet-flood-p95-ms 4.0 quiet-flood/alone-p50 0 quiet-failed " +
+		"3.4 flood-lists/s 535 flood-refused/s 31 flood-MiB/s 0.12 gateway-cpu-cores 156 gateway-rss-before-MiB 188 gateway-rss-after-MiB 202.5 gateway-rss-peak-MiB 30 gateway-heap-MiB 15.6 load-avg-1m\n")
+	b.WriteString("BenchmarkGatewaySessions-2 1 1 ns/op 10000 sessions -0.04 shared-heap-KiB/session 0 shared-stack-KiB/session 8.3 shared-rss-KiB/session 0 shared-connections-held 950 shared-sessions/s " +
+		"9.8 own-heap-KiB/session 8 own-stack-KiB/session 23.4 own-rss-KiB/session 10000 own-connections-held 685 own-sessions/s\n")
+	return b.String()
+}
+
+func renderGateway(t *testing.T, out string) (string, results) {
+	t.Helper()
+	r := results{}
+	r.parse(strings.NewReader(out))
+	var b strings.Builder
+	p := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	gatewayListSection(p, r)
+	gatewayErasSection(p, r)
+	gatewayCostSection(p, r, "images/gateway-cost.svg")
+	gatewayFloodSection(p, r)
+	gatewaySessionsSection(p, r)
+	return b.String(), r
+}
+
+func TestGatewayErasCostFloodAndSessions(t *testing.T) {
+	got, r := renderGateway(t, gatewayRun())
+	for _, want := range []string{
+		"| 10000 | 2025-11-25 | 3.15 MiB | 0.13 |",
+		"| gateway CPU per call ≤ 0.6× the agents' and upstream's of a direct call (64 agents) | 0.55× **met** | 0.71× **missed** |",
+		"| p50 added latency ≤ 0.5 ms (one agent) | 0.40 ms **met** | 0.70 ms **missed** |",
+		"| 460.9 KiB **missed** | 14.3 KiB **met** |",
+		"| a tools/list allocates ≤ 2× the bytes it serves (the larger of 1,000 and 10,000 tools) | 0.13 **met** | 0.13 **met** |",
+		"A server/discover is not one of the requests the front door answers",
+		"| gateway ÷ direct throughput, 64 agents | 91% | 85% (80–90%) |",
+		"![Bytes allocated and CPU per request against the caller's catalog size, per era](images/gateway-cost.svg)",
+		"| direct (the client alone) | - | - | - | 4.8 KiB, 110 µs |",
+		"| 10,000 | 65.9 KiB, 400 µs | 41.0 KiB, 380 µs | 460.9 KiB, 590 µs | 14.3 KiB, 120 µs |",
+		"| tools/call, 2026-07-28 | 1.50× **grows** | 1.00× **flat** |",
+		"| ping, 2025-11-25 | 1.00× **flat** | 1.00× **flat** |",
+		"Targets: B's p50 during the flood ≤ 3× its p50 alone: 4.00× **missed**; none of B's calls failed: 0 **met**; the gateway's peak RSS within its 256 MiB: 202.5 MiB **met**.",
+		"| A's lists answered a second (MiB a second) | 3.4 (31.0) |",
+		"each on its own connection 23.4 KiB of resident set **missed** (17.8 KiB held in heap and stacks); the sessions alone 0.0 KiB held **met**.",
+		"| connections the gateway held open for them | 0 | 10000 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the report lacks %q:\n%s", want, got)
+		}
+	}
+
+	// The plot is well-formed SVG with a line per series and a marker per
+	// catalog size.
+	svg := costPlot(r)
+	dec := xml.NewDecoder(strings.NewReader(svg))
+	counts := map[string]int{}
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the plot is not well-formed XML: %v\n%s", err, svg)
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			counts[se.Name.Local]++
+		}
+	}
+	// Two panels of four series; markers at four sizes each.
+	if counts["svg"] != 1 || counts["polyline"] != 8 || counts["circle"] != 32 {
+		t.Errorf("the plot has %v, want 1 svg, 8 polylines and 32 circles", counts)
+	}
+	if !strings.Contains(svg, "ping target, 64 KiB") || !strings.Contains(svg, "10,000") {
+		t.Errorf("the plot lacks the target line or the axis labels:\n%s", svg)
+	}
+}
+
+func TestGatewaySectionsNotMeasured(t *testing.T) {
+	got, r := renderGateway(t, "")
+	for _, want := range []string{
+		"### What a tools/list costs the gateway\n\nNot measured",
+		"### Each era agents speak\n\nNot measured",
+		"### A request's cost against the caller's catalog\n\nNot measured",
+		"### One namespace's flood beside another's agent\n\nNot measured",
+		"### Idle sessions\n\nNot measured",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the report lacks %q:\n%s", want, got)
+		}
+	}
+	if costPlot(r) != "" {
+		t.Error("a plot was drawn without the cost scenario's figures")
+	}
+}
