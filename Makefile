@@ -164,8 +164,8 @@ fuzz: ## Run every fuzz target for FUZZTIME each.
 BENCH_COUNT   ?= 5
 BENCH_TIMEOUT ?= 45m
 .PHONY: bench
-bench: ## Run the benchmark harness (test/bench) and regenerate docs/benchmarks.md.
-	@assets=$$(hack/envtest.sh); out=$$(mktemp -d); start=$$(date +%s); \
+bench: ## Run the benchmark harness (test/bench) and regenerate docs/benchmarks.md and its plot.
+	@assets=$$(hack/envtest.sh); tsagent=$$(hack/tsagent.sh); out=$$(mktemp -d); start=$$(date +%s); \
 	trap 'rm -rf "$$out"' EXIT; \
 	echo ">> client, decode and argument rules"; \
 	$(GO) test -run '^$$' -bench '^Benchmark(Client|Decode|ArgumentRules)$$' -benchmem -count $(BENCH_COUNT) ./test/bench/ | tee $$out/micro.txt; \
@@ -178,8 +178,14 @@ bench: ## Run the benchmark harness (test/bench) and regenerate docs/benchmarks.
 	KUBEBUILDER_ASSETS=$$assets $(GO) test -run '^$$' -bench '^BenchmarkGateway$$' -benchtime 1x -timeout $(BENCH_TIMEOUT) ./test/bench/ | tee $$out/Gateway.txt || status=1; \
 	echo ">> gateway: what a tools/list allocates and costs"; \
 	KUBEBUILDER_ASSETS=$$assets $(GO) test -run '^$$' -bench '^BenchmarkGatewayList$$' -benchtime 50x -timeout $(BENCH_TIMEOUT) ./test/bench/ | tee $$out/GatewayList.txt || status=1; \
-	$(GO) run ./test/bench/report -o docs/benchmarks.md -elapsed $$(( $$(date +%s) - start ))s $$out/*.txt; \
-	echo ">> wrote docs/benchmarks.md"; exit $$status
+	echo ">> gateway: a request's cost against the caller's catalog, per era"; \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test -run '^$$' -bench '^BenchmarkGatewayCost$$' -benchtime 2s -benchmem -timeout $(BENCH_TIMEOUT) ./test/bench/ | tee $$out/GatewayCost.txt || status=1; \
+	for s in Flood Sessions; do \
+		echo ">> gateway: $$s (one process each, so that each reports its own memory)"; \
+		KUBEBUILDER_ASSETS=$$assets TSAGENT_DIR=$$tsagent $(GO) test -run '^$$' -bench "^BenchmarkGateway$$s\$$" -benchtime 1x -timeout $(BENCH_TIMEOUT) ./test/bench/ | tee $$out/Gateway$$s.txt || status=1; \
+	done; \
+	$(GO) run ./test/bench/report -o docs/benchmarks.md -svg docs/images/gateway-cost.svg -elapsed $$(( $$(date +%s) - start ))s $$out/*.txt; \
+	echo ">> wrote docs/benchmarks.md and docs/images/gateway-cost.svg"; exit $$status
 
 ##@ Build and run
 

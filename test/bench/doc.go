@@ -26,8 +26,23 @@
 //     gateway, the manager binary run as its own process on CPUs of its own
 //     (envtest behind it, reviews cached), at 1 and 64 concurrent agents:
 //     the latency the gateway adds, the share of the direct throughput it
-//     keeps and the CPU per call on each side. It skips without
+//     keeps and the CPU per call on each side; and again in the initialize
+//     era (go-sdk client sessions pinned to 2025-11-25). It skips without
 //     KUBEBUILDER_ASSETS, without two CPUs or without taskset.
+//   - BenchmarkGatewayList: what a tools/list allocates over the bytes it
+//     serves, and its CPU, in both eras, in namespaces of 1,000 and 10,000
+//     tools (a gateway in this process).
+//   - BenchmarkGatewayCost: what a call and a ping (2026-07-28: its
+//     server/discover) allocate and cost against the caller's catalog, 10
+//     to 10,000 tools, in both eras (a gateway in this process, the
+//     upstream in another); the report draws it as an SVG.
+//   - BenchmarkGatewayFlood: one namespace's TypeScript agent listing a
+//     9 MiB catalog on 16 connections beside another's calling once a
+//     second, through the gateway process run as the chart runs it: the
+//     quiet agent's latency alone and during the flood, its failures, and
+//     the gateway's peak resident set. It also skips without Node.js.
+//   - BenchmarkGatewaySessions: what 10,000 idle sessions cost the gateway
+//     process, over shared connections and each on its own.
 //   - BenchmarkArgumentRules: the gateway's rules stage on one call of a
 //     tool with five CEL rules and a fixed argument, against a tool without
 //     rules, and compiling the five. Its target is absolute (≤ 20 µs per
