@@ -42,11 +42,6 @@ const DefaultMaxRequestBytes = 1 << 20
 // gateway answers itself, newest first: those the go-sdk negotiates.
 var initializeEraVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
-// defaultInitializeEra is the revision a request of the initialize era
-// without MCP-Protocol-Version is taken to be (the transport's rule for a
-// server that cannot tell).
-const defaultInitializeEra = "2025-03-26"
-
 // message is one JSON-RPC message as the front door read it. Its members
 // are slices of body.
 type message struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -366,7 +367,7 @@ func TestArgumentBounds(t *testing.T) {
 		"brackets past the bound only": {strings.Repeat(`[`, maxArgumentDepth+1), errArgumentsTooLarge},
 	} {
 		_, _, err := arguments(json.RawMessage(c.raw))
-		if err != c.want {
+		if !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", name, err, c.want)
 		}
 	}
