@@ -67,6 +67,10 @@ func messageOf(ctx context.Context) *message {
 	return m
 }
 
+// DefaultMaxRequestBytesInFlight bounds the request bytes a replica holds
+// at once when the process has no memory limit to take a quarter of.
+const DefaultMaxRequestBytesInFlight = 64 << 20
+
 // inflight bounds the request bytes a replica holds at once, all callers
 // together and each namespace's callers together: a namespace sending
 // large bodies at once waits for its own share and cannot take the
@@ -85,7 +89,7 @@ type inflight struct {
 // maxRequest bytes.
 func newInflight(total, maxRequest int64) *inflight {
 	if total <= 0 {
-		total = 64 << 20
+		total = DefaultMaxRequestBytesInFlight
 		if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
 			total = limit / 4
 		}

@@ -122,7 +122,7 @@ func gatewayOptions(ready chan<- string) manager.Options {
 	opts.GatewayAudit = audit
 	opts.GatewayReady = ready
 	opts.GatewayApprovalKeySecret = keyNamespace + "/approval-key"
-	opts.GatewayNow = clock.now
+	opts.GatewayClock = clock
 	opts.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	return opts
 }
@@ -173,6 +173,10 @@ func (c *testClock) now() time.Time {
 	defer c.mu.Unlock()
 	return time.Now().Add(c.offset)
 }
+
+// Now and Since make it a clock.PassiveClock.
+func (c *testClock) Now() time.Time                  { return c.now() }
+func (c *testClock) Since(t time.Time) time.Duration { return c.now().Sub(t) }
 
 // advance moves the clock forward until the spec ends.
 func (c *testClock) advance(d time.Duration) {
