@@ -146,7 +146,7 @@ func (c *commandLine) bindGateway(fs *flag.FlagSet) {
 	fs.Var(bytesVar(&o.GatewayMaxRequestBytes), "gateway-max-request-bytes", `Largest request body the gateway reads (e.g. "4Mi"); a larger one is refused with 413 before any of it is decoded.`)
 	// The gateway keeps its fallback (64Mi) unexported: the usage below
 	// repeats it until gateway exports it.
-	fs.Var(bytesVar(&o.GatewayMaxRequestBytesInFlight), "gateway-max-request-bytes-in-flight", `Request bytes one gateway replica holds at once, each namespace at most half (e.g. "64Mi"); 0 means a quarter of GOMEMLIMIT when set, else 64Mi.`)
+	fs.Var(bytesVar(&o.GatewayMaxRequestBytesInFlight), "gateway-max-request-bytes-in-flight", `Request bytes one gateway replica holds at once, each namespace at most half (e.g. "64Mi"); 0 means a quarter of GOMEMLIMIT when set, else `+fmt.Sprint(resource.NewQuantity(gateway.DefaultMaxRequestBytesInFlight, resource.BinarySI))+`.`)
 	fs.DurationVar(&o.GatewayListTTL, "gateway-list-ttl", gateway.DefaultListTTL, "How long an agent may use a tools/list result without asking again (ttlMs).")
 	fs.DurationVar(&o.GatewayCredentialTTL, "gateway-credential-cache-ttl", credentials.DefaultCacheTTL, "How long the gateway keeps a credential Secret it read before reading it again (a rotation is used within it).")
 }
