@@ -160,7 +160,11 @@ func BenchmarkGatewayFlood(b *testing.B) {
 					return err
 				}
 				if res.Connect.Error != nil || len(res.Steps) != 1 || res.Steps[0].Error != nil {
-					return fmt.Errorf("a flooding agent: connect %v, %+v", res.Connect.Error, res.Steps)
+					connect := "ok"
+					if res.Connect.Error != nil {
+						connect = res.Connect.Error.Error()
+					}
+					return fmt.Errorf("a flooding agent: connect %s, %+v", connect, res.Steps)
 				}
 				outcomes[i] = res.Steps[0]
 				return nil
