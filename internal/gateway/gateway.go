@@ -134,6 +134,9 @@ type Gateway struct {
 	// initialized holds the result of an initialize, per revision
 	// (wire.go).
 	initialized map[string][]byte
+	// discovered holds the result of server/discover without and with
+	// listChanged (wire.go).
+	discovered [2][]byte
 	// eraAnswers counts the requests of the initialize era the front door
 	// answered; noInitializeEra leaves them all to the SDK (tests compare
 	// the two).

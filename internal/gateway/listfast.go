@@ -179,13 +179,19 @@ type readCloser struct {
 // the revision's _meta (its version, the client's name and version, and
 // its capabilities), with nothing else anywhere.
 func plainListRequest(body []byte) (json.RawMessage, bool) {
+	return plainMetaRequest(body, "tools/list")
+}
+
+// plainMetaRequest returns the id of body when it is a request of method
+// of that plain shape.
+func plainMetaRequest(body []byte, method string) (json.RawMessage, bool) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	var req listRequest
 	if dec.Decode(&req) != nil || len(bytes.TrimSpace(body[dec.InputOffset():])) != 0 {
 		return nil, false
 	}
-	if req.JSONRPC != "2.0" || req.Method != "tools/list" || !simpleID.Match(req.ID) ||
+	if req.JSONRPC != "2.0" || req.Method != method || !simpleID.Match(req.ID) ||
 		req.Params == nil || req.Params.Meta == nil || req.Params.Meta.ProtocolVersion != modernProtocol ||
 		req.Params.Meta.ClientInfo == nil || req.Params.Meta.ClientInfo.Name == "" || req.Params.Meta.ClientCapabilities == nil {
 		return nil, false

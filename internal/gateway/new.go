@@ -56,6 +56,7 @@ func New(o Options) (*Gateway, error) {
 	g.denials = newDenials(o.DenialWindow)
 	g.listPrefix, g.eraListPrefix = g.buildListPrefix(), g.buildEraListPrefix()
 	g.initialized = g.buildInitialized()
+	g.discovered = g.buildDiscovered()
 	g.inflight = newInflight(o.MaxRequestBytesInFlight, g.maxRequestBytes())
 	g.textResultPrefix = g.buildTextResultPrefix()
 	g.lists.maxBytes = o.ListCacheBytes

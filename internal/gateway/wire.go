@@ -273,6 +273,8 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, m *message) boo
 			return g.serveCall(w, r, m, info, id)
 		case "tools/list":
 			return g.serveList(w, r, m, id)
+		case methodDiscover:
+			return g.serveDiscover(w, r, m)
 		}
 		return false
 	}
@@ -422,4 +424,54 @@ func writeResponse(w http.ResponseWriter, id json.RawMessage, msg []byte, ok boo
 	b = append(b, '}')
 	_, _ = w.Write(b)
 	return size
+}
+
+const methodDiscover = "server/discover"
+
+// serveDiscover answers a 2026-07-28 server/discover of the plain shape:
+// what the gateway is and speaks, the same for every caller, as the SDK
+// answers it (listChanged declared while the gateway tells agents of
+// changes).
+func (g *Gateway) serveDiscover(w http.ResponseWriter, r *http.Request, m *message) bool {
+	if g.noInitializeEra.Load() || m.era != modernProtocol || r.Header.Get("Mcp-Method") != methodDiscover || r.Header.Get("Mcp-Name") != "" {
+		return false
+	}
+	reqID, ok := plainMetaRequest(m.body, methodDiscover)
+	if !ok {
+		return false
+	}
+	result := g.discovered[0]
+	if g.changes.running.Load() {
+		result = g.discovered[1]
+	}
+	writeResult(w, reqID, result)
+	g.eraAnswers.Add(1)
+	return true
+}
+
+// buildDiscovered encodes the result of server/discover as the SDK
+// encodes it for this gateway, without listChanged and with it.
+func (g *Gateway) buildDiscovered() [2][]byte {
+	var out [2][]byte
+	var c sdk.Cacheable
+	g.setCacheable(context.Background(), &sdk.ServerRequest[*sdk.DiscoverParams]{}, &c)
+	for i, listChanged := range []bool{false, true} {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		caps := `{"tools":{}}`
+		if listChanged {
+			caps = `{"tools":{"listChanged":true}}`
+		}
+		_ = enc.Encode(struct {
+			ResultType        string          `json:"resultType"`
+			Meta              map[string]any  `json:"_meta"`
+			TTLMs             int             `json:"ttlMs"`
+			CacheScope        string          `json:"cacheScope"`
+			SupportedVersions []string        `json:"supportedVersions"`
+			Capabilities      json.RawMessage `json:"capabilities"`
+		}{"complete", map[string]any{sdk.MetaKeyServerInfo: g.implementation()}, c.TTLMs, c.CacheScope, sdk.SupportedProtocolVersions(), json.RawMessage(caps)})
+		out[i] = bytes.TrimRight(buf.Bytes(), "\n")
+	}
+	return out
 }

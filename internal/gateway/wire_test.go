@@ -463,3 +463,49 @@ func TestRequestBytesInFlightAreSharedPerNamespace(t *testing.T) {
 		t.Errorf("%d bytes still held after every request ended", g.inflight.held)
 	}
 }
+
+func discoverBody(id string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"server/discover","params":{"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"agent","version":"1"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{}}}}`
+}
+
+// server/discover, 2026-07-28's nearest to a ping, is answered by the
+// gateway's own code byte for byte as the SDK answers it, with and
+// without list changes told, for a version that JSON must escape; it
+// allocates at most 64 KiB however large the caller's catalog (the SDK's
+// server for it allocated 461 KiB).
+func TestDiscoverMatchesTheSDK(t *testing.T) {
+	up := callUpstream(t)
+	tools, allow := bigCatalog(t, 60, 70<<10)
+	g, hs := catalogGatewayWith(t, up.URL, nil, allow, 0, func(o *Options) { o.Version = `v1.2.3<&>` }, tools...)
+	for _, told := range []bool{false, true} {
+		g.changes.running.Store(told)
+		for _, id := range []string{`1`, `"abc"`} {
+			g.noInitializeEra.Store(false)
+			before := g.eraAnswers.Load()
+			own := postMCP(t, hs.URL, "server/discover", "", obsToken, discoverBody(id))
+			if g.eraAnswers.Load() != before+1 {
+				t.Fatalf("told %v, id %s: not answered by the gateway's own code: %+v", told, id, own)
+			}
+			g.noInitializeEra.Store(true)
+			sdkAnswer := postMCP(t, hs.URL, "server/discover", "", obsToken, discoverBody(id))
+			if own != sdkAnswer {
+				t.Errorf("told %v, id %s: the gateway's answer differs from the SDK's:\n own: %+v\n sdk: %+v", told, id, own, sdkAnswer)
+			}
+		}
+	}
+	g.noInitializeEra.Store(false)
+	per, recs := allocatedPerRequest(t, g.Handler(), 20, func() *http.Request {
+		req := eraRequest(modernProtocol, discoverBody("1"))
+		req.Header.Set("Mcp-Method", "server/discover")
+		return req
+	})
+	if recs[0].Code != http.StatusOK {
+		t.Fatalf("server/discover: %d %s", recs[0].Code, recs[0].Body)
+	}
+	if per > 64<<10 {
+		t.Errorf("server/discover allocated %d bytes per request, want at most 64 KiB", per)
+	}
+}
