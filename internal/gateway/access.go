@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"k8s.io/utils/clock"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 )
@@ -56,6 +57,8 @@ type SubjectAccessReviewAuthorizer struct {
 	// taking another namespace's.
 	NamespaceRate  rate.Limit
 	NamespaceBurst int
+	// Clock is the clock answers expire by; nil is the real one.
+	Clock clock.PassiveClock
 
 	once   sync.Once
 	authz  authorizer.Authorizer
@@ -104,7 +107,7 @@ func (a *SubjectAccessReviewAuthorizer) space(namespace string) *accessSpace {
 		if burst <= 0 {
 			burst = DefaultNamespaceReviewBurst
 		}
-		s = &accessSpace{answers: cache.NewLRUExpireCache(maxAccessAnswers), lim: rate.NewLimiter(limit, burst)}
+		s = &accessSpace{answers: cache.NewLRUExpireCacheWithClock(maxAccessAnswers, realOr(a.Clock)), lim: rate.NewLimiter(limit, burst)}
 		a.spaces[namespace] = s
 	}
 	return s

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
 
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
@@ -120,7 +121,7 @@ func (b Budgets) withDefaults() Budgets {
 // namespace that made a request.
 type budgeter struct {
 	b   Budgets
-	now func() time.Time
+	clk clock.PassiveClock
 
 	mu       sync.Mutex
 	accounts buckets
@@ -137,10 +138,10 @@ type budgeter struct {
 
 type budgetKey struct{ scope, name string }
 
-func newBudgeter(b Budgets, now func() time.Time) *budgeter {
+func newBudgeter(b Budgets, clk clock.PassiveClock) *budgeter {
 	b = b.withDefaults()
 	return &budgeter{
-		b: b, now: now,
+		b: b, clk: realOr(clk),
 		accounts: buckets{limit: b.ServiceAccountRate, burst: b.ServiceAccountBurst, m: map[string]*bucketEntry{}},
 		spaces:   buckets{limit: b.NamespaceRate, burst: b.NamespaceBurst, m: map[string]*bucketEntry{}},
 
@@ -200,7 +201,7 @@ type overBudget struct {
 // concurrency budgets; release gives the places back. A request refused
 // by one budget takes nothing from the other.
 func (b *budgeter) admit(id *Identity, inFlight bool) (release func(), refused *overBudget) {
-	now := clock(b.now)
+	now := b.clk.Now()
 	sa, ns := budgetKey{BudgetServiceAccount, id.Namespace + "/" + id.ServiceAccount}, budgetKey{BudgetNamespace, id.Namespace}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -256,7 +257,7 @@ func (b *budgeter) admit(id *Identity, inFlight bool) (release func(), refused *
 // charge takes n bytes answered to id from its ServiceAccount's and its
 // namespace's byte budgets, into debt if need be.
 func (b *budgeter) charge(id *Identity, n int) {
-	now := clock(b.now)
+	now := b.clk.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, d := range []struct {

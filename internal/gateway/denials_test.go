@@ -29,7 +29,7 @@ func TestRepeatedDenialsCannotFloodTheAuditSink(t *testing.T) {
 	sink := &recordingSink{}
 	o := completeOptions()
 	o.Audit = sink
-	o.Now = clk.now
+	o.Clock = clk
 	o.Authn = tokenTable{"noisy": noisyIdentity, "quiet": quietIdentity}
 	o.Budgets = Budgets{ServiceAccountRate: 0.0001, ServiceAccountBurst: 1}
 	g, err := New(o)
@@ -53,7 +53,7 @@ func TestRepeatedDenialsCannotFloodTheAuditSink(t *testing.T) {
 		t.Errorf("aggregated refusals went up by %v, want 499", got)
 	}
 	// The first denial of another caller is written at once.
-	g.budgets = newBudgeter(Budgets{ServiceAccountRate: 0.0001, ServiceAccountBurst: 1}, clk.now)
+	g.budgets = newBudgeter(Budgets{ServiceAccountRate: 0.0001, ServiceAccountBurst: 1}, clk)
 	listTools(g, "quiet")
 	listTools(g, "quiet")
 	if got := deniedRecords(sink); len(got) != 2 || got[1].Caller != quietIdentity.Username {

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
@@ -108,7 +109,8 @@ type Options struct {
 	// namespace. A caller of another namespace is answered 421 before any
 	// work (pool.go).
 	Namespaces []string
-	Now        func() time.Time
+	// Clock is the gateway's clock; nil is the real one.
+	Clock clock.PassiveClock
 }
 
 // Gateway is the MCP endpoint agents call. New builds it complete; it is
@@ -203,12 +205,13 @@ const (
 	EventApprovalRequested = "ApprovalRequested"
 )
 
-func (g *Gateway) now() time.Time { return clock(g.Now) }
+func (g *Gateway) now() time.Time { return realOr(g.Clock).Now() }
 
-// clock is the time now, read from f when a test set one.
-func clock(f func() time.Time) time.Time {
-	if f != nil {
-		return f()
+// realOr is c, or the real clock when c is nil (a clock a test did not
+// set).
+func realOr(c clock.PassiveClock) clock.PassiveClock {
+	if c == nil {
+		return clock.RealClock{}
 	}
-	return time.Now()
+	return c
 }

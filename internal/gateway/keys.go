@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"k8s.io/utils/clock"
 	"sync"
 	"time"
 
@@ -60,7 +61,8 @@ type SecretKeys struct {
 	Reader client.Reader
 	Secret types.NamespacedName
 	TTL    time.Duration
-	Now    func() time.Time
+	// Clock is the clock expiry is judged by; nil is the real one.
+	Clock clock.PassiveClock
 
 	mu      sync.Mutex
 	keys    KeySet
@@ -69,7 +71,7 @@ type SecretKeys struct {
 
 // Keys implements KeySource.
 func (s *SecretKeys) Keys(ctx context.Context, fresh bool) (KeySet, error) {
-	now := clock(s.Now)
+	now := realOr(s.Clock).Now()
 	ttl := s.TTL
 	if ttl <= 0 {
 		ttl = time.Minute

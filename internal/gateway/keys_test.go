@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	testingclock "k8s.io/utils/clock/testing"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,8 @@ func TestADeletedKeySecretRevokesTheKeysAReplicaCached(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	for _, deleteIt := range []bool{true, false} {
 		c := fake.NewClientBuilder().WithObjects(secret()).Build()
-		keys := &SecretKeys{Reader: c, Secret: name, TTL: time.Minute, Now: func() time.Time { return now }}
+		clk := testingclock.NewFakePassiveClock(now)
+		keys := &SecretKeys{Reader: c, Secret: name, TTL: time.Minute, Clock: clk}
 		a := approver{keys: keys}
 		s := sampleState()
 		s.Expires = now.Add(approvalWindow).Unix()
@@ -46,6 +48,7 @@ func TestADeletedKeySecretRevokesTheKeysAReplicaCached(t *testing.T) {
 			}
 		}
 		now = now.Add(time.Minute + time.Second)
+		clk.SetTime(now)
 		if err := a.verify(ctx, token, s, now); err == nil {
 			t.Errorf("deleted %t: a state signed with the revoked key still verifies", deleteIt)
 		}

@@ -52,7 +52,7 @@ func New(o Options) (*Gateway, error) {
 		g.approvalKeys = StaticKeys{Current: key}
 	}
 	g.bad = newBadTokens(o.UnauthenticatedRate, o.UnauthenticatedBurst, 0)
-	g.budgets = newBudgeter(o.Budgets, o.Now)
+	g.budgets = newBudgeter(o.Budgets, o.Clock)
 	g.denials = newDenials(o.DenialWindow)
 	g.listPrefix, g.eraListPrefix = g.buildListPrefix(), g.buildEraListPrefix()
 	g.initialized = g.buildInitialized()
@@ -96,7 +96,7 @@ func New(o Options) (*Gateway, error) {
 	route := g.front(sdkPath)
 	verified := auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{})(g.served(g.budgeted(route)))
 	mux := http.NewServeMux()
-	mux.Handle(Path, g.bad.middleware(g.now, reviewUnavailable(verified)))
+	mux.Handle(Path, g.bad.middleware(realOr(o.Clock), reviewUnavailable(verified)))
 	g.handler = mux
 	return g, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	testingclock "k8s.io/utils/clock/testing"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -544,7 +545,7 @@ func TestSweepReportsApprovalsByState(t *testing.T) {
 		// Expired long ago: deleted by this sweep, so no longer counted.
 		approval("gone", mcpv1alpha1.CallPending, -2*time.Hour, false),
 	).Build()
-	s := &ApprovalSweeper{Client: c, Now: func() time.Time { return now }}
+	s := &ApprovalSweeper{Client: c, Clock: testingclock.NewFakePassiveClock(now)}
 	if n, err := s.Sweep(context.Background()); err != nil || n != 1 {
 		t.Fatalf("Sweep() = %d, %v; want 1 deleted", n, err)
 	}

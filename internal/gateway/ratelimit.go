@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
 
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
@@ -184,7 +185,7 @@ func bearer(r *http.Request) string {
 // review more often than its bucket allows, before it is looked at again.
 // It consults only the presented token's own record: no other client's
 // failures, and no address, can refuse it.
-func (b *badTokens) middleware(now func() time.Time, next http.Handler) http.Handler {
+func (b *badTokens) middleware(clk clock.PassiveClock, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token := bearer(r)
 		if token == "" {
@@ -197,7 +198,7 @@ func (b *badTokens) middleware(now func() time.Time, next http.Handler) http.Han
 			next.ServeHTTP(w, r)
 			return
 		}
-		if over, wait := b.exhausted(b.fingerprint(token), now()); over {
+		if over, wait := b.exhausted(b.fingerprint(token), clk.Now()); over {
 			metrics.GatewayRefusals.WithLabelValues(RefusedRateLimited).Inc()
 			tooMany(w, wait, "too many requests with a token that failed authentication")
 			return

@@ -61,6 +61,10 @@ func (c *manualClock) now() time.Time {
 	return c.t
 }
 
+// Now and Since make it a clock.PassiveClock.
+func (c *manualClock) Now() time.Time                  { return c.now() }
+func (c *manualClock) Since(t time.Time) time.Duration { return c.now().Sub(t) }
+
 func (c *manualClock) add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -121,7 +125,7 @@ func TestARepeatedBadTokenIsLimitedAndNotReviewedAgain(t *testing.T) {
 	authn := &countingAuthn{tokenTable: tokenTable{"good": botIdentity}}
 	o := completeOptions()
 	o.Authn = authn
-	o.Now = clk.now
+	o.Clock = clk
 	o.UnauthenticatedRate, o.UnauthenticatedBurst = 0.5, 3
 	g, err := New(o)
 	if err != nil {

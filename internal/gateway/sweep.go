@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"k8s.io/utils/clock"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,7 +28,8 @@ type ApprovalSweeper struct {
 	Keep time.Duration
 	// Interval between sweeps; 0 means five minutes.
 	Interval time.Duration
-	Now      func() time.Time
+	// Clock is the clock expiry is judged by; nil is the real one.
+	Clock clock.PassiveClock
 }
 
 // One sweep reads at most sweepPages pages of sweepPage approvals.
@@ -63,7 +65,7 @@ func (s *ApprovalSweeper) Start(ctx context.Context) error {
 // first sweepPages pages of each namespace swept, and reports how many it
 // deleted.
 func (s *ApprovalSweeper) Sweep(ctx context.Context) (int, error) {
-	now := clock(s.Now)
+	now := realOr(s.Clock).Now()
 	keep := s.Keep
 	if keep <= 0 {
 		keep = time.Hour

@@ -184,7 +184,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		if !ok || ns == "" || name == "" {
 			return fmt.Errorf("%w: the approval key Secret must be given as namespace/name", gateway.ErrBadKeySecret)
 		}
-		keys = &gateway.SecretKeys{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: ns, Name: name}, Now: gatewayClock.Now}
+		keys = &gateway.SecretKeys{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: ns, Name: name}, Clock: gatewayClock}
 	}
 	// Reviews go through a client of their own, with its own rate: a flood
 	// of callers waits for reviews, not the controllers for the API
@@ -225,7 +225,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		ApprovalPolicy: opts.GatewayApprovalPolicy,
 		ApprovalTTL:    opts.GatewayApprovalTTL,
 		ApprovalURL:    approvalURL(opts.GatewayApprovalURL, mgr.GetConfig().Host),
-		Now:            gatewayClock.Now,
+		Clock:          gatewayClock,
 		Stateless:      opts.GatewayStateless,
 		Budgets:        opts.GatewayBudgets,
 		DenialWindow:   opts.GatewayDenialWindow,
@@ -243,7 +243,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	if err != nil {
 		return fmt.Errorf("building the gateway: %w", err)
 	}
-	if err := mgr.Add(&gateway.ApprovalSweeper{Client: approvals, Namespaces: opts.WatchNamespaces, Now: gatewayClock.Now}); err != nil {
+	if err := mgr.Add(&gateway.ApprovalSweeper{Client: approvals, Namespaces: opts.WatchNamespaces, Clock: gatewayClock}); err != nil {
 		return fmt.Errorf("adding the approval sweeper: %w", err)
 	}
 	if err := mgr.Add(&gateway.DenialFlusher{Gateway: gw}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	testingclock "k8s.io/utils/clock/testing"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -428,7 +429,7 @@ var _ = Describe("Approval by a person", func() {
 		Expect(e.ElicitationID).NotTo(Equal(ns+"/"+name), "an expired approval is not used; the call waits for a new one")
 		Expect(docs.Calls(echo)).To(BeZero())
 
-		sweeper := &gateway.ApprovalSweeper{Client: k8sClient, Now: func() time.Time { return time.Now().Add(gateway.DefaultApprovalTTL + 2*time.Hour) }}
+		sweeper := &gateway.ApprovalSweeper{Client: k8sClient, Clock: testingclock.NewFakePassiveClock(time.Now().Add(gateway.DefaultApprovalTTL + 2*time.Hour))}
 		_, err := sweeper.Sweep(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(approvals(ns)).To(BeEmpty(), "both the expired and the newer one are past expiry plus the hour kept")
