@@ -99,16 +99,26 @@ func postList(t *testing.T, url, body string) listAnswer {
 // when it is not empty) with token, and returns the answer.
 func postMCP(t *testing.T, url, method, name, token, body string) listAnswer {
 	t.Helper()
+	headers := map[string]string{"MCP-Protocol-Version": modernProtocol, "Mcp-Method": method}
+	if name != "" {
+		headers["Mcp-Name"] = name
+	}
+	return postHeaders(t, url, token, body, headers)
+}
+
+// postHeaders posts body to the MCP endpoint at url as a client of the
+// transport does, with token and the given headers, and returns the
+// answer.
+func postHeaders(t *testing.T, url, token, body string, headers map[string]string) listAnswer {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url+Path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", modernProtocol)
-	req.Header.Set("Mcp-Method", method)
-	if name != "" {
-		req.Header.Set("Mcp-Name", name)
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)

@@ -78,8 +78,11 @@ func newBadTokens(limit rate.Limit, burst int, ttl time.Duration) *badTokens {
 	return &badTokens{limit: limit, burst: burst, ttl: ttlOr(ttl, DefaultDenyTTL), max: maxBadTokens, key: key, entries: map[fingerprint]*badToken{}}
 }
 
-func (b *badTokens) fingerprint(token string) fingerprint {
-	m := hmac.New(sha256.New, b.key)
+func (b *badTokens) fingerprint(token string) fingerprint { return fingerprintOf(b.key, token) }
+
+// fingerprintOf is token's fingerprint under key.
+func fingerprintOf(key []byte, token string) fingerprint {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte(token))
 	var fp fingerprint
 	copy(fp[:], m.Sum(nil))

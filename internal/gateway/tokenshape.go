@@ -2,9 +2,7 @@ package gateway
 
 import (
 	"bytes"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -151,13 +149,7 @@ func newKnownTokens(limit rate.Limit, burst int) *knownTokens {
 	return &knownTokens{key: key, lim: rate.NewLimiter(limit, burst), entries: map[fingerprint]time.Time{}}
 }
 
-func (k *knownTokens) fingerprint(token string) fingerprint {
-	m := hmac.New(sha256.New, k.key)
-	m.Write([]byte(token))
-	var fp fingerprint
-	copy(fp[:], m.Sum(nil))
-	return fp
-}
+func (k *knownTokens) fingerprint(token string) fingerprint { return fingerprintOf(k.key, token) }
 
 // mayReview reports whether token may be reviewed now: always when it
 // has authenticated before, otherwise within the new-token rate.

@@ -204,13 +204,20 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 // a JSON-RPC error without an id (the message was not read).
 func (g *Gateway) refuseTooLarge(w http.ResponseWriter, limit int64) {
 	metrics.GatewayRefusals.WithLabelValues(RefusedTooLarge).Inc()
-	body := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"the request body is larger than the gateway accepts (` +
-		strconv.FormatInt(limit, 10) + ` bytes)"}}`
+	w.Header().Set("Connection", "close")
+	writeUnread(w, http.StatusRequestEntityTooLarge, -32600,
+		"the request body is larger than the gateway accepts ("+strconv.FormatInt(limit, 10)+" bytes)")
+}
+
+// writeUnread answers a request whose message was not read: status, and
+// a JSON-RPC error without an id.
+func writeUnread(w http.ResponseWriter, status, code int, message string) {
+	msg, _ := json.Marshal(message)
+	body := `{"jsonrpc":"2.0","id":null,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(msg) + `}}`
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("Connection", "close")
-	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	w.WriteHeader(status)
 	_, _ = io.WriteString(w, body)
 }
 
@@ -219,13 +226,9 @@ func (g *Gateway) refuseTooLarge(w http.ResponseWriter, limit int64) {
 // should wait out.
 func (g *Gateway) refuseBytesInFlight(w http.ResponseWriter) {
 	metrics.GatewayRefusals.WithLabelValues(RefusedBytesInFlight).Inc()
-	body := `{"jsonrpc":"2.0","id":null,"error":{"code":-32029,"message":"the gateway holds as many request bytes of the caller's namespace as it may at once; retry later"}}`
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("Retry-After", "1")
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = io.WriteString(w, body)
+	w.Header().Set("Retry-After", "1")
+	writeUnread(w, http.StatusServiceUnavailable, budgetErrorCode,
+		"the gateway holds as many request bytes of the caller's namespace as it may at once; retry later")
 }
 
 // RefusedTooLarge: a request's body was larger than the gateway accepts.

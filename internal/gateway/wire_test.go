@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -27,26 +26,11 @@ import (
 // MCP-Protocol-Version, none when empty) and returns the answer.
 func postEra(t *testing.T, url, version, body string) listAnswer {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url+Path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	headers := map[string]string{}
 	if version != "" {
-		req.Header.Set("MCP-Protocol-Version", version)
+		headers["MCP-Protocol-Version"] = version
 	}
-	req.Header.Set("Authorization", "Bearer "+obsToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return listAnswer{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"), string(b)}
+	return postHeaders(t, url, obsToken, body, headers)
 }
 
 func eraCallBody(id, name, args string) string {
@@ -390,10 +374,7 @@ func TestAListIsChargedByTheBytesItServes(t *testing.T) {
 	g, _ := catalogGatewayWith(t, up.URL, nil, allow, 0, func(o *Options) {
 		o.Stateless = true
 		o.Budgets = Budgets{NamespaceBytesRate: 1 << 10, NamespaceBytesBurst: 64 << 10}
-		o.Authn = tokenTable{
-			obsToken: {Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: obsNS, ServiceAccount: "agent"},
-			"other":  {Username: "system:serviceaccount:other:agent", UID: "u2", Namespace: "other", ServiceAccount: "agent"},
-		}
+		o.Authn = twoNamespaces()
 	}, tools...)
 	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
 	rec := httptest.NewRecorder()
@@ -428,10 +409,7 @@ func TestRequestBytesInFlightAreSharedPerNamespace(t *testing.T) {
 		o.Stateless = true
 		o.MaxRequestBytes = 1 << 10
 		o.MaxRequestBytesInFlight = 4 << 10
-		o.Authn = tokenTable{
-			obsToken: {Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: obsNS, ServiceAccount: "agent"},
-			"other":  {Username: "system:serviceaccount:other:agent", UID: "u2", Namespace: "other", ServiceAccount: "agent"},
-		}
+		o.Authn = twoNamespaces()
 	})
 	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
 	share := g.inflight.perNamespace
@@ -507,5 +485,14 @@ func TestDiscoverMatchesTheSDK(t *testing.T) {
 	}
 	if per > 64<<10 {
 		t.Errorf("server/discover allocated %d bytes per request, want at most 64 KiB", per)
+	}
+}
+
+// twoNamespaces authenticates the agent of obsNS by obsToken and one of
+// the namespace other by "other".
+func twoNamespaces() tokenTable {
+	return tokenTable{
+		obsToken: {Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: obsNS, ServiceAccount: "agent"},
+		"other":  {Username: "system:serviceaccount:other:agent", UID: "u2", Namespace: "other", ServiceAccount: "agent"},
 	}
 }
