@@ -160,17 +160,15 @@ func (g *Gateway) front(sdkPath http.Handler) http.Handler {
 			if !ok {
 				return
 			}
-			r.Body = readCloser{Reader: bytes.NewReader(body), Closer: r.Body}
 			if m := readMessage(body); m != nil {
 				m.era = r.Header.Get("MCP-Protocol-Version")
 				ctx = context.WithValue(ctx, messageKey{}, m)
-				r = r.WithContext(ctx)
-				if g.answer(w, r, m) {
+				if g.answer(w, r.WithContext(ctx), m) {
 					return
 				}
-				// The SDK reads the body again.
-				r.Body = readCloser{Reader: bytes.NewReader(body), Closer: r.Body}
 			}
+			// The SDK reads the body again, from what was read.
+			r.Body = readCloser{Reader: bytes.NewReader(body), Closer: r.Body}
 		}
 		sdkPath.ServeHTTP(w, r.WithContext(ctx))
 	})
