@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/version"
 )
@@ -34,7 +35,7 @@ func main() {
 		os.Exit(1)
 	}
 	if c.auditPath != "-" {
-		f, err := gateway.OpenAuditFile(c.auditPath)
+		f, err := audit.OpenAuditFile(c.auditPath)
 		if err != nil {
 			log.Error(err, "opening the gateway audit log")
 			os.Exit(1)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/mcp-catalog/operator/internal/credentials"
@@ -78,7 +80,7 @@ func asRead(o manager.Options) manager.Options {
 		}
 	}
 	or(&o.GatewayApprovalTTL, gateway.DefaultApprovalTTL)    // gateway/approval.go
-	or(&o.GatewayAuditTimeout, gateway.DefaultAuditTimeout)  // gateway.NewJSONLinesTimeout
+	or(&o.GatewayAuditTimeout, audit.DefaultAuditTimeout)    // gateway.NewJSONLinesTimeout
 	or(&o.GatewayDenialWindow, gateway.DefaultDenialWindow)  // gateway.newDenials
 	or(&o.GatewayListTTL, gateway.DefaultListTTL)            // gateway.listTTL
 	or(&o.GatewayCredentialTTL, credentials.DefaultCacheTTL) // credentials.CachedReader.store

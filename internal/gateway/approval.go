@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,7 +50,7 @@ func (g *Gateway) approve(ctx context.Context, req *sdk.CallToolRequest, id *Ide
 		if answer := g.byClient(ctx, req, id, c); answer != nil {
 			// A question for the client's user, unless a refusal already
 			// said otherwise.
-			c.obs.end(OutcomeDenied, DenyApprovalPending)
+			c.obs.end(audit.OutcomeDenied, audit.DenyApprovalPending)
 			return answer, nil
 		}
 	} else {
@@ -155,13 +157,13 @@ func (g *Gateway) sealed(ctx context.Context, a *mcpv1alpha1.McpCallApproval) bo
 func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Identity, c *callScope) personResult {
 	rec, t := c.rec, c.tool
 	if g.Approvals == nil {
-		return personResult{answer: g.deny(ctx, rec, t, DenyApprovalNoChannel, "", "this tool needs a person's approval for every call, and this gateway has no approvals configured; the call was not made")}
+		return personResult{answer: g.deny(ctx, rec, t, audit.DenyApprovalNoChannel, "", "this tool needs a person's approval for every call, and this gateway has no approvals configured; the call was not made")}
 	}
 	if missing, err := g.admission.missingPart(ctx, g.now()); err != nil {
 		return personResult{err: err}
 	} else if missing != "" {
 		logging.FromContext(ctx, logging.Gateway).Error(nil, "refusing calls that need a person's approval: the admission policy is not in force", "missing", missing)
-		return personResult{answer: g.deny(ctx, rec, t, DenyApprovalNoChannel, DetailAdmissionPolicyMissing,
+		return personResult{answer: g.deny(ctx, rec, t, audit.DenyApprovalNoChannel, audit.DetailAdmissionPolicyMissing,
 			"this tool needs a person's approval for every call, and "+missing+": without it an approval cannot be trusted (the caller could decide its own), so none is used; the call was not made")}
 	}
 	if resp, ok := req.Params.InputResponses[approvalInput]; ok {
@@ -169,7 +171,7 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Id
 		// to see the approval or gave up waiting. Only the McpCallApproval
 		// decides; a client that declines stops waiting.
 		if r, ok := resp.(*sdk.ElicitResult); !ok || r.Action != "accept" {
-			return personResult{answer: g.deny(ctx, rec, t, DenyApprovalDeclined, "", "the client stopped waiting for approval; the call was not made")}
+			return personResult{answer: g.deny(ctx, rec, t, audit.DenyApprovalDeclined, "", "the client stopped waiting for approval; the call was not made")}
 		}
 	}
 	now := g.now()
@@ -222,7 +224,7 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Id
 		// server answers 409 and this call is refused.
 		if err := g.Approvals.Status().Update(ctx, consumed); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return personResult{answer: g.deny(ctx, rec, t, DenyApprovalDeclined, "", "this approval was already used for a call, and every call needs its own; the call was not made")}
+				return personResult{answer: g.deny(ctx, rec, t, audit.DenyApprovalDeclined, "", "this approval was already used for a call, and every call needs its own; the call was not made")}
 			}
 			return personResult{err: fmt.Errorf("using call approval %s: %w", approved.Name, err)}
 		}
@@ -234,12 +236,12 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Id
 		if denied.Spec.Reason != "" {
 			msg += ": " + denied.Spec.Reason
 		}
-		return personResult{answer: g.deny(ctx, rec, t, DenyApprovalDeclined, "", msg+"; it was not made")}
+		return personResult{answer: g.deny(ctx, rec, t, audit.DenyApprovalDeclined, "", msg+"; it was not made")}
 	case pending != nil:
 		return g.waitFor(ctx, req, rec, c.offer(), pending)
 	}
 	if undecided >= maxPendingPerCaller {
-		return personResult{answer: g.deny(ctx, rec, t, DenyApprovalNoChannel, "", fmt.Sprintf("the caller already has %d calls waiting for approval; the call was not made", undecided))}
+		return personResult{answer: g.deny(ctx, rec, t, audit.DenyApprovalNoChannel, "", fmt.Sprintf("the caller already has %d calls waiting for approval; the call was not made", undecided))}
 	}
 	a, err := g.newApproval(ctx, id, c, at, key, now)
 	if err != nil {
@@ -342,16 +344,16 @@ func (g *Gateway) approvalURL(ns, name string) string {
 // waitFor tells the agent that the call waits for approval a, the way its
 // protocol revision and capabilities allow, and records that the call was
 // not made.
-func (g *Gateway) waitFor(ctx context.Context, req *sdk.CallToolRequest, rec Record, o toolOffer, a *mcpv1alpha1.McpCallApproval) personResult {
+func (g *Gateway) waitFor(ctx context.Context, req *sdk.CallToolRequest, rec audit.Record, o toolOffer, a *mcpv1alpha1.McpCallApproval) personResult {
 	rec.ApprovalName = a.Name
 	how := fmt.Sprintf("kubectl mcp approve-call %s -n %s", a.Name, a.Namespace)
 	msg := fmt.Sprintf("The call of %s (MCP server %s, data class %s) waits for a person's approval: McpCallApproval %s/%s, until %s. A person other than the caller approves it with `%s`; then the same call with the same arguments is made once.",
 		o.localName(), o.serverName(), a.Spec.DataClass, a.Namespace, a.Name, a.Spec.ExpiresAt.UTC().Format(time.RFC3339), how)
-	rec.Phase, rec.Decision, rec.Reason, rec.Time = PhaseDenied, "Denied", DenyApprovalPending, g.now()
+	rec.Phase, rec.Decision, rec.Reason, rec.Time = audit.PhaseDenied, "Denied", audit.DenyApprovalPending, g.now()
 	if err := g.Audit.Write(ctx, rec); err != nil {
 		logging.FromContext(ctx, logging.Gateway).Error(err, "the audit record of a call waiting for approval could not be written")
 	}
-	obsOf(ctx).end(OutcomeDenied, DenyApprovalPending)
+	obsOf(ctx).end(audit.OutcomeDenied, audit.DenyApprovalPending)
 	elicit := &sdk.ElicitParams{Mode: "url", Message: msg, URL: g.approvalURL(a.Namespace, a.Name), ElicitationID: a.Namespace + "/" + a.Name}
 	caps := req.ClientCapabilities()
 	if caps != nil && caps.Elicitation != nil && caps.Elicitation.URL != nil {
@@ -381,13 +383,13 @@ func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, id *Id
 	if !answered {
 		caps := req.ClientCapabilities()
 		if caps == nil || caps.Elicitation == nil {
-			return g.deny(ctx, rec, t, DenyApprovalNoChannel, "", "this tool needs a human's approval for every call, and this client did not declare the elicitation capability to ask for it; the call was not made")
+			return g.deny(ctx, rec, t, audit.DenyApprovalNoChannel, "", "this tool needs a human's approval for every call, and this client did not declare the elicitation capability to ask for it; the call was not made")
 		}
 		state.Expires, state.Nonce = g.now().Add(approvalWindow).Unix(), newNonce()
 		signed, err := g.approver.sign(ctx, state)
 		if err != nil {
 			logging.FromContext(ctx, logging.Gateway).Error(err, "signing approval state failed")
-			c.obs.end(OutcomeDenied, RefusedDecisionFailed)
+			c.obs.end(audit.OutcomeDenied, audit.RefusedDecisionFailed)
 			return refusal("the gateway could not ask for approval; try again")
 		}
 		return &sdk.CallToolResult{
@@ -396,10 +398,10 @@ func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, id *Id
 		}
 	}
 	if err := g.approver.verify(ctx, req.Params.RequestState, state, g.now()); err != nil {
-		return g.deny(ctx, rec, t, DenyApprovalDeclined, "", "the approval answer does not belong to this call or has expired; the call was not made")
+		return g.deny(ctx, rec, t, audit.DenyApprovalDeclined, "", "the approval answer does not belong to this call or has expired; the call was not made")
 	}
 	if !approved(resp) {
-		return g.deny(ctx, rec, t, DenyApprovalDeclined, "", "the call was not approved; it was not made")
+		return g.deny(ctx, rec, t, audit.DenyApprovalDeclined, "", "the call was not approved; it was not made")
 	}
 	if err := g.spendAnswer(ctx, id, c, req.Params.RequestState, state); err != nil {
 		msg := "this approval was already used for a call, and every call needs its own; the call was not made"
@@ -410,7 +412,7 @@ func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, id *Id
 			logging.FromContext(ctx, logging.Gateway).Error(err, "recording a spent approval answer failed", "tool", key.String())
 			msg = "the gateway could not record this approval as used; try again"
 		}
-		return g.deny(ctx, rec, t, DenyApprovalDeclined, "", msg)
+		return g.deny(ctx, rec, t, audit.DenyApprovalDeclined, "", msg)
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
@@ -60,14 +62,6 @@ const (
 	DefaultNamespaceBytesRate       = rate.Limit(64 << 20)
 	DefaultNamespaceBytesBurst      = 256 << 20
 )
-
-// RefusedBytesLimited: a ServiceAccount or namespace was answered more
-// bytes than its budget allows, and is refused until the debt is repaid.
-const RefusedBytesLimited = "BytesLimited"
-
-// RefusedConcurrencyLimited: a ServiceAccount or namespace had as many
-// requests in flight as its budget allows.
-const RefusedConcurrencyLimited = "ConcurrencyLimited"
 
 // The scope of a budget a request met: the Detail of its audit record and
 // the scope label of mcp_catalog_gateway_budget_refusals_total.
@@ -207,10 +201,10 @@ func (b *budgeter) admit(id *Identity, inFlight bool) (release func(), refused *
 	defer b.mu.Unlock()
 	if inFlight {
 		if b.inFlight[sa] >= b.b.ServiceAccountConcurrency {
-			return nil, &overBudget{RefusedConcurrencyLimited, BudgetServiceAccount, time.Second}
+			return nil, &overBudget{audit.RefusedConcurrencyLimited, BudgetServiceAccount, time.Second}
 		}
 		if b.inFlight[ns] >= b.b.NamespaceConcurrency {
-			return nil, &overBudget{RefusedConcurrencyLimited, BudgetNamespace, time.Second}
+			return nil, &overBudget{audit.RefusedConcurrencyLimited, BudgetNamespace, time.Second}
 		}
 	}
 	// In debt for bytes answered: refused, charging nothing.
@@ -221,19 +215,19 @@ func (b *budgeter) admit(id *Identity, inFlight bool) (release func(), refused *
 	}{{&b.accountBytes, sa.name, BudgetServiceAccount}, {&b.spaceBytes, ns.name, BudgetNamespace}} {
 		lim := d.t.get(d.key, now)
 		if tokens := lim.TokensAt(now); tokens < 0 {
-			return nil, &overBudget{RefusedBytesLimited, d.scope, time.Duration(-tokens / float64(lim.Limit()) * float64(time.Second))}
+			return nil, &overBudget{audit.RefusedBytesLimited, d.scope, time.Duration(-tokens / float64(lim.Limit()) * float64(time.Second))}
 		}
 	}
 	rsa := b.accounts.get(sa.name, now).ReserveN(now, 1)
 	if d := rsa.DelayFrom(now); !rsa.OK() || d > 0 {
 		rsa.CancelAt(now)
-		return nil, &overBudget{RefusedRateLimited, BudgetServiceAccount, d}
+		return nil, &overBudget{audit.RefusedRateLimited, BudgetServiceAccount, d}
 	}
 	rns := b.spaces.get(ns.name, now).ReserveN(now, 1)
 	if d := rns.DelayFrom(now); !rns.OK() || d > 0 {
 		rns.CancelAt(now)
 		rsa.CancelAt(now)
-		return nil, &overBudget{RefusedRateLimited, BudgetNamespace, d}
+		return nil, &overBudget{audit.RefusedRateLimited, BudgetNamespace, d}
 	}
 	if !inFlight {
 		return func() {}, nil
@@ -303,14 +297,14 @@ func (g *Gateway) budgeted(next http.Handler) http.Handler {
 func (g *Gateway) refuseOverBudget(ctx context.Context, w http.ResponseWriter, id *Identity, over *overBudget) {
 	metrics.GatewayRefusals.WithLabelValues(over.reason).Inc()
 	metrics.GatewayBudgetRefusals.WithLabelValues(id.Namespace, over.scope, over.reason).Inc()
-	rec := Record{
-		Time: g.now(), CallID: newCallID(), Phase: PhaseDenied, Decision: "Denied",
+	rec := audit.Record{
+		Time: g.now(), CallID: audit.NewCallID(), Phase: audit.PhaseDenied, Decision: "Denied",
 		Caller: id.Username, Namespace: id.Namespace, Reason: over.reason, Detail: over.scope,
 	}
 	g.writeDenial(ctx, rec)
 	secs := retryAfterSeconds(over.wait)
 	what := "request"
-	if over.reason == RefusedBytesLimited {
+	if over.reason == audit.RefusedBytesLimited {
 		what = "answered-bytes"
 	}
 	msg := "the caller's ServiceAccount is over its " + what + " budget at the gateway; retry later"

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,20 +28,20 @@ var (
 // recordingSink keeps the records written to it.
 type recordingSink struct {
 	mu   sync.Mutex
-	recs []Record
+	recs []audit.Record
 }
 
-func (s *recordingSink) Write(_ context.Context, r Record) error {
+func (s *recordingSink) Write(_ context.Context, r audit.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.recs = append(s.recs, r)
 	return nil
 }
 
-func (s *recordingSink) records() []Record {
+func (s *recordingSink) records() []audit.Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Record(nil), s.recs...)
+	return append([]audit.Record(nil), s.recs...)
 }
 
 // countingReader counts every read the gateway makes.
@@ -86,8 +88,8 @@ func TestAServiceAccountOverItsRateBudgetDoesNotSlowAnother(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refusedRate := metrics.GatewayRefusals.WithLabelValues(RefusedRateLimited)
-	budgetRate := metrics.GatewayBudgetRefusals.WithLabelValues("noisy", BudgetServiceAccount, RefusedRateLimited)
+	refusedRate := metrics.GatewayRefusals.WithLabelValues(audit.RefusedRateLimited)
+	budgetRate := metrics.GatewayBudgetRefusals.WithLabelValues("noisy", BudgetServiceAccount, audit.RefusedRateLimited)
 	before, beforeBudget := counter(t, refusedRate), counter(t, budgetRate)
 
 	for i := range 3 {
@@ -120,7 +122,7 @@ func TestAServiceAccountOverItsRateBudgetDoesNotSlowAnother(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || body.JSONRPC != "2.0" || body.ID != nil || body.Error.Code == 0 {
 		t.Errorf("the 429 body is not a JSON-RPC error response without an id: %s (%v)", w.Body, err)
 	}
-	if body.Error.Data.Reason != RefusedRateLimited || body.Error.Data.Scope != BudgetServiceAccount {
+	if body.Error.Data.Reason != audit.RefusedRateLimited || body.Error.Data.Scope != BudgetServiceAccount {
 		t.Errorf("the error data: %+v", body.Error.Data)
 	}
 	if n := reader.n.Load(); n != reads {
@@ -132,14 +134,14 @@ func TestAServiceAccountOverItsRateBudgetDoesNotSlowAnother(t *testing.T) {
 	if got := counter(t, budgetRate) - beforeBudget; got != 1 {
 		t.Errorf("budget refusals{noisy, ServiceAccount, RateLimited} went up by %v, want 1", got)
 	}
-	var denied []Record
+	var denied []audit.Record
 	for _, r := range sink.records() {
-		if r.Phase == PhaseDenied {
+		if r.Phase == audit.PhaseDenied {
 			denied = append(denied, r)
 		}
 	}
 	if len(denied) != 1 || denied[0].Caller != noisyIdentity.Username || denied[0].Namespace != "noisy" ||
-		denied[0].Reason != RefusedRateLimited || denied[0].Detail != BudgetServiceAccount {
+		denied[0].Reason != audit.RefusedRateLimited || denied[0].Detail != BudgetServiceAccount {
 		t.Errorf("audit records of the refusal: %+v, want one naming the caller, RateLimited and ServiceAccount", denied)
 	}
 

@@ -2,10 +2,10 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,7 +36,7 @@ type callScope struct {
 	rawArgs any
 	args    map[string]any
 	argsErr error
-	rec     Record
+	rec     audit.Record
 
 	// Learnt by decide: the tool as the cache holds it now, the access
 	// policies of the caller's namespace, which give the ceiling and the
@@ -116,7 +116,7 @@ func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest)
 		return refusal(unknownTool)
 	}
 	// The arguments of a call that is not made are not decoded.
-	rec := Record{CallID: newCallID(), Caller: id.Username, Namespace: id.Namespace, ArgumentsHash: rawArgumentsHash(req.Params.Arguments)}
+	rec := audit.Record{CallID: audit.NewCallID(), Caller: id.Username, Namespace: id.Namespace, ArgumentsHash: rawArgumentsHash(req.Params.Arguments)}
 	name := req.Params.Name
 	if toolname.ValidLocalName(name) {
 		// Only a well-formed name is recorded: it is the caller's input.
@@ -127,7 +127,7 @@ func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest)
 		return g.refuseOwnerNotServed(ctx, rec, id, name, unserved)
 	}
 	if err != nil || o == nil {
-		return g.deny(ctx, rec, nil, DenyNotServable, "", unknownTool)
+		return g.deny(ctx, rec, nil, audit.DenyNotServable, "", unknownTool)
 	}
 	rec.Tool, rec.Server = o.tool.Name, o.tool.Spec.ServerRef.Name
 	if o.shared != nil {
@@ -136,7 +136,7 @@ func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest)
 	if _, _, refused := g.gateCall(ctx, &rec, id, *o); refused != nil {
 		return refused
 	}
-	return g.deny(ctx, rec, o.tool, DenyNotServable, DetailNotInSession,
+	return g.deny(ctx, rec, o.tool, audit.DenyNotServable, audit.DetailNotInSession,
 		"this tool is not offered to this session yet; list the tools again, or start a new session, to use it")
 }
 
@@ -144,12 +144,12 @@ func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest)
 // a namespace this gateway does not serve. A caller RBAC allows to call
 // the name is told why, naming only what its own namespace's
 // McpSharedServer says; any other gets the uniform answer.
-func (g *Gateway) refuseOwnerNotServed(ctx context.Context, rec Record, id *Identity, name string, e *ownerNotServed) *sdk.CallToolResult {
+func (g *Gateway) refuseOwnerNotServed(ctx context.Context, rec audit.Record, id *Identity, name string, e *ownerNotServed) *sdk.CallToolResult {
 	rec.ServerNamespace, rec.SharedServer = e.owner, e.shared
 	if ok, err := g.Authz.CanCall(ctx, id, id.Namespace, name); err != nil || !ok {
-		return g.deny(ctx, rec, nil, DenyNotServable, "", unknownTool)
+		return g.deny(ctx, rec, nil, audit.DenyNotServable, "", unknownTool)
 	}
-	return g.deny(ctx, rec, nil, DenyNotServable, DetailOwnerNotServed, fmt.Sprintf(
+	return g.deny(ctx, rec, nil, audit.DenyNotServable, audit.DetailOwnerNotServed, fmt.Sprintf(
 		"the server shared with this namespace is in namespace %q, which the gateway serving this namespace does not serve; "+
 			"the gateway pool of this namespace must include that namespace", e.owner))
 }
@@ -167,10 +167,10 @@ func (g *Gateway) identify(ctx context.Context, req *sdk.CallToolRequest, id *Id
 	obs := obsOf(ctx)
 	key := ref.key
 	if id == nil || (ref.via == "" && id.Namespace != key.Namespace) {
-		obs.end(OutcomeDenied, DenyForbidden)
+		obs.end(audit.OutcomeDenied, audit.DenyForbidden)
 		return nil, refusal(unknownTool)
 	}
-	c := &callScope{key: key, via: ref.via, obs: obs, rec: Record{CallID: newCallID(), Caller: id.Username, Namespace: id.Namespace, Tool: key.Name}}
+	c := &callScope{key: key, via: ref.via, obs: obs, rec: audit.Record{CallID: audit.NewCallID(), Caller: id.Username, Namespace: id.Namespace, Tool: key.Name}}
 	if ref.via != "" {
 		// The tool is another namespace's: the record names both.
 		c.rec.ServerNamespace, c.rec.SharedServer = key.Namespace, ref.via
@@ -181,10 +181,4 @@ func (g *Gateway) identify(ctx context.Context, req *sdk.CallToolRequest, id *Id
 	// a caller RBAC does not allow stays the uniform one.
 	c.rawArgs, c.rec.ArgumentsHash = req.Params.Arguments, rawArgumentsHash(req.Params.Arguments)
 	return c, nil
-}
-
-func newCallID() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,10 +98,10 @@ func TestFastCallMatchesTheSDK(t *testing.T) {
 	failsLocal := fails.Status.LocalName
 	headed := docsTool(t, "headed")
 	headed.Status.InputSchema = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)}
-	audit := &capture.Buffer{}
+	auditLog := &capture.Buffer{}
 	g, hs := catalogGatewayWith(t, up.URL, nil, allowList{echoObject: true, fails.Name: true, gated.Name: true, headed.Name: true}, 0,
 		func(o *Options) {
-			o.Audit = NewJSONLines(audit)
+			o.Audit = audit.NewJSONLines(auditLog)
 			// Every denial written, none aggregated with the one before.
 			o.DenialWindow = time.Nanosecond
 		}, fails, gated, headed)
@@ -122,10 +124,10 @@ func TestFastCallMatchesTheSDK(t *testing.T) {
 			if g.fastCalls.Load() != before+1 {
 				t.Fatalf("%s, id %s: the plain call was not answered by the gateway's own path", tc.name, id)
 			}
-			fastAudit := auditLines(audit)
+			fastAudit := auditLines(auditLog)
 			g.noFastCall.Store(true)
 			slow := postCall(t, hs.URL, tc.tool, body)
-			slowAudit := auditLines(audit)
+			slowAudit := auditLines(auditLog)
 			if tc.name == "an unknown tool" || tc.name == "a tool RBAC does not allow" {
 				// The SDK leaves resultType out of a result its server's
 				// middleware answers (a call refused before any tool
@@ -175,7 +177,7 @@ func TestFastCallMatchesTheSDK(t *testing.T) {
 			t.Errorf("%s: answered by the gateway's own path, want the SDK: %+v", name, ans)
 		}
 	}
-	_ = auditLines(audit)
+	_ = auditLines(auditLog)
 
 	// The go-sdk client's call of this revision is of the plain shape.
 	before := g.fastCalls.Load()

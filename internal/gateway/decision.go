@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,7 +36,7 @@ func (g *Gateway) decide(ctx context.Context, id *Identity, c *callScope) *sdk.C
 	} else {
 		var err error
 		if o, err = g.readOffer(ctx, id.Namespace, toolRef{key: c.key, via: c.via}); err != nil || o == nil {
-			return g.deny(ctx, c.rec, nil, DenyNotServable, "", unknownTool)
+			return g.deny(ctx, c.rec, nil, audit.DenyNotServable, "", unknownTool)
 		}
 	}
 	t := o.tool
@@ -55,7 +57,7 @@ func (g *Gateway) decide(ctx context.Context, id *Identity, c *callScope) *sdk.C
 	c.obs.of(t)
 	var hash string
 	if c.args, hash, c.argsErr = arguments(c.rawArgs); c.argsErr != nil {
-		return g.deny(ctx, c.rec, t, RefusedInvalidArguments, "", c.argsErr.Error())
+		return g.deny(ctx, c.rec, t, audit.RefusedInvalidArguments, "", c.argsErr.Error())
 	}
 	c.rec.ArgumentsHash = hash
 	return nil
@@ -65,7 +67,7 @@ func (g *Gateway) decide(ctx context.Context, id *Identity, c *callScope) *sdk.C
 // namespace, which it returns for the approval stage with the verdict, and
 // answers an audited refusal when the call is not allowed. It records the
 // tool's effective data class in rec.
-func (g *Gateway) gateCall(ctx context.Context, rec *Record, id *Identity, o toolOffer) ([]mcpv1alpha1.McpAccessPolicy, verdict, *sdk.CallToolResult) {
+func (g *Gateway) gateCall(ctx context.Context, rec *audit.Record, id *Identity, o toolOffer) ([]mcpv1alpha1.McpAccessPolicy, verdict, *sdk.CallToolResult) {
 	policies, err := g.accessPolicies(ctx, id)
 	if err != nil {
 		return nil, verdict{}, undecided(ctx, err)
@@ -120,7 +122,7 @@ func refused(reason string, t *mcpv1alpha1.McpTool) verdict {
 // (Disabled, ServerNotReady, …), which the tool controller writes from a
 // fixed vocabulary.
 func detailOf(reason string, t *mcpv1alpha1.McpTool) string {
-	if reason != DenyNotServable {
+	if reason != audit.DenyNotServable {
 		return ""
 	}
 	if !t.Spec.Enabled {
@@ -145,9 +147,9 @@ func detailOf(reason string, t *mcpv1alpha1.McpTool) string {
 // call the tool is told more than unknownTool.
 func (v verdict) message() string {
 	switch v.reason {
-	case DenyForbidden, DenyNotShared:
+	case audit.DenyForbidden, audit.DenyNotShared:
 		return unknownTool
-	case DenyAboveCeiling:
+	case audit.DenyAboveCeiling:
 		return "the tool's data class is above the caller's ceiling (McpAccessPolicy, or for a shared tool the McpSharedServer's maxDataClass)"
 	}
 	msg := "the tool is not servable now"
@@ -168,7 +170,7 @@ func (v verdict) message() string {
 		msg += ": this namespace disabled it (McpSharedServer spec.disabledTools)"
 	case mcpv1alpha1.ReasonConsumerRulesInvalid:
 		msg += ": a rule this namespace adds to it does not compile (McpSharedServer spec.argumentRules; see its condition " + mcpv1alpha1.ConditionArgumentRulesValid + ")"
-	case DetailNameTooLong:
+	case audit.DetailNameTooLong:
 		msg += ": its name here would be longer than 128 characters (use a shorter McpSharedServer name)"
 	case mcpv1alpha1.ReasonRemovedFromServer:
 		msg += ": its server no longer offers it"
@@ -203,14 +205,14 @@ func (g *Gateway) verdictFor(ctx context.Context, id *Identity, o toolOffer, cei
 	// learns nothing about it: not whether it is disabled, changed or
 	// waiting for its server.
 	if !o.inNamespace(id.Namespace) {
-		return verdict{reason: DenyForbidden}, nil
+		return verdict{reason: audit.DenyForbidden}, nil
 	}
 	ok, err := g.canCall(ctx, id, o.authzName())
 	if err != nil {
 		return verdict{}, fmt.Errorf("authorising the call: %w", err)
 	}
 	if !ok {
-		return verdict{reason: DenyForbidden}, nil
+		return verdict{reason: audit.DenyForbidden}, nil
 	}
 	// A shared tool: the owner grants the caller's namespace now, and the
 	// McpSharedServer can be honoured. Before anything about the tool, so
@@ -221,7 +223,7 @@ func (g *Gateway) verdictFor(ctx context.Context, id *Identity, o toolOffer, cei
 			return verdict{}, err
 		}
 		if srv == nil {
-			return verdict{reason: DenyNotShared}, nil
+			return verdict{reason: audit.DenyNotShared}, nil
 		}
 	}
 	// Step 2: enabled, its current definition the approved one (whatever
@@ -229,28 +231,28 @@ func (g *Gateway) verdictFor(ctx context.Context, id *Identity, o toolOffer, cei
 	// controller turns Ready False, and in between the gateway would serve
 	// what nobody approved), Ready for the current generation, and named.
 	if !servable(t) || governance.Unapproved(t) != "" || t.Status.LocalName == "" {
-		return refused(DenyNotServable, t), nil
+		return refused(audit.DenyNotServable, t), nil
 	}
 	if o.shared != nil {
 		if governance.DisabledByConsumer(o.shared, t.Spec.RemoteName) {
-			return verdict{reason: DenyNotServable, detail: mcpv1alpha1.ReasonDisabledByConsumer}, nil
+			return verdict{reason: audit.DenyNotServable, detail: mcpv1alpha1.ReasonDisabledByConsumer}, nil
 		}
 		// The shared name is longer than the owner's when the
 		// McpSharedServer's name is; one an agent could not call by is
 		// not offered.
 		if !toolname.ValidLocalName(o.localName()) {
-			return verdict{reason: DenyNotServable, detail: DetailNameTooLong}, nil
+			return verdict{reason: audit.DenyNotServable, detail: audit.DetailNameTooLong}, nil
 		}
 	}
 	// Its reviewed text and argument rules can be honoured (rules.go),
 	// and so can the rules the consumer adds to them: a tool is never
 	// served with only some of its rules.
 	if why := g.unhonoured(t); why != "" {
-		return verdict{reason: DenyNotServable, detail: why}, nil
+		return verdict{reason: audit.DenyNotServable, detail: why}, nil
 	}
 	if o.shared != nil {
 		if _, err := g.sharedRules.Get(o.shared, t.Spec.RemoteName); err != nil {
-			return verdict{reason: DenyNotServable, detail: mcpv1alpha1.ReasonConsumerRulesInvalid}, nil
+			return verdict{reason: audit.DenyNotServable, detail: mcpv1alpha1.ReasonConsumerRulesInvalid}, nil
 		}
 	}
 	// Its McpServer exists now, and the tool is in the server's shard: a
@@ -263,7 +265,7 @@ func (g *Gateway) verdictFor(ctx context.Context, id *Identity, o toolOffer, cei
 		}
 	}
 	if srv == nil {
-		return verdict{reason: DenyNotServable, detail: mcpv1alpha1.ReasonServerNotFound}, nil
+		return verdict{reason: audit.DenyNotServable, detail: mcpv1alpha1.ReasonServerNotFound}, nil
 	}
 	class, approval := governance.Effective(srv, t)
 	var terms governance.ApprovalTerms
@@ -275,13 +277,13 @@ func (g *Gateway) verdictFor(ctx context.Context, id *Identity, o toolOffer, cei
 		ceiling = governance.SharedCeiling(ceiling, o.shared)
 	}
 	if governance.OutsideServerShard(srv, t) {
-		return verdict{reason: DenyNotServable, detail: mcpv1alpha1.ReasonShardMismatch, class: class, approval: approval}, nil
+		return verdict{reason: audit.DenyNotServable, detail: mcpv1alpha1.ReasonShardMismatch, class: class, approval: approval}, nil
 	}
 	// Step 3: the data-class ceiling, against the class the server's and
 	// the tool's specs declare now (and, for a shared tool, the consuming
 	// namespace's McpSharedServer).
 	if !governance.WithinCeiling(class, ceiling) {
-		return verdict{reason: DenyAboveCeiling, class: class, approval: approval}, nil
+		return verdict{reason: audit.DenyAboveCeiling, class: class, approval: approval}, nil
 	}
 	return verdict{class: class, approval: approval, terms: terms}, nil
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,8 +75,8 @@ func TestListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 	o := completeOptions()
 	o.Reader = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
 	o.Authz = allowList{"docs.public": true, "docs.internal": true, "docs.confidential": true, "docs.disabled": true, "docs.not-ready": true, "docs.unnamed": true, "docs.drifted": true, "docs.unapproved": true}
-	var audit bytes.Buffer
-	o.Audit = NewJSONLines(&audit)
+	var auditLog bytes.Buffer
+	o.Audit = audit.NewJSONLines(&auditLog)
 	g, err := New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -141,17 +143,17 @@ func TestRefusalsBeforeRBACSayNothingAboutTheTool(t *testing.T) {
 		}
 		return r.Content[0].(*sdk.TextContent).Text
 	}
-	forbiddenReady := textOf(g.gateCall(ctx, &Record{}, id, toolOffer{tool: tool("forbidden-ready", true)}))
-	forbiddenDisabled := textOf(g.gateCall(ctx, &Record{}, id, toolOffer{tool: tool("forbidden-disabled", false)}))
+	forbiddenReady := textOf(g.gateCall(ctx, &audit.Record{}, id, toolOffer{tool: tool("forbidden-ready", true)}))
+	forbiddenDisabled := textOf(g.gateCall(ctx, &audit.Record{}, id, toolOffer{tool: tool("forbidden-disabled", false)}))
 	if forbiddenReady != forbiddenDisabled || !strings.HasSuffix(forbiddenReady, unknownTool) {
 		t.Errorf("forbidden tools answered %q and %q, want both the uniform %q", forbiddenReady, forbiddenDisabled, unknownTool)
 	}
 	other := tool("allowed-disabled", true)
 	other.Namespace = "elsewhere"
-	if got := textOf(g.gateCall(ctx, &Record{}, id, toolOffer{tool: other})); got != forbiddenReady {
+	if got := textOf(g.gateCall(ctx, &audit.Record{}, id, toolOffer{tool: other})); got != forbiddenReady {
 		t.Errorf("another namespace's tool answered %q, want %q", got, forbiddenReady)
 	}
-	allowedDisabled := textOf(g.gateCall(ctx, &Record{}, id, toolOffer{tool: tool("allowed-disabled", false)}))
+	allowedDisabled := textOf(g.gateCall(ctx, &audit.Record{}, id, toolOffer{tool: tool("allowed-disabled", false)}))
 	if !strings.Contains(allowedDisabled, "disabled") {
 		t.Errorf("a caller RBAC allows was told %q, want that the tool is disabled", allowedDisabled)
 	}
@@ -260,13 +262,13 @@ func TestDetailOfNamesWhyAToolIsNotServable(t *testing.T) {
 		want   string
 		says   string
 	}{
-		{"disabled", DenyNotServable, readyTool(false, 2, 2, metav1.ConditionTrue), mcpv1alpha1.ReasonDisabled, "it is disabled"},
-		{"the Ready reason", DenyNotServable, drifted, mcpv1alpha1.ReasonDefinitionChanged, "its definition changed"},
-		{"drifted while Ready still says True", DenyNotServable, withDefinition(readyTool(true, 2, 2, metav1.ConditionTrue), hashB), mcpv1alpha1.ReasonDefinitionChanged, "its definition changed"},
-		{"no approval on record while Ready still says True", DenyNotServable, withApproval(readyTool(true, 2, 2, metav1.ConditionTrue), ""), mcpv1alpha1.ReasonDefinitionNotApproved, "no definition of it is approved"},
-		{"not yet reconciled", DenyNotServable, readyTool(true, 3, 2, metav1.ConditionTrue), mcpv1alpha1.ReasonProgressing, "(Progressing)"},
-		{"never reconciled", DenyNotServable, readyTool(true, 1, 0, ""), mcpv1alpha1.ReasonNotImported, "(NotImported)"},
-		{"other reasons have none", DenyForbidden, drifted, "", "RBAC"},
+		{"disabled", audit.DenyNotServable, readyTool(false, 2, 2, metav1.ConditionTrue), mcpv1alpha1.ReasonDisabled, "it is disabled"},
+		{"the Ready reason", audit.DenyNotServable, drifted, mcpv1alpha1.ReasonDefinitionChanged, "its definition changed"},
+		{"drifted while Ready still says True", audit.DenyNotServable, withDefinition(readyTool(true, 2, 2, metav1.ConditionTrue), hashB), mcpv1alpha1.ReasonDefinitionChanged, "its definition changed"},
+		{"no approval on record while Ready still says True", audit.DenyNotServable, withApproval(readyTool(true, 2, 2, metav1.ConditionTrue), ""), mcpv1alpha1.ReasonDefinitionNotApproved, "no definition of it is approved"},
+		{"not yet reconciled", audit.DenyNotServable, readyTool(true, 3, 2, metav1.ConditionTrue), mcpv1alpha1.ReasonProgressing, "(Progressing)"},
+		{"never reconciled", audit.DenyNotServable, readyTool(true, 1, 0, ""), mcpv1alpha1.ReasonNotImported, "(NotImported)"},
+		{"other reasons have none", audit.DenyForbidden, drifted, "", "RBAC"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := detailOf(tc.reason, tc.tool); got != tc.want {
@@ -307,8 +309,8 @@ func TestTheGateDecidesFromSpecWhateverStatusSays(t *testing.T) {
 	o := completeOptions()
 	o.Reader = reader
 	o.Authz = allowList{"docs.echo": true}
-	var audit bytes.Buffer
-	o.Audit = NewJSONLines(&audit)
+	var auditLog bytes.Buffer
+	o.Audit = audit.NewJSONLines(&auditLog)
 	g, err := New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -368,8 +370,8 @@ func TestTheGateDecidesFromSpecWhateverStatusSays(t *testing.T) {
 		t.Fatal("the server requires approval, and the call was decided without it")
 	}
 	refusedFor(answer, "approval")
-	if !strings.Contains(audit.String(), `"approval":"Required"`) {
-		t.Errorf("the audit record does not say the call needed approval: %s", audit.String())
+	if !strings.Contains(auditLog.String(), `"approval":"Required"`) {
+		t.Errorf("the audit record does not say the call needed approval: %s", auditLog.String())
 	}
 
 	// The server is now Restricted, above the caller's ceiling.

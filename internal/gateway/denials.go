@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
@@ -32,7 +34,7 @@ type denialKey struct {
 	serverNamespace, sharedServer string
 }
 
-func keyOf(r Record) denialKey {
+func keyOf(r audit.Record) denialKey {
 	return denialKey{r.Caller, r.Namespace, r.Tool, r.Server, r.DataClass, r.Reason, r.Detail, r.ApprovalName, r.ServerNamespace, r.SharedServer}
 }
 
@@ -64,7 +66,7 @@ func newDenials(window time.Duration) *denials {
 // admit decides whether rec is written. A record to write carries, in
 // Repeated, the repeats of the window it closes; closed are records of
 // other keys whose windows have passed, to be written too.
-func (d *denials) admit(rec Record, now time.Time) (write bool, out Record, closed []Record) {
+func (d *denials) admit(rec audit.Record, now time.Time) (write bool, out audit.Record, closed []audit.Record) {
 	k := keyOf(rec)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -88,7 +90,7 @@ func (d *denials) admit(rec Record, now time.Time) (write bool, out Record, clos
 
 // unwrite forgets the window a record opened whose write failed, so that
 // the next denial of its key is written.
-func (d *denials) unwrite(rec Record) {
+func (d *denials) unwrite(rec audit.Record) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.open, keyOf(rec))
@@ -96,16 +98,16 @@ func (d *denials) unwrite(rec Record) {
 
 // closeLocked removes windows that have passed (all, if every) and returns
 // a record for each that counted repeats; d.mu is held.
-func (d *denials) closeLocked(now time.Time, every bool) []Record {
-	var out []Record
+func (d *denials) closeLocked(now time.Time, every bool) []audit.Record {
+	var out []audit.Record
 	for k, w := range d.open {
 		if !every && now.Sub(w.start) < d.window {
 			continue
 		}
 		delete(d.open, k)
 		if w.repeats > 0 {
-			out = append(out, Record{
-				Phase: PhaseDenied, Decision: "Denied", Caller: k.caller, Namespace: k.namespace, Tool: k.tool,
+			out = append(out, audit.Record{
+				Phase: audit.PhaseDenied, Decision: "Denied", Caller: k.caller, Namespace: k.namespace, Tool: k.tool,
 				Server: k.server, DataClass: k.dataClass, Reason: k.reason, Detail: k.detail,
 				ApprovalName: k.approvalName, Repeated: w.repeats,
 				ServerNamespace: k.serverNamespace, SharedServer: k.sharedServer,
@@ -117,7 +119,7 @@ func (d *denials) closeLocked(now time.Time, every bool) []Record {
 
 // writeDenial writes the audit record of a refusal, unless it repeats one
 // written within the window.
-func (g *Gateway) writeDenial(ctx context.Context, rec Record) {
+func (g *Gateway) writeDenial(ctx context.Context, rec audit.Record) {
 	write, rec, closed := g.denials.admit(rec, g.now())
 	for _, c := range closed {
 		g.writeAggregate(ctx, c)
@@ -129,15 +131,15 @@ func (g *Gateway) writeDenial(ctx context.Context, rec Record) {
 	if err := g.Audit.Write(ctx, rec); err != nil {
 		g.denials.unwrite(rec)
 		logging.FromContext(ctx, logging.Gateway).Error(err, "the audit record of a refusal could not be written", "reason", rec.Reason)
-		metrics.GatewayAuditFailures.WithLabelValues(PhaseDenied).Inc()
+		metrics.GatewayAuditFailures.WithLabelValues(audit.PhaseDenied).Inc()
 	}
 }
 
-func (g *Gateway) writeAggregate(ctx context.Context, rec Record) {
-	rec.CallID, rec.Time = newCallID(), g.now()
+func (g *Gateway) writeAggregate(ctx context.Context, rec audit.Record) {
+	rec.CallID, rec.Time = audit.NewCallID(), g.now()
 	if err := g.Audit.Write(ctx, rec); err != nil {
 		logging.FromContext(ctx, logging.Gateway).Error(err, "the audit record of repeated refusals could not be written", "reason", rec.Reason)
-		metrics.GatewayAuditFailures.WithLabelValues(PhaseDenied).Inc()
+		metrics.GatewayAuditFailures.WithLabelValues(audit.PhaseDenied).Inc()
 	}
 }
 
@@ -171,7 +173,7 @@ func (f *DenialFlusher) Start(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			flush, cancel := context.WithTimeout(context.Background(), DefaultAuditTimeout)
+			flush, cancel := context.WithTimeout(context.Background(), audit.DefaultAuditTimeout)
 			defer cancel()
 			f.Gateway.FlushDenials(flush, true)
 			return nil

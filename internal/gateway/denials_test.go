@@ -8,13 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
-func deniedRecords(s *recordingSink) []Record {
-	var out []Record
+func deniedRecords(s *recordingSink) []audit.Record {
+	var out []audit.Record
 	for _, r := range s.records() {
-		if r.Phase == PhaseDenied {
+		if r.Phase == audit.PhaseDenied {
 			out = append(out, r)
 		}
 	}
@@ -36,7 +38,7 @@ func TestRepeatedDenialsCannotFloodTheAuditSink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	aggregated := metrics.GatewayAuditAggregated.WithLabelValues(RefusedRateLimited)
+	aggregated := metrics.GatewayAuditAggregated.WithLabelValues(audit.RefusedRateLimited)
 	before := counter(t, aggregated)
 
 	listTools(g, "noisy")
@@ -69,7 +71,7 @@ func TestRepeatedDenialsCannotFloodTheAuditSink(t *testing.T) {
 	}
 	got := deniedRecords(sink)
 	last := got[len(got)-1]
-	if len(got) != 3 || last.Repeated != 499 || last.Caller != noisyIdentity.Username || last.Reason != RefusedRateLimited || last.Detail != BudgetServiceAccount {
+	if len(got) != 3 || last.Repeated != 499 || last.Caller != noisyIdentity.Username || last.Reason != audit.RefusedRateLimited || last.Detail != BudgetServiceAccount {
 		t.Fatalf("the aggregate record: %+v, want 499 repeats of the noisy caller's RateLimited", last)
 	}
 	// A window ended: the next refusal is written again.
@@ -83,7 +85,7 @@ func TestRepeatedDenialsCannotFloodTheAuditSink(t *testing.T) {
 // failingSink refuses every record.
 type failingSink struct{ n int }
 
-func (s *failingSink) Write(context.Context, Record) error {
+func (s *failingSink) Write(context.Context, audit.Record) error {
 	s.n++
 	return errors.New("sink down")
 }
@@ -99,7 +101,7 @@ func TestADenialWhoseRecordFailedIsNotAggregated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := Record{Caller: "system:serviceaccount:a:b", Namespace: "a", Reason: DenyForbidden}
+	rec := audit.Record{Caller: "system:serviceaccount:a:b", Namespace: "a", Reason: audit.DenyForbidden}
 	g.writeDenial(context.Background(), rec)
 	g.writeDenial(context.Background(), rec)
 	if sink.n != 2 {
@@ -113,7 +115,7 @@ func TestTheDenialTableIsBounded(t *testing.T) {
 	d.max = 20
 	now := time.Unix(1_800_000_000, 0)
 	for i := range 100 {
-		if write, _, _ := d.admit(Record{Caller: fmt.Sprintf("c%d", i), Reason: DenyForbidden}, now); !write {
+		if write, _, _ := d.admit(audit.Record{Caller: fmt.Sprintf("c%d", i), Reason: audit.DenyForbidden}, now); !write {
 			t.Fatalf("the first denial of caller %d was not written", i)
 		}
 	}

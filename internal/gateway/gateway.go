@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
@@ -37,7 +39,7 @@ type Options struct {
 	Authz     Authorizer
 	Upstreams Upstreams
 	MCP       *mcp.Client
-	Audit     Sink
+	Audit     audit.Sink
 	// Recorder emits Events on McpTools for refusals, failures and
 	// approvals requested.
 	Recorder events.EventRecorder

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -25,7 +27,7 @@ func completeOptions() Options {
 		Authz:     &SubjectAccessReviewAuthorizer{Client: k8sfake.NewClientset().AuthorizationV1()},
 		Upstreams: &upstream.Endpoints{Credentials: &credentials.Resolver{Secrets: c, Profiles: c}},
 		MCP:       mcp.New(mcp.Options{}),
-		Audit:     NewJSONLines(io.Discard),
+		Audit:     audit.NewJSONLines(io.Discard),
 		// Made by hand, it throws every Event away.
 		Recorder: &events.FakeRecorder{},
 	}

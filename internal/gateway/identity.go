@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"golang.org/x/time/rate"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -192,7 +194,7 @@ func (g *Gateway) verify(ctx context.Context, token string, _ *http.Request) (*a
 		fp = g.bad.fingerprint(token)
 	}
 	if remembered && g.bad.knownBad(fp, g.now()) {
-		metrics.GatewayRefusals.WithLabelValues(RefusedUnauthenticated).Inc()
+		metrics.GatewayRefusals.WithLabelValues(audit.RefusedUnauthenticated).Inc()
 		return nil, auth.ErrInvalidToken
 	}
 	id, err := g.Authn.Authenticate(ctx, token)
@@ -203,15 +205,15 @@ func (g *Gateway) verify(ctx context.Context, token string, _ *http.Request) (*a
 				fp = g.bad.fingerprint(token)
 			}
 			g.bad.failed(fp, g.now())
-			metrics.GatewayRefusals.WithLabelValues(RefusedUnauthenticated).Inc()
+			metrics.GatewayRefusals.WithLabelValues(audit.RefusedUnauthenticated).Inc()
 		} else {
 			if errors.Is(err, ErrNewTokenReviewsThrottled) {
 				// Not logged: a client sending new tokens by the thousand
 				// would fill the log.
-				metrics.GatewayRefusals.WithLabelValues(RefusedNewTokensThrottled).Inc()
+				metrics.GatewayRefusals.WithLabelValues(audit.RefusedNewTokensThrottled).Inc()
 			} else {
 				logging.FromContext(ctx, logging.Gateway).Error(err, "authenticating a caller failed")
-				metrics.GatewayRefusals.WithLabelValues(RefusedDecisionFailed).Inc()
+				metrics.GatewayRefusals.WithLabelValues(audit.RefusedDecisionFailed).Inc()
 			}
 			// Not a 401: the token may be good (unavailable.go).
 			markReviewFailed(ctx)

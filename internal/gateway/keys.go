@@ -6,13 +6,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"k8s.io/utils/clock"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 

@@ -1,10 +1,11 @@
 package gateway
 
 import (
-	testingclock "k8s.io/utils/clock/testing"
 	"strings"
 	"testing"
 	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

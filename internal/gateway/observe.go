@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -16,34 +18,6 @@ import (
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/metrics"
-)
-
-// Outcomes of a call, as metrics and spans name them.
-const (
-	OutcomeSucceeded = "Succeeded"
-	OutcomeToolError = "ToolError"
-	OutcomeFailed    = "Failed"
-	OutcomeDenied    = "Denied"
-)
-
-// Refusal reasons that only metrics and spans carry: the request was
-// refused before it reached the MCP layer, or the gateway could not make
-// up its mind. The others are the Deny reasons of the audit record.
-const (
-	// RefusedUnauthenticated: no bearer token, or one TokenReview refused.
-	RefusedUnauthenticated = "Unauthenticated"
-	// RefusedRateLimited: a token repeated past its failed
-	// authentications, or an identity over its request budget.
-	RefusedRateLimited = "RateLimited"
-	// RefusedDecisionFailed: reading policies, approvals or keys failed; the
-	// agent is told to try again.
-	RefusedDecisionFailed = "DecisionFailed"
-	// RefusedInvalidArguments: the arguments are not a JSON object.
-	RefusedInvalidArguments = "InvalidArguments"
-	// RefusedInvalidRequest: the request was answered with a protocol
-	// error before the gateway decided (arguments that fail the tool's
-	// input schema, say).
-	RefusedInvalidRequest = "InvalidRequest"
 )
 
 // instrumentationName names the gateway's tracer.
@@ -153,14 +127,14 @@ func (g *Gateway) startCall(ctx context.Context, req *sdk.CallToolRequest) (cont
 // protocol error before the gateway was asked.
 func (g *Gateway) endCall(o *callObs, err error) {
 	if o.outcome == "" {
-		reason := RefusedDecisionFailed
+		reason := audit.RefusedDecisionFailed
 		if err != nil {
-			reason = RefusedInvalidRequest
+			reason = audit.RefusedInvalidRequest
 		}
-		o.end(OutcomeDenied, reason)
+		o.end(audit.OutcomeDenied, reason)
 	}
 	metrics.GatewayCalls.WithLabelValues(o.namespace, o.server, o.tool, o.outcome, o.reason).Inc()
-	if o.outcome == OutcomeDenied {
+	if o.outcome == audit.OutcomeDenied {
 		metrics.GatewayRefusals.WithLabelValues(o.reason).Inc()
 	}
 	if o.sent && o.tool != "" {
@@ -173,8 +147,8 @@ func (g *Gateway) endCall(o *callObs, err error) {
 	}
 	o.span.SetAttributes(attribute.String("mcp_catalog.outcome", o.outcome))
 	switch o.outcome {
-	case OutcomeSucceeded:
-	case OutcomeToolError:
+	case audit.OutcomeSucceeded:
+	case audit.OutcomeToolError:
 		o.span.SetAttributes(attribute.String("error.type", "tool_error"))
 		o.span.SetStatus(codes.Error, "tool_error")
 	default:
@@ -190,7 +164,7 @@ func (g *Gateway) endCall(o *callObs, err error) {
 // gets, which never shows what the server said when the call failed.
 func (g *Gateway) record(ctx context.Context, id *Identity, c *callScope, sent time.Time, out *mcp.CallOutcome, err error) *sdk.CallToolResult {
 	end := g.now()
-	c.rec.Phase, c.rec.Time, c.rec.LatencyMillis = PhaseAfter, end, end.Sub(sent).Milliseconds()
+	c.rec.Phase, c.rec.Time, c.rec.LatencyMillis = audit.PhaseAfter, end, end.Sub(sent).Milliseconds()
 	if err == nil {
 		// The server answered (a tool error is an answer too).
 		metrics.GatewayLastContact.WithLabelValues(c.srv.Namespace, c.srv.Name).Set(float64(end.UnixMilli()) / 1e3)
@@ -199,25 +173,25 @@ func (g *Gateway) record(ctx context.Context, id *Identity, c *callScope, sent t
 	switch {
 	case err != nil:
 		kind := failureKind(err)
-		c.rec.Outcome, c.rec.ErrorKind = OutcomeFailed, string(kind)
-		c.obs.end(OutcomeFailed, string(kind))
+		c.rec.Outcome, c.rec.ErrorKind = audit.OutcomeFailed, string(kind)
+		c.obs.end(audit.OutcomeFailed, string(kind))
 		g.Recorder.Eventf(c.tool, nil, corev1.EventTypeWarning, EventCallFailed, eventAction, "a call by %s failed: %s", id.Username, kind)
 		result.IsError = true
 		result.Content = []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("The call to %s failed (%s); the remote server's answer is not shown.", c.tool.Status.LocalName, kind)}}
 	case out.IsError:
-		c.rec.Outcome = OutcomeToolError
-		c.obs.end(OutcomeToolError, "")
+		c.rec.Outcome = audit.OutcomeToolError
+		c.obs.end(audit.OutcomeToolError, "")
 		result.IsError = true
 		result.Content = []sdk.Content{&sdk.TextContent{Text: out.Text}}
 	default:
-		c.rec.Outcome = OutcomeSucceeded
-		c.obs.end(OutcomeSucceeded, "")
+		c.rec.Outcome = audit.OutcomeSucceeded
+		c.obs.end(audit.OutcomeSucceeded, "")
 		result.Content = []sdk.Content{&sdk.TextContent{Text: out.Text}}
 	}
 	if err := g.Audit.Write(context.WithoutCancel(ctx), c.rec); err != nil {
 		// The call has happened; the before record stands for it.
 		logging.FromContext(ctx, logging.Gateway).Error(err, "the audit outcome record could not be written", "tool", c.key.String(), "callID", c.rec.CallID)
-		metrics.GatewayAuditFailures.WithLabelValues(PhaseAfter).Inc()
+		metrics.GatewayAuditFailures.WithLabelValues(audit.PhaseAfter).Inc()
 	}
 	return result
 }

@@ -5,13 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	testingclock "k8s.io/utils/clock/testing"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	testingclock "k8s.io/utils/clock/testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -466,14 +468,14 @@ func TestMetricsCountCallsByToolAndRefusalsByReason(t *testing.T) {
 	gw := observedGateway(t, up.URL, nil)
 	cs := agentSession(t, gw.URL, "2026-07-28")
 
-	succeeded := metrics.GatewayCalls.WithLabelValues(obsNS, "docs", echoObject, OutcomeSucceeded, "")
+	succeeded := metrics.GatewayCalls.WithLabelValues(obsNS, "docs", echoObject, audit.OutcomeSucceeded, "")
 	upstreamObs := metrics.GatewayUpstreamDuration.WithLabelValues(obsNS, "docs", "docs.echo").(prometheus.Collector)
 	ownObs := metrics.GatewayCallDuration.WithLabelValues(obsNS, "docs", "docs.echo").(prometheus.Collector)
-	notServable := metrics.GatewayCalls.WithLabelValues("", "", "", OutcomeDenied, DenyNotServable)
-	forbidden := metrics.GatewayCalls.WithLabelValues("", "", "", OutcomeDenied, DenyForbidden)
-	refusedNotServable := metrics.GatewayRefusals.WithLabelValues(DenyNotServable)
-	refusedForbidden := metrics.GatewayRefusals.WithLabelValues(DenyForbidden)
-	unauthenticated := metrics.GatewayRefusals.WithLabelValues(RefusedUnauthenticated)
+	notServable := metrics.GatewayCalls.WithLabelValues("", "", "", audit.OutcomeDenied, audit.DenyNotServable)
+	forbidden := metrics.GatewayCalls.WithLabelValues("", "", "", audit.OutcomeDenied, audit.DenyForbidden)
+	refusedNotServable := metrics.GatewayRefusals.WithLabelValues(audit.DenyNotServable)
+	refusedForbidden := metrics.GatewayRefusals.WithLabelValues(audit.DenyForbidden)
+	unauthenticated := metrics.GatewayRefusals.WithLabelValues(audit.RefusedUnauthenticated)
 	before := map[string]float64{}
 	for name, c := range map[string]prometheus.Collector{
 		"succeeded": succeeded, "upstream": upstreamObs, "own": ownObs, "notServable": notServable, "forbidden": forbidden,

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
@@ -22,14 +24,6 @@ import (
 // for no other. A caller of another namespace is refused before any work,
 // and a shared server whose owner's namespace the pool does not serve is
 // reported, never read.
-
-// RefusedNamespaceNotServed: the caller's namespace is not one this
-// gateway serves; the request was answered 421 before any work.
-const RefusedNamespaceNotServed = "NamespaceNotServed"
-
-// DetailOwnerNotServed refines NotServable: the tool is shared from a
-// namespace this gateway does not serve, so it cannot be decided here.
-const DetailOwnerNotServed = "OwnerNamespaceNotServed"
 
 // misdirectedErrorCode is the JSON-RPC error code of a request refused
 // because this gateway does not serve the caller's namespace.
@@ -109,17 +103,17 @@ func (g *Gateway) served(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		metrics.GatewayRefusals.WithLabelValues(RefusedNamespaceNotServed).Inc()
-		g.writeDenial(r.Context(), Record{
-			Time: g.now(), CallID: newCallID(), Phase: PhaseDenied, Decision: "Denied",
-			Caller: id.Username, Namespace: id.Namespace, Reason: RefusedNamespaceNotServed,
+		metrics.GatewayRefusals.WithLabelValues(audit.RefusedNamespaceNotServed).Inc()
+		g.writeDenial(r.Context(), audit.Record{
+			Time: g.now(), CallID: audit.NewCallID(), Phase: audit.PhaseDenied, Decision: "Denied",
+			Caller: id.Username, Namespace: id.Namespace, Reason: audit.RefusedNamespaceNotServed,
 		})
 		body, _ := json.Marshal(map[string]any{
 			"jsonrpc": "2.0",
 			"error": map[string]any{
 				"code":    misdirectedErrorCode,
 				"message": fmt.Sprintf("this gateway does not serve namespace %q; use the gateway of that namespace's pool", id.Namespace),
-				"data":    map[string]any{"reason": RefusedNamespaceNotServed},
+				"data":    map[string]any{"reason": audit.RefusedNamespaceNotServed},
 			},
 		})
 		w.Header().Set("Content-Type", "application/json")

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
 
@@ -193,7 +195,7 @@ func (b *badTokens) middleware(clk clock.PassiveClock, next http.Handler) http.H
 		token := bearer(r)
 		if token == "" {
 			// No token: refused below without a review.
-			metrics.GatewayRefusals.WithLabelValues(RefusedUnauthenticated).Inc()
+			metrics.GatewayRefusals.WithLabelValues(audit.RefusedUnauthenticated).Inc()
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -202,7 +204,7 @@ func (b *badTokens) middleware(clk clock.PassiveClock, next http.Handler) http.H
 			return
 		}
 		if over, wait := b.exhausted(b.fingerprint(token), clk.Now()); over {
-			metrics.GatewayRefusals.WithLabelValues(RefusedRateLimited).Inc()
+			metrics.GatewayRefusals.WithLabelValues(audit.RefusedRateLimited).Inc()
 			tooMany(w, wait, "too many requests with a token that failed authentication")
 			return
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
@@ -20,13 +22,6 @@ import (
 // A shared tool's calls also pass the rules the consuming namespace's
 // McpSharedServer adds (g.sharedRules), after the owner's; the decision
 // offers no shared tool whose added rules do not compile.
-
-// Denial reasons of the rules stage: the argument rules' refusal kinds.
-const (
-	DenyFixedArgumentSent        = argrules.FixedArgumentSent
-	DenyArgumentRuleFailed       = argrules.RuleFailed
-	DenyArgumentRuleNotEvaluated = argrules.RuleNotEvaluated
-)
 
 // unhonoured says why t's view cannot be built, as a NotServable detail:
 // ReviewedTextInvalid or ArgumentRulesInvalid, or "" when it can. The
@@ -55,14 +50,14 @@ func (g *Gateway) applyRules(ctx context.Context, c *callScope) *sdk.CallToolRes
 	if err != nil {
 		// The decision refused a tool without a view; this one changed
 		// version in between.
-		return g.deny(ctx, c.rec, c.tool, DenyNotServable, g.unhonoured(c.tool), "the tool is not servable now (its argument rules or reviewed text cannot be honoured)")
+		return g.deny(ctx, c.rec, c.tool, audit.DenyNotServable, g.unhonoured(c.tool), "the tool is not servable now (its argument rules or reviewed text cannot be honoured)")
 	}
 	// A shared tool: the consuming namespace's rules apply after the
 	// owner's, to the arguments the owner's let through.
 	var consumer *argrules.Program // none: Empty, and Apply passes the arguments on
 	if c.shared != nil {
 		if consumer, err = g.sharedRules.Get(c.shared, c.tool.Spec.RemoteName); err != nil {
-			return g.deny(ctx, c.rec, c.tool, DenyNotServable, mcpv1alpha1.ReasonConsumerRulesInvalid, verdict{reason: DenyNotServable, detail: mcpv1alpha1.ReasonConsumerRulesInvalid}.message())
+			return g.deny(ctx, c.rec, c.tool, audit.DenyNotServable, mcpv1alpha1.ReasonConsumerRulesInvalid, verdict{reason: audit.DenyNotServable, detail: mcpv1alpha1.ReasonConsumerRulesInvalid}.message())
 		}
 	}
 	if v.Rules.Empty() && consumer.Empty() {
@@ -78,7 +73,7 @@ func (g *Gateway) applyRules(ctx context.Context, c *callScope) *sdk.CallToolRes
 	_, hash, err := arguments(upstream)
 	if err != nil {
 		// Every value came from JSON, so they marshal again.
-		return g.deny(ctx, c.rec, c.tool, DenyArgumentRuleNotEvaluated, "", "the arguments could not be prepared for the server")
+		return g.deny(ctx, c.rec, c.tool, audit.DenyArgumentRuleNotEvaluated, "", "the arguments could not be prepared for the server")
 	}
 	c.args, c.rec.ArgumentsHash = upstream, hash
 	return nil

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
@@ -114,8 +115,8 @@ func TestSharedListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 	allow[toolname.SharedLocalName("self", "x")] = true
 	o.Authz = allow
 	o.Authn = tokenTable{listToken: {Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: consumer, ServiceAccount: "agent"}}
-	var audit bytes.Buffer
-	o.Audit = NewJSONLines(&audit)
+	var auditLog bytes.Buffer
+	o.Audit = audit.NewJSONLines(&auditLog)
 	g, err := New(o)
 	if err != nil {
 		t.Fatal(err)

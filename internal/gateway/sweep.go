@@ -3,10 +3,10 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"k8s.io/utils/clock"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"

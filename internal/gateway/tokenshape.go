@@ -118,10 +118,6 @@ const (
 // the token is not charged as bad.
 var ErrNewTokenReviewsThrottled = errors.New("the gateway is reviewing too many new tokens now; try again")
 
-// RefusedNewTokensThrottled: a token never seen to authenticate was not
-// reviewed, the reviews of such tokens being over their rate.
-const RefusedNewTokensThrottled = "NewTokensThrottled"
-
 // maxKnownTokens bounds the tokens remembered as having authenticated.
 const maxKnownTokens = 65536
 

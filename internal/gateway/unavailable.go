@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -80,7 +82,7 @@ func (g *Gateway) undecidedServer() *sdk.Server {
 			if strings.HasPrefix(method, "notifications/") {
 				return next(ctx, method, req)
 			}
-			metrics.GatewayRefusals.WithLabelValues(RefusedDecisionFailed).Inc()
+			metrics.GatewayRefusals.WithLabelValues(audit.RefusedDecisionFailed).Inc()
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: undecidedMessage}
 		}
 	})

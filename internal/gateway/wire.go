@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -121,10 +123,6 @@ func (f *inflight) give(namespace string, n int64) {
 	}
 }
 
-// RefusedBytesInFlight: the caller's namespace (or the replica) held as
-// many request bytes as it may at once.
-const RefusedBytesInFlight = "BytesInFlight"
-
 // maxRequestBytes is the bound on a request's body.
 func (g *Gateway) maxRequestBytes() int64 {
 	if g.MaxRequestBytes > 0 {
@@ -201,7 +199,7 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 // refuseTooLarge answers a request whose body is over the bound: 413, and
 // a JSON-RPC error without an id (the message was not read).
 func (g *Gateway) refuseTooLarge(w http.ResponseWriter, limit int64) {
-	metrics.GatewayRefusals.WithLabelValues(RefusedTooLarge).Inc()
+	metrics.GatewayRefusals.WithLabelValues(audit.RefusedTooLarge).Inc()
 	w.Header().Set("Connection", "close")
 	writeUnread(w, http.StatusRequestEntityTooLarge, -32600,
 		"the request body is larger than the gateway accepts ("+strconv.FormatInt(limit, 10)+" bytes)")
@@ -223,14 +221,11 @@ func writeUnread(w http.ResponseWriter, status, code int, message string) {
 // of request bytes now: 503 with Retry-After, as for any load the caller
 // should wait out.
 func (g *Gateway) refuseBytesInFlight(w http.ResponseWriter) {
-	metrics.GatewayRefusals.WithLabelValues(RefusedBytesInFlight).Inc()
+	metrics.GatewayRefusals.WithLabelValues(audit.RefusedBytesInFlight).Inc()
 	w.Header().Set("Retry-After", "1")
 	writeUnread(w, http.StatusServiceUnavailable, budgetErrorCode,
 		"the gateway holds as many request bytes of the caller's namespace as it may at once; retry later")
 }
-
-// RefusedTooLarge: a request's body was larger than the gateway accepts.
-const RefusedTooLarge = "TooLarge"
 
 // readMessage takes body apart as one JSON-RPC 2.0 request or
 // notification whose members are each named exactly once; nil for

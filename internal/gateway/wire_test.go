@@ -18,6 +18,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/capture"
 )
@@ -47,11 +48,11 @@ func eraCallBody(id, name, args string) string {
 func TestInitializeEraMatchesTheSDK(t *testing.T) {
 	up := callUpstream(t)
 	fails := docsTool(t, "fails")
-	audit := &capture.Buffer{}
+	auditLog := &capture.Buffer{}
 	g, hs := catalogGatewayWith(t, up.URL, nil, allowList{echoObject: true, fails.Name: true}, 0,
 		func(o *Options) {
 			o.Stateless = true
-			o.Audit = NewJSONLines(audit)
+			o.Audit = audit.NewJSONLines(auditLog)
 			o.DenialWindow = time.Nanosecond
 			// Hundreds of requests in a moment, none of them over budget.
 			o.Budgets = Budgets{ServiceAccountRate: 1e6, ServiceAccountBurst: 1e6, NamespaceRate: 1e6, NamespaceBurst: 1e6}
@@ -92,10 +93,10 @@ func TestInitializeEraMatchesTheSDK(t *testing.T) {
 		if g.eraAnswers.Load() != before+1 {
 			t.Fatalf("%s (%q): not answered by the gateway's own code: %+v", tc.name, tc.version, own)
 		}
-		ownAudit := auditLines(audit)
+		ownAudit := auditLines(auditLog)
 		g.noInitializeEra.Store(true)
 		sdkAnswer := postEra(t, hs.URL, tc.version, tc.body)
-		sdkAudit := auditLines(audit)
+		sdkAudit := auditLines(auditLog)
 		if own != sdkAnswer {
 			t.Errorf("%s (%q): the gateway's answer differs from the SDK's:\n own: %+v\n sdk: %+v", tc.name, tc.version, own, sdkAnswer)
 		}
@@ -130,7 +131,7 @@ func TestInitializeEraMatchesTheSDK(t *testing.T) {
 			t.Errorf("%s: answered by the gateway's own code, want the SDK: %+v", name, ans)
 		}
 	}
-	_ = auditLines(audit)
+	_ = auditLines(auditLog)
 
 	// The go-sdk client of the initialize era goes the gateway's own way
 	// for everything it sends.
@@ -304,10 +305,10 @@ func TestRequestBodyIsBoundedBeforeDecoding(t *testing.T) {
 // is audited with the hash of the arguments' bytes.
 func TestRefusedCallsArgumentsAreNotDecoded(t *testing.T) {
 	up := callUpstream(t)
-	audit := &capture.Buffer{}
+	auditLog := &capture.Buffer{}
 	g, _ := catalogGatewayWith(t, up.URL, nil, allowList{echoObject: true}, 0, func(o *Options) {
 		o.Stateless = true
-		o.Audit = NewJSONLines(audit)
+		o.Audit = audit.NewJSONLines(auditLog)
 		o.DenialWindow = time.Nanosecond
 	})
 	// Many small values: decoded, each would be an allocation of its own.
@@ -320,7 +321,7 @@ func TestRefusedCallsArgumentsAreNotDecoded(t *testing.T) {
 	if per > uint64(4*len(body)) {
 		t.Errorf("refusing a call with %d bytes of arguments allocated %d bytes, want at most %d", len(body), per, 4*len(body))
 	}
-	lines := auditLines(audit)
+	lines := auditLines(auditLog)
 	if len(lines) == 0 || !strings.Contains(lines[len(lines)-1], rawArgumentsHash(json.RawMessage(args))) {
 		t.Errorf("the refusal was audited as %q, want the hash of the arguments' bytes", lines)
 	}

@@ -3,11 +3,12 @@ package manager
 import (
 	"context"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"net/url"
 	"os"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +25,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/gateway"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/internal/notify"
@@ -167,9 +169,9 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 			return fmt.Errorf("registering the gateway's informers: %w", err)
 		}
 	}
-	audit := opts.GatewayAudit
-	if audit == nil {
-		audit = os.Stdout
+	auditTo := opts.GatewayAudit
+	if auditTo == nil {
+		auditTo = os.Stdout
 	}
 	// Approvals are read and written straight at the API server: a
 	// decision must count the moment it is made, and using an approval
@@ -216,7 +218,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		Authz:     &gateway.SubjectAccessReviewAuthorizer{Client: authz},
 		Upstreams: gatewayEndpoints(w.endpoints, opts.GatewayCredentialTTL, gatewayClock),
 		MCP:       w.mcp,
-		Audit:     gateway.NewJSONLinesTimeout(audit, opts.GatewayAuditTimeout),
+		Audit:     audit.NewJSONLinesTimeout(auditTo, opts.GatewayAuditTimeout),
 		Recorder:  mgr.GetEventRecorder(EventSource),
 		Version:   Version,
 

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -253,7 +255,7 @@ func callRecords(b *testing.B, auditFile string) string {
 		if json.Unmarshal(lines[i], &after) != nil || json.Unmarshal(lines[i-1], &before) != nil {
 			b.Fatalf("the gateway's audit file holds a line that is not a record (line %d or %d)", i, i+1)
 		}
-		if after.Phase == gateway.PhaseAfter && before.Phase == gateway.PhaseBefore && after.CallID == before.CallID && after.CallID != "" {
+		if after.Phase == audit.PhaseAfter && before.Phase == audit.PhaseBefore && after.CallID == before.CallID && after.CallID != "" {
 			out := filepath.Join(b.TempDir(), "records.jsonl")
 			pair := bytes.Join([][]byte{lines[i-1], lines[i], nil}, []byte("\n"))
 			if err := os.WriteFile(out, pair, 0o600); err != nil {

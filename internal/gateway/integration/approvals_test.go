@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	testingclock "k8s.io/utils/clock/testing"
 	"math/rand/v2"
 	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	testingclock "k8s.io/utils/clock/testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -230,7 +232,7 @@ var _ = Describe("Approval by a person", func() {
 			args := map[string]any{"text": "secret-ish argument value"}
 			requested := metrics.GatewayApprovalEvents.WithLabelValues("requested")
 			usedCount := metrics.GatewayApprovalEvents.WithLabelValues("used")
-			waited := metrics.GatewayCalls.WithLabelValues(ns, docs.name, docs.object(echo), gateway.OutcomeDenied, gateway.DenyApprovalPending)
+			waited := metrics.GatewayCalls.WithLabelValues(ns, docs.name, docs.object(echo), audit.OutcomeDenied, audit.DenyApprovalPending)
 			requestedBefore, usedBefore := counterValue(requested), counterValue(usedCount)
 
 			By("the call waits: an McpCallApproval is created and the agent is told where")
@@ -252,7 +254,7 @@ var _ = Describe("Approval by a person", func() {
 			Expect(a.Spec.Decision).To(Equal(mcpv1alpha1.CallPending))
 			recs := auditFor(ns, docs.object(echo))
 			last := recs[len(recs)-1]
-			Expect([]string{last.Phase, last.Reason, last.ApprovalName}).To(Equal([]string{gateway.PhaseDenied, gateway.DenyApprovalPending, a.Name}))
+			Expect([]string{last.Phase, last.Reason, last.ApprovalName}).To(Equal([]string{audit.PhaseDenied, audit.DenyApprovalPending, a.Name}))
 			Expect(a.Spec.ArgumentsHash).To(Equal(last.ArgumentsHash))
 			raw, err := json.Marshal(a)
 			Expect(err).NotTo(HaveOccurred())
@@ -295,13 +297,13 @@ var _ = Describe("Approval by a person", func() {
 			Expect(docs.Calls(echo)).To(Equal(1))
 			recs = auditFor(ns, docs.object(echo))
 			before := recs[len(recs)-2]
-			Expect([]string{before.Phase, before.Approval, before.ApprovalName, before.ApprovedBy}).To(Equal([]string{gateway.PhaseBefore, "Approved", a.Name, "alice"}))
+			Expect([]string{before.Phase, before.Approval, before.ApprovalName, before.ApprovedBy}).To(Equal([]string{audit.PhaseBefore, "Approved", a.Name, "alice"}))
 			used := &mcpv1alpha1.McpCallApproval{}
 			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&a), used)).To(Succeed())
 			Expect(used.Status.ConsumedAt).NotTo(BeNil())
 			Expect(used.Status.CallID).To(Equal(before.CallID))
 			Expect(counterValue(usedCount)).To(Equal(usedBefore + 1))
-			Expect(counterValue(metrics.GatewayCalls.WithLabelValues(ns, docs.name, docs.object(echo), gateway.OutcomeSucceeded, ""))).To(Equal(1.0))
+			Expect(counterValue(metrics.GatewayCalls.WithLabelValues(ns, docs.name, docs.object(echo), audit.OutcomeSucceeded, ""))).To(Equal(1.0))
 
 			By("a second retry is not made on the same approval: it waits for a new one")
 			e2 := callWaiting(cs, era, docs.local(echo), args)
@@ -318,8 +320,8 @@ var _ = Describe("Approval by a person", func() {
 			Expect(docs.Calls(echo)).To(Equal(1))
 			recs = auditFor(ns, docs.object(echo))
 			last = recs[len(recs)-1]
-			Expect([]string{last.Phase, last.Reason, last.ApprovedBy}).To(Equal([]string{gateway.PhaseDenied, gateway.DenyApprovalDeclined, "alice"}))
-			Expect(counterValue(metrics.GatewayCalls.WithLabelValues(ns, docs.name, docs.object(echo), gateway.OutcomeDenied, gateway.DenyApprovalDeclined))).To(Equal(1.0))
+			Expect([]string{last.Phase, last.Reason, last.ApprovedBy}).To(Equal([]string{audit.PhaseDenied, audit.DenyApprovalDeclined, "alice"}))
+			Expect(counterValue(metrics.GatewayCalls.WithLabelValues(ns, docs.name, docs.object(echo), audit.OutcomeDenied, audit.DenyApprovalDeclined))).To(Equal(1.0))
 			Expect(counterValue(requested)).To(Equal(requestedBefore + 2))
 			Expect(counterValue(usedCount)).To(Equal(usedBefore + 1))
 		},

@@ -93,7 +93,7 @@ var _ = Describe("Delegated servers", func() {
 		// audit records, Events, metrics, or the status of its objects.
 		haystacks := map[string]string{
 			"manager logs":  logs.String(),
-			"audit records": strings.Join(audit.all(), "\n"),
+			"audit records": strings.Join(auditLog.all(), "\n"),
 			"Events":        allEvents(),
 			"metrics":       metricsText(),
 			"status":        statusText(ns),

@@ -9,12 +9,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/test/apifault"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
@@ -87,7 +88,7 @@ var _ = Describe("Faults", func() {
 		Expect(later.Calls(echo)).To(BeZero())
 		Expect(first.Calls(echo)).To(BeZero())
 		for _, rec := range auditFor(ns, later.object(echo)) {
-			Expect(rec.Phase).NotTo(Equal(gateway.PhaseBefore), "nothing was decided, nothing sent")
+			Expect(rec.Phase).NotTo(Equal(audit.PhaseBefore), "nothing was decided, nothing sent")
 		}
 
 		api.Up()
@@ -128,7 +129,7 @@ var _ = Describe("Faults", func() {
 		for _, rec := range auditFor(ns, up.object(slow)) {
 			phases = append(phases, rec.Phase)
 		}
-		Expect(phases).To(Equal([]string{gateway.PhaseBefore, gateway.PhaseAfter}))
+		Expect(phases).To(Equal([]string{audit.PhaseBefore, audit.PhaseAfter}))
 
 		// A caller the gateway has not reviewed is refused, as unavailable.
 		resp := postInitialize(other.token)
@@ -181,12 +182,12 @@ var _ = Describe("Faults", func() {
 		}
 		var outcomes []string
 		for _, rec := range auditFor(ns, srv.object(echo)) {
-			if rec.Phase == gateway.PhaseAfter {
+			if rec.Phase == audit.PhaseAfter {
 				outcomes = append(outcomes, rec.Outcome)
 			}
 		}
-		Expect(outcomes).To(Equal([]string{gateway.OutcomeSucceeded, gateway.OutcomeFailed, gateway.OutcomeFailed,
-			gateway.OutcomeSucceeded, gateway.OutcomeSucceeded, gateway.OutcomeSucceeded}))
+		Expect(outcomes).To(Equal([]string{audit.OutcomeSucceeded, audit.OutcomeFailed, audit.OutcomeFailed,
+			audit.OutcomeSucceeded, audit.OutcomeSucceeded, audit.OutcomeSucceeded}))
 	})
 })
 

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -26,7 +28,6 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
@@ -129,14 +130,14 @@ var _ = Describe("Calling", func() {
 
 			for tool, outcome := range map[string]string{echo: "Succeeded", fail: "ToolError", image: "Succeeded"} {
 				recs := auditFor(ns, docs.object(tool))
-				Expect(phases(recs)).To(Equal([]string{gateway.PhaseBefore, gateway.PhaseAfter}), tool)
+				Expect(phases(recs)).To(Equal([]string{audit.PhaseBefore, audit.PhaseAfter}), tool)
 				Expect(recs[0].CallID).To(Equal(recs[1].CallID))
 				Expect(recs[0].Caller).To(Equal("system:serviceaccount:" + ns + ":bot"))
 				Expect(recs[0].Decision).To(Equal("Allowed"))
 				Expect(recs[0].Approval).To(Equal("NotRequired"))
 				Expect(recs[1].Outcome).To(Equal(outcome), tool)
 			}
-			Expect(strings.Join(audit.all(), "\n")).NotTo(ContainSubstring(arg), "audit records hold a hash of the arguments, never their values")
+			Expect(strings.Join(auditLog.all(), "\n")).NotTo(ContainSubstring(arg), "audit records hold a hash of the arguments, never their values")
 		},
 		Entry("in the initialize era", legacyEra),
 		Entry("in the 2026-07-28 era", modernEra),
@@ -212,7 +213,7 @@ var _ = Describe("Refusals", func() {
 		recs := auditFor(ns, docs.object(remote))
 		Expect(recs).NotTo(BeEmpty())
 		last := recs[len(recs)-1]
-		Expect([]string{last.Phase, last.Decision, last.Reason, last.Detail}).To(Equal([]string{gateway.PhaseDenied, "Denied", reason, detail}))
+		Expect([]string{last.Phase, last.Decision, last.Reason, last.Detail}).To(Equal([]string{audit.PhaseDenied, "Denied", reason, detail}))
 		Expect(last.LocalName).To(Equal(docs.local(remote)))
 	}
 
@@ -245,13 +246,13 @@ var _ = Describe("Refusals", func() {
 		a.ceiling(mcpv1alpha1.DataClassInternal)
 		cs := a.connect(nil, modernEra)
 		Expect(toolNames(cs)).To(Equal([]string{docs.local(fail)}))
-		refused(cs, echo, gateway.DenyForbidden, "", `RBAC verb "call"`)
+		refused(cs, echo, audit.DenyForbidden, "", `RBAC verb "call"`)
 	})
 
 	It("refuses a tool above the agent's ceiling", func() {
 		a.grant()
 		a.ceiling(mcpv1alpha1.DataClassPublic)
-		refused(a.connect(nil, legacyEra), echo, gateway.DenyAboveCeiling, "", "McpAccessPolicy")
+		refused(a.connect(nil, legacyEra), echo, audit.DenyAboveCeiling, "", "McpAccessPolicy")
 	})
 
 	It("refuses a tool disabled after the session listed it, with an Event and a metric", func() {
@@ -261,9 +262,9 @@ var _ = Describe("Refusals", func() {
 		docs.setEnabled(echo, false)
 		docs.waitTool(echo, "False", mcpv1alpha1.ReasonDisabled)
 
-		counter := metrics.GatewayCalls.WithLabelValues(ns, docs.name, docs.object(echo), gateway.OutcomeDenied, gateway.DenyNotServable)
+		counter := metrics.GatewayCalls.WithLabelValues(ns, docs.name, docs.object(echo), audit.OutcomeDenied, audit.DenyNotServable)
 		denials := counterValue(counter)
-		refused(cs, echo, gateway.DenyNotServable, mcpv1alpha1.ReasonDisabled, "it is disabled")
+		refused(cs, echo, audit.DenyNotServable, mcpv1alpha1.ReasonDisabled, "it is disabled")
 		Expect(counterValue(counter)).To(Equal(denials + 1))
 		Eventually(func(g Gomega) []string {
 			var evs eventsv1.EventList
@@ -285,7 +286,7 @@ var _ = Describe("Refusals", func() {
 		Expect(docs.SetToolDescription(echo, "Returns its text argument, and now also deletes everything.")).To(Succeed())
 		docs.request(mcpv1alpha1.AnnotationRequestedImportAt)
 		docs.waitTool(echo, "False", mcpv1alpha1.ReasonDefinitionChanged)
-		refused(cs, echo, gateway.DenyNotServable, mcpv1alpha1.ReasonDefinitionChanged, "its definition changed")
+		refused(cs, echo, audit.DenyNotServable, mcpv1alpha1.ReasonDefinitionChanged, "its definition changed")
 	})
 
 	It("neither lists nor calls a tool whose definition is not the approved one, even while Ready still says True", func() {
@@ -308,7 +309,7 @@ var _ = Describe("Refusals", func() {
 		}, 10*time.Second, 50*time.Millisecond).ShouldNot(Equal(approved), "the gateway's cache has the new definition")
 		imported := docs.tool(echo)
 		Expect(meta.IsStatusConditionTrue(imported.Status.Conditions, mcpv1alpha1.ConditionReady)).To(BeFalse(), "the import's own write turned Ready False")
-		refused(a.connect(nil, modernEra), echo, gateway.DenyNotServable, mcpv1alpha1.ReasonDefinitionChanged, "its definition changed")
+		refused(a.connect(nil, modernEra), echo, audit.DenyNotServable, mcpv1alpha1.ReasonDefinitionChanged, "its definition changed")
 
 		// The gateway does not rely on that: a definition that is not the
 		// approved one is refused whatever Ready says. Another writer puts
@@ -330,7 +331,7 @@ var _ = Describe("Refusals", func() {
 		// on the definition, without reaching the upstream.
 		Expect(toolNames(a.connect(nil, modernEra))).To(BeEmpty())
 		Expect(toolNames(a.connect(nil, legacyEra))).To(BeEmpty())
-		refused(a.connect(nil, modernEra), echo, gateway.DenyNotServable, mcpv1alpha1.ReasonDefinitionChanged, "its definition changed")
+		refused(a.connect(nil, modernEra), echo, audit.DenyNotServable, mcpv1alpha1.ReasonDefinitionChanged, "its definition changed")
 		Expect(meta.IsStatusConditionTrue(docs.tool(echo).Status.Conditions, mcpv1alpha1.ConditionReady)).To(BeTrue(), "all of this happened while Ready said True")
 
 		release()
@@ -347,13 +348,13 @@ var _ = Describe("Refusals", func() {
 		Expect(isErr).To(BeTrue())
 		Expect(txt).To(Equal("The call to " + docs.local(echo) + " failed (Unreachable); the remote server's answer is not shown."))
 		recs := auditFor(ns, docs.object(echo))
-		Expect(phases(recs)).To(Equal([]string{gateway.PhaseBefore, gateway.PhaseAfter}))
+		Expect(phases(recs)).To(Equal([]string{audit.PhaseBefore, audit.PhaseAfter}))
 		Expect([]string{recs[1].Outcome, recs[1].ErrorKind}).To(Equal([]string{"Failed", "Unreachable"}))
 
 		docs.request(mcpv1alpha1.AnnotationRequestedProbeAt)
 		docs.waitTool(echo, "False", mcpv1alpha1.ReasonServerNotReady)
-		refused(cs, echo, gateway.DenyNotServable, mcpv1alpha1.ReasonServerNotReady, "its server is not Ready")
-		Expect(phases(auditFor(ns, docs.object(echo)))).To(Equal([]string{gateway.PhaseBefore, gateway.PhaseAfter, gateway.PhaseDenied}))
+		refused(cs, echo, audit.DenyNotServable, mcpv1alpha1.ReasonServerNotReady, "its server is not Ready")
+		Expect(phases(auditFor(ns, docs.object(echo)))).To(Equal([]string{audit.PhaseBefore, audit.PhaseAfter, audit.PhaseDenied}))
 	})
 
 	It("binds a session to the agent that opened it", func() {
@@ -388,7 +389,7 @@ var _ = Describe("Approval by the agent's client (the ClientElicitation opt-in)"
 			Expect(yes.asked()).To(HaveLen(1))
 			Expect(yes.asked()[0]).To(ContainSubstring("the tool " + docs.local(echo) + " of the MCP server docs (data class Internal)"))
 			recs := auditFor(ns, docs.object(echo))
-			Expect(phases(recs)).To(Equal([]string{gateway.PhaseBefore, gateway.PhaseAfter}))
+			Expect(phases(recs)).To(Equal([]string{audit.PhaseBefore, audit.PhaseAfter}))
 			Expect(recs[0].Approval).To(Equal("Approved"))
 
 			for _, no := range []*approver{{action: "decline"}, {action: "cancel"}, {action: "accept", approve: false}} {
@@ -401,7 +402,7 @@ var _ = Describe("Approval by the agent's client (the ClientElicitation opt-in)"
 				Expect(docs.Requests()).To(Equal(before))
 				recs := auditFor(ns, docs.object(echo))
 				last := recs[len(recs)-1]
-				Expect([]string{last.Phase, last.Reason, last.Approval}).To(Equal([]string{gateway.PhaseDenied, gateway.DenyApprovalDeclined, "Required"}))
+				Expect([]string{last.Phase, last.Reason, last.Approval}).To(Equal([]string{audit.PhaseDenied, audit.DenyApprovalDeclined, "Required"}))
 			}
 
 			By("a client that cannot ask a human: refused")
@@ -412,7 +413,7 @@ var _ = Describe("Approval by the agent's client (the ClientElicitation opt-in)"
 			Expect(docs.Requests()).To(Equal(before))
 			recs = auditFor(ns, docs.object(echo))
 			last := recs[len(recs)-1]
-			Expect([]string{last.Phase, last.Reason, last.Approval}).To(Equal([]string{gateway.PhaseDenied, gateway.DenyApprovalNoChannel, "Required"}))
+			Expect([]string{last.Phase, last.Reason, last.Approval}).To(Equal([]string{audit.PhaseDenied, audit.DenyApprovalNoChannel, "Required"}))
 			Expect(docs.Calls(echo)).To(Equal(1), "only the approved call reached the tool")
 		},
 		Entry("in the initialize era (elicitation on the session)", legacyEra),
@@ -478,15 +479,15 @@ var _ = Describe("Audit", func() {
 		a := newAgent(ns, "bot").allowInternal()
 		cs := a.connect(nil, modernEra)
 
-		audit.setFailing(true)
-		DeferCleanup(audit.setFailing, false)
+		auditLog.setFailing(true)
+		DeferCleanup(auditLog.setFailing, false)
 		before := docs.Requests()
 		isErr, txt := call(cs, docs.local(echo), map[string]any{"text": "x"})
 		Expect(isErr).To(BeTrue())
 		Expect(txt).To(Equal("Refused by the MCP catalog gateway: the call was refused because its audit record could not be written"))
 		Expect(docs.Requests()).To(Equal(before))
 
-		audit.setFailing(false)
+		auditLog.setFailing(false)
 		isErr, _ = call(cs, docs.local(echo), map[string]any{"text": "x"})
 		Expect(isErr).To(BeFalse(), "calls resume once the sink works")
 		Expect(docs.Calls(echo)).To(Equal(1))
@@ -525,17 +526,17 @@ var _ = Describe("Audit", func() {
 		made, denied := 0, 0
 		for _, id := range order {
 			switch byCall[id][0] {
-			case gateway.PhaseBefore:
-				Expect(byCall[id]).To(Equal([]string{gateway.PhaseBefore, gateway.PhaseAfter}))
+			case audit.PhaseBefore:
+				Expect(byCall[id]).To(Equal([]string{audit.PhaseBefore, audit.PhaseAfter}))
 				made++
 			default:
-				Expect(byCall[id]).To(Equal([]string{gateway.PhaseDenied}))
+				Expect(byCall[id]).To(Equal([]string{audit.PhaseDenied}))
 				denied++
 			}
 		}
 		Expect([]int{made, denied}).To(Equal([]int{5, 1}))
 		recs := auditFor(ns, docs.object(mcpserver.ToolNested))
-		Expect([]string{recs[0].Reason, recs[0].Detail}).To(Equal([]string{gateway.DenyNotServable, mcpv1alpha1.ReasonDisabled}))
+		Expect([]string{recs[0].Reason, recs[0].Detail}).To(Equal([]string{audit.DenyNotServable, mcpv1alpha1.ReasonDisabled}))
 	})
 })
 
@@ -571,7 +572,7 @@ var _ = Describe("Cancellation", func() {
 			Eventually(errc).Should(Receive(HaveOccurred()))
 
 			Eventually(func() []string { return phases(auditFor(ns, docs.object(slow))) }, 5*time.Second, 50*time.Millisecond).
-				Should(Equal([]string{gateway.PhaseBefore, gateway.PhaseAfter}))
+				Should(Equal([]string{audit.PhaseBefore, audit.PhaseAfter}))
 			recs := auditFor(ns, docs.object(slow))
 			Expect([]string{recs[1].Outcome, recs[1].ErrorKind}).To(Equal([]string{"Failed", "Cancelled"}))
 		},
@@ -629,7 +630,7 @@ var _ = Describe("Secrets", func() {
 
 		haystacks := map[string]string{
 			"manager logs":  logs.String(),
-			"audit records": strings.Join(audit.all(), "\n"),
+			"audit records": strings.Join(auditLog.all(), "\n"),
 			"Events":        allEvents(),
 			"metrics":       metricsText(),
 			"spans":         spansText(),

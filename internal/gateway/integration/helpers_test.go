@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -371,13 +373,13 @@ func text(res *sdk.CallToolResult) string {
 }
 
 // auditRecord is an audit line decoded.
-type auditRecord = gateway.Record
+type auditRecord = audit.Record
 
 // auditFor returns the audit records about one McpTool, in order.
 func auditFor(ns, object string) []auditRecord {
 	GinkgoHelper()
 	var out []auditRecord
-	for _, l := range audit.all() {
+	for _, l := range auditLog.all() {
 		var r auditRecord
 		Expect(json.Unmarshal([]byte(l), &r)).To(Succeed(), "every audit line is one JSON object: %s", l)
 		if r.Namespace == ns && r.Tool == object {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -14,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
@@ -59,11 +60,11 @@ var _ = Describe("Observability", func() {
 		Expect(client.Parent().IsValid()).To(BeFalse())
 		Expect(server.Attributes()).To(ContainElements(
 			attribute.String("mcp_catalog.tool", docs.object(echo)),
-			attribute.String("mcp_catalog.outcome", gateway.OutcomeSucceeded),
+			attribute.String("mcp_catalog.outcome", audit.OutcomeSucceeded),
 		))
 
 		var m dto.Metric
-		Expect(metrics.GatewayCalls.WithLabelValues(ns, docs.name, docs.object(echo), gateway.OutcomeSucceeded, "").Write(&m)).To(Succeed())
+		Expect(metrics.GatewayCalls.WithLabelValues(ns, docs.name, docs.object(echo), audit.OutcomeSucceeded, "").Write(&m)).To(Succeed())
 		Expect(m.GetCounter().GetValue()).To(Equal(1.0))
 		m.Reset()
 		Expect(metrics.GatewayUpstreamDuration.WithLabelValues(ns, docs.name, docs.object(echo)).(interface{ Write(*dto.Metric) error }).Write(&m)).To(Succeed())

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -17,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/internal/toolname"
@@ -81,7 +82,7 @@ var _ = Describe("A gateway pool", func() {
 		}
 
 		By("a caller of another namespace: 421, counted and audited, nothing sent")
-		refused := metrics.GatewayRefusals.WithLabelValues(gateway.RefusedNamespaceNotServed)
+		refused := metrics.GatewayRefusals.WithLabelValues(audit.RefusedNamespaceNotServed)
 		before := testutil.ToFloat64(refused)
 		req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(
 			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+theirs.local(echo)+`","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"`+modernEra+`"}}}`))
@@ -109,11 +110,11 @@ var _ = Describe("A gateway pool", func() {
 		Expect(theirs.Calls(echo)).To(BeZero())
 		Eventually(func(g Gomega) {
 			var found bool
-			for _, l := range audit.all() {
+			for _, l := range auditLog.all() {
 				var r auditRecord
 				g.Expect(json.Unmarshal([]byte(l), &r)).To(Succeed())
-				if r.Namespace == other && r.Reason == gateway.RefusedNamespaceNotServed {
-					g.Expect([]string{r.Phase, r.Caller}).To(Equal([]string{gateway.PhaseDenied, "system:serviceaccount:" + other + ":intruder"}))
+				if r.Namespace == other && r.Reason == audit.RefusedNamespaceNotServed {
+					g.Expect([]string{r.Phase, r.Caller}).To(Equal([]string{audit.PhaseDenied, "system:serviceaccount:" + other + ":intruder"}))
 					found = true
 				}
 			}
@@ -139,7 +140,7 @@ var _ = Describe("A gateway pool", func() {
 		Expect(recs).NotTo(BeEmpty())
 		last := recs[len(recs)-1]
 		Expect([]string{last.Reason, last.Detail, last.ServerNamespace, last.SharedServer}).To(
-			Equal([]string{gateway.DenyNotServable, gateway.DetailOwnerNotServed, owner, "platform"}))
+			Equal([]string{audit.DenyNotServable, audit.DetailOwnerNotServed, owner, "platform"}))
 
 		By("a pool that includes the owner's namespace serves the shared tool")
 		_, both := startPool(served, owner)

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -15,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
 
@@ -94,8 +95,8 @@ var _ = Describe("Reviewed text and argument rules", func() {
 			Expect(docs.Calls(echo)).To(Equal(1), "nothing was sent")
 			recs = auditFor(ns, docs.object(echo))
 			last := recs[len(recs)-1]
-			Expect([]string{last.Phase, last.Reason, last.Detail}).To(Equal([]string{gateway.PhaseDenied, gateway.DenyFixedArgumentSent, "text"}))
-			Expect(strings.Join(audit.all(), "\n")).NotTo(ContainSubstring(chosen))
+			Expect([]string{last.Phase, last.Reason, last.Detail}).To(Equal([]string{audit.PhaseDenied, audit.DenyFixedArgumentSent, "text"}))
+			Expect(strings.Join(auditLog.all(), "\n")).NotTo(ContainSubstring(chosen))
 		},
 		Entry("in the initialize era", legacyEra),
 		Entry("in the 2026-07-28 era", modernEra),
@@ -131,15 +132,15 @@ var _ = Describe("Reviewed text and argument rules", func() {
 		recs := auditFor(ns, docs.object(nested))
 		var refusals [][]string
 		for _, r := range recs {
-			if r.Phase == gateway.PhaseDenied {
+			if r.Phase == audit.PhaseDenied {
 				refusals = append(refusals, []string{r.Reason, r.Detail})
 			}
 		}
 		Expect(refusals).To(Equal([][]string{
-			{gateway.DenyArgumentRuleFailed, "no-high-priority"},
-			{gateway.DenyArgumentRuleFailed, "known-labels"},
+			{audit.DenyArgumentRuleFailed, "no-high-priority"},
+			{audit.DenyArgumentRuleFailed, "known-labels"},
 		}))
-		all := strings.Join(audit.all(), "\n")
+		all := strings.Join(auditLog.all(), "\n")
 		Expect(all).NotTo(ContainSubstring(title))
 		Expect(all).NotTo(ContainSubstring("zq-label-marker"))
 	})

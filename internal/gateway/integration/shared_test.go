@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -20,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
@@ -127,7 +128,7 @@ func sharedReady(ss *mcpv1alpha1.McpSharedServer, reason string) metav1.Conditio
 func sharedAudit(ns string) []auditRecord {
 	GinkgoHelper()
 	var out []auditRecord
-	for _, l := range audit.all() {
+	for _, l := range auditLog.all() {
 		var r auditRecord
 		Expect(json.Unmarshal([]byte(l), &r)).To(Succeed())
 		if r.Namespace == ns && r.SharedServer != "" {
@@ -165,7 +166,7 @@ var _ = Describe("A server shared with other namespaces", func() {
 		Expect(refusals).NotTo(BeEmpty())
 		first := refusals[len(refusals)-1]
 		Expect([]string{first.Phase, first.Reason, first.Namespace, first.ServerNamespace, first.SharedServer}).To(
-			Equal([]string{gateway.PhaseDenied, gateway.DenyNotShared, consumer, owner, "platform-docs"}))
+			Equal([]string{audit.PhaseDenied, audit.DenyNotShared, consumer, owner, "platform-docs"}))
 
 		By("a server that does not exist reads exactly like one that is not granted")
 		ghost := accept(consumer, "ghost", &upstream{ns: owner, name: "no-such-server"}, nil)
@@ -185,7 +186,7 @@ var _ = Describe("A server shared with other namespaces", func() {
 		Expect(recs).NotTo(BeEmpty())
 		last := recs[len(recs)-1]
 		Expect([]string{last.Phase, last.Namespace, last.ServerNamespace, last.SharedServer, last.Tool, last.LocalName}).To(
-			Equal([]string{gateway.PhaseAfter, consumer, owner, "platform-docs", docs.object(echo), shared}))
+			Equal([]string{audit.PhaseAfter, consumer, owner, "platform-docs", docs.object(echo), shared}))
 
 		By("the status of the consumer's object names nothing of the owner's server")
 		got := &mcpv1alpha1.McpSharedServer{}
@@ -339,7 +340,7 @@ var _ = Describe("A server shared with other namespaces", func() {
 		Expect(docs.Calls(echo)).To(Equal(1))
 		recs := sharedAudit(consumer)
 		before := recs[len(recs)-2]
-		Expect([]string{before.Phase, before.ApprovalName, before.ApprovedBy, before.ServerNamespace}).To(Equal([]string{gateway.PhaseBefore, a.Name, "carol", owner}))
+		Expect([]string{before.Phase, before.ApprovalName, before.ApprovedBy, before.ServerNamespace}).To(Equal([]string{audit.PhaseBefore, a.Name, "carol", owner}))
 
 		By("approvalRequired false in the consumer never lifts the owner's requirement, which the owner's people decide")
 		patchShared(ss, func(spec *mcpv1alpha1.McpSharedServerSpec) { spec.ApprovalRequired = false })
@@ -389,7 +390,7 @@ var _ = Describe("A server shared with other namespaces", func() {
 			Equal([]string{docs.object(echo), name, "docs", "system:serviceaccount:" + consumer + ":bot"}))
 		recs := sharedAudit(consumer)
 		last := recs[len(recs)-1]
-		Expect([]string{last.Phase, last.Reason, last.Approval}).To(Equal([]string{gateway.PhaseDenied, gateway.DenyApprovalPending, "Required"}))
+		Expect([]string{last.Phase, last.Reason, last.Approval}).To(Equal([]string{audit.PhaseDenied, audit.DenyApprovalPending, "Required"}))
 
 		By("the consumer's approvers cannot decide it; the owner's can, and the call is made once")
 		carol := as("carol", "system:authenticated")
@@ -403,7 +404,7 @@ var _ = Describe("A server shared with other namespaces", func() {
 		Expect(docs.Calls(echo)).To(Equal(1))
 		recs = sharedAudit(consumer)
 		before := recs[len(recs)-2]
-		Expect([]string{before.Phase, before.Approval, before.ApprovalName, before.ApprovedBy}).To(Equal([]string{gateway.PhaseBefore, "Approved", a.Name, "olivia"}))
+		Expect([]string{before.Phase, before.Approval, before.ApprovalName, before.ApprovedBy}).To(Equal([]string{audit.PhaseBefore, "Approved", a.Name, "olivia"}))
 		Expect(yes.asked()).To(BeEmpty())
 
 		By("the API server wrote the safe terms")

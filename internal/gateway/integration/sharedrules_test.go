@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -14,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
@@ -86,7 +87,7 @@ var _ = Describe("A consuming namespace's argument rules for a shared tool", fun
 		Expect(docs.Calls(echo)).To(BeZero(), "nothing was sent")
 		r := lastShared(strict)
 		Expect([]string{r.Phase, r.Reason, r.Detail, r.SharedServer, r.ServerNamespace}).To(Equal(
-			[]string{gateway.PhaseDenied, gateway.DenyArgumentRuleFailed, "mcpsharedserver/docs/short", "docs", owner}))
+			[]string{audit.PhaseDenied, audit.DenyArgumentRuleFailed, "mcpsharedserver/docs/short", "docs", owner}))
 		Expect(r.ArgumentsHash).To(Equal(hashOf(map[string]any{"text": long})))
 
 		By("another consumer of the same server is not bound by them")
@@ -100,14 +101,14 @@ var _ = Describe("A consuming namespace's argument rules for a shared tool", fun
 		Expect(isErr).To(BeFalse(), msg)
 		Expect(docs.Calls(echo)).To(Equal(2))
 		r = lastShared(strict)
-		Expect([]string{r.Phase, r.ArgumentsHash}).To(Equal([]string{gateway.PhaseAfter, hashOf(map[string]any{"text": "hi"})}))
+		Expect([]string{r.Phase, r.ArgumentsHash}).To(Equal([]string{audit.PhaseAfter, hashOf(map[string]any{"text": "hi"})}))
 
 		By("the owner's rules apply first, in every consuming namespace")
 		isErr, msg = call(scs, name, map[string]any{"text": "zq-secret"})
 		Expect(isErr).To(BeTrue())
 		Expect(msg).To(ContainSubstring(`the arguments break the rule "no-secrets"`))
 		Expect(msg).NotTo(ContainSubstring("zq-secret"))
-		Expect([]string{lastShared(strict).Reason, lastShared(strict).Detail}).To(Equal([]string{gateway.DenyArgumentRuleFailed, "no-secrets"}))
+		Expect([]string{lastShared(strict).Reason, lastShared(strict).Detail}).To(Equal([]string{audit.DenyArgumentRuleFailed, "no-secrets"}))
 		isErr, _ = call(lcs, name, map[string]any{"text": "zq-secret"})
 		Expect(isErr).To(BeTrue())
 		Expect(lastShared(lax).Detail).To(Equal("no-secrets"))
@@ -142,7 +143,7 @@ var _ = Describe("A consuming namespace's argument rules for a shared tool", fun
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring(`unknown field "spec.argumentRules[0].fixed"`))
 
-		all := strings.Join(audit.all(), "\n")
+		all := strings.Join(auditLog.all(), "\n")
 		Expect(all).NotTo(ContainSubstring(long))
 		Expect(all).NotTo(ContainSubstring("zq-secret"))
 	})
@@ -174,7 +175,7 @@ var _ = Describe("A consuming namespace's argument rules for a shared tool", fun
 			Expect(isErr).To(BeTrue(), era)
 			Expect(msg).To(ContainSubstring("a rule this namespace adds to it does not compile"), era)
 			r := lastShared(broken)
-			Expect([]string{r.Reason, r.Detail}).To(Equal([]string{gateway.DenyNotServable, mcpv1alpha1.ReasonConsumerRulesInvalid}), era)
+			Expect([]string{r.Reason, r.Detail}).To(Equal([]string{audit.DenyNotServable, mcpv1alpha1.ReasonConsumerRulesInvalid}), era)
 		}
 		Expect(docs.Calls(echo)).To(BeZero(), "never half-applied: not sent with the rule that compiles alone")
 

@@ -50,7 +50,7 @@ var (
 	// logs holds everything the manager logged, for the leak check.
 	logs *capture.Buffer
 	// audit receives the gateway's audit records; a spec can make it fail.
-	audit = &auditWriter{}
+	auditLog = &auditWriter{}
 
 	mgr *testenv.Manager
 
@@ -119,7 +119,7 @@ func gatewayOptions(ready chan<- string) manager.Options {
 	opts.TokenEndpointRootCAs = tokenEndpoint.Roots
 	opts.GatewayAddr = "127.0.0.1:0"
 	opts.GatewayInsecure = true
-	opts.GatewayAudit = audit
+	opts.GatewayAudit = auditLog
 	opts.GatewayReady = ready
 	opts.GatewayApprovalKeySecret = keyNamespace + "/approval-key"
 	opts.GatewayClock = clock

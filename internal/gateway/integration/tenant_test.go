@@ -99,7 +99,7 @@ var _ = Describe("Tenant boundary", func() {
 		Expect(p.requests()).To(Equal(before), "nothing reached the server")
 		Expect(up.Calls(echo)).To(Equal(1))
 
-		for where, text := range map[string]string{"manager logs": logs.String(), "audit records": strings.Join(audit.all(), "\n"), "Events": allEvents()} {
+		for where, text := range map[string]string{"manager logs": logs.String(), "audit records": strings.Join(auditLog.all(), "\n"), "Events": allEvents()} {
 			Expect(text).NotTo(ContainSubstring(p.key), "the URL's key appears in the %s", where)
 		}
 	})

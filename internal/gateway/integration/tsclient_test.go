@@ -7,11 +7,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 	"github.com/mcp-catalog/operator/test/tsagent"
 )
@@ -54,7 +55,7 @@ var _ = Describe("The MCP TypeScript SDK's client", func() {
 		Expect(docs.Calls(echo)).To(Equal(1))
 		Expect(docs.Stats().LastCredential).To(Equal("Bearer " + docs.secret))
 		recs := auditFor(ns, docs.object(echo))
-		Expect(phases(recs)).To(Equal([]string{gateway.PhaseBefore, gateway.PhaseAfter}))
+		Expect(phases(recs)).To(Equal([]string{audit.PhaseBefore, audit.PhaseAfter}))
 		Expect(recs[0].Caller).To(Equal("system:serviceaccount:" + ns + ":ts-agent"))
 		Expect([]string{recs[0].Decision, recs[1].Outcome}).To(Equal([]string{"Allowed", "Succeeded"}))
 
@@ -67,7 +68,7 @@ var _ = Describe("The MCP TypeScript SDK's client", func() {
 		denied := auditFor(ns, docs.object(fail))
 		Expect(denied).NotTo(BeEmpty())
 		last := denied[len(denied)-1]
-		Expect([]string{last.Phase, last.Reason, last.Caller}).To(Equal([]string{gateway.PhaseDenied, gateway.DenyForbidden, "system:serviceaccount:" + ns + ":ts-agent"}))
+		Expect([]string{last.Phase, last.Reason, last.Caller}).To(Equal([]string{audit.PhaseDenied, audit.DenyForbidden, "system:serviceaccount:" + ns + ":ts-agent"}))
 
 		By("over HTTP: every request after initialize carries the session and the revision, and none failed")
 		Expect(res.HTTP.Errors).To(BeEmpty(), "errors the SDK reported outside a step (such as its GET for the event stream)")

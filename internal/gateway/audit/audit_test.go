@@ -1,4 +1,4 @@
-package gateway
+package audit
 
 import (
 	"bytes"
@@ -102,7 +102,7 @@ func TestJSONLinesRefusesWhenTheWriterBlocksAndRecoversAfter(t *testing.T) {
 }
 
 func TestJSONLinesFileSinkAppends(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	path := filepath.Join(t.TempDir(), "jsonl")
 	if err := os.WriteFile(path, []byte("{\"callID\":\"earlier\"}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestJSONLinesGroupsRecordsArrivingDuringASync(t *testing.T) {
 
 // A regular file is synced; a pipe, which cannot be, is not asked to.
 func TestJSONLinesSyncsOnlyRegularFiles(t *testing.T) {
-	f, err := OpenAuditFile(filepath.Join(t.TempDir(), "audit.jsonl"))
+	f, err := OpenAuditFile(filepath.Join(t.TempDir(), "jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

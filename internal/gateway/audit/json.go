@@ -1,4 +1,4 @@
-package gateway
+package audit
 
 import (
 	"encoding/json"

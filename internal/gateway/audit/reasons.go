@@ -1,0 +1,110 @@
+package audit
+
+import "github.com/mcp-catalog/operator/internal/argrules"
+
+// The vocabulary of the gateway's records: what an audit record, an Event,
+// a metric or a span may say of a request. One place, so that a reader of
+// any of them finds every word here.
+
+// Audit phases.
+const (
+	// PhaseDenied records a call refused by the gate; nothing was sent.
+	PhaseDenied = "denied"
+	// PhaseBefore records a call about to be sent. No record, no call.
+	PhaseBefore = "before"
+	// PhaseAfter records the outcome of a call that was sent.
+	PhaseAfter = "after"
+)
+
+// Denial reasons, in the order the stages of a call check them. They
+// appear in audit records, Events, metrics and the message the agent gets.
+const (
+	DenyNotServable = "NotServable"
+	DenyForbidden   = "Forbidden"
+	// DenyNotShared refuses a shared tool whose server the owner does not
+	// share with the caller's namespace now (or that does not exist, or
+	// whose McpSharedServer cannot be honoured). The agent is told no
+	// more than for Forbidden.
+	DenyNotShared         = "NotShared"
+	DenyAboveCeiling      = "AboveDataClassCeiling"
+	DenyApprovalDeclined  = "ApprovalDeclined"
+	DenyApprovalNoChannel = "ApprovalUnavailable"
+	// DenyApprovalPending records a call not made because it waits for a
+	// person's decision on an McpCallApproval.
+	DenyApprovalPending = "ApprovalPending"
+	DenyAuditFailed     = "AuditUnavailable"
+)
+
+// Denial reasons of the rules stage: the argument rules' refusal kinds.
+const (
+	DenyFixedArgumentSent        = argrules.FixedArgumentSent
+	DenyArgumentRuleFailed       = argrules.RuleFailed
+	DenyArgumentRuleNotEvaluated = argrules.RuleNotEvaluated
+)
+
+// Details refine a denial reason.
+const (
+	// DetailAdmissionPolicyMissing refines ApprovalUnavailable: the
+	// admission policy that keeps a caller from deciding its own approval
+	// (the gateway's ApprovalPolicy), or a binding of it that denies, is
+	// missing.
+	DetailAdmissionPolicyMissing = "AdmissionPolicyMissing"
+	// DetailNameTooLong refines NotServable: the name a shared tool would
+	// have in the caller's namespace (mcps_<McpSharedServer>_<tool>) is
+	// longer than toolname.MaxLocalNameLength, so it is not offered there.
+	DetailNameTooLong = "NameTooLong"
+	// DetailNotInSession refines NotServable: the tool is callable now, but
+	// the session does not offer it yet (it was not told of the change
+	// yet, or is not told of changes).
+	DetailNotInSession = "NotInSession"
+	// DetailOwnerNotServed refines NotServable: the tool is shared from a
+	// namespace this gateway does not serve, so it cannot be decided here.
+	DetailOwnerNotServed = "OwnerNamespaceNotServed"
+)
+
+// Outcomes of a call, as metrics and spans name them.
+const (
+	OutcomeSucceeded = "Succeeded"
+	OutcomeToolError = "ToolError"
+	OutcomeFailed    = "Failed"
+	OutcomeDenied    = "Denied"
+)
+
+// Refusal reasons that only metrics and spans carry: the request was
+// refused before it reached the MCP layer, or the gateway could not make
+// up its mind. The others are the Deny reasons of the audit record.
+const (
+	// RefusedUnauthenticated: no bearer token, or one TokenReview refused.
+	RefusedUnauthenticated = "Unauthenticated"
+	// RefusedNewTokensThrottled: a token never seen to authenticate was
+	// not reviewed, the reviews of such tokens being over their rate.
+	RefusedNewTokensThrottled = "NewTokensThrottled"
+	// RefusedRateLimited: a token repeated past its failed
+	// authentications, or an identity over its request budget.
+	RefusedRateLimited = "RateLimited"
+	// RefusedBytesLimited: a ServiceAccount or namespace was answered more
+	// bytes than its budget allows, and is refused until the debt is
+	// repaid.
+	RefusedBytesLimited = "BytesLimited"
+	// RefusedConcurrencyLimited: a ServiceAccount or namespace had as many
+	// requests in flight as its budget allows.
+	RefusedConcurrencyLimited = "ConcurrencyLimited"
+	// RefusedBytesInFlight: the caller's namespace (or the replica) held as
+	// many request bytes as it may at once.
+	RefusedBytesInFlight = "BytesInFlight"
+	// RefusedTooLarge: a request's body was larger than the gateway
+	// accepts.
+	RefusedTooLarge = "TooLarge"
+	// RefusedNamespaceNotServed: the caller's namespace is not one this
+	// gateway serves; the request was answered 421 before any work.
+	RefusedNamespaceNotServed = "NamespaceNotServed"
+	// RefusedDecisionFailed: reading policies, approvals or keys failed;
+	// the agent is told to try again.
+	RefusedDecisionFailed = "DecisionFailed"
+	// RefusedInvalidArguments: the arguments are not a JSON object.
+	RefusedInvalidArguments = "InvalidArguments"
+	// RefusedInvalidRequest: the request was answered with a protocol
+	// error before the gateway decided (arguments that fail the tool's
+	// input schema, say).
+	RefusedInvalidRequest = "InvalidRequest"
+)
