@@ -10,13 +10,12 @@ import (
 	"os"
 	"strings"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/gateway"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/mcp"
 )

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/version"
 )

@@ -14,12 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/gateway"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/manager"
 )
 

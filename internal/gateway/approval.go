@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/metrics"
@@ -39,7 +39,7 @@ import (
 // here (a refusal, or the agent told to wait or asked), a protocol error
 // to answer with instead, or neither when the call goes on; either way it
 // says in the record what approval the call needed and had.
-func (g *Gateway) approve(ctx context.Context, req *sdk.CallToolRequest, id *Identity, c *callScope) (*sdk.CallToolResult, error) {
+func (g *Gateway) approve(ctx context.Context, req *sdk.CallToolRequest, id *authn.Identity, c *callScope) (*sdk.CallToolResult, error) {
 	c.rec.Approval = "NotRequired"
 	if !c.approval {
 		return nil, nil
@@ -72,7 +72,7 @@ func (g *Gateway) approve(ctx context.Context, req *sdk.CallToolRequest, id *Ide
 
 // approvalModeFor is how the caller's calls are approved: ClientElicitation
 // when a policy of its namespace naming it opts in, and Person otherwise.
-func approvalModeFor(id *Identity, policies []mcpv1alpha1.McpAccessPolicy) mcpv1alpha1.ApprovalMode {
+func approvalModeFor(id *authn.Identity, policies []mcpv1alpha1.McpAccessPolicy) mcpv1alpha1.ApprovalMode {
 	for i := range policies {
 		p := &policies[i]
 		if p.Spec.ApprovalMode == mcpv1alpha1.ApprovalClientElicitation && governance.Names(p, id.Namespace, id.ServiceAccount) {
@@ -154,7 +154,7 @@ func (g *Gateway) sealed(ctx context.Context, a *mcpv1alpha1.McpCallApproval) bo
 }
 
 // byPerson runs the approval step in the Person mode for a call of t.
-func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *Identity, c *callScope) personResult {
+func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *authn.Identity, c *callScope) personResult {
 	rec, t := c.rec, c.tool
 	if g.Approvals == nil {
 		return personResult{answer: g.deny(ctx, rec, t, audit.DenyApprovalNoChannel, "", "this tool needs a person's approval for every call, and this gateway has no approvals configured; the call was not made")}
@@ -265,7 +265,7 @@ type approvalPlace struct {
 // caller's namespace, with the tool and server as it names them; or, for
 // a shared tool whose owner's people decide (governance.ApprovalTerms),
 // the owner's namespace with the owner's McpTool and McpServer.
-func (c *callScope) approvalPlace(id *Identity) approvalPlace {
+func (c *callScope) approvalPlace(id *authn.Identity) approvalPlace {
 	o := c.offer()
 	if c.terms.OwnerApproves() {
 		return approvalPlace{namespace: c.terms.Owner, tool: c.tool.Name, server: c.tool.Spec.ServerRef.Name, localName: o.localName()}
@@ -284,7 +284,7 @@ func (p approvalPlace) names(a *mcpv1alpha1.McpCallApproval) bool {
 
 // newApproval creates the McpCallApproval a person decides, for the call c
 // at the data class the gateway decided it by.
-func (g *Gateway) newApproval(ctx context.Context, id *Identity, c *callScope, at approvalPlace, key string, now time.Time) (*mcpv1alpha1.McpCallApproval, error) {
+func (g *Gateway) newApproval(ctx context.Context, id *authn.Identity, c *callScope, at approvalPlace, key string, now time.Time) (*mcpv1alpha1.McpCallApproval, error) {
 	t := c.tool
 	ks, err := g.approvalKeys.Keys(ctx, false)
 	if err != nil {
@@ -309,7 +309,7 @@ func (g *Gateway) newApproval(ctx context.Context, id *Identity, c *callScope, a
 
 // callApproval is the pending, unsealed McpCallApproval of the call c by
 // id, at place at, named name, with call key key, expiring at expires.
-func callApproval(id *Identity, c *callScope, at approvalPlace, name, key string, expires time.Time) *mcpv1alpha1.McpCallApproval {
+func callApproval(id *authn.Identity, c *callScope, at approvalPlace, name, key string, expires time.Time) *mcpv1alpha1.McpCallApproval {
 	t := c.tool
 	return &mcpv1alpha1.McpCallApproval{
 		ObjectMeta: metav1.ObjectMeta{
@@ -376,7 +376,7 @@ func (g *Gateway) waitFor(ctx context.Context, req *sdk.CallToolRequest, rec aud
 
 // byClient asks the agent's own client for approval (the ClientElicitation
 // mode): an answer to give the agent, or nil when the client approved.
-func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, id *Identity, c *callScope) *sdk.CallToolResult {
+func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, id *authn.Identity, c *callScope) *sdk.CallToolResult {
 	rec, key, t := c.rec, c.key, c.tool
 	state := approvalState{Caller: id.UID + "/" + id.Username, Tool: id.Namespace + "/" + c.offer().authzName(), Definition: t.Status.DefinitionHash, Arguments: rec.ArgumentsHash}
 	resp, answered := req.Params.InputResponses[approvalInput]
@@ -423,7 +423,7 @@ func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, id *Id
 // McpCallApproval named after the answer's nonce, created already used:
 // the API server lets exactly one replica create it. Without (a gateway
 // that has no approvals), the mark is this process's memory.
-func (g *Gateway) spendAnswer(ctx context.Context, id *Identity, c *callScope, token string, want approvalState) error {
+func (g *Gateway) spendAnswer(ctx context.Context, id *authn.Identity, c *callScope, token string, want approvalState) error {
 	now := g.now()
 	if g.Approvals == nil {
 		return g.approver.spend(ctx, token, want, now)

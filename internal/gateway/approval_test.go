@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 )
 
 var ctx = context.Background()
@@ -232,7 +233,7 @@ func TestApproverAcceptsStateSignedWithThePreviousKey(t *testing.T) {
 }
 
 func TestApprovalModeIsPersonUnlessAPolicyNamingTheCallerOptsIn(t *testing.T) {
-	bot := &Identity{Namespace: "team", ServiceAccount: "bot", Username: "system:serviceaccount:team:bot"}
+	bot := &authn.Identity{Namespace: "team", ServiceAccount: "bot", Username: "system:serviceaccount:team:bot"}
 	withMode := func(p mcpv1alpha1.McpAccessPolicy, m mcpv1alpha1.ApprovalMode) mcpv1alpha1.McpAccessPolicy {
 		p.Spec.ApprovalMode = m
 		return p
@@ -264,7 +265,7 @@ func TestApprovalModeIsPersonUnlessAPolicyNamingTheCallerOptsIn(t *testing.T) {
 type personGateway struct {
 	g         *Gateway
 	approvals client.Client
-	id        *Identity
+	id        *authn.Identity
 	key       client.ObjectKey
 	// via is the McpSharedServer the tool is called through, "" for a
 	// tool of the caller's namespace.
@@ -308,7 +309,7 @@ func newApprovalGateway(t *testing.T, approvals client.Client, more ...client.Ob
 		t.Fatal(err)
 	}
 	return &personGateway{g: g, approvals: approvals, key: client.ObjectKeyFromObject(tl),
-		id: &Identity{Username: "system:serviceaccount:team:agent", Namespace: ns, ServiceAccount: "agent"}}
+		id: &authn.Identity{Username: "system:serviceaccount:team:agent", Namespace: ns, ServiceAccount: "agent"}}
 }
 
 // call makes one call with arguments args up to the approval stage: the

@@ -3,13 +3,13 @@ package gateway
 import (
 	"context"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
@@ -17,7 +17,7 @@ import (
 // auditBefore is the audit stage of a call: the last look before the call
 // is committed, at its server (one gone since the decision refuses the
 // call), and the record that it is about to be sent. No record, no call.
-func (g *Gateway) auditBefore(ctx context.Context, id *Identity, c *callScope) *sdk.CallToolResult {
+func (g *Gateway) auditBefore(ctx context.Context, id *authn.Identity, c *callScope) *sdk.CallToolResult {
 	srv := &mcpv1alpha1.McpServer{}
 	if err := g.Reader.Get(ctx, types.NamespacedName{Namespace: c.key.Namespace, Name: c.tool.Spec.ServerRef.Name}, srv, readOnly); err != nil {
 		return g.deny(ctx, c.rec, c.tool, audit.DenyNotServable, mcpv1alpha1.ReasonServerNotFound, "the tool's server no longer exists")

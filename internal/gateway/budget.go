@@ -3,17 +3,18 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
@@ -194,7 +195,7 @@ type overBudget struct {
 // namespace's rate budgets and, when inFlight, a place in their
 // concurrency budgets; release gives the places back. A request refused
 // by one budget takes nothing from the other.
-func (b *budgeter) admit(id *Identity, inFlight bool) (release func(), refused *overBudget) {
+func (b *budgeter) admit(id *authn.Identity, inFlight bool) (release func(), refused *overBudget) {
 	now := b.clk.Now()
 	sa, ns := budgetKey{BudgetServiceAccount, id.Namespace + "/" + id.ServiceAccount}, budgetKey{BudgetNamespace, id.Namespace}
 	b.mu.Lock()
@@ -250,7 +251,7 @@ func (b *budgeter) admit(id *Identity, inFlight bool) (release func(), refused *
 
 // charge takes n bytes answered to id from its ServiceAccount's and its
 // namespace's byte budgets, into debt if need be.
-func (b *budgeter) charge(id *Identity, n int) {
+func (b *budgeter) charge(id *authn.Identity, n int) {
 	now := b.clk.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -276,7 +277,7 @@ func (b *budgeter) charge(id *Identity, n int) {
 // changes.go) does not hold one for as long as it is open.
 func (g *Gateway) budgeted(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := identityOf(auth.TokenInfoFromContext(r.Context()))
+		id := authn.IdentityOf(auth.TokenInfoFromContext(r.Context()))
 		if id == nil {
 			next.ServeHTTP(w, r)
 			return
@@ -294,7 +295,7 @@ func (g *Gateway) budgeted(next http.Handler) http.Handler {
 // refuseOverBudget answers 429 with Retry-After and, as the transport
 // allows for a request the server cannot accept, a JSON-RPC error
 // response without an id; it counts the refusal and audits it.
-func (g *Gateway) refuseOverBudget(ctx context.Context, w http.ResponseWriter, id *Identity, over *overBudget) {
+func (g *Gateway) refuseOverBudget(ctx context.Context, w http.ResponseWriter, id *authn.Identity, over *overBudget) {
 	metrics.GatewayRefusals.WithLabelValues(over.reason).Inc()
 	metrics.GatewayBudgetRefusals.WithLabelValues(id.Namespace, over.scope, over.reason).Inc()
 	rec := audit.Record{
@@ -302,7 +303,7 @@ func (g *Gateway) refuseOverBudget(ctx context.Context, w http.ResponseWriter, i
 		Caller: id.Username, Namespace: id.Namespace, Reason: over.reason, Detail: over.scope,
 	}
 	g.writeDenial(ctx, rec)
-	secs := retryAfterSeconds(over.wait)
+	secs := max(1, int(math.Ceil(over.wait.Seconds())))
 	what := "request"
 	if over.reason == audit.RefusedBytesLimited {
 		what = "answered-bytes"

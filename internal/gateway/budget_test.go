@@ -12,17 +12,17 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
 var (
-	noisyIdentity = &Identity{Username: "system:serviceaccount:noisy:bot", Namespace: "noisy", ServiceAccount: "bot"}
-	quietIdentity = &Identity{Username: "system:serviceaccount:quiet:bot", Namespace: "quiet", ServiceAccount: "bot"}
+	noisyIdentity = &authn.Identity{Username: "system:serviceaccount:noisy:bot", Namespace: "noisy", ServiceAccount: "bot"}
+	quietIdentity = &authn.Identity{Username: "system:serviceaccount:quiet:bot", Namespace: "quiet", ServiceAccount: "bot"}
 )
 
 // recordingSink keeps the records written to it.
@@ -154,7 +154,7 @@ func TestAServiceAccountOverItsRateBudgetDoesNotSlowAnother(t *testing.T) {
 // ServiceAccount of a namespace over budget is refused too, one of
 // another namespace is not.
 func TestANamespaceBudgetCoversEveryServiceAccountOfIt(t *testing.T) {
-	other := &Identity{Username: "system:serviceaccount:noisy:other", Namespace: "noisy", ServiceAccount: "other"}
+	other := &authn.Identity{Username: "system:serviceaccount:noisy:other", Namespace: "noisy", ServiceAccount: "other"}
 	o := completeOptions()
 	o.Authn = tokenTable{"noisy": noisyIdentity, "other": other, "quiet": quietIdentity}
 	o.Budgets = Budgets{NamespaceRate: 0.01, NamespaceBurst: 2}
@@ -189,8 +189,8 @@ func TestAServiceAccountAtItsConcurrencyBudgetDoesNotBlockAnother(t *testing.T) 
 	}
 	hold := make(chan struct{})
 	entered := make(chan struct{}, 8)
-	h := auth.RequireBearerToken(g.verify, nil)(g.budgeted(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if identityOf(auth.TokenInfoFromContext(r.Context())) == noisyIdentity {
+	h := g.identifier.Handler(g.budgeted(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if authn.IdentityOf(auth.TokenInfoFromContext(r.Context())) == noisyIdentity {
 			entered <- struct{}{}
 			<-hold
 		}

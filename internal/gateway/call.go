@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"k8s.io/apimachinery/pkg/types"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
@@ -80,7 +80,7 @@ type decided struct {
 // callDecided is call with the decision already made (pre), or made by
 // the decide stage when pre is nil.
 func (g *Gateway) callDecided(ctx context.Context, req *sdk.CallToolRequest, ref toolRef, pre *decided) (*sdk.CallToolResult, error) {
-	id := identityOf(req.Extra.TokenInfo)
+	id := authn.IdentityOf(req.Extra.TokenInfo)
 	c, answer := g.identify(ctx, req, id, ref)
 	if answer != nil {
 		return answer, nil
@@ -111,7 +111,7 @@ func (g *Gateway) callDecided(ctx context.Context, req *sdk.CallToolRequest, ref
 // tells it; a session that is not watched keeps what was decided when it
 // began, and a new session sees the change).
 func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest) *sdk.CallToolResult {
-	id := identityOf(req.Extra.TokenInfo)
+	id := authn.IdentityOf(req.Extra.TokenInfo)
 	if id == nil {
 		return refusal(unknownTool)
 	}
@@ -144,7 +144,7 @@ func (g *Gateway) refuseUnoffered(ctx context.Context, req *sdk.CallToolRequest)
 // a namespace this gateway does not serve. A caller RBAC allows to call
 // the name is told why, naming only what its own namespace's
 // McpSharedServer says; any other gets the uniform answer.
-func (g *Gateway) refuseOwnerNotServed(ctx context.Context, rec audit.Record, id *Identity, name string, e *ownerNotServed) *sdk.CallToolResult {
+func (g *Gateway) refuseOwnerNotServed(ctx context.Context, rec audit.Record, id *authn.Identity, name string, e *ownerNotServed) *sdk.CallToolResult {
 	rec.ServerNamespace, rec.SharedServer = e.owner, e.shared
 	if ok, err := g.Authz.CanCall(ctx, id, id.Namespace, name); err != nil || !ok {
 		return g.deny(ctx, rec, nil, audit.DenyNotServable, "", unknownTool)
@@ -163,7 +163,7 @@ func (c *callScope) offer() toolOffer { return toolOffer{tool: c.tool, shared: c
 // without an identity, or of another namespace's tool, is refused here,
 // with the uniform answer and no record: the caller may not learn that the
 // tool exists.
-func (g *Gateway) identify(ctx context.Context, req *sdk.CallToolRequest, id *Identity, ref toolRef) (*callScope, *sdk.CallToolResult) {
+func (g *Gateway) identify(ctx context.Context, req *sdk.CallToolRequest, id *authn.Identity, ref toolRef) (*callScope, *sdk.CallToolResult) {
 	obs := obsOf(ctx)
 	key := ref.key
 	if id == nil || (ref.via == "" && id.Namespace != key.Namespace) {

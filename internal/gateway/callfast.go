@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
@@ -32,7 +33,7 @@ import (
 // serveCall answers r, a tools/call of the 2026-07-28 revision, and
 // reports whether it did; when it did not, nothing was decided, counted or
 // audited for it, and the SDK serves it.
-func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request, m *message, info *auth.TokenInfo, id *Identity) bool {
+func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request, m *message, info *auth.TokenInfo, id *authn.Identity) bool {
 	name := r.Header.Get("Mcp-Name")
 	if g.noFastCall.Load() || m.era != modernProtocol || r.Header.Get("Mcp-Method") != "tools/call" || !toolname.ValidLocalName(name) {
 		return false
@@ -68,7 +69,7 @@ func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request, m *message, 
 // shape agents send (the tool's name and its arguments, nothing else),
 // when it may be made without a question for anyone; it reports whether
 // it did.
-func (g *Gateway) serveEraCall(w http.ResponseWriter, r *http.Request, m *message, info *auth.TokenInfo, id *Identity) bool {
+func (g *Gateway) serveEraCall(w http.ResponseWriter, r *http.Request, m *message, info *auth.TokenInfo, id *authn.Identity) bool {
 	if m.notification() || m.params == nil {
 		return false
 	}
@@ -101,7 +102,7 @@ func (g *Gateway) serveEraCall(w http.ResponseWriter, r *http.Request, m *messag
 // when the gateway's own code does not take the call: the decision failed
 // (the SDK's path answers that it could not decide) or the call needs a
 // question for someone (an approval).
-func (g *Gateway) decideFront(ctx context.Context, id *Identity, req *sdk.CallToolRequest) (pre *decided, refused, ok bool) {
+func (g *Gateway) decideFront(ctx context.Context, id *authn.Identity, req *sdk.CallToolRequest) (pre *decided, refused, ok bool) {
 	pre, err := g.decideVisible(ctx, id, req.Params.Name)
 	switch {
 	case errors.Is(err, ErrOwnerNotServed):
@@ -204,7 +205,7 @@ func plainCallRequest(body []byte, name string) (plainCall, bool) {
 // decideVisible decides a call of the tool the caller's namespace offers
 // under name, as the decide stage would: the decision, when the caller may
 // see the tool; nil when it may not.
-func (g *Gateway) decideVisible(ctx context.Context, id *Identity, name string) (*decided, error) {
+func (g *Gateway) decideVisible(ctx context.Context, id *authn.Identity, name string) (*decided, error) {
 	o, err := g.offerNamed(ctx, id.Namespace, name)
 	if err != nil || o == nil {
 		return nil, err

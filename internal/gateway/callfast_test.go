@@ -12,13 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/capture"
 )

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
@@ -118,7 +119,7 @@ func newChanges() *changes {
 
 // watcher is one session or listen stream told of changes.
 type watcher struct {
-	id    Identity
+	id    authn.Identity
 	key   string
 	kind  string
 	offer *offer
@@ -190,7 +191,7 @@ func (c *changes) take() map[string][]*watcher {
 
 // watch registers o, offered to id as of generation gen, within the
 // bounds; it reports false when a bound is reached.
-func (c *changes) watch(o *offer, id Identity, gen uint64, kind string) (*watcher, bool) {
+func (c *changes) watch(o *offer, id authn.Identity, gen uint64, kind string) (*watcher, bool) {
 	key, err := json.Marshal(id)
 	if err != nil {
 		return nil, false
@@ -242,7 +243,7 @@ func (c *changes) unwatch(w *watcher) {
 // it is open: an initialize-era session kept in this process (not
 // Options.Stateless, where no session outlives its request), and every
 // 2026-07-28 listen stream.
-func (g *Gateway) watchedOffer(r *http.Request, log logr.Logger, id *Identity, gen uint64, tools []toolOffer) *sdk.Server {
+func (g *Gateway) watchedOffer(r *http.Request, log logr.Logger, id *authn.Identity, gen uint64, tools []toolOffer) *sdk.Server {
 	modern := modernRequest(r)
 	told := g.changes.running.Load() && (modern || !g.Stateless)
 	presented := g.present(log, tools)

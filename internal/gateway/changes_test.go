@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/poll"
@@ -32,7 +33,7 @@ import (
 // rbacTable lets each ServiceAccount call the McpTools it names.
 type rbacTable map[string][]string
 
-func (r rbacTable) CanCall(_ context.Context, id *Identity, _, tool string) (bool, error) {
+func (r rbacTable) CanCall(_ context.Context, id *authn.Identity, _, tool string) (bool, error) {
 	return slices.Contains(r[id.ServiceAccount], tool), nil
 }
 
@@ -383,7 +384,7 @@ func notifications(t *testing.T, result string) float64 {
 // later changes are coalesced into the one it has not read.
 func TestASessionThatNeverReadsBlocksNothing(t *testing.T) {
 	g, c, _ := changesGateway(t)
-	id := Identity{Username: "system:serviceaccount:team:wide", Namespace: chNS, ServiceAccount: "wide"}
+	id := authn.Identity{Username: "system:serviceaccount:team:wide", Namespace: chNS, ServiceAccount: "wide"}
 	stuck := &stuckTransport{release: make(chan struct{})}
 	defer close(stuck.release) // before the sessions close: closing waits for the write
 
@@ -467,7 +468,7 @@ func TestASessionThatNeverReadsBlocksNothing(t *testing.T) {
 // without toolsListChanged, so it does not stay open.
 func TestWatchersAreBoundedPerServiceAccount(t *testing.T) {
 	g, _, url := changesGateway(t)
-	id := Identity{Username: "system:serviceaccount:team:wide", Namespace: chNS, ServiceAccount: "wide"}
+	id := authn.Identity{Username: "system:serviceaccount:team:wide", Namespace: chNS, ServiceAccount: "wide"}
 	for range MaxListWatchersPerServiceAccount {
 		o := g.newOffer(g.newServer(true), logr.Discard(), nil)
 		if _, ok := g.changes.watch(o, id, g.changes.generation(), watchListen); !ok {
@@ -633,16 +634,16 @@ func TestAListenStreamHoldsAHashNotTheCatalog(t *testing.T) {
 func TestWatchersAreBoundedPerNamespace(t *testing.T) {
 	g, _, _ := changesGateway(t)
 	for i := range MaxListWatchersPerNamespace {
-		id := Identity{Username: fmt.Sprintf("system:serviceaccount:team:sa%d", i), Namespace: chNS, ServiceAccount: fmt.Sprintf("sa%d", i)}
+		id := authn.Identity{Username: fmt.Sprintf("system:serviceaccount:team:sa%d", i), Namespace: chNS, ServiceAccount: fmt.Sprintf("sa%d", i)}
 		if _, ok := g.changes.watch(g.newOffer(g.newServer(true), logr.Discard(), nil), id, g.changes.generation(), watchListen); !ok {
 			t.Fatalf("watcher %d, within the namespace's bound, was refused", i)
 		}
 	}
-	over := Identity{Username: "system:serviceaccount:team:one-more", Namespace: chNS, ServiceAccount: "one-more"}
+	over := authn.Identity{Username: "system:serviceaccount:team:one-more", Namespace: chNS, ServiceAccount: "one-more"}
 	if _, ok := g.changes.watch(g.newOffer(g.newServer(true), logr.Discard(), nil), over, g.changes.generation(), watchListen); ok {
 		t.Error("a watcher over the namespace's bound was registered")
 	}
-	other := Identity{Username: "system:serviceaccount:other:sa", Namespace: "other", ServiceAccount: "sa"}
+	other := authn.Identity{Username: "system:serviceaccount:other:sa", Namespace: "other", ServiceAccount: "sa"}
 	if _, ok := g.changes.watch(g.newOffer(g.newServer(true), logr.Discard(), nil), other, g.changes.generation(), watchListen); !ok {
 		t.Error("another namespace's watcher was refused")
 	}

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,6 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
+	"github.com/mcp-catalog/operator/internal/gateway/authz"
 	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/toolname"
@@ -29,7 +30,7 @@ import (
 // tightened. Only then are malformed arguments refused, so that the answer
 // to a caller RBAC does not allow stays the uniform one. Refusals of the
 // decision are audited; one of the arguments is not.
-func (g *Gateway) decide(ctx context.Context, id *Identity, c *callScope) *sdk.CallToolResult {
+func (g *Gateway) decide(ctx context.Context, id *authn.Identity, c *callScope) *sdk.CallToolResult {
 	var o *toolOffer
 	if c.pre != nil {
 		o = &c.pre.offer
@@ -67,7 +68,7 @@ func (g *Gateway) decide(ctx context.Context, id *Identity, c *callScope) *sdk.C
 // namespace, which it returns for the approval stage with the verdict, and
 // answers an audited refusal when the call is not allowed. It records the
 // tool's effective data class in rec.
-func (g *Gateway) gateCall(ctx context.Context, rec *audit.Record, id *Identity, o toolOffer) ([]mcpv1alpha1.McpAccessPolicy, verdict, *sdk.CallToolResult) {
+func (g *Gateway) gateCall(ctx context.Context, rec *audit.Record, id *authn.Identity, o toolOffer) ([]mcpv1alpha1.McpAccessPolicy, verdict, *sdk.CallToolResult) {
 	policies, err := g.accessPolicies(ctx, id)
 	if err != nil {
 		return nil, verdict{}, undecided(ctx, err)
@@ -197,7 +198,7 @@ func (v verdict) message() string {
 // what the import recorded is used: the definition, its hash and name, and
 // the Ready condition for the current generation. servers, when not nil,
 // remembers the servers read in one round of decisions (a list).
-func (g *Gateway) verdictFor(ctx context.Context, id *Identity, o toolOffer, ceiling mcpv1alpha1.DataClass, servers map[types.NamespacedName]*mcpv1alpha1.McpServer) (verdict, error) {
+func (g *Gateway) verdictFor(ctx context.Context, id *authn.Identity, o toolOffer, ceiling mcpv1alpha1.DataClass, servers map[types.NamespacedName]*mcpv1alpha1.McpServer) (verdict, error) {
 	t := o.tool
 	// Step 1: of the caller's namespace (its own, or shared with it
 	// through its McpSharedServer), and Kubernetes RBAC in the caller's
@@ -403,7 +404,7 @@ func (r boundedReader) learn(kind reflect.Type, err error) {
 // accessPolicies are the McpAccessPolicies of the caller's namespace: the
 // ceiling of the decision and the mode of the approval stage come from
 // them.
-func (g *Gateway) accessPolicies(ctx context.Context, id *Identity) ([]mcpv1alpha1.McpAccessPolicy, error) {
+func (g *Gateway) accessPolicies(ctx context.Context, id *authn.Identity) ([]mcpv1alpha1.McpAccessPolicy, error) {
 	var policies mcpv1alpha1.McpAccessPolicyList
 	if err := g.Reader.List(ctx, &policies, client.InNamespace(id.Namespace), readOnly); err != nil {
 		return nil, fmt.Errorf("reading access policies: %w", err)
@@ -413,7 +414,7 @@ func (g *Gateway) accessPolicies(ctx context.Context, id *Identity) ([]mcpv1alph
 
 // ceiling is the caller's data-class ceiling, from the access policies of
 // its namespace.
-func (g *Gateway) ceiling(ctx context.Context, id *Identity) (mcpv1alpha1.DataClass, error) {
+func (g *Gateway) ceiling(ctx context.Context, id *authn.Identity) (mcpv1alpha1.DataClass, error) {
 	policies, err := g.accessPolicies(ctx, id)
 	if err != nil {
 		return "", err
@@ -424,7 +425,7 @@ func (g *Gateway) ceiling(ctx context.Context, id *Identity) (mcpv1alpha1.DataCl
 // ceilingFor is the highest data class the caller may use: the highest
 // maxDataClass among the policies of its namespace that name it, and Public
 // when none does.
-func ceilingFor(id *Identity, policies []mcpv1alpha1.McpAccessPolicy) mcpv1alpha1.DataClass {
+func ceilingFor(id *authn.Identity, policies []mcpv1alpha1.McpAccessPolicy) mcpv1alpha1.DataClass {
 	ceiling := mcpv1alpha1.DataClassPublic
 	for i := range policies {
 		p := &policies[i]
@@ -438,8 +439,8 @@ func ceilingFor(id *Identity, policies []mcpv1alpha1.McpAccessPolicy) mcpv1alpha
 // canCall decides RBAC for the caller calling tool in its own namespace:
 // allowed by a grant of every tool when the authorizer can tell one (a
 // review per identity, remembered), by the tool's own review otherwise.
-func (g *Gateway) canCall(ctx context.Context, id *Identity, tool string) (bool, error) {
-	if na, ok := g.Authz.(NamespaceAuthorizer); ok {
+func (g *Gateway) canCall(ctx context.Context, id *authn.Identity, tool string) (bool, error) {
+	if na, ok := g.Authz.(authz.NamespaceAuthorizer); ok {
 		all, err := na.CanCallAll(ctx, id, id.Namespace)
 		if err != nil {
 			return false, err

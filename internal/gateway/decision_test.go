@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,12 +19,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 )
 
 // allowList authorises calls of the McpTools it names, in any namespace.
 type allowList map[string]bool
 
-func (a allowList) CanCall(_ context.Context, _ *Identity, _, tool string) (bool, error) {
+func (a allowList) CanCall(_ context.Context, _ *authn.Identity, _, tool string) (bool, error) {
 	return a[tool], nil
 }
 
@@ -81,7 +81,7 @@ func TestListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := &Identity{Username: "system:serviceaccount:team:agent", Namespace: ns, ServiceAccount: "agent"}
+	id := &authn.Identity{Username: "system:serviceaccount:team:agent", Namespace: ns, ServiceAccount: "agent"}
 	ctx := context.Background()
 
 	visible, err := g.visibleTools(ctx, id)
@@ -135,7 +135,7 @@ func TestRefusalsBeforeRBACSayNothingAboutTheTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := &Identity{Username: "system:serviceaccount:team:agent", Namespace: ns, ServiceAccount: "agent"}
+	id := &authn.Identity{Username: "system:serviceaccount:team:agent", Namespace: ns, ServiceAccount: "agent"}
 	ctx := context.Background()
 	textOf := func(_ []mcpv1alpha1.McpAccessPolicy, _ verdict, r *sdk.CallToolResult) string {
 		if r == nil || len(r.Content) != 1 {
@@ -167,7 +167,7 @@ func policy(ns string, class mcpv1alpha1.DataClass, sas ...string) mcpv1alpha1.M
 }
 
 func TestCeilingForIsTheHighestMatchingPolicyAndPublicWithoutOne(t *testing.T) {
-	bot := &Identity{Namespace: "team", ServiceAccount: "bot", Username: "system:serviceaccount:team:bot"}
+	bot := &authn.Identity{Namespace: "team", ServiceAccount: "bot", Username: "system:serviceaccount:team:bot"}
 	for _, tc := range []struct {
 		name     string
 		policies []mcpv1alpha1.McpAccessPolicy
@@ -274,7 +274,7 @@ func TestDetailOfNamesWhyAToolIsNotServable(t *testing.T) {
 			if got := detailOf(tc.reason, tc.tool); got != tc.want {
 				t.Errorf("detailOf = %q, want %q", got, tc.want)
 			}
-			if got := refused(tc.reason, tc.tool).message(); !contains(got, tc.says) {
+			if got := refused(tc.reason, tc.tool).message(); !strings.Contains(got, tc.says) {
 				t.Errorf("message = %q, want it to say %q", got, tc.says)
 			}
 		})
@@ -315,7 +315,7 @@ func TestTheGateDecidesFromSpecWhateverStatusSays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := &Identity{Username: "system:serviceaccount:team:agent", Namespace: ns, ServiceAccount: "agent"}
+	id := &authn.Identity{Username: "system:serviceaccount:team:agent", Namespace: ns, ServiceAccount: "agent"}
 	ctx := context.Background()
 	req := &sdk.CallToolRequest{Params: &sdk.CallToolParamsRaw{Name: "mcp_docs_echo"}}
 	// call decides one call up to the approval stage and returns the

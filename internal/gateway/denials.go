@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
@@ -60,7 +59,10 @@ type denials struct {
 }
 
 func newDenials(window time.Duration) *denials {
-	return &denials{window: ttlOr(window, DefaultDenialWindow), max: maxDenialWindows, open: map[denialKey]*denialWindow{}}
+	if window <= 0 {
+		window = DefaultDenialWindow
+	}
+	return &denials{window: window, max: maxDenialWindows, open: map[denialKey]*denialWindow{}}
 }
 
 // admit decides whether rec is written. A record to write carries, in

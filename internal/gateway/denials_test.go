@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
 

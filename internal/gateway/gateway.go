@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
@@ -17,6 +15,9 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/credentials"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
+	"github.com/mcp-catalog/operator/internal/gateway/authz"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/toolview"
 )
@@ -35,8 +36,8 @@ type Upstreams interface {
 type Options struct {
 	// Reader reads McpTools, McpServers and McpAccessPolicies (the cache).
 	Reader    client.Reader
-	Authn     Authenticator
-	Authz     Authorizer
+	Authn     authn.Authenticator
+	Authz     authz.Authorizer
 	Upstreams Upstreams
 	MCP       *mcp.Client
 	Audit     audit.Sink
@@ -123,12 +124,12 @@ type Gateway struct {
 	approver     approver
 	approvalKeys KeySource
 	admission    admissionGuard
-	// bad remembers tokens whose review failed (ratelimit.go).
-	bad     *badTokens
-	budgets *budgeter
-	denials *denials
-	handler http.Handler
-	servers toolServers
+	// identifier is the first stage: who calls (internal/gateway/authn).
+	identifier *authn.Identifier
+	budgets    *budgeter
+	denials    *denials
+	handler    http.Handler
+	servers    toolServers
 	// lists holds the bytes each version of a tool is listed as
 	// (listfast.go).
 	lists listCache

@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/mcp-catalog/operator/internal/credentials"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
+	"github.com/mcp-catalog/operator/internal/gateway/authz"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/upstream"
 )
@@ -23,8 +24,8 @@ func completeOptions() Options {
 	c := fake.NewClientBuilder().Build()
 	return Options{
 		Reader:    c,
-		Authn:     &TokenReviewAuthenticator{Client: c},
-		Authz:     &SubjectAccessReviewAuthorizer{Client: k8sfake.NewClientset().AuthorizationV1()},
+		Authn:     &authn.TokenReviewAuthenticator{Client: c},
+		Authz:     &authz.SubjectAccessReviewAuthorizer{Client: k8sfake.NewClientset().AuthorizationV1()},
 		Upstreams: &upstream.Endpoints{Credentials: &credentials.Resolver{Secrets: c, Profiles: c}},
 		MCP:       mcp.New(mcp.Options{}),
 		Audit:     audit.NewJSONLines(io.Discard),
@@ -46,7 +47,7 @@ func TestNewRefusesAnIncompleteGateway(t *testing.T) {
 		o := completeOptions()
 		clear(&o)
 		g, err := New(o)
-		if !errors.Is(err, ErrMissingOption) || !contains(err.Error(), name) {
+		if !errors.Is(err, ErrMissingOption) || !strings.Contains(err.Error(), name) {
 			t.Errorf("without %s: New() = %v, %v; want ErrMissingOption naming it", name, g, err)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/toolview"
@@ -36,7 +37,7 @@ import (
 // McpTool (toolServers): a call neither lists the catalog nor builds a
 // server and parses a schema.
 func (g *Gateway) serverFor(r *http.Request) *sdk.Server {
-	id := identityOf(auth.TokenInfoFromContext(r.Context()))
+	id := authn.IdentityOf(auth.TokenInfoFromContext(r.Context()))
 	if id == nil {
 		return nil
 	}
@@ -51,7 +52,7 @@ func (g *Gateway) serverFor(r *http.Request) *sdk.Server {
 	return s
 }
 
-func (g *Gateway) serverForRequest(r *http.Request, id *Identity) *sdk.Server {
+func (g *Gateway) serverForRequest(r *http.Request, id *authn.Identity) *sdk.Server {
 	log := logging.FromContext(r.Context(), logging.Gateway)
 	modern := modernRequest(r)
 	if !g.Stateless && r.Header.Get("Mcp-Session-Id") != "" && !modern {
@@ -328,7 +329,7 @@ func sdkTool(name string, v *toolview.View) *sdk.Tool {
 
 // visibleTool is the tool of local name name, if the caller may see it,
 // and nil otherwise.
-func (g *Gateway) visibleTool(ctx context.Context, id *Identity, name string) (*toolOffer, error) {
+func (g *Gateway) visibleTool(ctx context.Context, id *authn.Identity, name string) (*toolOffer, error) {
 	d, err := g.decideVisible(ctx, id, name)
 	if d == nil {
 		return nil, err
@@ -344,7 +345,7 @@ func (g *Gateway) visibleTool(ctx context.Context, id *Identity, name string) (*
 // tools (IndexTools), and shares them instead of copying them: the work
 // of a list is proportional to the tools that can be served, not to the
 // tools the namespace holds. Nothing here or below changes a tool.
-func (g *Gateway) visibleTools(ctx context.Context, id *Identity) ([]toolOffer, error) {
+func (g *Gateway) visibleTools(ctx context.Context, id *authn.Identity) ([]toolOffer, error) {
 	var list mcpv1alpha1.McpToolList
 	opts := []client.ListOption{client.InNamespace(id.Namespace)}
 	if g.ServableIndex {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/logging"
 )
 
@@ -89,7 +90,7 @@ type listRequest struct {
 
 // serveList answers r, a tools/list of the 2026-07-28 revision, and
 // reports whether it did; when it did not, the SDK serves it.
-func (g *Gateway) serveList(w http.ResponseWriter, r *http.Request, m *message, id *Identity) bool {
+func (g *Gateway) serveList(w http.ResponseWriter, r *http.Request, m *message, id *authn.Identity) bool {
 	if g.noFastList.Load() || m.era != modernProtocol || r.Header.Get("Mcp-Method") != "tools/list" || r.Header.Get("Mcp-Name") != "" {
 		return false
 	}
@@ -106,7 +107,7 @@ func (g *Gateway) serveList(w http.ResponseWriter, r *http.Request, m *message, 
 
 // serveEraList answers a tools/list of the initialize era without a
 // cursor, and reports whether it did.
-func (g *Gateway) serveEraList(w http.ResponseWriter, r *http.Request, m *message, id *Identity) bool {
+func (g *Gateway) serveEraList(w http.ResponseWriter, r *http.Request, m *message, id *authn.Identity) bool {
 	if !g.writeList(w, r, id, m.id, g.eraListPrefix) {
 		return false
 	}
@@ -118,7 +119,7 @@ func (g *Gateway) serveEraList(w http.ResponseWriter, r *http.Request, m *messag
 // the tools framed by prefix and listSuffix, from the bytes the list
 // cache keeps for each tool; it reports false, having written nothing,
 // when the tools could not be decided or fill more than one page.
-func (g *Gateway) writeList(w http.ResponseWriter, r *http.Request, id *Identity, reqID json.RawMessage, prefix []byte) bool {
+func (g *Gateway) writeList(w http.ResponseWriter, r *http.Request, id *authn.Identity, reqID json.RawMessage, prefix []byte) bool {
 	tools, err := g.visibleTools(r.Context(), id)
 	if err != nil || len(tools) > sdk.DefaultPageSize {
 		// The SDK's path logs the error and answers as it always has.

@@ -22,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
+	"github.com/mcp-catalog/operator/internal/gateway/authz"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
@@ -45,7 +47,7 @@ func listTool(remote, schema string) *mcpv1alpha1.McpTool {
 // listGateway serves tools (and the server docs, and a policy letting the
 // agent use Internal tools) with the listable index registered as the
 // manager registers it. authz decides RBAC.
-func listGateway(t *testing.T, authz Authorizer, tools ...*mcpv1alpha1.McpTool) (*Gateway, *httptest.Server) {
+func listGateway(t *testing.T, authz authz.Authorizer, tools ...*mcpv1alpha1.McpTool) (*Gateway, *httptest.Server) {
 	t.Helper()
 	scheme := k8sruntime.NewScheme()
 	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
@@ -65,7 +67,7 @@ func listGateway(t *testing.T, authz Authorizer, tools ...*mcpv1alpha1.McpTool) 
 	o.Reader = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
 		WithIndex(&mcpv1alpha1.McpTool{}, IndexListable, listableValue).Build()
 	o.ServableIndex = true
-	agent := &Identity{Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: obsNS, ServiceAccount: "agent"}
+	agent := &authn.Identity{Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: obsNS, ServiceAccount: "agent"}
 	o.Authn = tokenTable{listToken: agent, obsToken: agent}
 	o.Authz = authz
 	g, err := New(o)

@@ -8,8 +8,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 )
 
 // ErrMissingOption is returned by New when a required option is not set.
@@ -51,7 +52,7 @@ func New(o Options) (*Gateway, error) {
 		_, _ = rand.Read(key)
 		g.approvalKeys = StaticKeys{Current: key}
 	}
-	g.bad = newBadTokens(o.UnauthenticatedRate, o.UnauthenticatedBurst, 0)
+	g.identifier = authn.NewIdentifier(o.Authn, o.UnauthenticatedRate, o.UnauthenticatedBurst, o.Clock)
 	g.budgets = newBudgeter(o.Budgets, o.Clock)
 	g.denials = newDenials(o.DenialWindow)
 	g.listPrefix, g.eraListPrefix = g.buildListPrefix(), g.buildEraListPrefix()
@@ -94,9 +95,8 @@ func New(o Options) (*Gateway, error) {
 		stateful.ServeHTTP(w, r)
 	})
 	route := g.front(sdkPath)
-	verified := auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{})(g.served(g.budgeted(route)))
 	mux := http.NewServeMux()
-	mux.Handle(Path, g.bad.middleware(realOr(o.Clock), reviewUnavailable(verified)))
+	mux.Handle(Path, g.identifier.Handler(g.served(g.budgeted(route))))
 	g.handler = mux
 	return g, nil
 }

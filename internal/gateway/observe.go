@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -15,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/metrics"
@@ -162,7 +162,7 @@ func (g *Gateway) endCall(o *callObs, err error) {
 // audit trail, the call's metrics and span, an Event when it failed, and
 // the server's last contact when it answered; and the result the agent
 // gets, which never shows what the server said when the call failed.
-func (g *Gateway) record(ctx context.Context, id *Identity, c *callScope, sent time.Time, out *mcp.CallOutcome, err error) *sdk.CallToolResult {
+func (g *Gateway) record(ctx context.Context, id *authn.Identity, c *callScope, sent time.Time, out *mcp.CallOutcome, err error) *sdk.CallToolResult {
 	end := g.now()
 	c.rec.Phase, c.rec.Time, c.rec.LatencyMillis = audit.PhaseAfter, end, end.Sub(sent).Milliseconds()
 	if err == nil {

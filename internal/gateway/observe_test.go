@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-	testingclock "k8s.io/utils/clock/testing"
-
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -25,12 +22,16 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/credentials"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
+	"github.com/mcp-catalog/operator/internal/gateway/authz"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/internal/toolname"
@@ -109,7 +110,7 @@ func observedGateway(t *testing.T, upstreamURL string, tp trace.TracerProvider) 
 
 // catalogGateway is observedGateway with authz deciding RBAC and extra
 // more tools of the same server (extra_1, …).
-func catalogGateway(t *testing.T, upstreamURL string, tp trace.TracerProvider, authz Authorizer, extra int) *httptest.Server {
+func catalogGateway(t *testing.T, upstreamURL string, tp trace.TracerProvider, authz authz.Authorizer, extra int) *httptest.Server {
 	t.Helper()
 	_, hs := catalogGatewayWith(t, upstreamURL, tp, authz, extra, nil)
 	return hs
@@ -118,7 +119,7 @@ func catalogGateway(t *testing.T, upstreamURL string, tp trace.TracerProvider, a
 // catalogGatewayWith is catalogGateway, returning the gateway too, with
 // more objects for the Reader and its options changed by edit (either may
 // be nil).
-func catalogGatewayWith(t *testing.T, upstreamURL string, tp trace.TracerProvider, authz Authorizer, extra int, edit func(*Options), more ...client.Object) (*Gateway, *httptest.Server) {
+func catalogGatewayWith(t *testing.T, upstreamURL string, tp trace.TracerProvider, authz authz.Authorizer, extra int, edit func(*Options), more ...client.Object) (*Gateway, *httptest.Server) {
 	t.Helper()
 	no := false
 	tool := func(remote string) *mcpv1alpha1.McpTool { return docsTool(t, remote) }
@@ -578,7 +579,7 @@ type countingAuthz struct {
 	asked int
 }
 
-func (c *countingAuthz) CanCall(_ context.Context, _ *Identity, _, _ string) (bool, error) {
+func (c *countingAuthz) CanCall(_ context.Context, _ *authn.Identity, _, _ string) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.asked++

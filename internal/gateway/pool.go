@@ -9,11 +9,11 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
@@ -98,7 +98,7 @@ func (g *Gateway) served(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := identityOf(auth.TokenInfoFromContext(r.Context()))
+		id := authn.IdentityOf(auth.TokenInfoFromContext(r.Context()))
 		if id == nil || g.serves(id.Namespace) {
 			next.ServeHTTP(w, r)
 			return

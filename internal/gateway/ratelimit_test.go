@@ -10,16 +10,18 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 )
 
 // tokenTable authenticates the tokens it maps.
-type tokenTable map[string]*Identity
+type tokenTable map[string]*authn.Identity
 
-func (t tokenTable) Authenticate(_ context.Context, token string) (*Identity, error) {
+func (t tokenTable) Authenticate(_ context.Context, token string) (*authn.Identity, error) {
 	if id, ok := t[token]; ok {
 		return id, nil
 	}
-	return nil, ErrUnauthenticated
+	return nil, authn.ErrUnauthenticated
 }
 
 // countingAuthn counts the reviews it is asked for.
@@ -29,7 +31,7 @@ type countingAuthn struct {
 	reviews map[string]int
 }
 
-func (c *countingAuthn) Authenticate(ctx context.Context, token string) (*Identity, error) {
+func (c *countingAuthn) Authenticate(ctx context.Context, token string) (*authn.Identity, error) {
 	c.mu.Lock()
 	if c.reviews == nil {
 		c.reviews = map[string]int{}
@@ -84,7 +86,7 @@ func poster(g *Gateway) func(addr, token string) *httptest.ResponseRecorder {
 	}
 }
 
-var botIdentity = &Identity{Username: "system:serviceaccount:team:bot", Namespace: "team", ServiceAccount: "bot"}
+var botIdentity = &authn.Identity{Username: "system:serviceaccount:team:bot", Namespace: "team", ServiceAccount: "bot"}
 
 // The attack behind a service mesh: every agent comes from 127.0.0.6, and
 // one of them presents a stream of bad tokens, fresh ones and one
@@ -122,9 +124,9 @@ func TestBadTokensFromOneAddressNeverLockOutAGoodToken(t *testing.T) {
 
 func TestARepeatedBadTokenIsLimitedAndNotReviewedAgain(t *testing.T) {
 	clk := &manualClock{t: time.Unix(1_800_000_000, 0)}
-	authn := &countingAuthn{tokenTable: tokenTable{"good": botIdentity}}
+	counting := &countingAuthn{tokenTable: tokenTable{"good": botIdentity}}
 	o := completeOptions()
-	o.Authn = authn
+	o.Authn = counting
 	o.Clock = clk
 	o.UnauthenticatedRate, o.UnauthenticatedBurst = 0.5, 3
 	g, err := New(o)
@@ -144,37 +146,21 @@ func TestARepeatedBadTokenIsLimitedAndNotReviewedAgain(t *testing.T) {
 	if secs, err := strconv.Atoi(w.Header().Get("Retry-After")); err != nil || secs != 2 {
 		t.Errorf("Retry-After %q, want 2 (one attempt at half a second)", w.Header().Get("Retry-After"))
 	}
-	if n := authn.count("bad"); n != 1 {
+	if n := counting.count("bad"); n != 1 {
 		t.Errorf("the bad token was reviewed %d times within the negative TTL, want 1", n)
 	}
 	// Past the negative TTL, with its attempt back, it is reviewed again:
 	// a token that has since become valid is not refused for long.
-	clk.add(DefaultDenyTTL)
-	authn.tokenTable["bad"] = botIdentity
+	clk.add(authn.DefaultDenyTTL)
+	counting.tokenTable["bad"] = botIdentity
 	if w := post(meshAddr, "bad"); w.Code == http.StatusUnauthorized || w.Code == http.StatusTooManyRequests {
 		t.Fatalf("the token, valid now, after the TTL: %d", w.Code)
 	}
-	if n := authn.count("bad"); n != 2 {
+	if n := counting.count("bad"); n != 2 {
 		t.Errorf("reviews after the TTL: %d, want 2", n)
 	}
-	if n := g.bad.len(); n != 0 {
+	if n := g.identifier.RememberedBadTokens(); n != 0 {
 		t.Errorf("a token that authenticated is still remembered as bad (%d entries)", n)
-	}
-}
-
-func TestTheBadTokenTableIsBounded(t *testing.T) {
-	b := newBadTokens(1, 1, time.Minute)
-	b.max = 50
-	now := time.Unix(1_800_000_000, 0)
-	for i := range 1000 {
-		b.failed(b.fingerprint(fmt.Sprintf("bad-%d", i)), now)
-	}
-	if n := b.len(); n > 50 {
-		t.Fatalf("%d bad tokens remembered, bound 50", n)
-	}
-	// The newest is remembered: the table evicts others to make room.
-	if !b.knownBad(b.fingerprint("bad-999"), now) {
-		t.Error("the newest bad token was not remembered")
 	}
 }
 

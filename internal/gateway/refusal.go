@@ -3,12 +3,11 @@ package gateway
 import (
 	"context"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	corev1 "k8s.io/api/core/v1"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
 )
 
 // deny records and reports a refusal. Nothing is sent upstream. detail

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 )
 
 // The gateway builds every tool's view itself: a spec that cannot be
@@ -65,7 +66,7 @@ func TestNoToolWhoseSpecCannotBeHonouredIsListedOrCalled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := &Identity{Username: "system:serviceaccount:team:agent", Namespace: ns, ServiceAccount: "agent"}
+	id := &authn.Identity{Username: "system:serviceaccount:team:agent", Namespace: ns, ServiceAccount: "agent"}
 	ctx := context.Background()
 	visible, err := g.visibleTools(ctx, id)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/credentials"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/mcp"
 )
 
@@ -26,7 +27,7 @@ const xMCPHeader = `"x-mcp-header"`
 // tool's server for the caller (the server's own, or a token exchanged for
 // the caller), then the remote tool called with the arguments, under a
 // client span of its own.
-func (g *Gateway) send(ctx context.Context, id *Identity, c *callScope) (*mcp.CallOutcome, error) {
+func (g *Gateway) send(ctx context.Context, id *authn.Identity, c *callScope) (*mcp.CallOutcome, error) {
 	ep, err := g.Upstreams.Call(ctx, c.srv, credentials.Actor{Username: id.Username, Groups: id.Groups})
 	if err != nil {
 		return nil, err

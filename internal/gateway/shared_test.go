@@ -22,6 +22,7 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
@@ -121,7 +122,7 @@ func TestSharedListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := &Identity{Username: "system:serviceaccount:team:agent", Namespace: consumer, ServiceAccount: "agent"}
+	id := &authn.Identity{Username: "system:serviceaccount:team:agent", Namespace: consumer, ServiceAccount: "agent"}
 	ctx := context.Background()
 
 	visible, err := g.visibleTools(ctx, id)
@@ -158,7 +159,7 @@ func TestSharedListOffersExactlyWhatACallIsAllowed(t *testing.T) {
 		t.Fatalf("offerNamed = %+v, %v", o2, err)
 	}
 	for _, ns := range []string{owner, "elsewhere"} {
-		other := &Identity{Username: "system:serviceaccount:" + ns + ":agent", Namespace: ns, ServiceAccount: "agent"}
+		other := &authn.Identity{Username: "system:serviceaccount:" + ns + ":agent", Namespace: ns, ServiceAccount: "agent"}
 		c := &callScope{key: types.NamespacedName{Namespace: owner, Name: "docs.public"}, via: "docs", obs: &callObs{}}
 		if g.decide(ctx, other, c) == nil {
 			t.Errorf("an agent of %s called a tool shared with %s through its McpSharedServer", ns, consumer)
@@ -230,7 +231,7 @@ func newSharedApprovalGateway(t *testing.T, sharing *mcpv1alpha1.ServerSharing, 
 		t.Fatal(err)
 	}
 	return &personGateway{g: g, approvals: approvals, key: client.ObjectKeyFromObject(tl), via: "docs",
-		id: &Identity{Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: consumer, ServiceAccount: "agent"}}
+		id: &authn.Identity{Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: consumer, ServiceAccount: "agent"}}
 }
 
 // answered is a call of the shared echo carrying its own client's

@@ -7,12 +7,14 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 )
 
-// authnFunc is an Authenticator made of a function.
-type authnFunc func(ctx context.Context, token string) (*Identity, error)
+// authnFunc is an authn.Authenticator made of a function.
+type authnFunc func(ctx context.Context, token string) (*authn.Identity, error)
 
-func (f authnFunc) Authenticate(ctx context.Context, token string) (*Identity, error) {
+func (f authnFunc) Authenticate(ctx context.Context, token string) (*authn.Identity, error) {
 	return f(ctx, token)
 }
 
@@ -23,14 +25,14 @@ func (f authnFunc) Authenticate(ctx context.Context, token string) (*Identity, e
 func TestATokenThatCannotBeReviewedIsUnavailableNotUnauthorized(t *testing.T) {
 	down := true
 	o := completeOptions()
-	o.Authn = authnFunc(func(_ context.Context, token string) (*Identity, error) {
+	o.Authn = authnFunc(func(_ context.Context, token string) (*authn.Identity, error) {
 		switch {
 		case token != "good":
-			return nil, ErrUnauthenticated
+			return nil, authn.ErrUnauthenticated
 		case down:
 			return nil, errors.New("reviewing the token: the server is currently unable to handle the request")
 		}
-		return &Identity{Username: "system:serviceaccount:team:bot", UID: "u1", Namespace: "team", ServiceAccount: "bot"}, nil
+		return &authn.Identity{Username: "system:serviceaccount:team:bot", UID: "u1", Namespace: "team", ServiceAccount: "bot"}, nil
 	})
 	g, err := New(o)
 	if err != nil {
@@ -47,7 +49,7 @@ func TestATokenThatCannotBeReviewedIsUnavailableNotUnauthorized(t *testing.T) {
 		return w
 	}
 	// More than the failed-authentication limiter lets through.
-	for i := range 2 * DefaultUnauthenticatedBurst {
+	for i := range 2 * authn.DefaultUnauthenticatedBurst {
 		w := post("good")
 		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), "could not review the token") {
 			t.Fatalf("request %d while reviews fail: %d, Retry-After %q, %q; want 503 with Retry-After saying the review failed",

@@ -11,11 +11,11 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
@@ -147,7 +147,7 @@ func (g *Gateway) front(sdkPath http.Handler) http.Handler {
 			if n < 0 || n > g.maxRequestBytes() {
 				n = g.maxRequestBytes()
 			}
-			if id := identityOf(auth.TokenInfoFromContext(r.Context())); id != nil {
+			if id := authn.IdentityOf(auth.TokenInfoFromContext(r.Context())); id != nil {
 				if !g.inflight.take(id.Namespace, n) {
 					g.refuseBytesInFlight(w)
 					return
@@ -259,7 +259,7 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, m *message) boo
 		return false
 	}
 	info := auth.TokenInfoFromContext(r.Context())
-	id := identityOf(info)
+	id := authn.IdentityOf(info)
 	if id == nil {
 		return false
 	}

@@ -9,10 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -20,12 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-
 	"github.com/mcp-catalog/operator/internal/controller"
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
+	"github.com/mcp-catalog/operator/internal/gateway/authz"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/internal/notify"
@@ -200,7 +199,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	if reviewCfg.Burst <= 0 {
 		reviewCfg.Burst = DefaultGatewayReviewBurst
 	}
-	authz, err := authorizationv1client.NewForConfig(reviewCfg)
+	sars, err := authorizationv1client.NewForConfig(reviewCfg)
 	if err != nil {
 		return fmt.Errorf("building the SubjectAccessReview client: %w", err)
 	}
@@ -214,8 +213,8 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	}
 	gw, err := gateway.New(gateway.Options{
 		Reader:    mgr.GetClient(),
-		Authn:     &gateway.TokenReviewAuthenticator{Client: reviews, Audience: opts.GatewayAudience},
-		Authz:     &gateway.SubjectAccessReviewAuthorizer{Client: authz},
+		Authn:     &authn.TokenReviewAuthenticator{Client: reviews, Audience: opts.GatewayAudience},
+		Authz:     &authz.SubjectAccessReviewAuthorizer{Client: sars},
 		Upstreams: gatewayEndpoints(w.endpoints, opts.GatewayCredentialTTL, gatewayClock),
 		MCP:       w.mcp,
 		Audit:     audit.NewJSONLinesTimeout(auditTo, opts.GatewayAuditTimeout),

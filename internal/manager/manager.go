@@ -37,7 +37,7 @@ import (
 
 // The gateway's own client for reviews: 100 a second, bursts of 200, each
 // namespace's callers taking at most their share of it
-// (gateway.DefaultNamespaceReviewRate).
+// (authz.DefaultNamespaceReviewRate).
 const (
 	DefaultGatewayReviewQPS   = 100
 	DefaultGatewayReviewBurst = 200

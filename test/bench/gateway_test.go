@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -31,6 +29,8 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authz"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/secret"
@@ -480,7 +480,7 @@ func createAgent(b *testing.B, r *envtestRun, srv *mcpv1alpha1.McpServer) {
 		srv,
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "call"}, Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{"mcptools"}, Verbs: []string{gateway.VerbCall},
+			APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{"mcptools"}, Verbs: []string{authz.VerbCall},
 		}}},
 		&rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "call"},
@@ -550,7 +550,7 @@ func gatewayAgent(b *testing.B, r *envtestRun, url string) string {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: "system:serviceaccount:" + ns + ":agent",
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: ns, Verb: gateway.VerbCall, Group: mcpv1alpha1.GroupVersion.Group, Resource: "mcptools", Name: object,
+				Namespace: ns, Verb: authz.VerbCall, Group: mcpv1alpha1.GroupVersion.Group, Resource: "mcptools", Name: object,
 			},
 		}}
 		return r.c.Create(ctx, rev) == nil && rev.Status.Authenticated && r.c.Create(ctx, sar) == nil && sar.Status.Allowed

@@ -49,6 +49,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/console"
 	"github.com/mcp-catalog/operator/internal/gateway"
+	"github.com/mcp-catalog/operator/internal/gateway/authz"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/notify"
 	"github.com/mcp-catalog/operator/internal/toolname"
@@ -254,7 +255,7 @@ func (c *cluster) newAgent(t *testing.T, name string) string {
 	ctx := context.Background()
 	must(t, c.admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: name}}))
 	must(t, c.admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: name + "-call"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{"mcptools"}, Verbs: []string{gateway.VerbCall}}}}))
+		APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{"mcptools"}, Verbs: []string{authz.VerbCall}}}}))
 	must(t, c.admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: name + "-call"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name + "-call"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: c.ns, Name: name}}}))
@@ -270,7 +271,7 @@ func (c *cluster) newAgent(t *testing.T, name string) string {
 		if err := c.admin.Create(ctx, rev); err != nil || !rev.Status.Authenticated {
 			return fmt.Errorf("token not authenticated yet: %w", err)
 		}
-		return c.allowed(user, "mcptools", gateway.VerbCall)
+		return c.allowed(user, "mcptools", authz.VerbCall)
 	})
 	return tr.Status.Token
 }

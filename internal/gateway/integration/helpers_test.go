@@ -10,12 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/gateway"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authz"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/mcpserver"
@@ -248,7 +246,7 @@ func (a *agent) grant(objects ...string) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: a.ns, Name: name},
 		Rules: []rbacv1.PolicyRule{{
 			APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{"mcptools"},
-			Verbs: []string{gateway.VerbCall}, ResourceNames: objects,
+			Verbs: []string{authz.VerbCall}, ResourceNames: objects,
 		}},
 	})).To(Succeed())
 	Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
@@ -267,7 +265,7 @@ func (a *agent) grant(objects ...string) {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: "system:serviceaccount:" + a.ns + ":" + a.name,
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: a.ns, Verb: gateway.VerbCall, Group: mcpv1alpha1.GroupVersion.Group, Resource: "mcptools", Name: object,
+				Namespace: a.ns, Verb: authz.VerbCall, Group: mcpv1alpha1.GroupVersion.Group, Resource: "mcptools", Name: object,
 			},
 		}}
 		g.Expect(k8sClient.Create(ctx, sar)).To(Succeed())

@@ -11,13 +11,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcp-catalog/operator/api/scheme"
-	"github.com/mcp-catalog/operator/internal/gateway"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
+	"github.com/mcp-catalog/operator/internal/gateway/authz"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
@@ -70,15 +70,15 @@ var _ = Describe("Review caches", func() {
 		Expect(err).NotTo(HaveOccurred())
 		sar, err := authorizationv1client.NewForConfig(counted)
 		Expect(err).NotTo(HaveOccurred())
-		authn := &gateway.TokenReviewAuthenticator{Client: c, Audience: manager.DefaultGatewayAudience}
-		authz := &gateway.SubjectAccessReviewAuthorizer{Client: sar}
+		reviewer := &authn.TokenReviewAuthenticator{Client: c, Audience: manager.DefaultGatewayAudience}
+		authz := &authz.SubjectAccessReviewAuthorizer{Client: sar}
 		ctx := context.Background()
 
 		By("an authenticated token")
-		id, err := authn.Authenticate(ctx, a.token)
+		id, err := reviewer.Authenticate(ctx, a.token)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(id.ServiceAccount).To(Equal("bot"))
-		_, err = authn.Authenticate(ctx, a.token)
+		_, err = reviewer.Authenticate(ctx, a.token)
 		Expect(err).NotTo(HaveOccurred())
 		tokens, _ := counter.counts()
 		Expect(tokens).To(Equal(1), "one TokenReview for two uses")
@@ -91,16 +91,16 @@ var _ = Describe("Review caches", func() {
 		Expect(err).NotTo(HaveOccurred())
 		forged := "eyJhbGciOiJSUzI1NiJ9." + base64.RawURLEncoding.EncodeToString(claims) + ".Zm9yZ2Vk"
 		for range 2 {
-			_, err = authn.Authenticate(ctx, forged)
-			Expect(err).To(MatchError(gateway.ErrUnauthenticated))
+			_, err = reviewer.Authenticate(ctx, forged)
+			Expect(err).To(MatchError(authn.ErrUnauthenticated))
 		}
 		tokens, _ = counter.counts()
 		Expect(tokens).To(Equal(2), "one more TokenReview for the rejected token used twice")
 
 		By("a token that cannot be a ServiceAccount token, not reviewed")
 		for _, bad := range []string{"not-a-token", tokenFor(ns, "bot", "another-audience")} {
-			_, err = authn.Authenticate(ctx, bad)
-			Expect(err).To(MatchError(gateway.ErrUnauthenticated))
+			_, err = reviewer.Authenticate(ctx, bad)
+			Expect(err).To(MatchError(authn.ErrUnauthenticated))
 		}
 		tokens, _ = counter.counts()
 		Expect(tokens).To(Equal(2), "no TokenReview for a token that is not a JWT, nor for one bound to another audience")
@@ -122,7 +122,7 @@ var _ = Describe("Review caches", func() {
 		By("a grant of every tool: one review for them all")
 		all := newAgent(ns, "all")
 		all.grant()
-		allID := &gateway.Identity{Username: "system:serviceaccount:" + ns + ":all", Namespace: ns, ServiceAccount: "all",
+		allID := &authn.Identity{Username: "system:serviceaccount:" + ns + ":all", Namespace: ns, ServiceAccount: "all",
 			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
 		for range 3 {
 			ok, err := authz.CanCallAll(ctx, allID, ns)

@@ -7,12 +7,11 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 	"github.com/mcp-catalog/operator/test/tsagent"
 )

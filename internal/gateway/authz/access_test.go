@@ -1,64 +1,26 @@
-package gateway
+package authz
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/util/cache"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
+	"github.com/mcp-catalog/operator/internal/gateway/authz/authztest"
 )
-
-// sarServer answers SubjectAccessReviews over HTTP, allowing the tools
-// named in allow, and counts the reviews it answered.
-type sarServer struct {
-	mu      sync.Mutex
-	allow   map[string]bool
-	reviews []authorizationv1.SubjectAccessReviewSpec
-	fail    bool
-}
-
-func (s *sarServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var sar authorizationv1.SubjectAccessReview
-	if err := json.NewDecoder(r.Body).Decode(&sar); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.fail {
-		// Not retried by the authorizer: a 403 on the review itself.
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusForbidden)
-		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`))
-		return
-	}
-	s.reviews = append(s.reviews, sar.Spec)
-	sar.Status.Allowed = s.allow[sar.Spec.ResourceAttributes.Name]
-	sar.Status.Denied = !sar.Status.Allowed
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(&sar)
-}
-
-func (s *sarServer) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.reviews)
-}
 
 // An answer is reviewed once while it is remembered, allowed and denied
 // apart, each for its own TTL; a review that failed is not remembered,
 // and a caller who differs in any attribute the review sends is reviewed
 // on its own.
 func TestAccessAnswersAreRememberedPerReviewForTheirTTL(t *testing.T) {
-	sars := &sarServer{allow: map[string]bool{"allowed": true}}
+	sars := &authztest.SARServer{Allow: map[string]bool{"allowed": true}}
 	hs := httptest.NewServer(sars)
 	defer hs.Close()
 	c, err := authorizationv1client.NewForConfig(&rest.Config{Host: hs.URL})
@@ -70,9 +32,9 @@ func TestAccessAnswersAreRememberedPerReviewForTheirTTL(t *testing.T) {
 	ctx := context.Background()
 	clk := testingclock.NewFakeClock(time.Now())
 	rememberBy(a, "team", clk)
-	bot := &Identity{Username: "system:serviceaccount:team:bot", UID: "u1", Groups: []string{"system:serviceaccounts"},
+	bot := &authn.Identity{Username: "system:serviceaccount:team:bot", UID: "u1", Groups: []string{"system:serviceaccounts"},
 		Extra: map[string][]string{"authentication.kubernetes.io/pod-name": {"bot-0"}}, Namespace: "team", ServiceAccount: "bot"}
-	can := func(id *Identity, tool string, want bool) {
+	can := func(id *authn.Identity, tool string, want bool) {
 		t.Helper()
 		ok, err := a.CanCall(ctx, id, "team", tool)
 		if err != nil || ok != want {
@@ -81,7 +43,7 @@ func TestAccessAnswersAreRememberedPerReviewForTheirTTL(t *testing.T) {
 	}
 	reviewed := func(want int, why string) {
 		t.Helper()
-		if got := sars.count(); got != want {
+		if got := sars.Count(); got != want {
 			t.Fatalf("%s: %d reviews, want %d", why, got, want)
 		}
 	}
@@ -122,15 +84,11 @@ func TestAccessAnswersAreRememberedPerReviewForTheirTTL(t *testing.T) {
 	reviewed(8, "an allowance past its TTL")
 
 	// A failed review is an error, and is not remembered.
-	sars.mu.Lock()
-	sars.fail = true
-	sars.mu.Unlock()
+	sars.SetFailing(true)
 	if _, err := a.CanCall(ctx, bot, "team", "new"); err == nil {
 		t.Fatal("a review that failed answered")
 	}
-	sars.mu.Lock()
-	sars.fail = false
-	sars.mu.Unlock()
+	sars.SetFailing(false)
 	can(bot, "new", false)
 	reviewed(9, "a review after a failed one")
 }
@@ -144,18 +102,18 @@ func rememberBy(a *SubjectAccessReviewAuthorizer, namespace string, clk cache.Cl
 // No two reviews share a key: fields are length-prefixed.
 func TestAccessKeysDoNotCollide(t *testing.T) {
 	ids := []struct {
-		id        Identity
+		id        authn.Identity
 		ns, tool  string
 		different string
 	}{
-		{Identity{Username: "a", Groups: []string{"bc"}}, "n", "t", "base"},
-		{Identity{Username: "a", Groups: []string{"b", "c"}}, "n", "t", "groups split"},
-		{Identity{Username: "ab", Groups: []string{"c"}}, "n", "t", "name and group"},
-		{Identity{Username: "a", Groups: []string{"bc"}}, "nt", "", "namespace and tool"},
-		{Identity{Username: "a", Groups: []string{"bc"}, Extra: map[string][]string{"k": {"v"}}}, "n", "t", "extra"},
-		{Identity{Username: "a", Groups: []string{"bc"}, Extra: map[string][]string{"k": {"v", ""}}}, "n", "t", "extra value"},
-		{Identity{Username: "a", Groups: []string{"bc"}, Extra: map[string][]string{"k": {}}}, "n", "t", "extra empty"},
-		{Identity{Username: "a", UID: "x", Groups: []string{"bc"}}, "n", "t", "uid"},
+		{authn.Identity{Username: "a", Groups: []string{"bc"}}, "n", "t", "base"},
+		{authn.Identity{Username: "a", Groups: []string{"b", "c"}}, "n", "t", "groups split"},
+		{authn.Identity{Username: "ab", Groups: []string{"c"}}, "n", "t", "name and group"},
+		{authn.Identity{Username: "a", Groups: []string{"bc"}}, "nt", "", "namespace and tool"},
+		{authn.Identity{Username: "a", Groups: []string{"bc"}, Extra: map[string][]string{"k": {"v"}}}, "n", "t", "extra"},
+		{authn.Identity{Username: "a", Groups: []string{"bc"}, Extra: map[string][]string{"k": {"v", ""}}}, "n", "t", "extra value"},
+		{authn.Identity{Username: "a", Groups: []string{"bc"}, Extra: map[string][]string{"k": {}}}, "n", "t", "extra empty"},
+		{authn.Identity{Username: "a", UID: "x", Groups: []string{"bc"}}, "n", "t", "uid"},
 	}
 	seen := map[string]string{}
 	for _, c := range ids {

@@ -1,4 +1,4 @@
-package gateway
+package authn
 
 import (
 	"crypto/hmac"
@@ -12,11 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
 	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
 

@@ -1,4 +1,4 @@
-package gateway
+package authz
 
 import (
 	"context"
@@ -19,11 +19,12 @@ import (
 	"k8s.io/utils/clock"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
 )
 
 // Authorizer decides whether a caller may call a tool, by Kubernetes RBAC.
 type Authorizer interface {
-	CanCall(ctx context.Context, id *Identity, namespace, tool string) (bool, error)
+	CanCall(ctx context.Context, id *authn.Identity, namespace, tool string) (bool, error)
 }
 
 // VerbCall is the RBAC verb on mcptools that lets a caller call a tool.
@@ -34,7 +35,7 @@ const VerbCall = "call"
 // without resource names). A list then costs one review, not one per tool.
 type NamespaceAuthorizer interface {
 	Authorizer
-	CanCallAll(ctx context.Context, id *Identity, namespace string) (bool, error)
+	CanCallAll(ctx context.Context, id *authn.Identity, namespace string) (bool, error)
 }
 
 // SubjectAccessReviewAuthorizer asks the API server whether the caller may
@@ -107,7 +108,7 @@ func (a *SubjectAccessReviewAuthorizer) space(namespace string) *accessSpace {
 		if burst <= 0 {
 			burst = DefaultNamespaceReviewBurst
 		}
-		s = &accessSpace{answers: cache.NewLRUExpireCacheWithClock(maxAccessAnswers, realOr(a.Clock)), lim: rate.NewLimiter(limit, burst)}
+		s = &accessSpace{answers: cache.NewLRUExpireCacheWithClock(maxAccessAnswers, a.clock()), lim: rate.NewLimiter(limit, burst)}
 		a.spaces[namespace] = s
 	}
 	return s
@@ -118,13 +119,13 @@ func (a *SubjectAccessReviewAuthorizer) space(namespace string) *accessSpace {
 var reviewBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 3}
 
 // CanCall implements Authorizer.
-func (a *SubjectAccessReviewAuthorizer) CanCall(ctx context.Context, id *Identity, namespace, tool string) (bool, error) {
+func (a *SubjectAccessReviewAuthorizer) CanCall(ctx context.Context, id *authn.Identity, namespace, tool string) (bool, error) {
 	return a.review(ctx, id, namespace, tool)
 }
 
 // CanCallAll implements NamespaceAuthorizer: the review of the verb on
 // mcptools without a name, which only a grant of every tool allows.
-func (a *SubjectAccessReviewAuthorizer) CanCallAll(ctx context.Context, id *Identity, namespace string) (bool, error) {
+func (a *SubjectAccessReviewAuthorizer) CanCallAll(ctx context.Context, id *authn.Identity, namespace string) (bool, error) {
 	return a.review(ctx, id, namespace, "")
 }
 
@@ -132,7 +133,7 @@ func (a *SubjectAccessReviewAuthorizer) CanCallAll(ctx context.Context, id *Iden
 // in namespace: from the answers remembered for the callers of id's
 // namespace, else by one review, made once however many ask at the same
 // time, within that namespace's share of reviews.
-func (a *SubjectAccessReviewAuthorizer) review(ctx context.Context, id *Identity, namespace, tool string) (bool, error) {
+func (a *SubjectAccessReviewAuthorizer) review(ctx context.Context, id *authn.Identity, namespace, tool string) (bool, error) {
 	a.once.Do(func() {
 		a.authz, a.err = authorizerfactory.DelegatingAuthorizerConfig{
 			SubjectAccessReviewClient: a.Client,
@@ -158,7 +159,7 @@ func (a *SubjectAccessReviewAuthorizer) review(ctx context.Context, id *Identity
 			return nil, fmt.Errorf("waiting for the namespace's share of access reviews: %w", err)
 		}
 		decision, _, err := a.authz.Authorize(ctx, authorizer.AttributesRecord{
-			User:            &identityInfo{*id},
+			User:            &authn.UserInfo{Identity: *id},
 			Verb:            VerbCall,
 			Namespace:       namespace,
 			APIGroup:        mcpv1alpha1.GroupVersion.Group,
@@ -171,9 +172,12 @@ func (a *SubjectAccessReviewAuthorizer) review(ctx context.Context, id *Identity
 			return nil, fmt.Errorf("reviewing access: %w", err)
 		}
 		allowed := decision == authorizer.DecisionAllow
-		ttl := ttlOr(a.DenyTTL, DefaultDenyTTL)
+		ttl, def := a.DenyTTL, authn.DefaultDenyTTL
 		if allowed {
-			ttl = ttlOr(a.AllowTTL, DefaultAllowTTL)
+			ttl, def = a.AllowTTL, authn.DefaultAllowTTL
+		}
+		if ttl <= 0 {
+			ttl = def
 		}
 		sp.answers.Add(key, allowed, ttl)
 		return allowed, nil
@@ -187,7 +191,7 @@ func (a *SubjectAccessReviewAuthorizer) review(ctx context.Context, id *Identity
 // accessKey names one review: every attribute CanCall sends, each
 // length-prefixed so that no two reviews share a key, the extra
 // attributes in order of their names.
-func accessKey(id *Identity, namespace, tool string) string {
+func accessKey(id *authn.Identity, namespace, tool string) string {
 	n := 64 + len(id.Username) + len(id.UID) + len(namespace) + len(tool)
 	for _, g := range id.Groups {
 		n += len(g) + 4
@@ -218,4 +222,12 @@ func accessKey(id *Identity, namespace, tool string) string {
 		}
 	}
 	return string(b)
+}
+
+// clock is the authorizer's clock: Clock, or the real one.
+func (a *SubjectAccessReviewAuthorizer) clock() clock.PassiveClock {
+	if a.Clock == nil {
+		return clock.RealClock{}
+	}
+	return a.Clock
 }

@@ -1,25 +1,18 @@
-package gateway
+package authn
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/mcp-catalog/operator/internal/gateway/audit"
-
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"golang.org/x/time/rate"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/mcp-catalog/operator/internal/logging"
-	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
 // Identity is an authenticated caller: a ServiceAccount, as TokenReview
@@ -96,7 +89,7 @@ func (a *TokenReviewAuthenticator) Authenticate(ctx context.Context, token strin
 	if !ok || resp == nil {
 		return nil, ErrUnauthenticated
 	}
-	id, _ := resp.User.(*identityInfo)
+	id, _ := resp.User.(*UserInfo)
 	if id == nil {
 		return nil, ErrUnauthenticated
 	}
@@ -133,17 +126,17 @@ func (r tokenReviewer) AuthenticateToken(ctx context.Context, token string) (*au
 	}
 	// Its next review, when the cached answer expires, is a re-review.
 	r.a.known.authenticated(fp, now, now.Add(2*ttlOr(r.a.AllowTTL, DefaultAllowTTL)+time.Minute))
-	return &authenticator.Response{User: &identityInfo{*id}, Audiences: authenticator.Audiences{r.a.Audience}}, true, nil
+	return &authenticator.Response{User: &UserInfo{*id}, Audiences: authenticator.Audiences{r.a.Audience}}, true, nil
 }
 
-// identityInfo carries an Identity through the apiserver's cache, which
+// UserInfo carries an Identity through the apiserver's cache, which
 // stores a user.Info.
-type identityInfo struct{ Identity }
+type UserInfo struct{ Identity }
 
-func (i *identityInfo) GetName() string               { return i.Username }
-func (i *identityInfo) GetUID() string                { return i.UID }
-func (i *identityInfo) GetGroups() []string           { return i.Groups }
-func (i *identityInfo) GetExtra() map[string][]string { return i.Extra }
+func (i *UserInfo) GetName() string               { return i.Username }
+func (i *UserInfo) GetUID() string                { return i.UID }
+func (i *UserInfo) GetGroups() []string           { return i.Groups }
+func (i *UserInfo) GetExtra() map[string][]string { return i.Extra }
 
 // identityFrom accepts only an authenticated ServiceAccount whose token is
 // bound to the audience.
@@ -179,65 +172,4 @@ func serviceAccountOf(username string) (namespace, name string, ok bool) {
 	}
 	namespace, name, ok = strings.Cut(rest, ":")
 	return namespace, name, ok && namespace != "" && name != ""
-}
-
-// verify authenticates a bearer token. A token the review does not accept
-// is a plain 401; a review that could not be made is a 503. A token
-// whose review failed within the negative TTL is refused without another
-// review; only a failed review charges the token, and only that token.
-func (g *Gateway) verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-	// While no token is remembered as bad, a good one costs no
-	// fingerprint; one is taken when the review fails.
-	var fp fingerprint
-	remembered := !g.bad.none()
-	if remembered {
-		fp = g.bad.fingerprint(token)
-	}
-	if remembered && g.bad.knownBad(fp, g.now()) {
-		metrics.GatewayRefusals.WithLabelValues(audit.RefusedUnauthenticated).Inc()
-		return nil, auth.ErrInvalidToken
-	}
-	id, err := g.Authn.Authenticate(ctx, token)
-	if err != nil {
-		if errors.Is(err, ErrUnauthenticated) {
-			// A review that could not be made is not the token's failure.
-			if !remembered {
-				fp = g.bad.fingerprint(token)
-			}
-			g.bad.failed(fp, g.now())
-			metrics.GatewayRefusals.WithLabelValues(audit.RefusedUnauthenticated).Inc()
-		} else {
-			if errors.Is(err, ErrNewTokenReviewsThrottled) {
-				// Not logged: a client sending new tokens by the thousand
-				// would fill the log.
-				metrics.GatewayRefusals.WithLabelValues(audit.RefusedNewTokensThrottled).Inc()
-			} else {
-				logging.FromContext(ctx, logging.Gateway).Error(err, "authenticating a caller failed")
-				metrics.GatewayRefusals.WithLabelValues(audit.RefusedDecisionFailed).Inc()
-			}
-			// Not a 401: the token may be good (unavailable.go).
-			markReviewFailed(ctx)
-			return nil, errReviewUnavailable
-		}
-		return nil, auth.ErrInvalidToken
-	}
-	if remembered {
-		g.bad.forget(fp)
-	}
-	return &auth.TokenInfo{
-		// Binds the MCP session to this identity: another token cannot use it.
-		UserID:     id.UID + "/" + id.Username,
-		Expiration: g.now().Add(time.Minute),
-		Extra:      map[string]any{"identity": id},
-	}, nil
-}
-
-// identityOf is the identity verify found for a request's token; nil
-// without one.
-func identityOf(ti *auth.TokenInfo) *Identity {
-	if ti == nil {
-		return nil
-	}
-	id, _ := ti.Extra["identity"].(*Identity)
-	return id
 }
