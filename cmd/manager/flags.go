@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/budget"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/mcp"
 )
@@ -147,7 +148,7 @@ func (c *commandLine) bindGateway(fs *flag.FlagSet) {
 	fs.Var(bytesVar(&o.GatewayMaxRequestBytes), "gateway-max-request-bytes", `Largest request body the gateway reads (e.g. "4Mi"); a larger one is refused with 413 before any of it is decoded.`)
 	// The gateway keeps its fallback (64Mi) unexported: the usage below
 	// repeats it until gateway exports it.
-	fs.Var(bytesVar(&o.GatewayMaxRequestBytesInFlight), "gateway-max-request-bytes-in-flight", `Request bytes one gateway replica holds at once, each namespace at most half (e.g. "64Mi"); 0 means a quarter of GOMEMLIMIT when set, else `+fmt.Sprint(resource.NewQuantity(gateway.DefaultMaxRequestBytesInFlight, resource.BinarySI))+`.`)
+	fs.Var(bytesVar(&o.GatewayMaxRequestBytesInFlight), "gateway-max-request-bytes-in-flight", `Request bytes one gateway replica holds at once, each namespace at most half (e.g. "64Mi"); 0 means a quarter of GOMEMLIMIT when set, else `+fmt.Sprint(resource.NewQuantity(budget.DefaultMaxRequestBytesInFlight, resource.BinarySI))+`.`)
 	fs.DurationVar(&o.GatewayListTTL, "gateway-list-ttl", gateway.DefaultListTTL, "How long an agent may use a tools/list result without asking again (ttlMs).")
 	fs.DurationVar(&o.GatewayCredentialTTL, "gateway-credential-cache-ttl", credentials.DefaultCacheTTL, "How long the gateway keeps a credential Secret it read before reading it again (a rotation is used within it).")
 }
@@ -175,14 +176,14 @@ func (c *commandLine) bindGatewayAudit(fs *flag.FlagSet) {
 // of a gateway replica, in requests and in bytes answered.
 func (c *commandLine) bindGatewayBudgets(fs *flag.FlagSet) {
 	b := &c.opts.GatewayBudgets
-	fs.Float64Var((*float64)(&b.ServiceAccountRate), "gateway-serviceaccount-rate", float64(gateway.DefaultServiceAccountRate), "Requests a second one ServiceAccount may make to one gateway replica.")
-	fs.IntVar(&b.ServiceAccountBurst, "gateway-serviceaccount-burst", gateway.DefaultServiceAccountBurst, "Burst of requests one ServiceAccount may make to one gateway replica.")
-	fs.IntVar(&b.ServiceAccountConcurrency, "gateway-serviceaccount-concurrency", gateway.DefaultServiceAccountConcurrency, "Requests one ServiceAccount may have in flight at one gateway replica.")
-	fs.Float64Var((*float64)(&b.NamespaceRate), "gateway-namespace-rate", float64(gateway.DefaultNamespaceRate), "Requests a second the ServiceAccounts of one namespace together may make to one gateway replica.")
-	fs.IntVar(&b.NamespaceBurst, "gateway-namespace-burst", gateway.DefaultNamespaceBurst, "Burst of requests of one namespace at one gateway replica.")
-	fs.IntVar(&b.NamespaceConcurrency, "gateway-namespace-concurrency", gateway.DefaultNamespaceConcurrency, "Requests one namespace may have in flight at one gateway replica.")
-	b.ServiceAccountBytesRate, b.ServiceAccountBytesBurst = gateway.DefaultServiceAccountBytesRate, gateway.DefaultServiceAccountBytesBurst
-	b.NamespaceBytesRate, b.NamespaceBytesBurst = gateway.DefaultNamespaceBytesRate, gateway.DefaultNamespaceBytesBurst
+	fs.Float64Var((*float64)(&b.ServiceAccountRate), "gateway-serviceaccount-rate", float64(budget.DefaultServiceAccountRate), "Requests a second one ServiceAccount may make to one gateway replica.")
+	fs.IntVar(&b.ServiceAccountBurst, "gateway-serviceaccount-burst", budget.DefaultServiceAccountBurst, "Burst of requests one ServiceAccount may make to one gateway replica.")
+	fs.IntVar(&b.ServiceAccountConcurrency, "gateway-serviceaccount-concurrency", budget.DefaultServiceAccountConcurrency, "Requests one ServiceAccount may have in flight at one gateway replica.")
+	fs.Float64Var((*float64)(&b.NamespaceRate), "gateway-namespace-rate", float64(budget.DefaultNamespaceRate), "Requests a second the ServiceAccounts of one namespace together may make to one gateway replica.")
+	fs.IntVar(&b.NamespaceBurst, "gateway-namespace-burst", budget.DefaultNamespaceBurst, "Burst of requests of one namespace at one gateway replica.")
+	fs.IntVar(&b.NamespaceConcurrency, "gateway-namespace-concurrency", budget.DefaultNamespaceConcurrency, "Requests one namespace may have in flight at one gateway replica.")
+	b.ServiceAccountBytesRate, b.ServiceAccountBytesBurst = budget.DefaultServiceAccountBytesRate, budget.DefaultServiceAccountBytesBurst
+	b.NamespaceBytesRate, b.NamespaceBytesBurst = budget.DefaultNamespaceBytesRate, budget.DefaultNamespaceBytesBurst
 	fs.Var(bytesVar(&b.ServiceAccountBytesRate), "gateway-serviceaccount-bytes-rate", "Bytes a second one ServiceAccount may be answered (tool lists, call results) by one gateway replica.")
 	fs.Var(bytesVar(&b.ServiceAccountBytesBurst), "gateway-serviceaccount-bytes-burst", "Burst of bytes one ServiceAccount may be answered by one gateway replica.")
 	fs.Var(bytesVar(&b.NamespaceBytesRate), "gateway-namespace-bytes-rate", "Bytes a second the ServiceAccounts of one namespace together may be answered by one gateway replica.")

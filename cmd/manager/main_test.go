@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/budget"
 	"github.com/mcp-catalog/operator/internal/manager"
 )
 
@@ -59,7 +60,7 @@ func oldDefaults() manager.Options {
 		NotifyCallApprovals:    true,
 		// egress.ParseNamespaceCIDRs("") is an empty map, not nil.
 		NamespacePrivateCIDRs: map[string][]netip.Prefix{},
-		GatewayBudgets: gateway.Budgets{
+		GatewayBudgets: budget.Budgets{
 			ServiceAccountBytesRate:  32 << 20,
 			ServiceAccountBytesBurst: 128 << 20,
 			NamespaceBytesRate:       64 << 20,
@@ -92,37 +93,37 @@ func asRead(o manager.Options) manager.Options {
 	if o.GatewayReviewBurst <= 0 {
 		o.GatewayReviewBurst = manager.DefaultGatewayReviewBurst
 	}
-	// gateway.Budgets.withDefaults: field by field.
+	// budget.Budgets.withDefaults: field by field.
 	b := &o.GatewayBudgets
 	if b.ServiceAccountRate <= 0 {
-		b.ServiceAccountRate = gateway.DefaultServiceAccountRate
+		b.ServiceAccountRate = budget.DefaultServiceAccountRate
 	}
 	if b.ServiceAccountBurst <= 0 {
-		b.ServiceAccountBurst = gateway.DefaultServiceAccountBurst
+		b.ServiceAccountBurst = budget.DefaultServiceAccountBurst
 	}
 	if b.ServiceAccountConcurrency <= 0 {
-		b.ServiceAccountConcurrency = gateway.DefaultServiceAccountConcurrency
+		b.ServiceAccountConcurrency = budget.DefaultServiceAccountConcurrency
 	}
 	if b.NamespaceRate <= 0 {
-		b.NamespaceRate = gateway.DefaultNamespaceRate
+		b.NamespaceRate = budget.DefaultNamespaceRate
 	}
 	if b.NamespaceBurst <= 0 {
-		b.NamespaceBurst = gateway.DefaultNamespaceBurst
+		b.NamespaceBurst = budget.DefaultNamespaceBurst
 	}
 	if b.NamespaceConcurrency <= 0 {
-		b.NamespaceConcurrency = gateway.DefaultNamespaceConcurrency
+		b.NamespaceConcurrency = budget.DefaultNamespaceConcurrency
 	}
 	if b.ServiceAccountBytesRate <= 0 {
-		b.ServiceAccountBytesRate = gateway.DefaultServiceAccountBytesRate
+		b.ServiceAccountBytesRate = budget.DefaultServiceAccountBytesRate
 	}
 	if b.ServiceAccountBytesBurst <= 0 {
-		b.ServiceAccountBytesBurst = gateway.DefaultServiceAccountBytesBurst
+		b.ServiceAccountBytesBurst = budget.DefaultServiceAccountBytesBurst
 	}
 	if b.NamespaceBytesRate <= 0 {
-		b.NamespaceBytesRate = gateway.DefaultNamespaceBytesRate
+		b.NamespaceBytesRate = budget.DefaultNamespaceBytesRate
 	}
 	if b.NamespaceBytesBurst <= 0 {
-		b.NamespaceBytesBurst = gateway.DefaultNamespaceBytesBurst
+		b.NamespaceBytesBurst = budget.DefaultNamespaceBytesBurst
 	}
 	return o
 }

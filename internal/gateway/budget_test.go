@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
+	"github.com/mcp-catalog/operator/internal/gateway/budget"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
@@ -83,13 +84,13 @@ func TestAServiceAccountOverItsRateBudgetDoesNotSlowAnother(t *testing.T) {
 	o.Reader = reader
 	o.Audit = sink
 	o.Authn = tokenTable{"noisy": noisyIdentity, "quiet": quietIdentity}
-	o.Budgets = Budgets{ServiceAccountRate: 0.01, ServiceAccountBurst: 3}
+	o.Budgets = budget.Budgets{ServiceAccountRate: 0.01, ServiceAccountBurst: 3}
 	g, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	refusedRate := metrics.GatewayRefusals.WithLabelValues(audit.RefusedRateLimited)
-	budgetRate := metrics.GatewayBudgetRefusals.WithLabelValues("noisy", BudgetServiceAccount, audit.RefusedRateLimited)
+	budgetRate := metrics.GatewayBudgetRefusals.WithLabelValues("noisy", budget.BudgetServiceAccount, audit.RefusedRateLimited)
 	before, beforeBudget := counter(t, refusedRate), counter(t, budgetRate)
 
 	for i := range 3 {
@@ -122,7 +123,7 @@ func TestAServiceAccountOverItsRateBudgetDoesNotSlowAnother(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || body.JSONRPC != "2.0" || body.ID != nil || body.Error.Code == 0 {
 		t.Errorf("the 429 body is not a JSON-RPC error response without an id: %s (%v)", w.Body, err)
 	}
-	if body.Error.Data.Reason != audit.RefusedRateLimited || body.Error.Data.Scope != BudgetServiceAccount {
+	if body.Error.Data.Reason != audit.RefusedRateLimited || body.Error.Data.Scope != budget.BudgetServiceAccount {
 		t.Errorf("the error data: %+v", body.Error.Data)
 	}
 	if n := reader.n.Load(); n != reads {
@@ -141,7 +142,7 @@ func TestAServiceAccountOverItsRateBudgetDoesNotSlowAnother(t *testing.T) {
 		}
 	}
 	if len(denied) != 1 || denied[0].Caller != noisyIdentity.Username || denied[0].Namespace != "noisy" ||
-		denied[0].Reason != audit.RefusedRateLimited || denied[0].Detail != BudgetServiceAccount {
+		denied[0].Reason != audit.RefusedRateLimited || denied[0].Detail != budget.BudgetServiceAccount {
 		t.Errorf("audit records of the refusal: %+v, want one naming the caller, RateLimited and ServiceAccount", denied)
 	}
 
@@ -157,7 +158,7 @@ func TestANamespaceBudgetCoversEveryServiceAccountOfIt(t *testing.T) {
 	other := &authn.Identity{Username: "system:serviceaccount:noisy:other", Namespace: "noisy", ServiceAccount: "other"}
 	o := completeOptions()
 	o.Authn = tokenTable{"noisy": noisyIdentity, "other": other, "quiet": quietIdentity}
-	o.Budgets = Budgets{NamespaceRate: 0.01, NamespaceBurst: 2}
+	o.Budgets = budget.Budgets{NamespaceRate: 0.01, NamespaceBurst: 2}
 	g, err := New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +169,7 @@ func TestANamespaceBudgetCoversEveryServiceAccountOfIt(t *testing.T) {
 		}
 	}
 	w := listTools(g, "other")
-	if w.Code != http.StatusTooManyRequests || !bytes.Contains(w.Body.Bytes(), []byte(BudgetNamespace)) {
+	if w.Code != http.StatusTooManyRequests || !bytes.Contains(w.Body.Bytes(), []byte(budget.BudgetNamespace)) {
 		t.Fatalf("another ServiceAccount of the namespace over budget: %d %s, want 429 naming the namespace budget", w.Code, w.Body)
 	}
 	if w := listTools(g, "quiet"); w.Code != http.StatusOK {
@@ -182,7 +183,7 @@ func TestANamespaceBudgetCoversEveryServiceAccountOfIt(t *testing.T) {
 func TestAServiceAccountAtItsConcurrencyBudgetDoesNotBlockAnother(t *testing.T) {
 	o := completeOptions()
 	o.Authn = tokenTable{"noisy": noisyIdentity, "quiet": quietIdentity}
-	o.Budgets = Budgets{ServiceAccountConcurrency: 2}
+	o.Budgets = budget.Budgets{ServiceAccountConcurrency: 2}
 	g, err := New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +224,7 @@ func TestAServiceAccountAtItsConcurrencyBudgetDoesNotBlockAnother(t *testing.T) 
 	if c := serve("noisy"); c != http.StatusOK {
 		t.Errorf("after the requests ended: %d, want 200", c)
 	}
-	if n := len(g.budgets.inFlight); n != 0 {
+	if n := g.budgets.Holding(); n != 0 {
 		t.Errorf("%d in-flight counts left with nothing in flight", n)
 	}
 }

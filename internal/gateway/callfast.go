@@ -60,7 +60,7 @@ func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request, m *message, 
 		}
 	}
 	res, err := g.callThrough(r.Context(), req, pre, refused)
-	g.budgets.charge(id, g.writeCallAnswer(w, call.id, res, err))
+	g.budgets.Charge(id, g.writeCallAnswer(w, call.id, res, err))
 	g.fastCalls.Add(1)
 	return true
 }
@@ -91,7 +91,7 @@ func (g *Gateway) serveEraCall(w http.ResponseWriter, r *http.Request, m *messag
 	}
 	res, err := g.callThrough(r.Context(), req, pre, refused)
 	msg, ok := eraCallResult(res, err)
-	g.budgets.charge(id, writeResponse(w, m.id, msg, ok))
+	g.budgets.Charge(id, writeResponse(w, m.id, msg, ok))
 	g.eraAnswers.Add(1)
 	return true
 }

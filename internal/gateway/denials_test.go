@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/budget"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
@@ -32,7 +33,7 @@ func TestRepeatedDenialsCannotFloodTheAuditSink(t *testing.T) {
 	o.Audit = sink
 	o.Clock = clk
 	o.Authn = tokenTable{"noisy": noisyIdentity, "quiet": quietIdentity}
-	o.Budgets = Budgets{ServiceAccountRate: 0.0001, ServiceAccountBurst: 1}
+	o.Budgets = budget.Budgets{ServiceAccountRate: 0.0001, ServiceAccountBurst: 1}
 	g, err := New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +55,7 @@ func TestRepeatedDenialsCannotFloodTheAuditSink(t *testing.T) {
 		t.Errorf("aggregated refusals went up by %v, want 499", got)
 	}
 	// The first denial of another caller is written at once.
-	g.budgets = newBudgeter(Budgets{ServiceAccountRate: 0.0001, ServiceAccountBurst: 1}, clk)
+	g.budgets = budget.NewBudgeter(budget.Budgets{ServiceAccountRate: 0.0001, ServiceAccountBurst: 1}, clk)
 	listTools(g, "quiet")
 	listTools(g, "quiet")
 	if got := deniedRecords(sink); len(got) != 2 || got[1].Caller != quietIdentity.Username {
@@ -70,7 +71,7 @@ func TestRepeatedDenialsCannotFloodTheAuditSink(t *testing.T) {
 	}
 	got := deniedRecords(sink)
 	last := got[len(got)-1]
-	if len(got) != 3 || last.Repeated != 499 || last.Caller != noisyIdentity.Username || last.Reason != audit.RefusedRateLimited || last.Detail != BudgetServiceAccount {
+	if len(got) != 3 || last.Repeated != 499 || last.Caller != noisyIdentity.Username || last.Reason != audit.RefusedRateLimited || last.Detail != budget.BudgetServiceAccount {
 		t.Fatalf("the aggregate record: %+v, want 499 repeats of the noisy caller's RateLimited", last)
 	}
 	// A window ended: the next refusal is written again.

@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/gateway/authz"
+	"github.com/mcp-catalog/operator/internal/gateway/budget"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/toolview"
 )
@@ -84,8 +85,8 @@ type Options struct {
 	// DefaultDenialWindow. Run a DenialFlusher to write the last window's.
 	DenialWindow time.Duration
 	// Budgets bound the requests of each ServiceAccount and each
-	// namespace (budget.go); zero fields take the defaults.
-	Budgets Budgets
+	// namespace (internal/gateway/budget); zero fields take the defaults.
+	Budgets budget.Budgets
 	// ListTTL is the ttlMs of every list result (how long an agent may use
 	// a tools/list result without asking again); 0 means DefaultListTTL.
 	ListTTL time.Duration
@@ -126,7 +127,7 @@ type Gateway struct {
 	admission    admissionGuard
 	// identifier is the first stage: who calls (internal/gateway/authn).
 	identifier *authn.Identifier
-	budgets    *budgeter
+	budgets    *budget.Budgeter
 	denials    *denials
 	handler    http.Handler
 	servers    toolServers
@@ -148,7 +149,7 @@ type Gateway struct {
 	eraAnswers      atomic.Int64
 	noInitializeEra atomic.Bool
 	// inflight bounds the request bytes held at once (wire.go).
-	inflight *inflight
+	inflight *budget.InFlight
 	// textResultPrefix opens the result of a call answered with one text
 	// block (callfast.go).
 	textResultPrefix []byte

@@ -166,7 +166,7 @@ func (g *Gateway) writeList(w http.ResponseWriter, r *http.Request, id *authn.Id
 		_, _ = w.Write(p)
 	}
 	_, _ = io.WriteString(w, listSuffix)
-	g.budgets.charge(id, size)
+	g.budgets.Charge(id, size)
 	return true
 }
 

@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
+	"github.com/mcp-catalog/operator/internal/gateway/budget"
 )
 
 // ErrMissingOption is returned by New when a required option is not set.
@@ -53,12 +54,12 @@ func New(o Options) (*Gateway, error) {
 		g.approvalKeys = StaticKeys{Current: key}
 	}
 	g.identifier = authn.NewIdentifier(o.Authn, o.UnauthenticatedRate, o.UnauthenticatedBurst, o.Clock)
-	g.budgets = newBudgeter(o.Budgets, o.Clock)
+	g.budgets = budget.NewBudgeter(o.Budgets, o.Clock)
 	g.denials = newDenials(o.DenialWindow)
 	g.listPrefix, g.eraListPrefix = g.buildListPrefix(), g.buildEraListPrefix()
 	g.initialized = g.buildInitialized()
 	g.discovered = g.buildDiscovered()
-	g.inflight = newInflight(o.MaxRequestBytesInFlight, g.maxRequestBytes())
+	g.inflight = budget.NewInFlight(o.MaxRequestBytesInFlight, g.maxRequestBytes())
 	g.textResultPrefix = g.buildTextResultPrefix()
 	g.lists.maxBytes = o.ListCacheBytes
 	if g.lists.maxBytes <= 0 {

@@ -5,17 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"math"
 	"net/http"
-	"runtime/debug"
 	"strconv"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
+	"github.com/mcp-catalog/operator/internal/gateway/budget"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
@@ -69,60 +67,6 @@ func messageOf(ctx context.Context) *message {
 	return m
 }
 
-// DefaultMaxRequestBytesInFlight bounds the request bytes a replica holds
-// at once when the process has no memory limit to take a quarter of.
-const DefaultMaxRequestBytesInFlight = 64 << 20
-
-// inflight bounds the request bytes a replica holds at once, all callers
-// together and each namespace's callers together: a namespace sending
-// large bodies at once waits for its own share and cannot take the
-// replica's memory from the others.
-type inflight struct {
-	total, perNamespace int64
-
-	mu   sync.Mutex
-	held int64
-	byNS map[string]int64
-}
-
-// newInflight bounds the replica's request bytes in flight at total (0:
-// a quarter of the process's memory limit when one is set, else 64 MiB),
-// and each namespace's at half of that, but never below one request of
-// maxRequest bytes.
-func newInflight(total, maxRequest int64) *inflight {
-	if total <= 0 {
-		total = DefaultMaxRequestBytesInFlight
-		if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
-			total = limit / 4
-		}
-	}
-	total = max(total, maxRequest)
-	return &inflight{total: total, perNamespace: max(total/2, maxRequest), byNS: map[string]int64{}}
-}
-
-// take holds n bytes for a request of namespace, reporting false, holding
-// nothing, when that would pass the namespace's share or the replica's.
-func (f *inflight) take(namespace string, n int64) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.held+n > f.total || f.byNS[namespace]+n > f.perNamespace {
-		return false
-	}
-	f.held += n
-	f.byNS[namespace] += n
-	return true
-}
-
-// give releases what take held.
-func (f *inflight) give(namespace string, n int64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.held -= n
-	if f.byNS[namespace] -= n; f.byNS[namespace] <= 0 {
-		delete(f.byNS, namespace)
-	}
-}
-
 // maxRequestBytes is the bound on a request's body.
 func (g *Gateway) maxRequestBytes() int64 {
 	if g.MaxRequestBytes > 0 {
@@ -148,11 +92,11 @@ func (g *Gateway) front(sdkPath http.Handler) http.Handler {
 				n = g.maxRequestBytes()
 			}
 			if id := authn.IdentityOf(auth.TokenInfoFromContext(r.Context())); id != nil {
-				if !g.inflight.take(id.Namespace, n) {
+				if !g.inflight.Take(id.Namespace, n) {
 					g.refuseBytesInFlight(w)
 					return
 				}
-				defer g.inflight.give(id.Namespace, n)
+				defer g.inflight.Give(id.Namespace, n)
 			}
 			body, ok := g.readBody(w, r)
 			if !ok {
@@ -223,7 +167,7 @@ func writeUnread(w http.ResponseWriter, status, code int, message string) {
 func (g *Gateway) refuseBytesInFlight(w http.ResponseWriter) {
 	metrics.GatewayRefusals.WithLabelValues(audit.RefusedBytesInFlight).Inc()
 	w.Header().Set("Retry-After", "1")
-	writeUnread(w, http.StatusServiceUnavailable, budgetErrorCode,
+	writeUnread(w, http.StatusServiceUnavailable, budget.ErrorCode,
 		"the gateway holds as many request bytes of the caller's namespace as it may at once; retry later")
 }
 

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/budget"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/capture"
 )
@@ -55,7 +56,7 @@ func TestInitializeEraMatchesTheSDK(t *testing.T) {
 			o.Audit = audit.NewJSONLines(auditLog)
 			o.DenialWindow = time.Nanosecond
 			// Hundreds of requests in a moment, none of them over budget.
-			o.Budgets = Budgets{ServiceAccountRate: 1e6, ServiceAccountBurst: 1e6, NamespaceRate: 1e6, NamespaceBurst: 1e6}
+			o.Budgets = budget.Budgets{ServiceAccountRate: 1e6, ServiceAccountBurst: 1e6, NamespaceRate: 1e6, NamespaceBurst: 1e6}
 		}, fails)
 	failsLocal := fails.Status.LocalName
 
@@ -367,14 +368,14 @@ func withLocalAddr(ctx context.Context) context.Context {
 // A request costs what it is answered: a namespace answered more list
 // bytes than its budget allows is refused (429, BytesLimited) until the
 // debt is repaid, however few requests it made, while another namespace
-// is served. (Budgets counted requests only: a list of megabytes was
+// is served. (budget.Budgets counted requests only: a list of megabytes was
 // priced like a ping.)
 func TestAListIsChargedByTheBytesItServes(t *testing.T) {
 	up := callUpstream(t)
 	tools, allow := bigCatalog(t, 10, 10<<10)
 	g, _ := catalogGatewayWith(t, up.URL, nil, allow, 0, func(o *Options) {
 		o.Stateless = true
-		o.Budgets = Budgets{NamespaceBytesRate: 1 << 10, NamespaceBytesBurst: 64 << 10}
+		o.Budgets = budget.Budgets{NamespaceBytesRate: 1 << 10, NamespaceBytesBurst: 64 << 10}
 		o.Authn = twoNamespaces()
 	}, tools...)
 	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
@@ -413,11 +414,11 @@ func TestRequestBytesInFlightAreSharedPerNamespace(t *testing.T) {
 		o.Authn = twoNamespaces()
 	})
 	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
-	share := g.inflight.perNamespace
+	share := g.inflight.NamespaceShare()
 	if share != 2<<10 {
 		t.Fatalf("a namespace's share is %d bytes, want half the replica's 4 KiB", share)
 	}
-	if !g.inflight.take(obsNS, share) {
+	if !g.inflight.Take(obsNS, share) {
 		t.Fatal("the namespace's share could not be taken")
 	}
 	rec := httptest.NewRecorder()
@@ -432,14 +433,14 @@ func TestRequestBytesInFlightAreSharedPerNamespace(t *testing.T) {
 	if rec.Code != http.StatusOK {
 		t.Errorf("another namespace's request: %d %s; want it served", rec.Code, rec.Body)
 	}
-	g.inflight.give(obsNS, share)
+	g.inflight.Give(obsNS, share)
 	rec = httptest.NewRecorder()
 	g.Handler().ServeHTTP(rec, eraRequest("2025-11-25", ping))
 	if rec.Code != http.StatusOK {
 		t.Errorf("after the share came back: %d %s", rec.Code, rec.Body)
 	}
-	if g.inflight.held != 0 {
-		t.Errorf("%d bytes still held after every request ended", g.inflight.held)
+	if g.inflight.Held() != 0 {
+		t.Errorf("%d bytes still held after every request ended", g.inflight.Held())
 	}
 }
 

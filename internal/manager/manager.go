@@ -31,6 +31,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/controller"
 	"github.com/mcp-catalog/operator/internal/gateway"
+	"github.com/mcp-catalog/operator/internal/gateway/budget"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/tenancy"
 )
@@ -216,7 +217,7 @@ type Options struct {
 	GatewayApprovalURL string
 	// GatewayBudgets bound each ServiceAccount's and each namespace's
 	// requests at a gateway replica; zero fields take the defaults.
-	GatewayBudgets gateway.Budgets
+	GatewayBudgets budget.Budgets
 	// GatewayDenialWindow is how long repeats of one denial are aggregated
 	// into one audit record; 0 means a minute.
 	GatewayDenialWindow time.Duration

@@ -26,6 +26,7 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway"
+	"github.com/mcp-catalog/operator/internal/gateway/budget"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
@@ -126,7 +127,7 @@ var gatewayEras = []string{eraModern, eraInitialize}
 // unboundBudgets raise every budget of an in-process gateway out of the
 // way of a scenario that measures cost: they are checked on every request
 // but never met.
-var unboundBudgets = gateway.Budgets{
+var unboundBudgets = budget.Budgets{
 	ServiceAccountRate: 1e9, ServiceAccountBurst: 1 << 30, ServiceAccountConcurrency: 1 << 20,
 	NamespaceRate: 1e9, NamespaceBurst: 1 << 30, NamespaceConcurrency: 1 << 20,
 	ServiceAccountBytesRate: 1 << 40, ServiceAccountBytesBurst: 1 << 50,
