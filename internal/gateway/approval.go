@@ -4,14 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/approvals"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/governance"
@@ -129,37 +126,13 @@ func callerKey(caller string) string {
 	return hex.EncodeToString(h[:])[:48]
 }
 
-// sealMessage is what an approval's seal signs: where the object is and
-// the call it is for, so that an object the gateway did not write is never
-// used, nor counted.
-func sealMessage(a *mcpv1alpha1.McpCallApproval) []byte {
-	s := a.Spec
-	return []byte(strings.Join([]string{a.Namespace, a.Name, s.Tool, s.Server, s.Caller, s.ArgumentsHash, s.DefinitionHash, strconv.FormatInt(s.ExpiresAt.Unix(), 10)}, "\x00"))
-}
-
-// sealOf is the seal of a under key.
-func sealOf(key []byte, a *mcpv1alpha1.McpCallApproval) string {
-	return base64.RawURLEncoding.EncodeToString(mac(key, sealMessage(a)))
-}
-
-// sealed reports whether a carries the gateway's seal under its current or
-// previous key.
-func (g *Gateway) sealed(ctx context.Context, a *mcpv1alpha1.McpCallApproval) bool {
-	sig, err := base64.RawURLEncoding.DecodeString(a.Spec.Seal)
-	if err != nil {
-		return false
-	}
-	ok, err := verifyMAC(ctx, g.approvalKeys, sealMessage(a), sig)
-	return err == nil && ok
-}
-
 // byPerson runs the approval step in the Person mode for a call of t.
 func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *authn.Identity, c *callScope) personResult {
 	rec, t := c.rec, c.tool
 	if g.Approvals == nil {
 		return personResult{answer: g.deny(ctx, rec, t, audit.DenyApprovalNoChannel, "", "this tool needs a person's approval for every call, and this gateway has no approvals configured; the call was not made")}
 	}
-	if missing, err := g.admission.missingPart(ctx, g.now()); err != nil {
+	if missing, err := g.admission.MissingPart(ctx, g.now()); err != nil {
 		return personResult{err: err}
 	} else if missing != "" {
 		logging.FromContext(ctx, logging.Gateway).Error(nil, "refusing calls that need a person's approval: the admission policy is not in force", "missing", missing)
@@ -190,7 +163,7 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *au
 		// Only the gateway's own objects count, toward the caller's limit
 		// as for this call: whoever may create approvals could otherwise
 		// fill the limit with objects of their own and lock the caller out.
-		if a.Spec.Caller != id.Username || !g.sealed(ctx, a) {
+		if a.Spec.Caller != id.Username || !approvals.Sealed(ctx, g.approvalKeys, a) {
 			continue
 		}
 		state := governance.CallState(a, now)
@@ -298,7 +271,7 @@ func (g *Gateway) newApproval(ctx context.Context, id *authn.Identity, c *callSc
 	}
 	// The API stores seconds; the seal signs what is stored.
 	a := callApproval(id, c, at, "call-"+hex.EncodeToString(suffix), key, now.Add(ttl).Truncate(time.Second))
-	a.Spec.Seal = sealOf(ks.Current, a)
+	a.Spec.Seal = approvals.Seal(ks.Current, a)
 	if err := g.Approvals.Create(ctx, a); err != nil {
 		return nil, fmt.Errorf("creating a call approval: %w", err)
 	}
@@ -378,15 +351,15 @@ func (g *Gateway) waitFor(ctx context.Context, req *sdk.CallToolRequest, rec aud
 // mode): an answer to give the agent, or nil when the client approved.
 func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, id *authn.Identity, c *callScope) *sdk.CallToolResult {
 	rec, key, t := c.rec, c.key, c.tool
-	state := approvalState{Caller: id.UID + "/" + id.Username, Tool: id.Namespace + "/" + c.offer().authzName(), Definition: t.Status.DefinitionHash, Arguments: rec.ArgumentsHash}
+	state := approvals.State{Caller: id.UID + "/" + id.Username, Tool: id.Namespace + "/" + c.offer().authzName(), Definition: t.Status.DefinitionHash, Arguments: rec.ArgumentsHash}
 	resp, answered := req.Params.InputResponses[approvalInput]
 	if !answered {
 		caps := req.ClientCapabilities()
 		if caps == nil || caps.Elicitation == nil {
 			return g.deny(ctx, rec, t, audit.DenyApprovalNoChannel, "", "this tool needs a human's approval for every call, and this client did not declare the elicitation capability to ask for it; the call was not made")
 		}
-		state.Expires, state.Nonce = g.now().Add(approvalWindow).Unix(), newNonce()
-		signed, err := g.approver.sign(ctx, state)
+		state.Expires, state.Nonce = g.now().Add(approvals.StateWindow).Unix(), approvals.NewNonce()
+		signed, err := g.approver.Sign(ctx, state)
 		if err != nil {
 			logging.FromContext(ctx, logging.Gateway).Error(err, "signing approval state failed")
 			c.obs.end(audit.OutcomeDenied, audit.RefusedDecisionFailed)
@@ -397,7 +370,7 @@ func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, id *au
 			RequestState:  signed,
 		}
 	}
-	if err := g.approver.verify(ctx, req.Params.RequestState, state, g.now()); err != nil {
+	if err := g.approver.Verify(ctx, req.Params.RequestState, state, g.now()); err != nil {
 		return g.deny(ctx, rec, t, audit.DenyApprovalDeclined, "", "the approval answer does not belong to this call or has expired; the call was not made")
 	}
 	if !approved(resp) {
@@ -406,9 +379,9 @@ func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, id *au
 	if err := g.spendAnswer(ctx, id, c, req.Params.RequestState, state); err != nil {
 		msg := "this approval was already used for a call, and every call needs its own; the call was not made"
 		switch {
-		case errors.Is(err, errApprovalsFull):
+		case errors.Is(err, approvals.ErrApprovalsFull):
 			msg = "the gateway holds too many recent approvals to take another; try again shortly"
-		case !errors.Is(err, errBadState):
+		case !errors.Is(err, approvals.ErrBadState):
 			logging.FromContext(ctx, logging.Gateway).Error(err, "recording a spent approval answer failed", "tool", key.String())
 			msg = "the gateway could not record this approval as used; try again"
 		}
@@ -423,12 +396,12 @@ func (g *Gateway) byClient(ctx context.Context, req *sdk.CallToolRequest, id *au
 // McpCallApproval named after the answer's nonce, created already used:
 // the API server lets exactly one replica create it. Without (a gateway
 // that has no approvals), the mark is this process's memory.
-func (g *Gateway) spendAnswer(ctx context.Context, id *authn.Identity, c *callScope, token string, want approvalState) error {
+func (g *Gateway) spendAnswer(ctx context.Context, id *authn.Identity, c *callScope, token string, want approvals.State) error {
 	now := g.now()
 	if g.Approvals == nil {
-		return g.approver.spend(ctx, token, want, now)
+		return g.approver.Spend(ctx, token, want, now)
 	}
-	s, err := g.approver.verified(ctx, token, want, now)
+	s, err := g.approver.Verified(ctx, token, want, now)
 	if err != nil {
 		return err
 	}
@@ -443,10 +416,10 @@ func (g *Gateway) spendAnswer(ctx context.Context, id *authn.Identity, c *callSc
 	// wherever a person's approval would be.
 	here := approvalPlace{namespace: id.Namespace, tool: c.offer().authzName(), server: c.offer().serverName()}
 	a := callApproval(id, c, here, spentAnswerPrefix+hex.EncodeToString(h[:])[:40], key, time.Unix(s.Expires, 0))
-	a.Spec.Seal = sealOf(ks.Current, a)
+	a.Spec.Seal = approvals.Seal(ks.Current, a)
 	if err := g.Approvals.Create(ctx, a); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return errBadState
+			return approvals.ErrBadState
 		}
 		return fmt.Errorf("recording a spent approval answer: %w", err)
 	}
@@ -466,139 +439,6 @@ const spentAnswerPrefix = "answer-"
 // approvalInput is the id of the approval question in a multi-round-trip
 // call.
 const approvalInput = "approval"
-
-// approvalState binds an approval answer to the exact call it was asked for:
-// the caller, the tool and its definition, and the arguments. It travels to
-// the client and back signed, so an answer cannot be replayed for another
-// call or forged into an approval the gateway never asked for. The nonce
-// makes it single-use: one approval, one call, even for a client that
-// re-sends the same approved request.
-type approvalState struct {
-	Caller     string `json:"c"`
-	Tool       string `json:"t"`
-	Definition string `json:"d"`
-	Arguments  string `json:"a"`
-	Expires    int64  `json:"e"`
-	Nonce      string `json:"n"`
-}
-
-// approvalWindow is how long a client has to answer.
-const approvalWindow = 5 * time.Minute
-
-type approver struct {
-	keys KeySource
-	// used holds the nonces of approvals already spent; nil in an approver
-	// that only signs and verifies.
-	used *nonceSet
-}
-
-func (a approver) sign(ctx context.Context, s approvalState) (string, error) {
-	ks, err := a.keys.Keys(ctx, false)
-	if err != nil {
-		return "", err
-	}
-	b, _ := json.Marshal(s)
-	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(mac(ks.Current, b)), nil
-}
-
-var errBadState = errors.New("the approval state is invalid or expired")
-
-func (a approver) verify(ctx context.Context, token string, want approvalState, now time.Time) error {
-	body, sig, ok := strings.Cut(token, ".")
-	if !ok {
-		return errBadState
-	}
-	b, err1 := base64.RawURLEncoding.DecodeString(body)
-	got, err2 := base64.RawURLEncoding.DecodeString(sig)
-	if err1 != nil || err2 != nil {
-		return errBadState
-	}
-	if ok, err := verifyMAC(ctx, a.keys, b, got); err != nil || !ok {
-		return errors.Join(errBadState, err)
-	}
-	var s approvalState
-	if json.Unmarshal(b, &s) != nil {
-		return errBadState
-	}
-	if now.Unix() > s.Expires {
-		return errBadState
-	}
-	nonce := s.Nonce
-	s.Expires, s.Nonce = 0, ""
-	want.Expires, want.Nonce = 0, ""
-	if s != want || nonce == "" {
-		return errBadState
-	}
-	return nil
-}
-
-// verified verifies token like verify and returns the state it carries,
-// nonce and expiry included.
-func (a approver) verified(ctx context.Context, token string, want approvalState, now time.Time) (approvalState, error) {
-	if err := a.verify(ctx, token, want, now); err != nil {
-		return approvalState{}, err
-	}
-	body, _, _ := strings.Cut(token, ".")
-	b, _ := base64.RawURLEncoding.DecodeString(body)
-	var s approvalState
-	_ = json.Unmarshal(b, &s)
-	return s, nil
-}
-
-// spend verifies token like verify and then uses it up in this process's
-// memory: a second spend of the same approval here fails.
-func (a approver) spend(ctx context.Context, token string, want approvalState, now time.Time) error {
-	s, err := a.verified(ctx, token, want, now)
-	if err != nil {
-		return err
-	}
-	return a.used.spend(s.Nonce, s.Expires, now)
-}
-
-// newNonce returns a random nonce for an approval state.
-func newNonce() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// nonceSet remembers spent approvals until they expire. It is bounded: when
-// it is full of approvals that have not expired yet, it refuses to spend
-// another (the caller is asked again) rather than forget one, which would
-// let it be spent twice.
-type nonceSet struct {
-	mu   sync.Mutex
-	used map[string]int64 // nonce → expiry (Unix seconds)
-}
-
-const maxSpentApprovals = 10000
-
-var errApprovalsFull = errors.New("too many approvals in flight")
-
-func newNonceSet() *nonceSet { return &nonceSet{used: map[string]int64{}} }
-
-func (n *nonceSet) spend(nonce string, expires int64, now time.Time) error {
-	if n == nil {
-		return errBadState
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if _, ok := n.used[nonce]; ok {
-		return errBadState
-	}
-	if len(n.used) >= maxSpentApprovals {
-		for k, exp := range n.used {
-			if now.Unix() > exp {
-				delete(n.used, k)
-			}
-		}
-		if len(n.used) >= maxSpentApprovals {
-			return errApprovalsFull
-		}
-	}
-	n.used[nonce] = expires
-	return nil
-}
 
 // approvalQuestion is what the client shows a human.
 func approvalQuestion(localName, server, class string) *sdk.ElicitParams {

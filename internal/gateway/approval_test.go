@@ -2,9 +2,7 @@ package gateway
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,219 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/approvals"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 )
 
 var ctx = context.Background()
-
-func keyed(k string) approver { return approver{keys: StaticKeys{Current: []byte(k)}} }
-
-func withNonces(a approver) approver { a.used = newNonceSet(); return a }
-
-// signT signs s or fails the test.
-func (a approver) signT(t *testing.T, s approvalState) string {
-	t.Helper()
-	tok, err := a.sign(ctx, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
-var stateNow = time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
-
-func sampleState() approvalState {
-	return approvalState{
-		Caller:     "uid-1/system:serviceaccount:team:bot",
-		Tool:       "team/docs.echo",
-		Definition: "sha256:" + strings.Repeat("a", 64),
-		Arguments:  "sha256:" + strings.Repeat("b", 64),
-		Expires:    stateNow.Add(approvalWindow).Unix(),
-		Nonce:      newNonce(),
-	}
-}
-
-func TestApproverVerifiesTheStateItSigned(t *testing.T) {
-	a := keyed("k1")
-	s := sampleState()
-	if err := a.verify(ctx, a.signT(t, s), s, stateNow); err != nil {
-		t.Fatalf("verify of a fresh state: %v", err)
-	}
-	// The expiry and nonce are part of the signed state, not of what the
-	// call must match: a retry computes its own state without them.
-	want := s
-	want.Expires, want.Nonce = 0, ""
-	if err := a.verify(ctx, a.signT(t, s), want, stateNow); err != nil {
-		t.Fatalf("verify against the call's state: %v", err)
-	}
-}
-
-func TestApproverRejectsATamperedOrForeignState(t *testing.T) {
-	a := keyed("k1")
-	s := sampleState()
-	token := a.signT(t, s)
-	body, sig, _ := strings.Cut(token, ".")
-
-	// Another caller's state, carrying this state's signature.
-	other := s
-	other.Caller = "uid-2/system:serviceaccount:team:evil"
-	otherBody, _, _ := strings.Cut(a.signT(t, other), ".")
-
-	rawSig, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rawSig[0] ^= 1
-
-	for name, tok := range map[string]string{
-		"empty":                         "",
-		"no signature":                  body,
-		"body of another state":         otherBody + "." + sig,
-		"a flipped signature bit":       body + "." + base64.RawURLEncoding.EncodeToString(rawSig),
-		"signed with another key":       keyed("k2").signT(t, s),
-		"not base64":                    "!!!." + sig,
-		"signature not base64":          body + ".!!!",
-		"a signed body that is no JSON": signRaw(a, []byte("not json")),
-	} {
-		if err := a.verify(ctx, tok, s, stateNow); err == nil {
-			t.Errorf("%s: verify accepted it", name)
-		}
-	}
-}
-
-// signRaw signs arbitrary bytes with the approver's key, as sign does
-// for the JSON of a state.
-func signRaw(a approver, b []byte) string {
-	ks, _ := a.keys.Keys(ctx, false)
-	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(mac(ks.Current, b))
-}
-
-func TestApproverRejectsAnExpiredState(t *testing.T) {
-	a := keyed("k1")
-	s := sampleState()
-	tok := a.signT(t, s)
-	if err := a.verify(ctx, tok, s, time.Unix(s.Expires, 0)); err != nil {
-		t.Errorf("at the expiry second: %v", err)
-	}
-	if err := a.verify(ctx, tok, s, time.Unix(s.Expires+1, 0)); err == nil {
-		t.Error("a second after expiry: accepted")
-	}
-}
-
-func TestApproverRejectsTheStateOfAnotherCall(t *testing.T) {
-	a := keyed("k1")
-	s := sampleState()
-	tok := a.signT(t, s)
-	for name, change := range map[string]func(*approvalState){
-		"another caller":     func(x *approvalState) { x.Caller = "uid-9/system:serviceaccount:team:bot" },
-		"another tool":       func(x *approvalState) { x.Tool = "team/docs.fail" },
-		"another definition": func(x *approvalState) { x.Definition = "sha256:" + strings.Repeat("c", 64) },
-		"other arguments":    func(x *approvalState) { x.Arguments = "sha256:" + strings.Repeat("d", 64) },
-	} {
-		want := s
-		change(&want)
-		if err := a.verify(ctx, tok, want, stateNow); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-}
-
-func TestApprovedOnlyByAnAcceptedFormWithApproveTrue(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		resp mcp.InputResponse
-		want bool
-	}{
-		{"accept, approve true", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, true},
-		{"accept, approve false", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": false}}, false},
-		{"accept, approve a string", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": "true"}}, false},
-		{"accept, nothing", &mcp.ElicitResult{Action: "accept"}, false},
-		{"decline", &mcp.ElicitResult{Action: "decline", Content: map[string]any{"approve": true}}, false},
-		{"cancel", &mcp.ElicitResult{Action: "cancel"}, false},
-		{"another kind of answer", &mcp.ListRootsResult{}, false}, //nolint:staticcheck // the only other kinds of input response are deprecated ones
-		{"none", nil, false},
-	} {
-		if got := approved(tc.resp); got != tc.want {
-			t.Errorf("%s: approved = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
-func TestApproverRejectsAStateWithoutNonce(t *testing.T) {
-	a := keyed("k1")
-	s := sampleState()
-	s.Nonce = ""
-	if err := a.verify(ctx, a.signT(t, s), s, stateNow); err == nil {
-		t.Error("a state without a nonce was accepted")
-	}
-}
-
-func TestApproverSpendsEachApprovalOnce(t *testing.T) {
-	a := withNonces(keyed("k1"))
-	s := sampleState()
-	tok := a.signT(t, s)
-	if err := a.spend(ctx, tok, s, stateNow); err != nil {
-		t.Fatalf("first spend: %v", err)
-	}
-	if err := a.spend(ctx, tok, s, stateNow); err == nil {
-		t.Fatal("the same approval was spent twice")
-	}
-	// Another approval of an identical call is its own approval.
-	s2 := s
-	s2.Nonce = newNonce()
-	if err := a.spend(ctx, a.signT(t, s2), s2, stateNow); err != nil {
-		t.Fatalf("a second approval of the same call: %v", err)
-	}
-	// A forged token is refused before anything is spent.
-	if err := a.spend(ctx, "forged", s, stateNow); err == nil {
-		t.Fatal("a forged token was spent")
-	}
-	if err := (keyed("k1")).spend(ctx, a.signT(t, s2), s2, stateNow); err == nil {
-		t.Fatal("an approver without a nonce set spent an approval")
-	}
-}
-
-func TestNonceSetForgetsExpiredApprovalsAndRefusesWhenFullOfLiveOnes(t *testing.T) {
-	n := newNonceSet()
-	now := time.Unix(1000, 0)
-	for i := range maxSpentApprovals {
-		exp := now.Unix() + 300
-		if i%2 == 0 {
-			exp = now.Unix() + 1
-		}
-		if err := n.spend(strconv.Itoa(i), exp, now); err != nil {
-			t.Fatal(err)
-		}
-	}
-	later := now.Add(2 * time.Second)
-	if err := n.spend("new", later.Unix()+300, later); err != nil {
-		t.Fatalf("with expired entries to drop: %v", err)
-	}
-	if err := n.spend("1", later.Unix()+300, later); err == nil {
-		t.Error("a live spent approval was forgotten")
-	}
-	for i := range maxSpentApprovals / 2 {
-		_ = n.spend("more"+strconv.Itoa(i), later.Unix()+300, later)
-	}
-	if err := n.spend("one-too-many", later.Unix()+300, later); !errors.Is(err, errApprovalsFull) {
-		t.Errorf("full of live approvals: %v, want errApprovalsFull", err)
-	}
-}
-
-func TestApproverAcceptsStateSignedWithThePreviousKey(t *testing.T) {
-	s := sampleState()
-	tok := keyed("old").signT(t, s)
-	rotated := approver{keys: StaticKeys{Current: []byte("new"), Previous: []byte("old")}}
-	if err := rotated.verify(ctx, tok, s, stateNow); err != nil {
-		t.Fatalf("state signed before a rotation was refused: %v", err)
-	}
-	if err := keyed("new").verify(ctx, tok, s, stateNow); err == nil {
-		t.Fatal("state signed with a key no longer kept was accepted")
-	}
-	if tok2 := rotated.signT(t, s); keyed("new").verify(ctx, tok2, s, stateNow) != nil {
-		t.Fatal("a rotated approver does not sign with its current key")
-	}
-}
 
 func TestApprovalModeIsPersonUnlessAPolicyNamingTheCallerOptsIn(t *testing.T) {
 	bot := &authn.Identity{Namespace: "team", ServiceAccount: "bot", Username: "system:serviceaccount:team:bot"}
@@ -263,10 +53,10 @@ func TestApprovalModeIsPersonUnlessAPolicyNamingTheCallerOptsIn(t *testing.T) {
 // person's approval for every call, with approvals kept in a fake API
 // server; call decides one call of it up to the approval stage.
 type personGateway struct {
-	g         *Gateway
-	approvals client.Client
-	id        *authn.Identity
-	key       client.ObjectKey
+	g     *Gateway
+	store client.Client
+	id    *authn.Identity
+	key   client.ObjectKey
 	// via is the McpSharedServer the tool is called through, "" for a
 	// tool of the caller's namespace.
 	via string
@@ -278,9 +68,9 @@ func newPersonGateway(t *testing.T) *personGateway {
 }
 
 // newApprovalGateway is a replica of that gateway keeping approvals in
-// approvals (a new fake API server when nil), with more objects (access
+// store (a new fake API server when nil), with more objects (access
 // policies) in its cache.
-func newApprovalGateway(t *testing.T, approvals client.Client, more ...client.Object) *personGateway {
+func newApprovalGateway(t *testing.T, store client.Client, more ...client.Object) *personGateway {
 	t.Helper()
 	const ns = "team"
 	tl := &mcpv1alpha1.McpTool{
@@ -299,16 +89,16 @@ func newApprovalGateway(t *testing.T, approvals client.Client, more ...client.Ob
 	o := completeOptions()
 	o.Reader = fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(more, server(ns, "docs", mcpv1alpha1.DataClassPublic, true), tl)...).Build()
 	o.Authz = allowList{"docs.echo": true}
-	if approvals == nil {
-		approvals = fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&mcpv1alpha1.McpCallApproval{}).Build()
+	if store == nil {
+		store = fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&mcpv1alpha1.McpCallApproval{}).Build()
 	}
-	o.Approvals = approvals
-	o.ApprovalKeys = StaticKeys{Current: []byte(strings.Repeat("k", 32))}
+	o.Approvals = store
+	o.ApprovalKeys = approvals.StaticKeys{Current: []byte(strings.Repeat("k", 32))}
 	g, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &personGateway{g: g, approvals: approvals, key: client.ObjectKeyFromObject(tl),
+	return &personGateway{g: g, store: store, key: client.ObjectKeyFromObject(tl),
 		id: &authn.Identity{Username: "system:serviceaccount:team:agent", Namespace: ns, ServiceAccount: "agent"}}
 }
 
@@ -338,7 +128,7 @@ func (p *personGateway) callWith(t *testing.T, req *mcp.CallToolRequest) *mcp.Ca
 func (p *personGateway) list(t *testing.T) []mcpv1alpha1.McpCallApproval {
 	t.Helper()
 	var l mcpv1alpha1.McpCallApprovalList
-	if err := p.approvals.List(ctx, &l); err != nil {
+	if err := p.store.List(ctx, &l); err != nil {
 		t.Fatal(err)
 	}
 	return l.Items
@@ -366,7 +156,7 @@ func TestUnsealedApprovalsDoNotCountTowardTheCallersLimit(t *testing.T) {
 				DataClass: mcpv1alpha1.DataClassPublic, ArgumentsHash: "sha256:" + strings.Repeat("0", 64), DefinitionHash: hashA,
 				ExpiresAt: metav1.NewTime(time.Now().Add(time.Hour)), Seal: "forged", Decision: mcpv1alpha1.CallPending},
 		}
-		if err := p.approvals.Create(ctx, forged); err != nil {
+		if err := p.store.Create(ctx, forged); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -376,7 +166,7 @@ func TestUnsealedApprovalsDoNotCountTowardTheCallersLimit(t *testing.T) {
 	}
 	sealed := 0
 	for i := range p.list(t) {
-		if p.g.sealed(ctx, &p.list(t)[i]) {
+		if approvals.Sealed(ctx, p.g.approvalKeys, &p.list(t)[i]) {
 			sealed++
 		}
 	}
@@ -411,9 +201,9 @@ func TestASpentClientAnswerIsRefusedOnEveryReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	state := approvalState{Caller: first.id.UID + "/" + first.id.Username, Tool: first.key.String(), Definition: hashA, Arguments: hash,
-		Expires: time.Now().Add(approvalWindow).Unix(), Nonce: newNonce()}
-	token, err := first.g.approver.sign(ctx, state)
+	state := approvals.State{Caller: first.id.UID + "/" + first.id.Username, Tool: first.key.String(), Definition: hashA, Arguments: hash,
+		Expires: time.Now().Add(approvals.StateWindow).Unix(), Nonce: approvals.NewNonce()}
+	token, err := first.g.approver.Sign(ctx, state)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,10 +235,10 @@ func TestASpentClientAnswerIsRefusedOnEveryReplica(t *testing.T) {
 func TestPersonApprovalsAreRefusedWhileTheAdmissionPolicyIsNotInForce(t *testing.T) {
 	p := newPersonGateway(t)
 	const name = "mcp-catalog-call-approvals"
-	p.g.admission = admissionGuard{reader: p.approvals, policy: name}
+	p.g.admission = approvals.NewAdmissionGuard(p.store, name)
 	expect := func(says string) {
 		t.Helper()
-		p.g.admission.checked = time.Time{}
+		p.g.admission = approvals.NewAdmissionGuard(p.store, name) // forgets what it found
 		if got := textOfResult(p.call(t, `{"q":"x"}`)); !strings.Contains(got, says) {
 			t.Fatalf("the call answered %q, want it to say %q", got, says)
 		}
@@ -459,7 +249,7 @@ func TestPersonApprovalsAreRefusedWhileTheAdmissionPolicyIsNotInForce(t *testing
 	}
 
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := p.approvals.Create(ctx, policy); err != nil {
+	if err := p.store.Create(ctx, policy); err != nil {
 		t.Fatal(err)
 	}
 	expect("no ValidatingAdmissionPolicyBinding binds")
@@ -472,21 +262,42 @@ func TestPersonApprovalsAreRefusedWhileTheAdmissionPolicyIsNotInForce(t *testing
 		{ObjectMeta: metav1.ObjectMeta{Name: "warn"}, Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName: name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}}},
 	} {
-		if err := p.approvals.Create(ctx, b); err != nil {
+		if err := p.store.Create(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 	}
 	expect("no ValidatingAdmissionPolicyBinding binds")
 
-	if err := p.approvals.Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+	if err := p.store.Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}); err != nil {
 		t.Fatal(err)
 	}
 	expect("waits for a person's approval")
 
 	// Deleted afterwards: the next check refuses again.
-	if err := p.approvals.Delete(ctx, policy); err != nil {
+	if err := p.store.Delete(ctx, policy); err != nil {
 		t.Fatal(err)
 	}
 	expect("is not installed")
+}
+
+func TestApprovedOnlyByAnAcceptedFormWithApproveTrue(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		resp mcp.InputResponse
+		want bool
+	}{
+		{"accept, approve true", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, true},
+		{"accept, approve false", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": false}}, false},
+		{"accept, approve a string", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": "true"}}, false},
+		{"accept, nothing", &mcp.ElicitResult{Action: "accept"}, false},
+		{"decline", &mcp.ElicitResult{Action: "decline", Content: map[string]any{"approve": true}}, false},
+		{"cancel", &mcp.ElicitResult{Action: "cancel"}, false},
+		{"another kind of answer", &mcp.ListRootsResult{}, false}, //nolint:staticcheck // the only other kinds of input response are deprecated ones
+		{"none", nil, false},
+	} {
+		if got := approved(tc.resp); got != tc.want {
+			t.Errorf("%s: approved = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

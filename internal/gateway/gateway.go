@@ -15,6 +15,7 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/credentials"
+	"github.com/mcp-catalog/operator/internal/gateway/approvals"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/gateway/authz"
@@ -48,9 +49,9 @@ type Options struct {
 	// Version is reported to clients.
 	Version string
 	// ApprovalKeys sign approval state and seal McpCallApprovals; they
-	// must be the same on every replica (SecretKeys). Nil means a random
+	// must be the same on every replica (approvals.SecretKeys). Nil means a random
 	// key per process, which is fine for one process in development.
-	ApprovalKeys KeySource
+	ApprovalKeys approvals.KeySource
 	// Approvals reads, creates and uses McpCallApprovals, straight from the
 	// API server (not a cache). Nil refuses every call that needs a
 	// person's approval.
@@ -122,9 +123,9 @@ type Options struct {
 type Gateway struct {
 	Options
 
-	approver     approver
-	approvalKeys KeySource
-	admission    admissionGuard
+	approver     approvals.Approver
+	approvalKeys approvals.KeySource
+	admission    *approvals.AdmissionGuard
 	// identifier is the first stage: who calls (internal/gateway/authn).
 	identifier *authn.Identifier
 	budgets    *budget.Budgeter

@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-catalog/operator/internal/gateway/approvals"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/gateway/budget"
 )
@@ -51,7 +52,7 @@ func New(o Options) (*Gateway, error) {
 	if g.approvalKeys == nil {
 		key := make([]byte, 32)
 		_, _ = rand.Read(key)
-		g.approvalKeys = StaticKeys{Current: key}
+		g.approvalKeys = approvals.StaticKeys{Current: key}
 	}
 	g.identifier = authn.NewIdentifier(o.Authn, o.UnauthenticatedRate, o.UnauthenticatedBurst, o.Clock)
 	g.budgets = budget.NewBudgeter(o.Budgets, o.Clock)
@@ -65,9 +66,9 @@ func New(o Options) (*Gateway, error) {
 	if g.lists.maxBytes <= 0 {
 		g.lists.maxBytes = DefaultListCacheBytes
 	}
-	g.approver = approver{keys: g.approvalKeys, used: newNonceSet()}
+	g.approver = approvals.NewApprover(g.approvalKeys)
 	g.changes = newChanges()
-	g.admission = admissionGuard{reader: o.Approvals, policy: o.ApprovalPolicy}
+	g.admission = approvals.NewAdmissionGuard(o.Approvals, o.ApprovalPolicy)
 	if o.TracerProvider != nil {
 		g.tracer = o.TracerProvider.Tracer(instrumentationName)
 	}

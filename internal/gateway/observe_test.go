@@ -29,6 +29,7 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/credentials"
+	"github.com/mcp-catalog/operator/internal/gateway/approvals"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/gateway/authz"
@@ -548,7 +549,7 @@ func TestSweepReportsApprovalsByState(t *testing.T) {
 		// Expired long ago: deleted by this sweep, so no longer counted.
 		approval("gone", mcpv1alpha1.CallPending, -2*time.Hour, false),
 	).Build()
-	s := &ApprovalSweeper{Client: c, Clock: testingclock.NewFakePassiveClock(now)}
+	s := &approvals.Sweeper{Client: c, Clock: testingclock.NewFakePassiveClock(now)}
 	if n, err := s.Sweep(context.Background()); err != nil || n != 1 {
 		t.Fatalf("Sweep() = %d, %v; want 1 deleted", n, err)
 	}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/approvals"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/toolname"
@@ -223,14 +224,14 @@ func newSharedApprovalGateway(t *testing.T, sharing *mcpv1alpha1.ServerSharing, 
 	o := completeOptions()
 	o.Reader = fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(more, srv, tl, ss)...).Build()
 	o.Authz = allowList{toolname.SharedLocalName("docs", "echo"): true}
-	approvals := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&mcpv1alpha1.McpCallApproval{}).Build()
-	o.Approvals = approvals
-	o.ApprovalKeys = StaticKeys{Current: []byte(strings.Repeat("k", 32))}
+	store := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&mcpv1alpha1.McpCallApproval{}).Build()
+	o.Approvals = store
+	o.ApprovalKeys = approvals.StaticKeys{Current: []byte(strings.Repeat("k", 32))}
 	g, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &personGateway{g: g, approvals: approvals, key: client.ObjectKeyFromObject(tl), via: "docs",
+	return &personGateway{g: g, store: store, key: client.ObjectKeyFromObject(tl), via: "docs",
 		id: &authn.Identity{Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: consumer, ServiceAccount: "agent"}}
 }
 
@@ -243,9 +244,9 @@ func (p *personGateway) answered(t *testing.T, args string) *mcp.CallToolRequest
 	if err != nil {
 		t.Fatal(err)
 	}
-	state := approvalState{Caller: p.id.UID + "/" + p.id.Username, Tool: p.id.Namespace + "/" + toolname.SharedLocalName(p.via, "echo"),
-		Definition: hashA, Arguments: hash, Expires: time.Now().Add(approvalWindow).Unix(), Nonce: newNonce()}
-	token, err := p.g.approver.sign(ctx, state)
+	state := approvals.State{Caller: p.id.UID + "/" + p.id.Username, Tool: p.id.Namespace + "/" + toolname.SharedLocalName(p.via, "echo"),
+		Definition: hashA, Arguments: hash, Expires: time.Now().Add(approvals.StateWindow).Unix(), Nonce: approvals.NewNonce()}
+	token, err := p.g.approver.Sign(ctx, state)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +281,7 @@ func TestAConsumerCannotLiftTheOwnersApprovalWithItsOwnClient(t *testing.T) {
 		t.Errorf("the approval names %v, want the owner's tool and server, the name called and the caller", got)
 	}
 	a.Spec.Decision, a.Spec.DecidedBy = mcpv1alpha1.CallApproved, "olivia"
-	if err := p.approvals.Update(ctx, &a); err != nil {
+	if err := p.store.Update(ctx, &a); err != nil {
 		t.Fatal(err)
 	}
 	if answer := p.callWith(t, p.answered(t, `{"q":"x"}`)); answer != nil {

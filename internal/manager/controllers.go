@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/gateway"
+	"github.com/mcp-catalog/operator/internal/gateway/approvals"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/gateway/authz"
@@ -175,17 +176,17 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	// Approvals are read and written straight at the API server: a
 	// decision must count the moment it is made, and using an approval
 	// needs its current resourceVersion.
-	approvals, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	approvalsClient, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return fmt.Errorf("setting up the approvals client: %w", err)
 	}
-	var keys gateway.KeySource
+	var keys approvals.KeySource
 	if opts.GatewayApprovalKeySecret != "" {
 		ns, name, ok := strings.Cut(opts.GatewayApprovalKeySecret, "/")
 		if !ok || ns == "" || name == "" {
-			return fmt.Errorf("%w: the approval key Secret must be given as namespace/name", gateway.ErrBadKeySecret)
+			return fmt.Errorf("%w: the approval key Secret must be given as namespace/name", approvals.ErrBadKeySecret)
 		}
-		keys = &gateway.SecretKeys{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: ns, Name: name}, Clock: gatewayClock}
+		keys = &approvals.SecretKeys{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: ns, Name: name}, Clock: gatewayClock}
 	}
 	// Reviews go through a client of their own, with its own rate: a flood
 	// of callers waits for reviews, not the controllers for the API
@@ -222,7 +223,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		Version:   Version,
 
 		ApprovalKeys:   keys,
-		Approvals:      approvals,
+		Approvals:      approvalsClient,
 		ApprovalPolicy: opts.GatewayApprovalPolicy,
 		ApprovalTTL:    opts.GatewayApprovalTTL,
 		ApprovalURL:    approvalURL(opts.GatewayApprovalURL, mgr.GetConfig().Host),
@@ -244,7 +245,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	if err != nil {
 		return fmt.Errorf("building the gateway: %w", err)
 	}
-	if err := mgr.Add(&gateway.ApprovalSweeper{Client: approvals, Namespaces: opts.WatchNamespaces, Clock: gatewayClock}); err != nil {
+	if err := mgr.Add(&approvals.Sweeper{Client: approvalsClient, Namespaces: opts.WatchNamespaces, Clock: gatewayClock}); err != nil {
 		return fmt.Errorf("adding the approval sweeper: %w", err)
 	}
 	if err := mgr.Add(&gateway.DenialFlusher{Gateway: gw}); err != nil {

@@ -19,8 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/gateway"
-
+	"github.com/mcp-catalog/operator/internal/gateway/approvals"
 	"github.com/mcp-catalog/operator/test/controlplane"
 	"github.com/mcp-catalog/operator/test/poll"
 )
@@ -163,7 +162,7 @@ func TestGatewaySweepsApprovalsWithWatchNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sweeper := &gateway.ApprovalSweeper{Client: gw, Namespaces: []string{"team-a", "team-b"}}
+	sweeper := &approvals.Sweeper{Client: gw, Namespaces: []string{"team-a", "team-b"}}
 	// RBAC grants take a moment to reach the authorizer's cache.
 	var swept int
 	poll.Until(t, 30*time.Second, "the gateway allowed to sweep the watched namespaces", func() error {
@@ -182,7 +181,7 @@ func TestGatewaySweepsApprovalsWithWatchNamespaces(t *testing.T) {
 	}
 	// Once the grants are in effect, a cluster-wide sweep is still
 	// refused: that is how every gateway swept before.
-	clusterWide := &gateway.ApprovalSweeper{Client: gw}
+	clusterWide := &approvals.Sweeper{Client: gw}
 	if n, err := clusterWide.Sweep(ctx); !apierrors.IsForbidden(errors.Unwrap(err)) || n != 0 {
 		t.Fatalf("a cluster-wide sweep as the gateway: %d deleted, error %v; want it forbidden", n, err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway"
+	"github.com/mcp-catalog/operator/internal/gateway/approvals"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/test/mcpserver"
@@ -141,8 +142,8 @@ func (p *person) decide(ns, name string, d mcpv1alpha1.CallDecision, decidedBy, 
 	return p.c.Update(ctx, a)
 }
 
-// approvals lists the approvals of a namespace, oldest first.
-func approvals(ns string) []mcpv1alpha1.McpCallApproval {
+// approvalsOf lists the approvals of a namespace, oldest first.
+func approvalsOf(ns string) []mcpv1alpha1.McpCallApproval {
 	GinkgoHelper()
 	var list mcpv1alpha1.McpCallApprovalList
 	Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
@@ -238,7 +239,7 @@ var _ = Describe("Approval by a person", func() {
 			Expect(counterValue(requested)).To(Equal(requestedBefore + 1))
 			Expect(counterValue(waited)).To(Equal(1.0))
 			Expect(docs.Calls(echo)).To(BeZero())
-			list := approvals(ns)
+			list := approvalsOf(ns)
 			Expect(list).To(HaveLen(1))
 			a := list[0]
 			Expect(e.ElicitationID).To(Equal(ns + "/" + a.Name))
@@ -260,7 +261,7 @@ var _ = Describe("Approval by a person", func() {
 
 			By("a retry before anyone decided waits on the same approval")
 			Expect(callWaiting(cs, era, docs.local(echo), args).ElicitationID).To(Equal(ns + "/" + a.Name))
-			Expect(approvals(ns)).To(HaveLen(1))
+			Expect(approvalsOf(ns)).To(HaveLen(1))
 			Expect(docs.Calls(echo)).To(BeZero())
 
 			By("the caller's own identity cannot approve, even with RBAC to update approvals")
@@ -353,7 +354,7 @@ var _ = Describe("Approval by a person", func() {
 		cs := bot.connect(nil, legacyEra)
 		isErr, txt := call(cs, docs.local(echo), map[string]any{"text": "x"})
 		Expect(isErr).To(BeTrue())
-		list := approvals(ns)
+		list := approvalsOf(ns)
 		Expect(list).To(HaveLen(1))
 		Expect(txt).To(ContainSubstring("waits for a person's approval"))
 		Expect(txt).To(ContainSubstring("kubectl mcp approve-call " + list[0].Name + " -n " + ns))
@@ -372,7 +373,7 @@ var _ = Describe("Approval by a person", func() {
 		bot := newAgent(ns, "bot").allowInternal()
 		args := map[string]any{"text": "once"}
 		callWaiting(bot.connect((&urlCapable{}).options(false), modernEra), modernEra, docs.local(echo), args)
-		name := approvals(ns)[0].Name
+		name := approvalsOf(ns)[0].Name
 		alice := as("alice", "system:authenticated")
 		mayApprove(ns, alice)
 		Expect(alice.decide(ns, name, mcpv1alpha1.CallApproved, "alice", "")).To(Succeed())
@@ -419,7 +420,7 @@ var _ = Describe("Approval by a person", func() {
 		cs := bot.connect((&urlCapable{}).options(false), modernEra)
 		args := map[string]any{"text": "late"}
 		callWaiting(cs, modernEra, docs.local(echo), args)
-		name := approvals(ns)[0].Name
+		name := approvalsOf(ns)[0].Name
 		alice := as("alice", "system:authenticated")
 		mayApprove(ns, alice)
 		Expect(alice.decide(ns, name, mcpv1alpha1.CallApproved, "alice", "")).To(Succeed())
@@ -429,10 +430,10 @@ var _ = Describe("Approval by a person", func() {
 		Expect(e.ElicitationID).NotTo(Equal(ns+"/"+name), "an expired approval is not used; the call waits for a new one")
 		Expect(docs.Calls(echo)).To(BeZero())
 
-		sweeper := &gateway.ApprovalSweeper{Client: k8sClient, Clock: testingclock.NewFakePassiveClock(time.Now().Add(gateway.DefaultApprovalTTL + 2*time.Hour))}
+		sweeper := &approvals.Sweeper{Client: k8sClient, Clock: testingclock.NewFakePassiveClock(time.Now().Add(gateway.DefaultApprovalTTL + 2*time.Hour))}
 		_, err := sweeper.Sweep(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(approvals(ns)).To(BeEmpty(), "both the expired and the newer one are past expiry plus the hour kept")
+		Expect(approvalsOf(ns)).To(BeEmpty(), "both the expired and the newer one are past expiry plus the hour kept")
 	})
 
 	It("never uses an approval object the gateway did not write", func() {
@@ -442,7 +443,7 @@ var _ = Describe("Approval by a person", func() {
 		cs := bot.connect((&urlCapable{}).options(false), modernEra)
 		args := map[string]any{"text": "x"}
 		callWaiting(cs, modernEra, docs.local(echo), args)
-		real := approvals(ns)[0]
+		real := approvalsOf(ns)[0]
 		// A copy of the real approval with another name and seal, written
 		// by someone else and approved.
 		fake := forgedApproval(ns, real.Spec.Caller)
@@ -485,7 +486,7 @@ var _ = Describe("The approval signing key", func() {
 
 		one := map[string]any{"text": "sealed before the rotation"}
 		callWaiting(cs, modernEra, docs.local(echo), one)
-		first := approvals(ns)[0].Name
+		first := approvalsOf(ns)[0].Name
 
 		By("current moves to previous: the approval sealed with it is still used")
 		setKeys(next, old)

@@ -191,14 +191,14 @@ var _ = Describe("Reviewed text and argument rules", func() {
 		isErr, txt := call(cs, docs.local(echo), nil)
 		Expect(isErr).To(BeTrue())
 		Expect(txt).To(ContainSubstring("waits for a person's approval"))
-		list := approvals(ns)
+		list := approvalsOf(ns)
 		Expect(list).To(HaveLen(1))
 		Expect(list[0].Spec.ArgumentsHash).To(Equal(hashOf(map[string]any{"text": greeting})))
 
 		By("a call the rules refuse asks nobody")
 		isErr, _ = call(cs, docs.local(echo), map[string]any{"text": "mine"})
 		Expect(isErr).To(BeTrue())
-		Expect(approvals(ns)).To(HaveLen(1))
+		Expect(approvalsOf(ns)).To(HaveLen(1))
 
 		alice := as("alice", "system:authenticated")
 		mayApprove(ns, alice)

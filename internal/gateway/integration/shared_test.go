@@ -317,9 +317,9 @@ var _ = Describe("A server shared with other namespaces", func() {
 		By("the call waits on an McpCallApproval in the consumer's namespace, none in the owner's")
 		e := callWaiting(cs, legacyEra, name, args)
 		Expect(docs.Calls(echo)).To(BeZero())
-		list := approvals(consumer)
+		list := approvalsOf(consumer)
 		Expect(list).To(HaveLen(1))
-		Expect(approvals(owner)).To(BeEmpty())
+		Expect(approvalsOf(owner)).To(BeEmpty())
 		a := list[0]
 		Expect(e.ElicitationID).To(Equal(consumer + "/" + a.Name))
 		Expect([]string{a.Spec.Tool, a.Spec.LocalName, a.Spec.Server}).To(Equal([]string{name, name, "docs"}))
@@ -379,8 +379,8 @@ var _ = Describe("A server shared with other namespaces", func() {
 		Expect(msg).To(ContainSubstring("waits for a person's approval"))
 		Expect(yes.asked()).To(BeEmpty())
 		Expect(docs.Calls(echo)).To(BeZero())
-		Expect(approvals(consumer)).To(BeEmpty())
-		list := approvals(owner)
+		Expect(approvalsOf(consumer)).To(BeEmpty())
+		list := approvalsOf(owner)
 		Expect(list).To(HaveLen(1))
 		a := list[0]
 		Expect([]string{a.Spec.Tool, a.Spec.LocalName, a.Spec.Server, a.Spec.Caller}).To(
@@ -428,14 +428,14 @@ var _ = Describe("A server shared with other namespaces", func() {
 		Expect(docs.Calls(echo)).To(Equal(2))
 		Expect(yes.asked()).To(HaveLen(1))
 		var pending []mcpv1alpha1.McpCallApproval
-		for _, a := range approvals(consumer) {
+		for _, a := range approvalsOf(consumer) {
 			if !strings.HasPrefix(a.Name, "answer-") {
 				pending = append(pending, a)
 			}
 		}
 		Expect(pending).To(HaveLen(1))
 		Expect([]string{pending[0].Spec.Tool, pending[0].Spec.Server}).To(Equal([]string{name, "docs"}))
-		Expect(approvals(owner)).To(HaveLen(1))
+		Expect(approvalsOf(owner)).To(HaveLen(1))
 	})
 
 	It("reports an McpSharedServer that cannot be honoured, and the API server refuses a grant it cannot evaluate", func() {

@@ -1,4 +1,4 @@
-package gateway
+package approvals
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// admissionGuard tells whether the admission policy that makes a person's
+// AdmissionGuard tells whether the admission policy that makes a person's
 // approval mean something is in force: the ValidatingAdmissionPolicy named
 // policy exists and a binding of it denies. RBAC lets an approver update
 // an McpCallApproval; only the policy keeps that approver from being the
@@ -21,7 +21,7 @@ import (
 // policy (kustomize renaming one and not the other), must not let those
 // approvals through. What it found is kept for admissionTTL, so that a
 // burst of calls reads the API once.
-type admissionGuard struct {
+type AdmissionGuard struct {
 	reader client.Reader
 	// policy is the policy's name; empty checks nothing.
 	policy string
@@ -31,12 +31,18 @@ type admissionGuard struct {
 	missing string
 }
 
+// NewAdmissionGuard guards with the policy named policy, read through
+// reader; an empty policy checks nothing.
+func NewAdmissionGuard(reader client.Reader, policy string) *AdmissionGuard {
+	return &AdmissionGuard{reader: reader, policy: policy}
+}
+
 // admissionTTL is how long the guard trusts what it last found.
 const admissionTTL = 10 * time.Second
 
-// missingPart says what is missing ("" when the policy is in force, or
+// MissingPart says what is missing ("" when the policy is in force, or
 // when there is nothing to check). An error is a read that failed.
-func (a *admissionGuard) missingPart(ctx context.Context, now time.Time) (string, error) {
+func (a *AdmissionGuard) MissingPart(ctx context.Context, now time.Time) (string, error) {
 	if a.policy == "" || a.reader == nil {
 		return "", nil
 	}
@@ -53,7 +59,7 @@ func (a *admissionGuard) missingPart(ctx context.Context, now time.Time) (string
 	return missing, nil
 }
 
-func (a *admissionGuard) read(ctx context.Context) (string, error) {
+func (a *AdmissionGuard) read(ctx context.Context) (string, error) {
 	var p admissionregistrationv1.ValidatingAdmissionPolicy
 	if err := a.reader.Get(ctx, client.ObjectKey{Name: a.policy}, &p); err != nil {
 		if apierrors.IsNotFound(err) {

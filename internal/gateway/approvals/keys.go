@@ -1,4 +1,4 @@
-package gateway
+package approvals
 
 import (
 	"context"
@@ -71,7 +71,7 @@ type SecretKeys struct {
 
 // Keys implements KeySource.
 func (s *SecretKeys) Keys(ctx context.Context, fresh bool) (KeySet, error) {
-	now := realOr(s.Clock).Now()
+	now := clockOr(s.Clock).Now()
 	ttl := s.TTL
 	if ttl <= 0 {
 		ttl = time.Minute
@@ -109,22 +109,22 @@ func (s *SecretKeys) Keys(ctx context.Context, fresh bool) (KeySet, error) {
 }
 
 // mac is HMAC-SHA256 of b under key.
-func mac(key, b []byte) []byte {
+func MAC(key, b []byte) []byte {
 	m := hmac.New(sha256.New, key)
 	m.Write(b)
 	return m.Sum(nil)
 }
 
-// verifyMAC checks sig against b under the current or the previous key,
+// VerifyMAC checks sig against b under the current or the previous key,
 // reading the keys again once when the cached ones do not match.
-func verifyMAC(ctx context.Context, src KeySource, b, sig []byte) (bool, error) {
+func VerifyMAC(ctx context.Context, src KeySource, b, sig []byte) (bool, error) {
 	for _, fresh := range []bool{false, true} {
 		ks, err := src.Keys(ctx, fresh)
 		if err != nil {
 			return false, err
 		}
 		for _, k := range [][]byte{ks.Current, ks.Previous} {
-			if len(k) > 0 && hmac.Equal(mac(k, b), sig) {
+			if len(k) > 0 && hmac.Equal(MAC(k, b), sig) {
 				return true, nil
 			}
 		}

@@ -1,4 +1,4 @@
-package gateway
+package approvals
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
-// ApprovalSweeper deletes McpCallApprovals some time after they expire,
+// Sweeper deletes McpCallApprovals some time after they expire,
 // whatever became of them; the audit trail keeps what happened. Every
 // gateway replica may run one: a delete is conditional on the object's
 // UID and a second delete of the same object is harmless.
-type ApprovalSweeper struct {
+type Sweeper struct {
 	Client client.Client
 	// Namespaces are the namespaces to sweep, one list each, as a gateway
 	// limited to them (watchNamespaces) is allowed; empty sweeps every
@@ -39,10 +39,10 @@ const (
 )
 
 // NeedLeaderElection is false: the gateway's replicas all sweep.
-func (s *ApprovalSweeper) NeedLeaderElection() bool { return false }
+func (s *Sweeper) NeedLeaderElection() bool { return false }
 
 // Start sweeps every Interval until ctx ends.
-func (s *ApprovalSweeper) Start(ctx context.Context) error {
+func (s *Sweeper) Start(ctx context.Context) error {
 	every := s.Interval
 	if every <= 0 {
 		every = 5 * time.Minute
@@ -64,8 +64,8 @@ func (s *ApprovalSweeper) Start(ctx context.Context) error {
 // Sweep deletes the approvals that expired more than Keep ago, among the
 // first sweepPages pages of each namespace swept, and reports how many it
 // deleted.
-func (s *ApprovalSweeper) Sweep(ctx context.Context) (int, error) {
-	now := realOr(s.Clock).Now()
+func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
+	now := clockOr(s.Clock).Now()
 	keep := s.Keep
 	if keep <= 0 {
 		keep = time.Hour
@@ -91,7 +91,7 @@ func (s *ApprovalSweeper) Sweep(ctx context.Context) (int, error) {
 
 // sweepNamespace sweeps one namespace ("" for all), counting the approvals
 // it keeps into states.
-func (s *ApprovalSweeper) sweepNamespace(ctx context.Context, ns string, now time.Time, keep time.Duration, states map[string]int) (int, error) {
+func (s *Sweeper) sweepNamespace(ctx context.Context, ns string, now time.Time, keep time.Duration, states map[string]int) (int, error) {
 	deleted, cont := 0, ""
 	for range sweepPages {
 		var list mcpv1alpha1.McpCallApprovalList

@@ -1,4 +1,4 @@
-package gateway
+package approvals
 
 import (
 	"strings"
@@ -26,14 +26,14 @@ func TestADeletedKeySecretRevokesTheKeysAReplicaCached(t *testing.T) {
 		c := fake.NewClientBuilder().WithObjects(secret()).Build()
 		clk := testingclock.NewFakePassiveClock(now)
 		keys := &SecretKeys{Reader: c, Secret: name, TTL: time.Minute, Clock: clk}
-		a := approver{keys: keys}
+		a := Approver{keys: keys}
 		s := sampleState()
-		s.Expires = now.Add(approvalWindow).Unix()
-		token, err := a.sign(ctx, s)
+		s.Expires = now.Add(StateWindow).Unix()
+		token, err := a.Sign(ctx, s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := a.verify(ctx, token, s, now); err != nil {
+		if err := a.Verify(ctx, token, s, now); err != nil {
 			t.Fatalf("before the revocation: %v", err)
 		}
 		if deleteIt {
@@ -49,10 +49,10 @@ func TestADeletedKeySecretRevokesTheKeysAReplicaCached(t *testing.T) {
 		}
 		now = now.Add(time.Minute + time.Second)
 		clk.SetTime(now)
-		if err := a.verify(ctx, token, s, now); err == nil {
+		if err := a.Verify(ctx, token, s, now); err == nil {
 			t.Errorf("deleted %t: a state signed with the revoked key still verifies", deleteIt)
 		}
-		if _, err := a.sign(ctx, s); err == nil {
+		if _, err := a.Sign(ctx, s); err == nil {
 			t.Errorf("deleted %t: the replica still signs with the revoked key", deleteIt)
 		}
 	}
