@@ -168,7 +168,7 @@ func (c *commandLine) bindGatewayAudit(fs *flag.FlagSet) {
 	fs.StringVar(&c.auditPath, "gateway-audit-file", "-", `File the gateway appends audit records to (opened append-only, never rotated by the gateway); "-" is standard output.`)
 	fs.StringVar(&c.auditPath, "gateway-audit-log", "-", `Deprecated name of --gateway-audit-file.`)
 	fs.DurationVar(&o.GatewayAuditTimeout, "gateway-audit-timeout", audit.DefaultAuditTimeout, "How long one audit write may take before the call it describes is refused.")
-	fs.DurationVar(&o.GatewayDenialWindow, "gateway-audit-denial-window", gateway.DefaultDenialWindow, "How long repeats of one refusal (same caller, tool and reason) are aggregated into one audit record.")
+	fs.DurationVar(&o.GatewayDenialWindow, "gateway-audit-denial-window", audit.DefaultDenialWindow, "How long repeats of one refusal (same caller, tool and reason) are aggregated into one audit record.")
 	fs.StringVar(&o.TracingOTLPEndpoint, "tracing-otlp-endpoint", o.TracingOTLPEndpoint, `OTLP/gRPC endpoint URL the gateway exports traces to (e.g. http://otel-collector.monitoring:4317); empty leaves tracing off unless OTEL_EXPORTER_OTLP_ENDPOINT is set.`)
 }
 

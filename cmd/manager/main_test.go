@@ -80,8 +80,8 @@ func asRead(o manager.Options) manager.Options {
 		}
 	}
 	or(&o.GatewayApprovalTTL, gateway.DefaultApprovalTTL)    // gateway/approval.go
-	or(&o.GatewayAuditTimeout, audit.DefaultAuditTimeout)    // gateway.NewJSONLinesTimeout
-	or(&o.GatewayDenialWindow, gateway.DefaultDenialWindow)  // gateway.newDenials
+	or(&o.GatewayAuditTimeout, audit.DefaultAuditTimeout)    // audit.NewJSONLinesTimeout
+	or(&o.GatewayDenialWindow, audit.DefaultDenialWindow)    // audit.NewDenials
 	or(&o.GatewayListTTL, gateway.DefaultListTTL)            // gateway.listTTL
 	or(&o.GatewayCredentialTTL, credentials.DefaultCacheTTL) // credentials.CachedReader.store
 	if o.LeaderElectionID == "" {                            // manager.New

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -129,7 +130,7 @@ type Gateway struct {
 	// identifier is the first stage: who calls (internal/gateway/authn).
 	identifier *authn.Identifier
 	budgets    *budget.Budgeter
-	denials    *denials
+	denials    *audit.Denials
 	handler    http.Handler
 	servers    toolServers
 	// lists holds the bytes each version of a tool is listed as
@@ -219,4 +220,28 @@ func realOr(c clock.PassiveClock) clock.PassiveClock {
 		return clock.RealClock{}
 	}
 	return c
+}
+
+// reportedOnce remembers what was logged, so that a misconfiguration every
+// list meets is logged once per process, not once per list. It is bounded:
+// past maxReported entries it starts again.
+type reportedOnce struct {
+	mu   sync.Mutex
+	seen map[[3]string]struct{}
+}
+
+const maxReported = 1000
+
+func (r *reportedOnce) report(a, b, c string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := [3]string{a, b, c}
+	if _, ok := r.seen[k]; ok {
+		return false
+	}
+	if r.seen == nil || len(r.seen) >= maxReported {
+		r.seen = map[[3]string]struct{}{}
+	}
+	r.seen[k] = struct{}{}
+	return true
 }

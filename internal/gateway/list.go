@@ -8,19 +8,22 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
-	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/logging"
+	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/internal/toolview"
 )
 
@@ -382,27 +385,24 @@ func (g *Gateway) visibleTools(ctx context.Context, id *authn.Identity) ([]toolO
 	return out, nil
 }
 
-// IndexListable is the field index of McpTools that may be listed to
-// someone (Listable); its one value is "true".
-const IndexListable = "gateway.mcp.catalog.dev/listable"
+// undecidedMessage answers a request whose tools could not be decided.
+const undecidedMessage = "the gateway could not decide which tools the caller may use now (the Kubernetes API is unavailable); try again"
 
-// Listable reports whether any caller could be offered t, judged from t
-// alone: enabled, Ready for its current generation, its definition the
-// approved one, and named. verdictFor refuses every other tool before it
-// reads anything else.
-func Listable(t *mcpv1alpha1.McpTool) bool {
-	return servable(t) && governance.Unapproved(t) == "" && t.Status.LocalName != ""
-}
-
-// IndexTools registers IndexListable with indexer (the cache the gateway
-// reads from); set Options.ServableIndex when it is.
-func IndexTools(ctx context.Context, indexer client.FieldIndexer) error {
-	return indexer.IndexField(ctx, &mcpv1alpha1.McpTool{}, IndexListable, listableValue)
-}
-
-func listableValue(o client.Object) []string {
-	if t, ok := o.(*mcpv1alpha1.McpTool); ok && Listable(t) {
-		return []string{"true"}
-	}
-	return nil
+// undecidedServer stands in where the tools a caller may use cannot be
+// decided (a SubjectAccessReview or a read failed; the error is logged).
+// Every request on it, initialize included, is answered with a JSON-RPC
+// error saying so: no session begins that offers nothing for its whole
+// life, and a call is not answered "unknown tool".
+func (g *Gateway) undecidedServer() *sdk.Server {
+	s := g.bareServer()
+	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if strings.HasPrefix(method, "notifications/") {
+				return next(ctx, method, req)
+			}
+			metrics.GatewayRefusals.WithLabelValues(audit.RefusedDecisionFailed).Inc()
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: undecidedMessage}
+		}
+	})
+	return s
 }

@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-catalog/operator/internal/gateway/approvals"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/gateway/budget"
 )
@@ -56,7 +57,7 @@ func New(o Options) (*Gateway, error) {
 	}
 	g.identifier = authn.NewIdentifier(o.Authn, o.UnauthenticatedRate, o.UnauthenticatedBurst, o.Clock)
 	g.budgets = budget.NewBudgeter(o.Budgets, o.Clock)
-	g.denials = newDenials(o.DenialWindow)
+	g.denials = audit.NewDenials(o.DenialWindow)
 	g.listPrefix, g.eraListPrefix = g.buildListPrefix(), g.buildEraListPrefix()
 	g.initialized = g.buildInitialized()
 	g.discovered = g.buildDiscovered()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
@@ -63,30 +62,6 @@ func (g *Gateway) ownerServed(ctx context.Context, ss *mcpv1alpha1.McpSharedServ
 			"namespace", ss.Namespace, "sharedServer", ss.Name, "serverNamespace", ss.Spec.Server.Namespace)
 	}
 	return err
-}
-
-// reportedOnce remembers what was logged, so that a misconfiguration every
-// list meets is logged once per process, not once per list. It is bounded:
-// past maxReported entries it starts again.
-type reportedOnce struct {
-	mu   sync.Mutex
-	seen map[[3]string]struct{}
-}
-
-const maxReported = 1000
-
-func (r *reportedOnce) report(a, b, c string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	k := [3]string{a, b, c}
-	if _, ok := r.seen[k]; ok {
-		return false
-	}
-	if r.seen == nil || len(r.seen) >= maxReported {
-		r.seen = map[[3]string]struct{}{}
-	}
-	r.seen[k] = struct{}{}
-	return true
 }
 
 // served refuses, right after authentication and before the budgets or
