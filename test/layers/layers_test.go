@@ -50,6 +50,8 @@ func TestLayers(t *testing.T) {
 		{pkg: "internal/gateway/audit", not: []string{"internal/gateway", "internal/gateway/authn", "internal/gateway/authz"}},
 		{pkg: "internal/gateway/authn", not: []string{"internal/gateway", "internal/gateway/authz"}},
 		{pkg: "internal/gateway/authz", not: []string{"internal/gateway"}},
+		{pkg: "internal/gateway/budget", not: []string{"internal/gateway", "internal/gateway/authz"}},
+		{pkg: "internal/gateway/approvals", not: []string{"internal/gateway", "internal/gateway/authn", "internal/gateway/authz"}},
 	}
 	for _, c := range cases {
 		t.Run(c.pkg, func(t *testing.T) {
