@@ -2,6 +2,7 @@ package toolname
 
 import (
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -192,6 +193,42 @@ func TestSharedLocalNamesNeverNameOwnTools(t *testing.T) {
 	for _, bad := range []string{"mcps_", "mcps_docs", "mcps_Docs_x", "mcps_docs_", "mcp_docs_x", "mcps_docs_a b"} {
 		if _, _, err := ParseSharedLocalName(bad); err == nil {
 			t.Errorf("ParseSharedLocalName(%q) succeeded", bad)
+		}
+	}
+}
+
+// The hand-written checks answer as the patterns they replace, for every
+// string of up to four characters over an alphabet that covers each
+// class, and for long ones.
+func TestNamesMatchTheirPatterns(t *testing.T) {
+	remote := regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+	readableRE := regexp.MustCompile(`^[a-z0-9]+([_-][a-z0-9]+)*$`)
+	server := regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	alphabet := []string{"a", "Z", "0", "_", "-", ".", " ", "é"}
+	var names []string
+	var grow func(prefix string, n int)
+	grow = func(prefix string, n int) {
+		names = append(names, prefix)
+		if n == 0 {
+			return
+		}
+		for _, c := range alphabet {
+			grow(prefix+c, n-1)
+		}
+	}
+	grow("", 4)
+	for _, n := range []int{44, 45, 46, 127, 128, 129} {
+		names = append(names, strings.Repeat("a", n), strings.Repeat("a-", n/2)+"a")
+	}
+	for _, n := range names {
+		if got, want := ValidRemoteName(n), remote.MatchString(n); got != want {
+			t.Errorf("ValidRemoteName(%q) = %v, the pattern says %v", n, got, want)
+		}
+		if got, want := readable(n), readableRE.MatchString(n); got != want {
+			t.Errorf("readable(%q) = %v, the pattern says %v", n, got, want)
+		}
+		if got, want := ValidServerName(n), len(n) <= MaxServerNameLength && server.MatchString(n); got != want {
+			t.Errorf("ValidServerName(%q) = %v, the pattern says %v", n, got, want)
 		}
 	}
 }

@@ -63,23 +63,19 @@ type TokenReviewAuthenticator struct {
 	once   sync.Once
 	cached authenticator.Token
 	known  *knownTokens
+	shapes *shapes
 }
 
 // Authenticate implements Authenticator.
 func (a *TokenReviewAuthenticator) Authenticate(ctx context.Context, token string) (*Identity, error) {
 	// Judged by this machine's time, as the API server judges it by its
 	// own, never by a clock a test moved.
-	if token == "" || !plausibleServiceAccountToken(token, a.Audience, time.Now()) {
+	a.once.Do(a.init)
+	if token == "" || !a.shapes.plausible(token, time.Now()) {
 		// Not a ServiceAccount token for this audience, or expired: the
 		// review would say so, and is not made.
 		return nil, ErrUnauthenticated
 	}
-	a.once.Do(func() {
-		// A failed review is an error and is not cached (cacheErrs false):
-		// it did not happen. A rejected token is an answer and is.
-		a.cached = tokencache.New(tokenReviewer{a}, false, ttlOr(a.AllowTTL, DefaultAllowTTL), ttlOr(a.DenyTTL, DefaultDenyTTL))
-		a.known = newKnownTokens(a.NewTokenRate, a.NewTokenBurst)
-	})
 	// The audience is part of the cache key.
 	ctx = authenticator.WithAudiences(ctx, authenticator.Audiences{a.Audience})
 	resp, ok, err := a.cached.AuthenticateToken(ctx, token)
@@ -95,6 +91,15 @@ func (a *TokenReviewAuthenticator) Authenticate(ctx context.Context, token strin
 	}
 	out := id.Identity
 	return &out, nil
+}
+
+// init builds what the authenticator keeps, once.
+func (a *TokenReviewAuthenticator) init() {
+	// A failed review is an error and is not cached (cacheErrs false): it
+	// did not happen. A rejected token is an answer and is.
+	a.cached = tokencache.New(tokenReviewer{a}, false, ttlOr(a.AllowTTL, DefaultAllowTTL), ttlOr(a.DenyTTL, DefaultDenyTTL))
+	a.known = newKnownTokens(a.NewTokenRate, a.NewTokenBurst)
+	a.shapes = newShapes(a.Audience)
 }
 
 func ttlOr(d, def time.Duration) time.Duration {

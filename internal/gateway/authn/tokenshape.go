@@ -38,20 +38,39 @@ const tokenSkew = time.Minute
 // whose claims name a ServiceAccount as subject, include audience, and
 // have not expired nor begun in the future.
 func plausibleServiceAccountToken(token, audience string, now time.Time) bool {
-	if len(token) > maxTokenBytes {
+	w, ok := tokenWindowOf(token, audience)
+	return ok && w.holds(now)
+}
+
+// tokenWindow is when a token is valid by its own claims: from notBefore
+// (zero: no such claim) to expiry.
+type tokenWindow struct{ notBefore, expiry int64 }
+
+// holds reports whether now is within the window, give or take tokenSkew.
+func (w tokenWindow) holds(now time.Time) bool {
+	if now.Add(-tokenSkew).After(time.Unix(w.expiry, 0)) {
 		return false
+	}
+	return w.notBefore == 0 || !now.Add(tokenSkew).Before(time.Unix(w.notBefore, 0))
+}
+
+// tokenWindowOf reads, without the clock, whether token has the shape of a
+// ServiceAccount token for audience, and its window.
+func tokenWindowOf(token, audience string) (tokenWindow, bool) {
+	if len(token) > maxTokenBytes {
+		return tokenWindow{}, false
 	}
 	header, rest, ok := strings.Cut(token, ".")
 	if !ok || header == "" {
-		return false
+		return tokenWindow{}, false
 	}
 	payload, sig, ok := strings.Cut(rest, ".")
 	if !ok || payload == "" || sig == "" || strings.Contains(sig, ".") {
-		return false
+		return tokenWindow{}, false
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(payload)
 	if err != nil {
-		return false
+		return tokenWindow{}, false
 	}
 	var claims struct {
 		Subject   string          `json:"sub"`
@@ -62,26 +81,79 @@ func plausibleServiceAccountToken(token, audience string, now time.Time) bool {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if dec.Decode(&claims) != nil || !strings.HasPrefix(claims.Subject, "system:serviceaccount:") {
-		return false
+		return tokenWindow{}, false
 	}
 	if !audienceIncludes(claims.Audience, audience) {
-		return false
+		return tokenWindow{}, false
 	}
 	if claims.Expiry == nil {
 		// Every token TokenRequest issues expires.
-		return false
+		return tokenWindow{}, false
 	}
 	exp, err := claims.Expiry.Float64()
-	if err != nil || now.Add(-tokenSkew).After(time.Unix(int64(exp), 0)) {
-		return false
+	if err != nil {
+		return tokenWindow{}, false
 	}
+	w := tokenWindow{expiry: int64(exp)}
 	if claims.NotBefore != nil {
 		nbf, err := claims.NotBefore.Float64()
-		if err != nil || now.Add(tokenSkew).Before(time.Unix(int64(nbf), 0)) {
-			return false
+		if err != nil {
+			return tokenWindow{}, false
 		}
+		// A not-before at the epoch itself bounds nothing.
+		w.notBefore = int64(nbf)
 	}
-	return true
+	return w, true
+}
+
+// maxShapes bounds the tokens whose shape is remembered.
+const maxShapes = 65536
+
+// shapes remembers, by fingerprint, the window of each token whose shape
+// was read and passed, so that an agent's token is read once, not on every
+// request (reading it is about ten times the cost of its fingerprint).
+// Only tokens that passed are kept: a stream of garbage tokens fills
+// nothing.
+type shapes struct {
+	key      []byte
+	audience string
+
+	mu sync.Mutex
+	m  map[fingerprint]tokenWindow
+}
+
+func newShapes(audience string) *shapes {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return &shapes{key: key, audience: audience, m: map[fingerprint]tokenWindow{}}
+}
+
+// plausible is plausibleServiceAccountToken, remembered.
+func (s *shapes) plausible(token string, now time.Time) bool {
+	if len(token) > maxTokenBytes {
+		return false
+	}
+	fp := fingerprintOf(s.key, token)
+	s.mu.Lock()
+	w, ok := s.m[fp]
+	s.mu.Unlock()
+	if ok {
+		return w.holds(now)
+	}
+	w, ok = tokenWindowOf(token, s.audience)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	for f := range s.m {
+		if len(s.m) < maxShapes {
+			break
+		}
+		delete(s.m, f)
+	}
+	s.m[fp] = w
+	s.mu.Unlock()
+	return w.holds(now)
 }
 
 // audienceIncludes reports whether a JWT's aud claim (a string or a list

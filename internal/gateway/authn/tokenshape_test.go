@@ -119,3 +119,29 @@ func TestNewTokenReviewsAreLimitedApartFromKnownGoodOnes(t *testing.T) {
 		t.Errorf("%d TokenReviews, want %d (the good token's 11, the 4 new ones the burst left)", f.tokenReviews, want)
 	}
 }
+
+// A token's shape is read once and remembered by fingerprint, but its
+// window is judged at every use: a remembered token that has expired is
+// refused as a new one would be, and garbage is never remembered.
+func TestARememberedShapeIsJudgedAtEveryUse(t *testing.T) {
+	s := newShapes(aud)
+	now := time.Now()
+	good := saToken("system:serviceaccount:team:bot", aud, time.Hour)
+	if !s.plausible(good, now) || !s.plausible(good, now) {
+		t.Fatal("a good token was refused")
+	}
+	if len(s.m) != 1 {
+		t.Fatalf("%d shapes remembered, want 1", len(s.m))
+	}
+	if s.plausible(good, now.Add(time.Hour+2*tokenSkew)) {
+		t.Error("a remembered token was accepted after it expired")
+	}
+	for i := range 100 {
+		if s.plausible(fmt.Sprintf("garbage-%d", i), now) {
+			t.Fatal("garbage was plausible")
+		}
+	}
+	if len(s.m) != 1 {
+		t.Errorf("%d shapes remembered after garbage, want 1", len(s.m))
+	}
+}
