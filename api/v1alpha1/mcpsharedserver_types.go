@@ -107,6 +107,8 @@ type McpSharedServerStatus struct {
 	// why). ArgumentRulesValid, present while spec.argumentRules is set,
 	// is False (ArgumentRulesInvalid) naming each tool and rule that does
 	// not compile; those tools are not offered here until it is fixed.
+	// The rules are compiled only while the server is shared with this
+	// namespace: until then ArgumentRulesValid is Unknown (NotShared).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -13,6 +13,7 @@ package argrules
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,6 +80,19 @@ type Program struct {
 	rules []rule
 }
 
+// Weight is about how many bytes the compiled rules hold in memory: what a
+// cache of programs counts against its bounds.
+func (p *Program) Weight() uint64 {
+	if p == nil {
+		return 0
+	}
+	var w uint64
+	for _, r := range p.rules {
+		w += r.weight
+	}
+	return w
+}
+
 type fixedArg struct {
 	name  string
 	value any
@@ -87,6 +101,11 @@ type fixedArg struct {
 type rule struct {
 	name, message string
 	prg           cel.Program
+	// weight is about the bytes the compiled rule holds (ruleWeight).
+	weight uint64
+	// loops says the rule has a comprehension: only a loop looks at the
+	// deadline, so only such a rule is given one.
+	loops bool
 	// bound and fast are set when the rule's cost can be bounded: fast
 	// evaluates it without tracking its cost, on arguments within the
 	// bound's size.
@@ -197,19 +216,34 @@ func qualified(source, name string) string {
 // carries and, when its cost can be bounded, the program that runs it
 // without tracking (bound.go); or says why it does not compile.
 func compileRule(e *cel.Env, expr string) (rule, string) {
-	ast, iss := e.Compile(expr)
+	parsed, iss := e.Parse(expr)
+	if iss != nil && iss.Err() != nil {
+		return rule{}, "does not compile: " + iss.Err().Error()
+	}
+	// Every regular expression is checked before anything compiles it:
+	// checking the rule compiles its patterns (limits.go).
+	pats, why := checkPatterns(parsed)
+	if why != "" {
+		return rule{}, why
+	}
+	ast, iss := e.Check(parsed)
 	if iss != nil && iss.Err() != nil {
 		return rule{}, "does not compile: " + iss.Err().Error()
 	}
 	if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
 		return rule{}, "does not compile: it evaluates to " + t.String() + ", not a bool"
 	}
-	prg, err := e.Program(ast, cel.CostLimit(RuleCostLimit))
+	cost := &ruleCost{patterns: pats}
+	prg, err := e.Program(ast,
+		cel.CostTracking(cost),
+		cel.CostTrackerOptions(interpreter.OverloadCostTracker(overloadDistinct, cost.distinct)),
+		cel.CostLimit(RuleCostLimit),
+		cel.InterruptCheckFrequency(interruptEvery))
 	if err != nil {
 		return rule{}, "does not compile: " + err.Error()
 	}
-	r := rule{prg: prg}
-	if b := boundOf(ast); b != nil {
+	r := rule{prg: prg, weight: ruleWeight(expr, pats), loops: hasLoop(ast.NativeRep().Expr())}
+	if b := boundOf(ast, pats); b != nil {
 		// A rule the untracked planner cannot plan still runs under
 		// its limit.
 		if fast, err := planUntracked(ast); err == nil {
@@ -364,6 +398,13 @@ type Refusal struct {
 	Message string
 	// CostExceeded says a RuleNotEvaluated rule ran out of RuleCostLimit.
 	CostExceeded bool
+	// Interrupted says a RuleNotEvaluated rule was stopped at
+	// EvalDeadline, or because the call ended.
+	Interrupted bool
+	// TooLarge says no rule ran: the arguments nest deeper than
+	// MaxArgumentDepth or hold more than MaxArgumentValues values. Name
+	// is then the first rule's.
+	TooLarge bool
 }
 
 // Text is what the agent is told.
@@ -379,8 +420,13 @@ func (r *Refusal) Text() string {
 		return msg
 	}
 	msg := fmt.Sprintf("the rule %q could not be evaluated on these arguments", r.Name)
-	if r.CostExceeded {
+	switch {
+	case r.TooLarge:
+		msg += fmt.Sprintf(": rules run only on arguments nested at most %d levels deep and holding at most %d values", MaxArgumentDepth, MaxArgumentValues)
+	case r.CostExceeded:
 		msg += " within its cost limit"
+	case r.Interrupted:
+		msg += " within its time limit"
 	}
 	if r.Message != "" {
 		msg += " (" + r.Message + ")"
@@ -393,12 +439,18 @@ func (r *Refusal) Text() string {
 // first fixed argument sent or the first rule that does not allow them.
 // args is not changed.
 func (p *Program) Apply(args map[string]any) (map[string]any, *Refusal) {
-	return p.apply(args, true)
+	return p.apply(context.Background(), args, true)
 }
 
-// apply is Apply; untrackedAllowed false runs every rule under its cost
-// limit, which tests compare with.
-func (p *Program) apply(args map[string]any, untrackedAllowed bool) (map[string]any, *Refusal) {
+// ApplyContext is Apply, whose rules stop when ctx ends as well as at
+// EvalDeadline: a rule stopped so refuses the call as RuleNotEvaluated.
+func (p *Program) ApplyContext(ctx context.Context, args map[string]any) (map[string]any, *Refusal) {
+	return p.apply(ctx, args, true)
+}
+
+// apply is ApplyContext; untrackedAllowed false runs every rule under its
+// cost limit, which tests compare with.
+func (p *Program) apply(parent context.Context, args map[string]any, untrackedAllowed bool) (map[string]any, *Refusal) {
 	if p.Empty() {
 		return args, nil
 	}
@@ -420,20 +472,39 @@ func (p *Program) apply(args map[string]any, untrackedAllowed bool) (map[string]
 	if len(p.rules) == 0 {
 		return out, nil
 	}
+	// No rule runs on arguments larger than the costs assume (limits.go).
+	if tooLarge(out) {
+		r := &p.rules[0]
+		return nil, &Refusal{Kind: RuleNotEvaluated, Name: r.name, Message: r.message, TooLarge: true}
+	}
+	var deadline context.Context // made for the first rule that loops
 	act := &argsActivation{args: celValue(out)}
 	for i := range p.rules {
 		r := &p.rules[i]
+		var ctx context.Context
+		if r.loops {
+			if deadline == nil {
+				var cancel context.CancelFunc
+				deadline, cancel = context.WithTimeout(parent, EvalDeadline)
+				defer cancel()
+			}
+			ctx = deadline
+		}
 		var val ref.Val
 		var err error
-		if r.fast != nil && untrackedAllowed && r.bound.sizeFor(out) <= r.bound.maxSize {
-			val, err = evalUntracked(r.fast, act)
-		} else {
+		switch {
+		case r.fast != nil && untrackedAllowed && r.bound.sizeFor(out) <= r.bound.maxSize:
+			val, err = evalUntracked(ctx, r.fast, act)
+		case ctx != nil:
+			val, _, err = r.prg.ContextEval(ctx, act)
+		default:
 			val, _, err = r.prg.Eval(act)
 		}
 		if err != nil {
 			var cancelled interpreter.EvalCancelledError
 			exceeded := errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded
-			return nil, &Refusal{Kind: RuleNotEvaluated, Name: r.name, Message: r.message, CostExceeded: exceeded}
+			interrupted := errors.Is(err, interpreter.InterruptError{})
+			return nil, &Refusal{Kind: RuleNotEvaluated, Name: r.name, Message: r.message, CostExceeded: exceeded, Interrupted: interrupted}
 		}
 		ok, isBool := val.Value().(bool)
 		if !isBool {
@@ -462,7 +533,7 @@ func (a *argsActivation) Parent() interpreter.Activation { return nil }
 
 // evalUntracked evaluates a rule's untracked program as cel.Program.Eval
 // evaluates one: an error value or a panic is an error.
-func evalUntracked(prg interpreter.InterpretableV2, act interpreter.Activation) (val ref.Val, err error) {
+func evalUntracked(ctx context.Context, prg interpreter.InterpretableV2, act interpreter.Activation) (val ref.Val, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			val, err = nil, fmt.Errorf("internal error: %v", r)
@@ -473,6 +544,11 @@ func evalUntracked(prg interpreter.InterpretableV2, act interpreter.Activation) 
 		return nil, err
 	}
 	defer frame.Close()
+	if ctx != nil {
+		if err := frame.SetContext(ctx, interruptEvery); err != nil {
+			return nil, err
+		}
+	}
 	val = prg.Exec(frame)
 	if types.IsError(val) {
 		return nil, val.(*types.Err)

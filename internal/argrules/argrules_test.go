@@ -1,6 +1,7 @@
 package argrules
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -269,7 +270,7 @@ func FuzzCompile(f *testing.F) {
 		for _, a := range []string{`{}`, `{"to":["a"],"subject":1}`, `{"to":[[[]]],"x":{"y":null}}`, `{"to":["a@example.com","é"],"n":12,"o":{"k":[1.5]}}`} {
 			v, _ := decodeJSON([]byte(a))
 			out, refused := p.Apply(v.(map[string]any))
-			wantOut, wantRefused := p.apply(v.(map[string]any), false)
+			wantOut, wantRefused := p.apply(context.Background(), v.(map[string]any), false)
 			if !reflect.DeepEqual(refused, wantRefused) || !reflect.DeepEqual(out, wantOut) {
 				t.Fatalf("%s on %s: %v %+v, tracked evaluation gives %v %+v", expr, a, out, refused, wantOut, wantRefused)
 			}

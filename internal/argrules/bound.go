@@ -54,6 +54,13 @@ const (
 	callConstant  callClass = iota // at most 1
 	callLinear                     // at most 3(s+1)
 	callQuadratic                  // at most 3(s+1)²
+	// callTraversal is at most 3(s+1) where s is at least the weight of
+	// every value the rule reaches (weightOf): equality and membership
+	// read as far into nested values as they reach.
+	callTraversal
+	// callRegex is at most 3(s+1)², or what limits.go charges a program
+	// of the call's pattern on an input of s bytes if that is more.
+	callRegex
 )
 
 // coveredCalls are the overloads the bound covers, by overload ID.
@@ -79,13 +86,18 @@ var coveredCalls = func() map[string]callClass {
 	}
 	for _, id := range []string{
 		overloads.Equals, overloads.NotEquals, overloads.InList,
+	} {
+		m[id] = callTraversal
+	}
+	for _, id := range []string{
 		overloads.StartsWithString, overloads.EndsWithString,
 		"string_lower_ascii", "string_upper_ascii", "string_trim",
 	} {
 		m[id] = callLinear
 	}
-	for _, id := range []string{overloads.ContainsString, overloads.Matches, overloads.MatchesString} {
-		m[id] = callQuadratic
+	m[overloads.ContainsString] = callQuadratic
+	for _, id := range []string{overloads.Matches, overloads.MatchesString} {
+		m[id] = callRegex
 	}
 	return m
 }()
@@ -118,7 +130,12 @@ type costBound struct {
 	allKeys bool
 	// literalSize is the largest size of a literal of the rule.
 	literalSize uint64
-	an          *analysis
+	// traverses says the rule compares values (callTraversal): the size
+	// it is run at is then at least the weight of what it reads, plus
+	// literalWeight, the weight of its literals together.
+	traverses     bool
+	literalWeight uint64
+	an            *analysis
 }
 
 // costAt is the bound on what the rule spends when no value it sees is
@@ -129,24 +146,29 @@ func (b *costBound) costAt(size uint64) float64 {
 
 // analysis walks a checked rule.
 type analysis struct {
-	a           *ast.AST
-	keys        map[string]bool
-	allKeys     bool
-	literalSize uint64
-	covered     bool
+	a             *ast.AST
+	keys          map[string]bool
+	allKeys       bool
+	literalSize   uint64
+	literalWeight uint64
+	traverses     bool
+	covered       bool
+	// patterns are the rule's regular expressions and their programs'
+	// sizes (checkPatterns).
+	patterns patterns
 }
 
 // boundOf returns what bounds the rule's cost, or nil when the bound does
 // not cover the rule (or allows no size at all).
-func boundOf(checked *cel.Ast) *costBound {
-	an := &analysis{a: checked.NativeRep(), keys: map[string]bool{}, covered: true}
+func boundOf(checked *cel.Ast, pats patterns) *costBound {
+	an := &analysis{a: checked.NativeRep(), keys: map[string]bool{}, covered: true, patterns: pats}
 	an.scan(an.a.Expr(), nil)
 	if !an.covered {
 		return nil
 	}
 	// cost(s) grows with s; find the largest s it allows by doubling, then
 	// bisecting.
-	b := &costBound{allKeys: an.allKeys, literalSize: an.literalSize, an: an}
+	b := &costBound{allKeys: an.allKeys, literalSize: an.literalSize, traverses: an.traverses, literalWeight: an.literalWeight, an: an}
 	fits := func(s uint64) bool { return b.costAt(s) <= RuleCostLimit }
 	if !fits(1) {
 		return nil
@@ -220,9 +242,13 @@ func (an *analysis) scan(e ast.Expr, scope []string) {
 			return
 		}
 		for _, id := range ids {
-			if _, ok := classOf(id); !ok {
+			c, ok := classOf(id)
+			if !ok {
 				an.covered = false
 				return
+			}
+			if c == callTraversal {
+				an.traverses = true
 			}
 		}
 		if call.IsMemberFunction() {
@@ -288,6 +314,7 @@ func (an *analysis) literal(size uint64) {
 	if size > an.literalSize {
 		an.literalSize = size
 	}
+	an.literalWeight += size
 }
 
 func inScope(scope []string, name string) bool {
@@ -327,6 +354,15 @@ func (an *analysis) cost(e ast.Expr, s, times float64) float64 {
 				own = math.Max(own, 3*(s+1))
 			case callQuadratic:
 				own = math.Max(own, 3*(s+1)*(s+1))
+			case callTraversal:
+				own = math.Max(own, 3*(s+1))
+			case callRegex:
+				own = math.Max(own, 3*(s+1)*(s+1))
+				if p, ok := patternArg(call); ok {
+					if lit, ok := literalString(p); ok {
+						own = math.Max(own, float64(regexCost(an.patterns[lit], uint64(s))))
+					}
+				}
 			}
 		}
 		if call.IsMemberFunction() {
@@ -392,12 +428,21 @@ func sizeOf(v any) uint64 {
 func (b *costBound) sizeFor(args map[string]any) uint64 {
 	n := max(b.literalSize, uint64(len(args)), 1)
 	if b.allKeys {
-		return max(n, sizeOf(args))
+		n = max(n, sizeOf(args))
+		if b.traverses {
+			n = max(n, saturatingAdd(weightOf(args), b.literalWeight))
+		}
+		return n
 	}
+	w := b.literalWeight
 	for _, k := range b.keys {
 		if v, ok := args[k]; ok {
 			n = max(n, uint64(len(k)), sizeOf(v))
+			w = saturatingAdd(w, weightOf(v))
 		}
+	}
+	if b.traverses {
+		n = max(n, w)
 	}
 	return n
 }
@@ -432,6 +477,7 @@ func planUntracked(checked *cel.Ast) (interpreter.InterpretableV2, error) {
 		return nil, err
 	}
 	return in.NewInterpretable(checked.NativeRep(),
+		interpreter.InterruptableEval(),
 		interpreter.Optimize(),
 		interpreter.CompileRegexConstants(interpreter.MatchesRegexOptimization))
 }

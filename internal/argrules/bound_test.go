@@ -1,6 +1,7 @@
 package argrules
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -163,8 +164,8 @@ func TestUntrackedEvaluationGivesTheTrackedVerdicts(t *testing.T) {
 		p := compileOne(t, expr)
 		untracked := 0
 		for _, call := range calls {
-			gotOut, gotRefusal := p.apply(call, true)
-			wantOut, wantRefusal := p.apply(call, false)
+			gotOut, gotRefusal := p.apply(context.Background(), call, true)
+			wantOut, wantRefusal := p.apply(context.Background(), call, false)
 			if !reflect.DeepEqual(gotRefusal, wantRefusal) {
 				t.Fatalf("%s on %v: refusal %+v, tracked evaluation gives %+v", expr, call, gotRefusal, wantRefusal)
 			}
@@ -269,7 +270,7 @@ func TestAnAgentCannotOutgrowTheLimitOfACoveredRule(t *testing.T) {
 	// Just above the untracked size, the verdict is the tracked one.
 	above := recipients(int(ru.bound.maxSize) + 1)
 	_, got := p.Apply(above)
-	if _, want := p.apply(above, false); !reflect.DeepEqual(got, want) {
+	if _, want := p.apply(context.Background(), above, false); !reflect.DeepEqual(got, want) {
 		t.Fatalf("above the untracked size: refusal %+v, want %+v", got, want)
 	}
 	for _, n := range []int{60, 500} {

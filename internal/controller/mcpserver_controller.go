@@ -31,6 +31,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/schedule"
 	"github.com/mcp-catalog/operator/internal/tenancy"
+	"github.com/mcp-catalog/operator/internal/toolview"
 	"github.com/mcp-catalog/operator/internal/upstream"
 )
 
@@ -81,6 +82,9 @@ type McpServerReconciler struct {
 	Schedule *schedule.Schedule
 	// Clock is the reconciler's clock; nil means the real one.
 	Clock clock.PassiveClock
+	// Views holds the compiled rules of each version of each tool, shared
+	// with the McpTool controller; nil means a cache of its own.
+	Views *toolview.Cache
 	// Listeners, when set, keeps a stream open to every Ready server that
 	// announces changes of its tools, and imports on a change
 	// (docs/adr/028).
@@ -413,7 +417,7 @@ func (r *McpServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	perNamespace := r.MaxConcurrentPerNamespace
-	r.tools = &toolStatus{client: r.Client, live: r.APIReader, clock: realOr(r.Clock)}
+	r.tools = &toolStatus{client: r.Client, live: r.APIReader, clock: realOr(r.Clock), views: viewsOr(r.Views)}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("mcpserver").
 		For(&mcpv1alpha1.McpServer{}, builder.WithPredicates(predicate.Or(

@@ -44,6 +44,10 @@ type McpSharedServerReconciler struct {
 	Selector labels.Selector
 	// Clock is the reconciler's clock; nil means the real one.
 	Clock clock.PassiveClock
+
+	// rules holds the compiled rules of each version of each
+	// McpSharedServer in force, bounded per namespace.
+	rules toolview.SharedCache
 }
 
 // Reconcile sets Ready from the spec, the owner's McpServer and the
@@ -52,6 +56,9 @@ func (r *McpSharedServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	log := logging.FromContext(ctx, logging.Controllers)
 	ss := &mcpv1alpha1.McpSharedServer{}
 	if err := r.Get(ctx, req.NamespacedName, ss); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.rules.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := ss.DeepCopy()
@@ -64,11 +71,19 @@ func (r *McpSharedServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 	}
 	setSharedServerConditions(ss, problem, shared, realOr(r.Clock).Now())
-	ruleProblems, err := toolview.SharedRulesProblems(ss)
-	if err != nil {
-		return ctrl.Result{}, err
+	// A consumer's rules are compiled only while the owner shares the
+	// server with it: any namespace can name any server, and compiling
+	// its rules costs this process memory and CPU.
+	var ruleProblems []string
+	if shared {
+		var err error
+		if ruleProblems, err = r.rules.Problems(ss); err != nil {
+			return ctrl.Result{}, err
+		}
+	} else {
+		r.rules.Forget(req.NamespacedName)
 	}
-	setSharedRulesCondition(ss, ruleProblems, realOr(r.Clock).Now())
+	setSharedRulesCondition(ss, shared, ruleProblems, realOr(r.Clock).Now())
 	ss.Status.ObservedGeneration = ss.Generation
 	written, err := patchStatus(ctx, r.Client, before, ss, statusWrite{owner: FieldManagerStatus})
 	if err != nil {
@@ -118,11 +133,16 @@ func setSharedServerConditions(ss *mcpv1alpha1.McpSharedServer, problem string, 
 // setSharedRulesCondition sets ArgumentRulesValid while spec.argumentRules
 // is set, from the problems of its rules (toolview.SharedRulesProblems,
 // the function the gateway compiles them with), and removes it otherwise.
-// A problem names the tool and the rule, never an argument value.
-func setSharedRulesCondition(ss *mcpv1alpha1.McpSharedServer, problems []string, now time.Time) {
+// While the server is not shared with the namespace, the rules are not
+// compiled, and the condition is Unknown. A problem names the tool and the
+// rule, never an argument value.
+func setSharedRulesCondition(ss *mcpv1alpha1.McpSharedServer, shared bool, problems []string, now time.Time) {
 	switch {
 	case len(ss.Spec.ArgumentRules) == 0:
 		meta.RemoveStatusCondition(&ss.Status.Conditions, mcpv1alpha1.ConditionArgumentRulesValid)
+	case !shared:
+		setCondition(&ss.Status.Conditions, ss.Generation, mcpv1alpha1.ConditionArgumentRulesValid, metav1.ConditionUnknown, mcpv1alpha1.ReasonNotShared,
+			"the rules are not compiled or checked: they are only while the server is shared with this namespace", now)
 	case len(problems) > 0:
 		setCondition(&ss.Status.Conditions, ss.Generation, mcpv1alpha1.ConditionArgumentRulesValid, metav1.ConditionFalse, mcpv1alpha1.ReasonArgumentRulesInvalid,
 			clip(strings.Join(problems, "; "), maxProblemMessage)+"; these tools are not offered in this namespace until this is fixed", now)

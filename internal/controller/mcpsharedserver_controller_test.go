@@ -41,26 +41,35 @@ func TestSetSharedServerConditions(t *testing.T) {
 }
 
 // ArgumentRulesValid is present only while the McpSharedServer adds rules,
-// False naming what does not compile, True otherwise.
+// False naming what does not compile, True when everything does, and
+// Unknown while the server is not shared (the rules are not compiled).
 func TestSetSharedRulesCondition(t *testing.T) {
 	const gen = 2
 	ss := &mcpv1alpha1.McpSharedServer{ObjectMeta: metav1.ObjectMeta{Generation: gen}}
-	setSharedRulesCondition(ss, nil, time.Now())
+	setSharedRulesCondition(ss, true, nil, time.Now())
 	if len(ss.Status.Conditions) != 0 {
 		t.Fatalf("conditions without rules: %+v", ss.Status.Conditions)
 	}
 	ss.Spec.ArgumentRules = []mcpv1alpha1.SharedToolRules{{Tool: "send", Rules: []mcpv1alpha1.ArgumentRule{{Name: "x", Expression: "args.x <"}}}}
-	setSharedRulesCondition(ss, []string{`tool "send": rule "mcpsharedserver/docs/x": does not compile`}, time.Now())
+	setSharedRulesCondition(ss, true, []string{`tool "send": rule "mcpsharedserver/docs/x": does not compile`}, time.Now())
 	assertConditions(t, ss.Status.Conditions, gen,
 		want(mcpv1alpha1.ConditionArgumentRulesValid, metav1.ConditionFalse, mcpv1alpha1.ReasonArgumentRulesInvalid))
 	if msg := ss.Status.Conditions[0].Message; !strings.Contains(msg, `tool "send": rule "mcpsharedserver/docs/x"`) {
 		t.Errorf("message = %q", msg)
 	}
-	setSharedRulesCondition(ss, nil, time.Now())
+	setSharedRulesCondition(ss, true, nil, time.Now())
 	assertConditions(t, ss.Status.Conditions, gen,
 		want(mcpv1alpha1.ConditionArgumentRulesValid, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+	// Not shared: nothing was compiled, and the condition does not say
+	// that anything compiles.
+	setSharedRulesCondition(ss, false, nil, time.Now())
+	assertConditions(t, ss.Status.Conditions, gen,
+		want(mcpv1alpha1.ConditionArgumentRulesValid, metav1.ConditionUnknown, mcpv1alpha1.ReasonNotShared))
+	if msg := ss.Status.Conditions[0].Message; strings.Contains(msg, "compiles") {
+		t.Errorf("message of rules not compiled = %q", msg)
+	}
 	ss.Spec.ArgumentRules = nil
-	setSharedRulesCondition(ss, nil, time.Now())
+	setSharedRulesCondition(ss, true, nil, time.Now())
 	if len(ss.Status.Conditions) != 0 {
 		t.Errorf("the condition outlived the rules: %+v", ss.Status.Conditions)
 	}

@@ -20,6 +20,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/logging"
+	"github.com/mcp-catalog/operator/internal/toolview"
 )
 
 // McpToolReconciler keeps each McpTool's view (names, effective class and
@@ -34,6 +35,11 @@ type McpToolReconciler struct {
 	APIReader client.Reader
 	// Clock is the reconciler's clock; nil means the real one.
 	Clock clock.PassiveClock
+	// Views holds the compiled rules of each version of each tool, shared
+	// with the McpServer controller so that a namespace's rules count
+	// once against its bound (toolview.MaxNamespaceWeight); nil means a
+	// cache of its own.
+	Views *toolview.Cache
 
 	tools *toolStatus
 }
@@ -45,6 +51,10 @@ func (r *McpToolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	log := logging.FromContext(ctx, logging.ToolStatus).V(logging.Debug)
 	t := &mcpv1alpha1.McpTool{}
 	if err := r.Get(ctx, req.NamespacedName, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Its rules no longer count against its namespace.
+			r.tools.views.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if err := r.releaseFromServer(ctx, t); err != nil {
@@ -144,7 +154,7 @@ func (r *McpToolReconciler) collect(ctx context.Context, t *mcpv1alpha1.McpTool)
 // SetupWithManager registers the controller. The field index it maps
 // servers to tools by is registered by RegisterIndexes.
 func (r *McpToolReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.tools = &toolStatus{client: r.Client, live: r.APIReader, clock: realOr(r.Clock)}
+	r.tools = &toolStatus{client: r.Client, live: r.APIReader, clock: realOr(r.Clock), views: viewsOr(r.Views)}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("mcptool").
 		For(&mcpv1alpha1.McpTool{}).

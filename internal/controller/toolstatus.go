@@ -32,7 +32,15 @@ type toolStatus struct {
 	// views holds, per version of a tool, whether its reviewed text and
 	// argument rules can be honoured, so that rules are compiled once per
 	// version however often the view is written.
-	views toolview.Cache
+	views *toolview.Cache
+}
+
+// viewsOr is c, or a new cache when c is nil.
+func viewsOr(c *toolview.Cache) *toolview.Cache {
+	if c == nil {
+		return &toolview.Cache{}
+	}
+	return c
 }
 
 // toolStatusAttempts bounds how often one write is decided again after a

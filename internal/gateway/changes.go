@@ -541,19 +541,24 @@ func (n *ToolListNotifier) Start(ctx context.Context) error {
 		// mark marks the namespaces whose callers a change of one
 		// object of the kind may concern.
 		mark func(obj any)
+		// forget drops what the gateway compiled for an object that is
+		// gone, so that it no longer counts against its namespace's
+		// bound (internal/toolview); nil for a kind it compiles nothing
+		// for.
+		forget func(types.NamespacedName)
 	}{
-		{&mcpv1alpha1.McpTool{}, func(obj any) { n.markOwner(ctx, obj) }},
-		{&mcpv1alpha1.McpServer{}, func(obj any) { n.markOwner(ctx, obj) }},
-		{&mcpv1alpha1.McpAccessPolicy{}, func(obj any) { markObject(c, obj) }},
-		{&mcpv1alpha1.McpSharedServer{}, func(obj any) { markObject(c, obj) }},
+		{&mcpv1alpha1.McpTool{}, func(obj any) { n.markOwner(ctx, obj) }, n.Gateway.views.Forget},
+		{&mcpv1alpha1.McpServer{}, func(obj any) { n.markOwner(ctx, obj) }, nil},
+		{&mcpv1alpha1.McpAccessPolicy{}, func(obj any) { markObject(c, obj) }, nil},
+		{&mcpv1alpha1.McpSharedServer{}, func(obj any) { markObject(c, obj) }, n.Gateway.sharedRules.Forget},
 		// A Namespace is its own: its name is the namespace marked.
-		{&corev1.Namespace{}, func(obj any) { c.mark(objectKey(obj).Name) }},
+		{&corev1.Namespace{}, func(obj any) { c.mark(objectKey(obj).Name) }, nil},
 	} {
 		inf, err := n.Cache.GetInformer(ctx, w.obj)
 		if err != nil {
 			return fmt.Errorf("gateway: the informer of %T: %w", w.obj, err)
 		}
-		mark := w.mark
+		mark, forget := w.mark, w.forget
 		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 			AddFunc: func(obj any, initial bool) {
 				if !initial {
@@ -568,7 +573,12 @@ func (n *ToolListNotifier) Start(ctx context.Context) error {
 				}
 				mark(newObj)
 			},
-			DeleteFunc: mark,
+			DeleteFunc: func(obj any) {
+				if forget != nil {
+					forget(objectKey(obj))
+				}
+				mark(obj)
+			},
 		})
 		if err != nil {
 			return fmt.Errorf("gateway: watching %T: %w", w.obj, err)

@@ -62,9 +62,10 @@ func (g *Gateway) applyRules(ctx context.Context, c *callScope) *sdk.CallToolRes
 	if v.Rules.Empty() && consumer.Empty() {
 		return nil
 	}
-	upstream, refused := v.Rules.Apply(c.args)
+	// The rules stop at their deadline, or when the call ends.
+	upstream, refused := v.Rules.ApplyContext(ctx, c.args)
 	if refused == nil {
-		upstream, refused = consumer.Apply(upstream)
+		upstream, refused = consumer.ApplyContext(ctx, upstream)
 	}
 	if refused != nil {
 		return g.deny(ctx, c.rec, c.tool, refused.Kind, refused.Name, refused.Text())

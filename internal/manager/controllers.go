@@ -31,6 +31,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/notify"
 	"github.com/mcp-catalog/operator/internal/tenancy"
 	"github.com/mcp-catalog/operator/internal/tokenexchange"
+	"github.com/mcp-catalog/operator/internal/toolview"
 	"github.com/mcp-catalog/operator/internal/upstream"
 	"github.com/mcp-catalog/operator/internal/version"
 )
@@ -85,7 +86,12 @@ func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Sele
 	if err := controller.RegisterIndexes(context.Background(), mgr); err != nil {
 		return err
 	}
+	// One cache of the tools' compiled rules for both controllers that
+	// write tool status, so that a namespace's rules count once against
+	// its bound.
+	views := &toolview.Cache{}
 	servers := &controller.McpServerReconciler{
+		Views:         views,
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
 		Upstream:      w.endpoints,
@@ -122,7 +128,7 @@ func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Sele
 	if err := shared.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpSharedServer controller: %w", err)
 	}
-	tools := &controller.McpToolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	tools := &controller.McpToolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Views: views}
 	if err := tools.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpTool controller: %w", err)
 	}

@@ -194,19 +194,24 @@ func keyOf(t *mcpv1alpha1.McpTool) key {
 type entry struct {
 	view *View
 	err  error
+	// weight is what the view's rules hold (argrules.Program.Weight).
+	weight uint64
 }
 
 // Cache keeps the view of each version of each tool whose spec decides
 // any of it, so that rules are compiled once per version; the view of any
 // other tool is the server's definition, built without being kept. It is
-// bounded: when it holds MaxEntries it starts again empty. It is safe for
+// bounded: when it holds MaxEntries, or its rules would hold more than
+// MaxCacheWeight, it starts again empty; and the rules of one namespace's
+// tools hold at most MaxNamespaceWeight in it (budget.go). It is safe for
 // concurrent use.
 type Cache struct {
 	mu sync.Mutex
 	m  map[key]entry
 	// byName is the key each tool was last seen at, so that an older
 	// version's entry is dropped when a newer one is stored.
-	byName map[types.NamespacedName]key
+	byName  map[types.NamespacedName]key
+	weights weights
 }
 
 // MaxEntries bounds a Cache.
@@ -221,7 +226,9 @@ func (c *Cache) Lookup(t *mcpv1alpha1.McpTool) (*View, error, bool) {
 }
 
 // Get returns the view of t's version, building it (Build) the first time
-// that version is asked for. t must hold what Build needs.
+// that version is asked for. t must hold what Build needs. A version whose
+// rules would take its namespace past MaxNamespaceWeight is not compiled,
+// or not kept: an InvalidError says so.
 func (c *Cache) Get(t *mcpv1alpha1.McpTool) (*View, error) {
 	if !decided(t) {
 		return Build(t)
@@ -229,17 +236,60 @@ func (c *Cache) Get(t *mcpv1alpha1.McpTool) (*View, error) {
 	if v, err, ok := c.Lookup(t); ok {
 		return v, err
 	}
-	v, err := Build(t)
+	name := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
+	c.mu.Lock()
+	room := c.roomFor(name, argrules.EstimateWeight(argrules.Layer{Rules: t.Spec.ArgumentRules}))
+	c.mu.Unlock()
+	var v *View
+	var err error
+	if room {
+		v, err = Build(t)
+	} else {
+		err = &InvalidError{Rules: overBudget(t.Namespace)}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= MaxEntries {
-		c.m, c.byName = make(map[key]entry), make(map[types.NamespacedName]key)
+	var w uint64
+	if v != nil {
+		w = v.Rules.Weight()
 	}
-	name := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
+	if c.m == nil || len(c.m) >= MaxEntries || c.weights.full(w) {
+		c.m, c.byName, c.weights = make(map[key]entry), make(map[types.NamespacedName]key), weights{}
+	}
+	c.forget(name)
+	if !c.weights.fits(t.Namespace, w) {
+		v, err, w = nil, &InvalidError{Rules: overBudget(t.Namespace)}, 0
+	}
 	k := keyOf(t)
-	if old, ok := c.byName[name]; ok && old != k {
-		delete(c.m, old)
-	}
-	c.m[k], c.byName[name] = entry{view: v, err: err}, k
+	c.m[k], c.byName[name] = entry{view: v, err: err, weight: w}, k
+	c.weights.add(t.Namespace, w)
 	return v, err
+}
+
+// roomFor says whether the namespace of name has room for w more once the
+// entry of name is dropped.
+func (c *Cache) roomFor(name types.NamespacedName, w uint64) bool {
+	held := c.weights.ns[name.Namespace]
+	if k, ok := c.byName[name]; ok {
+		held -= c.m[k].weight
+	}
+	return held+w <= MaxNamespaceWeight
+}
+
+// Forget drops the view of the tool of that name, if any: for a tool that
+// is gone, so that its rules no longer count against its namespace.
+func (c *Cache) Forget(name types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forget(name)
+}
+
+func (c *Cache) forget(name types.NamespacedName) {
+	k, ok := c.byName[name]
+	if !ok {
+		return
+	}
+	c.weights.remove(name.Namespace, c.m[k].weight)
+	delete(c.m, k)
+	delete(c.byName, name)
 }

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"encoding/json"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -88,4 +90,89 @@ func BenchmarkArgumentRules(b *testing.B) {
 			}
 		})
 	}
+}
+
+// hostileRule is the rule of the regular-expression attack: a legal
+// pattern of 3,600 bytes, (?:a?){1000} three hundred times, which Go's
+// regexp compiles to 600,000 instructions.
+var hostileRule = mcpv1alpha1.ArgumentRule{Name: "hostile", Expression: `args.s.matches('` + strings.Repeat(`(?:a?){1000}`, 300) + `')`}
+
+// BenchmarkHostileRule is what compiling the attack's rule costs (refused
+// now, before its pattern is compiled: held-B/op is what stays in memory
+// after a collection), and what the nested-lists attack costs per call: a
+// "no duplicate recipients" rule over 18 recipients of 1,025 nested
+// values each (within the arguments rules run on: stopped at its cost
+// limit) and over 100 (beyond them: refused before the rule runs).
+func BenchmarkHostileRule(b *testing.B) {
+	b.Run("compile-pattern", func(b *testing.B) {
+		b.ReportAllocs()
+		var keep []*argrules.Program
+		before := heapInUse()
+		for b.Loop() {
+			p, _ := argrules.Compile(nil, argrules.Layer{Rules: &mcpv1alpha1.ArgumentRules{Rules: []mcpv1alpha1.ArgumentRule{hostileRule}}})
+			keep = append(keep, p)
+		}
+		b.ReportMetric(float64(heapInUse()-before)/float64(b.N), "held-B/op")
+		_ = keep
+	})
+	for _, n := range []int{18, 100} {
+		b.Run(fmt.Sprintf("nested-duplicates-%d", n), func(b *testing.B) {
+			p, err := argrules.Compile(nil, argrules.Layer{Rules: &mcpv1alpha1.ArgumentRules{Rules: []mcpv1alpha1.ArgumentRule{
+				{Name: "no-duplicates", Expression: `args.to.all(x, args.to.exists_one(y, y == x))`},
+			}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			list := make([]any, n)
+			for i := range list {
+				var v any = "x"
+				for range 9 {
+					v = []any{v, v}
+				}
+				list[i] = []any{v, fmt.Sprint(i)}
+			}
+			args := map[string]any{"to": list}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, refused := p.Apply(args); refused == nil {
+					b.Fatal("the rule passed")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCompiledRuleMemory is what one compiled rule holds in memory
+// (held-B/op), against what Program.Weight estimates (weight-B/op): a
+// rule of 4,000 bytes comparing arguments, and one of a pattern of 4,002
+// instructions.
+func BenchmarkCompiledRuleMemory(b *testing.B) {
+	long := `args.a == 'x'` + strings.Repeat(` || args.a == 'x'`, 234)
+	for _, c := range []struct{ name, expr string }{
+		{"long-expression", long},
+		{"large-pattern", `args.s.matches('(?:a?){1000}(?:b?){1000}')`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			rules := &mcpv1alpha1.ArgumentRules{Rules: []mcpv1alpha1.ArgumentRule{{Name: "r", Expression: c.expr}}}
+			var keep []*argrules.Program
+			before := heapInUse()
+			for b.Loop() {
+				p, err := argrules.Compile(nil, argrules.Layer{Rules: rules})
+				if err != nil {
+					b.Fatal(err)
+				}
+				keep = append(keep, p)
+			}
+			b.ReportMetric(float64(heapInUse()-before)/float64(b.N), "held-B/op")
+			b.ReportMetric(float64(keep[0].Weight()), "weight-B/op")
+		})
+	}
+}
+
+// heapInUse is the live heap after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
 }

@@ -37,6 +37,8 @@ type McpSharedServerStatusApplyConfiguration struct {
 	// why). ArgumentRulesValid, present while spec.argumentRules is set,
 	// is False (ArgumentRulesInvalid) naming each tool and rule that does
 	// not compile; those tools are not offered here until it is fixed.
+	// The rules are compiled only while the server is shared with this
+	// namespace: until then ArgumentRulesValid is Unknown (NotShared).
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// observedGeneration is the generation last reconciled. The API server
 	// shows -1 until the first reconcile writes status.
