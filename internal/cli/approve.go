@@ -106,7 +106,7 @@ func printDrift(w io.Writer, d *mcpv1alpha1.DefinitionDrift) {
 }
 
 // toolClient connects to the cluster and resolves the McpTool an argument
-// names (object name, or server/remote-name).
+// names (resolveTool).
 func (f *clusterFlags) toolClient(s Streams, arg string) (client.Client, string, string, error) {
 	c, ns, err := f.client(s)
 	if err != nil {
@@ -119,9 +119,14 @@ func (f *clusterFlags) toolClient(s Streams, arg string) (client.Client, string,
 	return c, ns, name, nil
 }
 
-func getTool(ctx context.Context, c client.Client, ns, name string) (*mcpv1alpha1.McpTool, error) {
+// getTool reads the McpTool named name, which arg named (for the near
+// names of a "not found").
+func getTool(ctx context.Context, c client.Client, ns, name, arg string) (*mcpv1alpha1.McpTool, error) {
 	t, err := review.GetTool(ctx, c, ns, name)
-	return t, reviewErr(err)
+	if err != nil {
+		return nil, toolErr(ctx, c, ns, arg, err)
+	}
+	return t, nil
 }
 
 func newDiffCommand(s Streams) *cobra.Command {
@@ -138,7 +143,7 @@ func newDiffCommand(s Streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t, err := getTool(cmd.Context(), c, ns, name)
+			t, err := getTool(cmd.Context(), c, ns, name, args[0])
 			if err != nil {
 				return err
 			}
@@ -168,7 +173,8 @@ func newApproveCommand(s Streams) *cobra.Command {
 			"that `kubectl mcp diff TOOL` (or `approve TOOL` without --hash) shows. The approval is\n" +
 			"refused when the tool's definition is no longer that one, including when it changes\n" +
 			"between this command's read and its write.",
-		Example:           `  kubectl mcp approve tickets.create-ticket -n agents --hash sha256:…`,
+		Example: `  kubectl mcp approve tickets.create-ticket -n agents --hash sha256:…
+  kubectl mcp approve mcp_tickets_create_ticket -n agents     # the name agents see: shows the definition and its hash`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeTools(s, f),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -177,7 +183,7 @@ func newApproveCommand(s Streams) *cobra.Command {
 				return err
 			}
 			if hash == "" {
-				t, err := getTool(cmd.Context(), c, ns, name)
+				t, err := getTool(cmd.Context(), c, ns, name, args[0])
 				if err != nil {
 					return err
 				}
@@ -188,7 +194,7 @@ func newApproveCommand(s Streams) *cobra.Command {
 				return usageErr("--hash must be sha256:<64 lowercase hex digits>, as `kubectl mcp diff` prints it")
 			}
 			if err := review.Approve(cmd.Context(), c, ns, name, hash, force); err != nil {
-				return reviewErr(err)
+				return toolErr(cmd.Context(), c, ns, args[0], err)
 			}
 			return printChanged(cmd.Context(), s, f, c, ns, []string{name}, func(n string) string { return "mcptool/" + n + " approved " + hash })
 		},
