@@ -13,8 +13,11 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -22,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
@@ -61,6 +65,9 @@ type appliedDemo struct {
 	PolicyName string
 	// ServiceAccount is the demo agent's ServiceAccount name.
 	ServiceAccount string
+	// AccessPolicy is the demo agent's McpAccessPolicy, whose first status
+	// says the controllers run.
+	AccessPolicy string
 	// Expires is when the token in TokenFile expires.
 	Expires time.Time
 }
@@ -86,6 +93,9 @@ func (d demoAgent) apply(ctx context.Context, cfg *rest.Config, c client.Client)
 		return out, fmt.Errorf("%s holds no ValidatingAdmissionPolicy", d.PolicyFile)
 	}
 	for _, o := range agent {
+		if o.GetKind() == "McpAccessPolicy" {
+			out.AccessPolicy = o.GetName()
+		}
 		if o.GetKind() == "ServiceAccount" {
 			if out.ServiceAccount != "" {
 				return out, fmt.Errorf("%s holds more than one ServiceAccount", d.AgentFile)
@@ -162,6 +172,20 @@ func (d demoAgent) renewToken(ctx context.Context, cfg *rest.Config, sa string, 
 	}
 }
 
+// controllersRunning returns once the controllers reconciled the demo
+// agent's McpAccessPolicy (its Ready condition is set), or after a
+// minute: the steps printed then are not buried under the controllers'
+// start-up lines.
+func controllersRunning(ctx context.Context, c client.Client, ns, policy string) {
+	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var p mcpv1alpha1.McpAccessPolicy
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: policy}, &p); err != nil {
+			return false, nil
+		}
+		return meta.FindStatusCondition(p.Status.Conditions, mcpv1alpha1.ConditionReady) != nil, nil
+	})
+}
+
 // readObjects decodes a multi-document YAML manifest.
 func readObjects(path string) ([]*unstructured.Unstructured, error) {
 	raw, err := os.ReadFile(path)
@@ -214,7 +238,7 @@ func nextSteps(gatewayAddr, kubeconfig, pluginDir, tokenFile, namespace, sa stri
 	if pluginDir == "" {
 		b.WriteString("     make build                        # kubectl-mcp, the kubectl plugin, into bin/: put it on PATH\n")
 	}
-	fmt.Fprintf(&b, "     kubectl apply -n %s -k config/samples/    # the demo McpServer first, and one of each kind\n", namespace)
+	fmt.Fprintf(&b, "     kubectl apply --server-side -n %s -k config/samples/   # the demo McpServer first, then one of each kind\n", namespace)
 	local := toolname.LocalName(demoCall.server, demoCall.tool)
 	fmt.Fprintf(&b, "     kubectl mcp approve %s -n %s   # shows its definition and the --hash that approves it\n", local, namespace)
 	fmt.Fprintf(&b, "     %s\n", strings.Join(callCommand(gatewayAddr, tokenFile), " "))

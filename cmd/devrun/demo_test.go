@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,9 +14,12 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcp-catalog/operator/api/scheme"
@@ -23,6 +27,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/cli"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/test/controlplane"
+	"github.com/mcp-catalog/operator/test/poll"
 )
 
 // The demo agent a development run applies can call through the gateway
@@ -126,6 +131,86 @@ func TestTheDemoAgentCanCallAsSoonAsTheRunStarts(t *testing.T) {
 	}
 }
 
+// An attack on a development run: the demo agent, even granted the right
+// to decide approvals in its namespace, cannot approve its own call,
+// because the run applied the call-approval admission policy the chart
+// installs. Without it, RBAC alone would let the update through.
+func TestTheDemoAgentCannotApproveItsOwnCall(t *testing.T) {
+	cfg := controlplane.Start(t).Config
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	d := demoAgent{
+		PolicyFile: filepath.Join("..", "..", "config", "policy", "call_approvals.yaml"),
+		AgentFile:  filepath.Join("..", "..", "config", "samples", "demo-agent", "demo_agent.yaml"),
+		Namespace:  "default",
+		TokenFile:  filepath.Join(t.TempDir(), "demo-agent.token"),
+		Audience:   manager.DefaultGatewayAudience,
+	}
+	applied, err := d.apply(ctx, cfg, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := "system:serviceaccount:" + d.Namespace + ":" + applied.ServiceAccount
+	// The misconfiguration the policy guards against: the agent may
+	// decide approvals.
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: "demo-agent-decides"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "call-approver"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: d.Namespace, Name: applied.ServiceAccount}}}
+	if err := c.Create(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	approval := func(name string) *mcpv1alpha1.McpCallApproval {
+		return &mcpv1alpha1.McpCallApproval{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: name}, Spec: mcpv1alpha1.McpCallApprovalSpec{
+			Tool: "demo.echo", LocalName: "mcp_demo_echo", Server: "demo", Caller: user,
+			CallerGroups: []string{"system:serviceaccounts"}, DataClass: mcpv1alpha1.DataClassInternal,
+			ArgumentsHash: "sha256:" + strings.Repeat("a", 64), DefinitionHash: "sha256:d",
+			ExpiresAt: metav1.Time{Time: time.Now().Add(time.Hour).Truncate(time.Second)}, Seal: "seal",
+		}}
+	}
+	// The API server loads a new policy within a moment: wait until it
+	// refuses what only the policy refuses (an approval created decided),
+	// in a dry run that stores nothing.
+	poll.Until(t, 30*time.Second, "the admission policy in force", func() error {
+		probe := approval("probe")
+		probe.Spec.Decision, probe.Spec.DecidedBy = mcpv1alpha1.CallApproved, "someone"
+		if err := c.Create(ctx, probe, client.DryRunAll); err == nil {
+			return errors.New("an approval created decided is accepted")
+		}
+		return nil
+	})
+	a := approval("call-own")
+	if err := c.Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	// The agent as the API server sees it: a token of its ServiceAccount
+	// for the API server (the one make run writes is for the gateway).
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(d.Namespace).CreateToken(ctx, applied.ServiceAccount, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := client.New(&rest.Config{Host: cfg.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}},
+		client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own mcpv1alpha1.McpCallApproval
+	if err := agent.Get(ctx, client.ObjectKeyFromObject(a), &own); err != nil {
+		t.Fatalf("RBAC should let the agent read approvals here: %v", err)
+	}
+	own.Spec.Decision, own.Spec.DecidedBy = mcpv1alpha1.CallApproved, user
+	err = agent.Update(ctx, &own)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "the caller of a call cannot decide its own approval") {
+		t.Fatalf("the agent deciding its own call: %v, want the admission policy's refusal", err)
+	}
+}
+
 // The printed call is one line a POSIX shell splits into the words the
 // plugin's call command takes: the gateway's URL, the name agents see, a
 // JSON object of arguments, the token file and both opt-ins.
@@ -163,7 +248,7 @@ func TestThePrintedCallIsWellFormed(t *testing.T) {
 	if err := cmd.ValidateArgs(cmd.Flags().Args()); err != nil {
 		t.Errorf("the plugin refuses the arguments: %v", err)
 	}
-	for _, want := range []string{"export KUBECONFIG=/home/me/op/.local/kubeconfig PATH=/home/me/op/bin:\"$PATH\"", "kubectl apply -n default -k config/samples/", "kubectl mcp approve mcp_demo_echo -n default"} {
+	for _, want := range []string{"export KUBECONFIG=/home/me/op/.local/kubeconfig PATH=/home/me/op/bin:\"$PATH\"", "kubectl apply --server-side -n default -k config/samples/", "kubectl mcp approve mcp_demo_echo -n default"} {
 		if !strings.Contains(steps, want) {
 			t.Errorf("the steps do not say %q:\n%s", want, steps)
 		}

@@ -147,6 +147,9 @@ func run() error {
 			go func() {
 				select {
 				case addr := <-ready:
+					if applied.AccessPolicy != "" {
+						controllersRunning(ctx, c, demo.Namespace, applied.AccessPolicy)
+					}
 					fmt.Fprint(os.Stderr, nextSteps(addr, userKubeconfig, plugin, demo.TokenFile, demo.Namespace, applied.ServiceAccount, applied.Expires))
 				case <-ctx.Done():
 				}
