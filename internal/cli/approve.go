@@ -43,7 +43,12 @@ func reviewErr(err error) error {
 
 // printReview shows the current definition next to what is approved: as a
 // line diff when the cluster kept the approved text, in full otherwise.
-func printReview(w io.Writer, r review.Review) {
+func printReview(w io.Writer, r review.Review) { printReviewAs(w, r, r.Name) }
+
+// printReviewAs is printReview whose approve command names the tool as
+// the person did (the object name, SERVER/REMOTE_NAME or the name agents
+// see; resolveTool accepts each).
+func printReviewAs(w io.Writer, r review.Review, as string) {
 	fmt.Fprintf(w, "McpTool %s/%s: tool %s of McpServer %s\n", r.Namespace, r.Name, review.OneLine(r.RemoteName, 128), r.Server)
 	fmt.Fprintf(w, "current definition:  %s\n", dash(r.CurrentHash))
 	fmt.Fprintf(w, "approved definition: %s (%s)\n", dash(r.ApprovedHash), r.ApprovedBy)
@@ -65,7 +70,7 @@ func printReview(w io.Writer, r review.Review) {
 		fmt.Fprintln(w, "---")
 		fmt.Fprint(w, r.Diff)
 		fmt.Fprintln(w, "---")
-		fmt.Fprintf(w, "To approve exactly the current definition:\n  kubectl mcp approve %s -n %s --hash %s\n", r.Name, r.Namespace, r.CurrentHash)
+		fmt.Fprintf(w, "To approve exactly the current definition:\n  kubectl mcp approve %s -n %s --hash %s\n", as, r.Namespace, r.CurrentHash)
 		return
 	default:
 		fmt.Fprintln(w, "The definition CHANGED. The text of the approved definition is not on record (it was approved")
@@ -81,7 +86,7 @@ func printReview(w io.Writer, r review.Review) {
 	}
 	fmt.Fprintln(w, "---")
 	if r.Changed {
-		fmt.Fprintf(w, "To approve exactly this definition:\n  kubectl mcp approve %s -n %s --hash %s\n", r.Name, r.Namespace, r.CurrentHash)
+		fmt.Fprintf(w, "To approve exactly this definition:\n  kubectl mcp approve %s -n %s --hash %s\n", as, r.Namespace, r.CurrentHash)
 	}
 }
 
@@ -153,7 +158,7 @@ func newDiffCommand(s Streams) *cobra.Command {
 				return err
 			}
 			return f.printer.print(s.Out, obj, func(bool) error {
-				printReview(s.Out, r)
+				printReviewAs(s.Out, r, args[0])
 				return nil
 			})
 		},
@@ -187,7 +192,7 @@ func newApproveCommand(s Streams) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				printReview(s.Out, review.Of(t))
+				printReviewAs(s.Out, review.Of(t), args[0])
 				return &exitError{code: ExitFailed, err: errors.New("nothing was approved: review the definition above and pass its hash with --hash")}
 			}
 			if !review.HashPattern.MatchString(hash) {

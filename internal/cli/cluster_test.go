@@ -534,8 +534,8 @@ func TestClusterCommands(t *testing.T) {
 			t.Fatal("good.slow is not enabled")
 		}
 		code, out, _ := e.run(t, "approve", "mcp_good_slow")
-		if code != ExitFailed || !strings.Contains(out, "--hash "+tool.Status.DefinitionHash) {
-			t.Errorf("approve mcp_good_slow without --hash: exit %d, want the review:\n%s", code, out)
+		if code != ExitFailed || !strings.Contains(out, "kubectl mcp approve mcp_good_slow -n "+e.ns+" --hash "+tool.Status.DefinitionHash) {
+			t.Errorf("approve mcp_good_slow without --hash: exit %d, want the review and the command, in that name:\n%s", code, out)
 		}
 		if code, out, errOut := e.run(t, "approve", "mcp_good_slow", "--hash", tool.Status.DefinitionHash); code != ExitOK || !strings.Contains(out, "mcptool/good.slow approved") {
 			t.Fatalf("approve mcp_good_slow: exit %d, out %s, err %s", code, out, errOut)
