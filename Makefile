@@ -207,8 +207,10 @@ chart-app-version: ## Set the chart's appVersion to VERSION (a release tag vX.Y.
 	grep '^appVersion:' charts/mcp-catalog-operator/Chart.yaml
 
 .PHONY: run
-run: ## Run the operator: against KUBECONFIG if reachable, else on a local control plane.
-	$(GO) run ./cmd/devrun $(RUN_ARGS)
+run: ## Run the operator (against KUBECONFIG if reachable, else on a local control plane), a demo server and agent; print a first call.
+	@echo ">> building cmd/devrun and the kubectl plugin into $(BIN)/ (a first build compiles Kubernetes' libraries: minutes; later ones take seconds)"
+	@$(GO) build -v -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/devrun ./cmd/kubectl-mcp 2>&1 | hack/build-progress.sh
+	$(BIN)/devrun --plugin-dir $(BIN) $(RUN_ARGS)
 
 .PHONY: install
 install: ## Apply the CRDs to the cluster in KUBECONFIG.

@@ -1,7 +1,9 @@
 // Command devrun is what `make run` starts: the operator's manager against
 // the cluster in KUBECONFIG when one answers, otherwise against a local
 // control plane (kube-apiserver and etcd from KUBEBUILDER_ASSETS) that it
-// starts and stops itself. Either way it installs the CRDs first.
+// starts and stops itself. Either way it installs the CRDs, the
+// call-approval admission policy and a demo agent first, and prints the
+// call that agent can make through the development gateway.
 package main
 
 import (
@@ -22,11 +24,13 @@ import (
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/mcp-catalog/operator/api/scheme"
 	"github.com/mcp-catalog/operator/internal/demoserver"
 	"github.com/mcp-catalog/operator/internal/manager"
 )
@@ -46,6 +50,8 @@ func run() error {
 		probeAddr  string
 		demoAddr   string
 		gwAddr     string
+		demo       demoAgent
+		pluginDir  string
 	)
 	flag.BoolVar(&local, "local", false, "Always start a local control plane, even when KUBECONFIG reaches a cluster.")
 	flag.StringVar(&crdDir, "crd-dir", filepath.Join("config", "crd", "bases"), "Directory of the CRD manifests to install.")
@@ -53,6 +59,10 @@ func run() error {
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the manager's /healthz and /readyz endpoints.")
 	flag.StringVar(&demoAddr, "demo-server-addr", "127.0.0.1:18080", `Where to serve the demo MCP server that config/samples/mcp_v1alpha1_mcpserver_demo.yaml points at; "" serves none.`)
 	flag.StringVar(&gwAddr, "gateway-addr", "127.0.0.1:18444", `Where the gateway serves agents, over plain HTTP since this is a development run; "" serves none.`)
+	flag.StringVar(&demo.PolicyFile, "approval-policy", filepath.Join("config", "policy", "call_approvals.yaml"), "The call-approval admission policy to apply, as the chart installs it; the gateway asks a person to approve calls only while it is in force.")
+	flag.StringVar(&demo.AgentFile, "demo-agent", filepath.Join("config", "samples", "demo-agent", "demo_agent.yaml"), `The demo agent to apply (a ServiceAccount, and what lets it call); "" applies no agent and no policy.`)
+	flag.StringVar(&demo.Namespace, "demo-namespace", "default", "The namespace of the demo agent, and of the samples the printed commands apply.")
+	flag.StringVar(&pluginDir, "plugin-dir", "bin", "Where make run built kubectl-mcp; the printed commands put it on PATH.")
 	zopts := zap.Options{Development: true}
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -62,6 +72,7 @@ func run() error {
 	defer stop()
 
 	cfg, reachable := clusterInKubeconfig()
+	userKubeconfig := ""
 	if local || !reachable {
 		say("no reachable cluster in KUBECONFIG: starting a local control plane")
 		if err := ensureControlPlane(); err != nil {
@@ -89,8 +100,7 @@ func run() error {
 			return err
 		}
 		say("local control plane up; its kubeconfig is %s", path)
-		say("try:  kubectl --kubeconfig %s apply -k config/samples/", path)
-		say("      kubectl --kubeconfig %s get mcpservers.mcp.catalog.dev,mcptools.mcp.catalog.dev", path)
+		userKubeconfig = path
 	} else {
 		say("installing the CRDs into the cluster at %s", cfg.Host)
 		if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{crdDir}, ErrorIfPathMissing: true}); err != nil {
@@ -109,6 +119,43 @@ func run() error {
 	opts.MetricsAddr = "0"
 	opts.ProbeAddr = probeAddr
 	opts.AllowPrivateNetworks = true
+	if demo.AgentFile != "" {
+		c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+		if err != nil {
+			return fmt.Errorf("connecting to apply the demo agent: %w", err)
+		}
+		demo.Audience = opts.GatewayAudience
+		demo.TokenFile = filepath.Join(filepath.Dir(kubeconfig), "demo-agent.token")
+		if abs, err := filepath.Abs(demo.TokenFile); err == nil {
+			demo.TokenFile = abs
+		}
+		applied, err := demo.apply(ctx, cfg, c)
+		if err != nil {
+			return fmt.Errorf("applying the demo agent (--demo-agent=\"\" skips it): %w", err)
+		}
+		say("applied the call-approval admission policy %s and the demo agent %s/%s; its token for the gateway is in %s",
+			applied.PolicyName, demo.Namespace, applied.ServiceAccount, demo.TokenFile)
+		opts.GatewayApprovalPolicy = applied.PolicyName
+		go demo.renewToken(ctx, cfg, applied.ServiceAccount, applied.Expires)
+		if gwAddr != "" {
+			ready := make(chan string, 1)
+			opts.GatewayReady = ready
+			plugin := ""
+			if abs, err := filepath.Abs(pluginDir); err == nil && fileExists(filepath.Join(abs, "kubectl-mcp")) {
+				plugin = abs
+			}
+			go func() {
+				select {
+				case addr := <-ready:
+					if applied.AccessPolicy != "" {
+						controllersRunning(ctx, c, demo.Namespace, applied.AccessPolicy)
+					}
+					fmt.Fprint(os.Stderr, nextSteps(addr, userKubeconfig, plugin, demo.TokenFile, demo.Namespace, applied.ServiceAccount, applied.Expires))
+				case <-ctx.Done():
+				}
+			}()
+		}
+	}
 	if gwAddr != "" {
 		opts.GatewayAddr, opts.GatewayInsecure = gwAddr, true
 		say("gateway for agents at http://%s/mcp (plain HTTP: development only)", gwAddr)
@@ -139,10 +186,16 @@ func ensureControlPlane() error {
 	return os.Setenv("KUBEBUILDER_ASSETS", strings.TrimSpace(string(out)))
 }
 
-// clusterInKubeconfig loads the usual client configuration and reports
-// whether its API server answers within a few seconds.
+// clusterInKubeconfig loads the kubeconfig (--kubeconfig, else KUBECONFIG,
+// else ~/.kube/config) and reports whether its API server answers within a
+// few seconds. It does not try the in-cluster configuration, whose absence
+// on a laptop is no error worth a stack trace.
 func clusterInKubeconfig() (*rest.Config, bool) {
-	cfg, err := config.GetConfig()
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if f := flag.Lookup("kubeconfig"); f != nil && f.Value.String() != "" {
+		rules.ExplicitPath = f.Value.String()
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
 		return nil, false
 	}
@@ -201,6 +254,11 @@ func startDemoServer(ctx context.Context, addr string) error {
 	}()
 	say("demo MCP server at http://%s%s", addr, demoserver.Path)
 	return nil
+}
+
+func fileExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir()
 }
 
 func say(format string, args ...any) {

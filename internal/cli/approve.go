@@ -43,7 +43,12 @@ func reviewErr(err error) error {
 
 // printReview shows the current definition next to what is approved: as a
 // line diff when the cluster kept the approved text, in full otherwise.
-func printReview(w io.Writer, r review.Review) {
+func printReview(w io.Writer, r review.Review) { printReviewAs(w, r, r.Name) }
+
+// printReviewAs is printReview whose approve command names the tool as
+// the person did (the object name, SERVER/REMOTE_NAME or the name agents
+// see; resolveTool accepts each).
+func printReviewAs(w io.Writer, r review.Review, as string) {
 	fmt.Fprintf(w, "McpTool %s/%s: tool %s of McpServer %s\n", r.Namespace, r.Name, review.OneLine(r.RemoteName, 128), r.Server)
 	fmt.Fprintf(w, "current definition:  %s\n", dash(r.CurrentHash))
 	fmt.Fprintf(w, "approved definition: %s (%s)\n", dash(r.ApprovedHash), r.ApprovedBy)
@@ -65,7 +70,7 @@ func printReview(w io.Writer, r review.Review) {
 		fmt.Fprintln(w, "---")
 		fmt.Fprint(w, r.Diff)
 		fmt.Fprintln(w, "---")
-		fmt.Fprintf(w, "To approve exactly the current definition:\n  kubectl mcp approve %s -n %s --hash %s\n", r.Name, r.Namespace, r.CurrentHash)
+		fmt.Fprintf(w, "To approve exactly the current definition:\n  kubectl mcp approve %s -n %s --hash %s\n", as, r.Namespace, r.CurrentHash)
 		return
 	default:
 		fmt.Fprintln(w, "The definition CHANGED. The text of the approved definition is not on record (it was approved")
@@ -81,7 +86,7 @@ func printReview(w io.Writer, r review.Review) {
 	}
 	fmt.Fprintln(w, "---")
 	if r.Changed {
-		fmt.Fprintf(w, "To approve exactly this definition:\n  kubectl mcp approve %s -n %s --hash %s\n", r.Name, r.Namespace, r.CurrentHash)
+		fmt.Fprintf(w, "To approve exactly this definition:\n  kubectl mcp approve %s -n %s --hash %s\n", as, r.Namespace, r.CurrentHash)
 	}
 }
 
@@ -106,7 +111,7 @@ func printDrift(w io.Writer, d *mcpv1alpha1.DefinitionDrift) {
 }
 
 // toolClient connects to the cluster and resolves the McpTool an argument
-// names (object name, or server/remote-name).
+// names (resolveTool).
 func (f *clusterFlags) toolClient(s Streams, arg string) (client.Client, string, string, error) {
 	c, ns, err := f.client(s)
 	if err != nil {
@@ -119,9 +124,14 @@ func (f *clusterFlags) toolClient(s Streams, arg string) (client.Client, string,
 	return c, ns, name, nil
 }
 
-func getTool(ctx context.Context, c client.Client, ns, name string) (*mcpv1alpha1.McpTool, error) {
+// getTool reads the McpTool named name, which arg named (for the near
+// names of a "not found").
+func getTool(ctx context.Context, c client.Client, ns, name, arg string) (*mcpv1alpha1.McpTool, error) {
 	t, err := review.GetTool(ctx, c, ns, name)
-	return t, reviewErr(err)
+	if err != nil {
+		return nil, toolErr(ctx, c, ns, arg, err)
+	}
+	return t, nil
 }
 
 func newDiffCommand(s Streams) *cobra.Command {
@@ -138,7 +148,7 @@ func newDiffCommand(s Streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t, err := getTool(cmd.Context(), c, ns, name)
+			t, err := getTool(cmd.Context(), c, ns, name, args[0])
 			if err != nil {
 				return err
 			}
@@ -148,7 +158,7 @@ func newDiffCommand(s Streams) *cobra.Command {
 				return err
 			}
 			return f.printer.print(s.Out, obj, func(bool) error {
-				printReview(s.Out, r)
+				printReviewAs(s.Out, r, args[0])
 				return nil
 			})
 		},
@@ -168,7 +178,8 @@ func newApproveCommand(s Streams) *cobra.Command {
 			"that `kubectl mcp diff TOOL` (or `approve TOOL` without --hash) shows. The approval is\n" +
 			"refused when the tool's definition is no longer that one, including when it changes\n" +
 			"between this command's read and its write.",
-		Example:           `  kubectl mcp approve tickets.create-ticket -n agents --hash sha256:…`,
+		Example: `  kubectl mcp approve tickets.create-ticket -n agents --hash sha256:…
+  kubectl mcp approve mcp_tickets_create_ticket -n agents     # the name agents see: shows the definition and its hash`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeTools(s, f),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -177,18 +188,18 @@ func newApproveCommand(s Streams) *cobra.Command {
 				return err
 			}
 			if hash == "" {
-				t, err := getTool(cmd.Context(), c, ns, name)
+				t, err := getTool(cmd.Context(), c, ns, name, args[0])
 				if err != nil {
 					return err
 				}
-				printReview(s.Out, review.Of(t))
+				printReviewAs(s.Out, review.Of(t), args[0])
 				return &exitError{code: ExitFailed, err: errors.New("nothing was approved: review the definition above and pass its hash with --hash")}
 			}
 			if !review.HashPattern.MatchString(hash) {
 				return usageErr("--hash must be sha256:<64 lowercase hex digits>, as `kubectl mcp diff` prints it")
 			}
 			if err := review.Approve(cmd.Context(), c, ns, name, hash, force); err != nil {
-				return reviewErr(err)
+				return toolErr(cmd.Context(), c, ns, args[0], err)
 			}
 			return printChanged(cmd.Context(), s, f, c, ns, []string{name}, func(n string) string { return "mcptool/" + n + " approved " + hash })
 		},

@@ -27,7 +27,6 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/review"
-	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
 // clusterFlags are the kubectl connection flags plus the output flags.
@@ -432,6 +431,15 @@ func listTools(cmd *cobra.Command, s Streams, f *clusterFlags, server string) er
 	if err != nil {
 		return err
 	}
+	if !f.allNamespaces && server == "" {
+		// The tools other namespaces share with this one, as its agents
+		// see them; the table only: -o prints this namespace's objects.
+		shared, err := sharedToolRows(cmd.Context(), c, ns)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, shared...)
+	}
 	return f.printer.print(s.Out, out, func(wide bool) error {
 		tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
 		if wide {
@@ -449,18 +457,6 @@ func listTools(cmd *cobra.Command, s Streams, f *clusterFlags, server string) er
 		}
 		return tw.Flush()
 	})
-}
-
-// resolveTool accepts an McpTool object name, or SERVER/REMOTE_NAME.
-func resolveTool(arg string) (string, error) {
-	if server, remote, ok := strings.Cut(arg, "/"); ok {
-		name, err := toolname.ObjectName(server, remote)
-		if err != nil {
-			return "", usageErr("%s: %v", arg, err)
-		}
-		return name, nil
-	}
-	return arg, nil
 }
 
 // printChanged prints the McpTools a command changed: by default one line
@@ -503,8 +499,9 @@ func newEnableCommand(s Streams, enable bool) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
 		Use:   verb + " TOOL...",
-		Short: strings.ToUpper(verb[:1]) + verb[1:] + " McpTools (by object name, or SERVER/REMOTE_NAME)",
+		Short: strings.ToUpper(verb[:1]) + verb[1:] + " McpTools (by object name, SERVER/REMOTE_NAME, or the name agents see)",
 		Example: fmt.Sprintf(`  kubectl mcp %[1]s tickets/create_ticket -n agents
+  kubectl mcp %[1]s mcp_tickets_create_ticket -n agents
   kubectl mcp %[1]s tickets.create-ticket tickets.close-ticket -o name`, verb),
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeTools(s, f),
@@ -518,7 +515,7 @@ func newEnableCommand(s Streams, enable bool) *cobra.Command {
 			for _, a := range args {
 				name, err := resolveTool(a)
 				if err == nil {
-					err = reviewErr(review.SetEnabled(cmd.Context(), c, ns, name, enable, force))
+					err = toolErr(cmd.Context(), c, ns, a, review.SetEnabled(cmd.Context(), c, ns, name, enable, force))
 				}
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s: %w", a, err))

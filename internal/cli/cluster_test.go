@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -520,6 +522,111 @@ func TestClusterCommands(t *testing.T) {
 			if !strings.Contains(out, "safe") || !strings.Contains(out, "red") || !strings.Contains(out, "wiped") {
 				t.Errorf("%s lost the printable text: %q", args[0], out)
 			}
+		}
+	})
+
+	t.Run("approve and enable take the name agents see", func(t *testing.T) {
+		if code, out, errOut := e.run(t, "enable", "mcp_good_slow"); code != ExitOK || !strings.Contains(out, "mcptool/good.slow enabled") {
+			t.Fatalf("enable mcp_good_slow: exit %d, out %s, err %s", code, out, errOut)
+		}
+		tool := e.tool(t, "good.slow")
+		if !tool.Spec.Enabled {
+			t.Fatal("good.slow is not enabled")
+		}
+		code, out, _ := e.run(t, "approve", "mcp_good_slow")
+		if code != ExitFailed || !strings.Contains(out, "kubectl mcp approve mcp_good_slow -n "+e.ns+" --hash "+tool.Status.DefinitionHash) {
+			t.Errorf("approve mcp_good_slow without --hash: exit %d, want the review and the command, in that name:\n%s", code, out)
+		}
+		if code, out, errOut := e.run(t, "approve", "mcp_good_slow", "--hash", tool.Status.DefinitionHash); code != ExitOK || !strings.Contains(out, "mcptool/good.slow approved") {
+			t.Fatalf("approve mcp_good_slow: exit %d, out %s, err %s", code, out, errOut)
+		}
+		if tool := e.tool(t, "good.slow"); tool.Spec.ApprovedDefinitionHash != tool.Status.DefinitionHash {
+			t.Errorf("good.slow approved %q, want %q", tool.Spec.ApprovedDefinitionHash, tool.Status.DefinitionHash)
+		}
+		// A tool another namespace shares is its owner's to enable.
+		if code, _, errOut := e.run(t, "approve", "mcps_other_slow"); code != ExitUsage || !strings.Contains(errOut, "owner") {
+			t.Errorf("approve of a shared tool's name: exit %d: %s", code, errOut)
+		}
+	})
+
+	t.Run("a name that matches no tool offers the near ones, in the form it was given", func(t *testing.T) {
+		hash := e.tool(t, "good.slow").Status.DefinitionHash
+		for _, tc := range []struct {
+			args []string
+			near string
+		}{
+			{[]string{"enable", "mcp_good_slw"}, "did you mean mcp_good_slow?"},
+			{[]string{"disable", "good/slo"}, "did you mean good/slow?"},
+			{[]string{"approve", "good.slwo", "--hash", hash}, "did you mean good.slow?"},
+			{[]string{"approve", "mcp_good_ehco"}, "did you mean mcp_good_echo?"},
+			{[]string{"diff", "good.fial"}, "did you mean good.fail?"},
+			{[]string{"enable", "mcp_good_nothing_like_any"}, ""},
+		} {
+			code, _, errOut := e.run(t, tc.args...)
+			if code != ExitFailed || !strings.Contains(errOut, "not found in namespace "+e.ns) {
+				t.Errorf("%v: exit %d, want %d and not found: %s", tc.args, code, ExitFailed, errOut)
+			}
+			if tc.near == "" && strings.Contains(errOut, "did you mean") || !strings.Contains(errOut, tc.near) {
+				t.Errorf("%v: %s, want %q", tc.args, errOut, tc.near)
+			}
+		}
+	})
+
+	t.Run("tools in a consuming namespace lists the tools shared with it", func(t *testing.T) {
+		ctx := context.Background()
+		consumer := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "cli-consumer-"}}
+		if err := e.c.Create(ctx, consumer); err != nil {
+			t.Fatal(err)
+		}
+		srv := &mcpv1alpha1.McpServer{}
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "good"}, srv); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(srv.DeepCopy())
+		srv.Spec.Sharing = &mcpv1alpha1.ServerSharing{Namespaces: []string{consumer.Name}}
+		if err := e.c.Patch(ctx, srv, patch); err != nil {
+			t.Fatal(err)
+		}
+		shared := &mcpv1alpha1.McpSharedServer{ObjectMeta: metav1.ObjectMeta{Namespace: consumer.Name, Name: "from-good"}, Spec: mcpv1alpha1.McpSharedServerSpec{
+			Server: mcpv1alpha1.SharedServerReference{Namespace: e.ns, Name: "good"}, DisabledTools: []string{"fail"},
+		}}
+		if err := e.c.Create(ctx, shared); err != nil {
+			t.Fatal(err)
+		}
+		poll.Until(t, 30*time.Second, "the McpSharedServer Ready", func() error {
+			if err := e.c.Get(ctx, client.ObjectKeyFromObject(shared), shared); err != nil {
+				return err
+			}
+			if !meta.IsStatusConditionTrue(shared.Status.Conditions, mcpv1alpha1.ConditionReady) {
+				return fmt.Errorf("conditions %+v", shared.Status.Conditions)
+			}
+			return nil
+		})
+		echo := e.tool(t, "good.echo")
+		code, out, errOut := e.run(t, "tools", "-n", consumer.Name)
+		if code != ExitOK {
+			t.Fatalf("tools -n %s: exit %d: %s", consumer.Name, code, errOut)
+		}
+		lines := strings.Split(out, "\n")
+		wantEcho := fmt.Sprintf("%s %s/good.echo mcps_from-good_echo %t Internal true", consumer.Name, e.ns, echo.Spec.Enabled)
+		if l := fieldsLine(wantEcho, lines); !strings.HasPrefix(strings.Join(strings.Fields(l), " "), wantEcho) || !strings.Contains(out, "mcps_from-good_echo") {
+			t.Errorf("tools in the consumer does not list the shared echo as %q:\n%s", wantEcho, out)
+		}
+		var fail string
+		for _, l := range lines {
+			if strings.Contains(l, "mcps_from-good_fail") {
+				fail = l
+			}
+		}
+		if f := strings.Fields(fail); len(f) < 8 || f[3] != "false" || f[7] != mcpv1alpha1.ReasonDisabledByConsumer {
+			t.Errorf("the tool the consumer disabled reads %q", fail)
+		}
+		if n := strings.Count(out, "mcps_from-good_"); n < 3+len(mcpserver.BuiltinTools()) {
+			t.Errorf("%d shared tools listed, want every tool of good:\n%s", n, out)
+		}
+		// The owner's own listing is unchanged: no shared rows there.
+		if _, out, _ := e.run(t, "tools"); strings.Contains(out, "mcps_") {
+			t.Errorf("the owner's namespace lists shared names:\n%s", out)
 		}
 	})
 }

@@ -73,7 +73,7 @@ func newDescribeAsCommand(s Streams) *cobra.Command {
 				return err
 			}
 			if !clear && change.Title == nil && change.Description == nil && len(change.Parameters) == 0 {
-				t, err := getTool(cmd.Context(), c, ns, name)
+				t, err := getTool(cmd.Context(), c, ns, name, args[0])
 				if err != nil {
 					return err
 				}

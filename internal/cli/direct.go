@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/review"
 	"github.com/mcp-catalog/operator/internal/safeurl"
@@ -109,6 +111,21 @@ func (f *directFlags) endpoint(s Streams, url string) (mcp.Endpoint, error) {
 	return ep, nil
 }
 
+// refusal names the flag that lifts a refusal of the client's own, when
+// one does: a credential over plain http (--allow-credential-over-http),
+// a loopback or private address (--allow-private-network). Addresses that
+// are never dialled (link-local, metadata) name none.
+func (f *directFlags) refusal(err error) error {
+	var blocked *egress.BlockedAddressError
+	switch {
+	case mcp.KindOf(err) == mcp.KindInsecureCredential && !f.allowHTTPCredential:
+		return fmt.Errorf("%w; --allow-credential-over-http sends it over plain http anyway (a development server, on a network you trust)", err)
+	case mcp.KindOf(err) == mcp.KindBlockedAddress && errors.As(err, &blocked) && blocked.Private && !f.allowPrivateNetwork:
+		return fmt.Errorf("%w; --allow-private-network lets this command reach loopback and private addresses", err)
+	}
+	return err
+}
+
 // signalContext ends on Ctrl-C, so an interrupted call is cancelled, not
 // abandoned.
 func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
@@ -132,7 +149,7 @@ func newProbeCommand(s Streams) *cobra.Command {
 			defer cancel()
 			res, err := s.client(f.allowPrivateNetwork).Probe(ctx, ep)
 			if err != nil {
-				return err
+				return f.refusal(err)
 			}
 			pr := probeJSON(res)
 			obj, err := resultObject("ProbeResult", "", pr.Name, pr)
@@ -240,7 +257,7 @@ func newToolsCommand(s Streams) *cobra.Command {
 			defer cancel()
 			cat, err := s.client(f.allowPrivateNetwork).ListTools(ctx, ep)
 			if err != nil {
-				return err
+				return f.refusal(err)
 			}
 			list, err := toolsList(cat)
 			if err != nil {
@@ -375,7 +392,7 @@ func newCallCommand(s Streams) *cobra.Command {
 			defer cancel()
 			out, err := s.client(f.allowPrivateNetwork).CallTool(ctx, ep, args[1], callArgs)
 			if err != nil {
-				return err
+				return f.refusal(err)
 			}
 			dropped := out.Dropped
 			if dropped == nil {

@@ -166,3 +166,37 @@ func TestToolsObeysTheCatalogBudget(t *testing.T) {
 		t.Fatalf("%d tools kept, %d skipped: every definition is over 64 KiB", len(tools.Items), len(tools.Skipped))
 	}
 }
+
+// A refusal the command line can lift names the flag that lifts it, and
+// only while that flag is not given; a refusal no flag lifts names none.
+func TestRefusalsNameTheFlagThatLiftsThem(t *testing.T) {
+	srv := mcpserver.Start(t, mcpserver.Options{RequireBearer: token})
+	env := map[string]string{"MCP_TOKEN": token}
+	const httpFlag, privateFlag = "--allow-credential-over-http", "--allow-private-network"
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		names string
+	}{
+		{"a credential over plain http", []string{"call", srv.URL, "echo", "--bearer-env", "MCP_TOKEN", privateFlag}, httpFlag},
+		{"a loopback address", []string{"call", srv.URL, "echo", "--bearer-env", "MCP_TOKEN", httpFlag}, privateFlag},
+		{"both, one at a time", []string{"probe", srv.URL, "--bearer-env", "MCP_TOKEN"}, httpFlag},
+		{"a loopback address, listing tools", []string{"tools", srv.URL}, privateFlag},
+		{"the metadata address", []string{"probe", "http://169.254.169.254/mcp"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := run(t, env, tc.args...)
+			if code != ExitFailed {
+				t.Fatalf("exit %d, want %d: %s", code, ExitFailed, errOut)
+			}
+			for _, flag := range []string{httpFlag, privateFlag} {
+				if named := strings.Contains(errOut, flag); named != (flag == tc.names) {
+					t.Errorf("the error names %s: %t, want %t: %s", flag, named, flag == tc.names, errOut)
+				}
+			}
+		})
+	}
+	if code, out, errOut := run(t, env, "call", srv.URL, "echo", "--args", `{"text":"through"}`, "--bearer-env", "MCP_TOKEN", httpFlag, privateFlag); code != ExitOK || !strings.Contains(out, "through") {
+		t.Errorf("with both flags: exit %d, out %q, err %q", code, out, errOut)
+	}
+}

@@ -92,6 +92,8 @@ func NewRootCommand(s Streams) *cobra.Command {
 		Version:       version.Get(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	// Every command's help: its own flags before kubectl's (usage.go).
+	root.SetUsageFunc(usage)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetIn(s.In)

@@ -43,7 +43,9 @@ func failureReason(err error) (reason, message string) {
 	case mcp.KindUntrustedCertificate:
 		return mcpv1alpha1.ReasonUntrustedCertificate, "the server's TLS certificate did not verify against the trusted CAs: if a private CA issued it, name its bundle in spec.tls.caBundleRef"
 	case mcp.KindBlockedAddress:
-		return mcpv1alpha1.ReasonBlockedAddress, "the URL resolves to an address the operator may not dial (link-local, metadata, or private without spec.allowPrivateNetwork)"
+		// One message for every class of address (docs/threat-model.md):
+		// it names what lifts the refusal for the one class that can be.
+		return mcpv1alpha1.ReasonBlockedAddress, "the URL resolves to an address the operator may not dial (link-local, metadata, or private without spec.allowPrivateNetwork and a range the operator's administrator allows with the manager flag --allowed-private-cidrs or --namespace-private-cidrs)"
 	case mcp.KindServerError:
 		return mcpv1alpha1.ReasonServerError, fmt.Sprintf("the server answered HTTP %d", me.StatusCode)
 	case mcp.KindRedirect:

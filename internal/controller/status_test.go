@@ -79,7 +79,7 @@ func TestFailureReason(t *testing.T) {
 	}{
 		{mcp.KindInvalidEndpoint, 0, 0, mcpv1alpha1.ReasonInvalidSpec, "nothing was sent"},
 		{mcp.KindUnreachable, 0, 0, mcpv1alpha1.ReasonUnreachable, "could not be connected"},
-		{mcp.KindBlockedAddress, 0, 0, mcpv1alpha1.ReasonBlockedAddress, "may not dial"},
+		{mcp.KindBlockedAddress, 0, 0, mcpv1alpha1.ReasonBlockedAddress, "--allowed-private-cidrs"},
 		{mcp.KindUntrustedCertificate, 0, 0, mcpv1alpha1.ReasonUntrustedCertificate, "spec.tls.caBundleRef"},
 		{mcp.KindBudgetExhausted, 0, 0, mcpv1alpha1.ReasonTimeout, "spec.operationTimeout"},
 		{mcp.KindCancelled, 0, 0, mcpv1alpha1.ReasonTimeout, "cancelled"},

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/cli"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/manifests"
 	"github.com/mcp-catalog/operator/test/testproc"
@@ -29,8 +31,9 @@ import (
 // TestMakeRunDemo runs what `make run` runs, cmd/devrun, where KUBECONFIG
 // reaches no cluster: it must start a local control plane and write its
 // kubeconfig, serve the demo MCP server the samples point at, import that
-// server's catalog when the sample is applied, and answer an agent at its
-// development gateway with the sample's tool once a person approved it.
+// server's catalog when the samples are applied (each of which becomes
+// Ready or says in one line why not), and answer the call it printed, as
+// the demo agent it applied, once a person approved the tool and the call.
 func TestMakeRunDemo(t *testing.T) {
 	requireEnv(t, "KUBEBUILDER_ASSETS", "the local control plane")
 	dir := t.TempDir()
@@ -100,18 +103,34 @@ func TestMakeRunDemo(t *testing.T) {
 	ctx := context.Background()
 	const ns = "default"
 
-	// The demo sample, pointed at the port this run serves the demo on.
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "config", "samples", "mcp_v1alpha1_mcpserver_demo.yaml"))
+	// Every sample, as the run suggests applying them, the demo pointed at
+	// the port this run serves it on.
+	files, err := filepath.Glob(filepath.Join(repoRoot, "config", "samples", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := manifests.Decode([]byte(strings.ReplaceAll(string(raw), "127.0.0.1:18080", demo)))
-	if err != nil {
-		t.Fatal(err)
+	var samples []*unstructured.Unstructured
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := manifests.Decode([]byte(strings.ReplaceAll(string(raw), "127.0.0.1:18080", demo)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples = append(samples, objs...)
 	}
-	for _, o := range objs {
+	for _, o := range samples {
 		o.SetNamespace(ns)
-		eventually(t, time.Minute, "applying "+o.GetName(), alive, func() error { return client.IgnoreAlreadyExists(c.Create(ctx, o)) })
+		// Server-side, as kubectl apply --server-side: the importer may have
+		// created an McpTool the samples declare.
+		eventually(t, time.Minute, "applying "+o.GetName(), alive, func() error {
+			return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("kubectl"), client.ForceOwnership)
+		})
 	}
 
 	echo := objectName(t, "demo", "echo")
@@ -132,11 +151,42 @@ func TestMakeRunDemo(t *testing.T) {
 		}
 		return nil
 	})
-	// The sample enables the tool from Git; a person approves what it does.
-	patch := client.MergeFrom(tool.DeepCopy())
-	tool.Spec.ApprovedDefinitionHash = tool.Status.DefinitionHash
-	if err := c.Patch(ctx, tool, patch); err != nil {
-		t.Fatalf("approving %s: %v", echo, err)
+	// Every sample of a kind of ours becomes Ready, or says why not in one
+	// line.
+	eventually(t, 2*time.Minute, "every sample Ready or saying why not", alive, func() error {
+		for _, o := range samples {
+			if o.GroupVersionKind().Group != mcpv1alpha1.GroupVersion.Group {
+				continue
+			}
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(o.GroupVersionKind())
+			if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.GetName()}, u); err != nil {
+				return err
+			}
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			var ready map[string]any
+			for _, cond := range conds {
+				if m, ok := cond.(map[string]any); ok && m["type"] == mcpv1alpha1.ConditionReady {
+					ready = m
+				}
+			}
+			msg, _ := ready["message"].(string)
+			switch {
+			case ready == nil:
+				return fmt.Errorf("%s %s has no Ready condition yet", o.GetKind(), o.GetName())
+			case ready["status"] == "True":
+			case ready["status"] != "False" || msg == "" || strings.ContainsAny(msg, "\n\r"):
+				return fmt.Errorf("%s %s is not Ready and does not say why in one line: %v", o.GetKind(), o.GetName(), ready)
+			}
+		}
+		return nil
+	})
+
+	// The sample enables the tool from Git; a person approves what it
+	// does, with the name agents see.
+	steps := e2eRun(t, c, ns, "approve", toolname.LocalName("demo", "echo"), "--hash", tool.Status.DefinitionHash)
+	if steps.code != 0 {
+		t.Fatalf("approve: %+v", steps)
 	}
 	eventually(t, time.Minute, "the approved tool Ready", alive, func() error {
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: echo}, tool); err != nil {
@@ -148,29 +198,55 @@ func TestMakeRunDemo(t *testing.T) {
 		return nil
 	})
 
-	// An agent: a ServiceAccount allowed to call tools, within Internal.
-	mustCreate(t, c, agentObjects(ns)...)
-	token := tokenFor(t, cs, ns, "agent", gatewayAudience)
-	want := toolname.LocalName("demo", "echo")
-	eventually(t, time.Minute, "the development gateway offering "+want, alive, func() error {
-		session, err := connect("http://"+gw+"/mcp", token)
-		if err != nil {
-			return err
+	// The call the run printed, word for word, as the demo agent the run
+	// applied: it waits for a person, who approves it; the same call again
+	// is made.
+	var call []string
+	eventually(t, time.Minute, "the printed call", alive, func() error {
+		for _, l := range strings.Split(tail(logPath, 200), "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "kubectl mcp call "); ok {
+				call = []string{"call"}
+				for _, w := range strings.Fields(rest) {
+					call = append(call, strings.TrimSuffix(strings.TrimPrefix(w, "'"), "'"))
+				}
+				return nil
+			}
 		}
-		defer session.Close()
-		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		listed, err := session.ListTools(lctx, nil)
-		if err != nil {
-			return err
-		}
-		var names []string
-		for _, tl := range listed.Tools {
-			names = append(names, tl.Name)
-		}
-		if !slices.Equal(names, []string{want}) {
-			return fmt.Errorf("the gateway offers %v, want only %s", names, want)
+		return errors.New("not printed yet")
+	})
+	if !slices.Contains(call, "http://"+gw+"/mcp") || !slices.Contains(call, filepath.Join(dir, "demo-agent.token")) {
+		t.Fatalf("the printed call %q does not name this run's gateway and token", call)
+	}
+	var first e2eResult
+	eventually(t, time.Minute, "the printed call waiting for a person", alive, func() error {
+		first = e2eRun(t, c, ns, call...)
+		if first.code != 1 || !strings.Contains(first.out, "approve-call") {
+			return fmt.Errorf("%+v", first)
 		}
 		return nil
 	})
+	var approvals mcpv1alpha1.McpCallApprovalList
+	if err := c.List(ctx, &approvals, client.InNamespace(ns)); err != nil || len(approvals.Items) != 1 {
+		t.Fatalf("approvals: %v %d", err, len(approvals.Items))
+	}
+	if r := e2eRun(t, c, ns, "approve-call", approvals.Items[0].Name, "--reason", "the first call"); r.code != 0 {
+		t.Fatalf("approve-call: %+v", r)
+	}
+	if r := e2eRun(t, c, ns, call...); r.code != 0 || strings.TrimSpace(r.out) != "hello" {
+		t.Fatalf("the printed call, approved: %+v", r)
+	}
+}
+
+// e2eResult is what a kubectl mcp command line did.
+type e2eResult struct {
+	code     int
+	out, err string
+}
+
+// e2eRun runs a kubectl mcp command line in process, against c in ns.
+func e2eRun(t *testing.T, c client.Client, ns string, args ...string) e2eResult {
+	t.Helper()
+	var out, errb strings.Builder
+	code := cli.Run(cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb, NewKubeClient: func() (client.Client, string) { return c, ns }}, args)
+	return e2eResult{code, out.String(), errb.String()}
 }

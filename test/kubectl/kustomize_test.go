@@ -46,6 +46,8 @@ func TestKustomizationsApply(t *testing.T) {
 		// The gateway's own Deployment, next to the controllers.
 		{dir: "gateway", kinds: []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "PodDisruptionBudget"}},
 		{dir: "samples", ns: "samples", kinds: []string{"McpServer", "McpTool", "McpDelegationProfile", "McpAccessPolicy", "Secret"}},
+		// The demo agent make run applies.
+		{dir: "samples/demo-agent", ns: "demo", kinds: []string{"ServiceAccount", "Role", "RoleBinding", "McpAccessPolicy"}},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			out, err := exec.Command(kubectl, "kustomize", filepath.Join("..", "..", "config", tc.dir)).Output()

@@ -318,10 +318,14 @@ var _ = Describe("the API server accepts and defaults good manifests", func() {
 			"spec.actors=[{identity: 'system:serviceaccount:a:b', enabled: false, subjectTokenSecretRef: {name: s, key: k}, allowedAudiences: [api], allowedScopes: [read]}]"),
 	)
 
-	It("accepts every sample in config/samples", func() {
+	It("accepts every sample in config/samples, the demo agent make run applies among them", func() {
 		ns := newNamespace()
 		files, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "*.yaml"))
 		Expect(err).NotTo(HaveOccurred())
+		nested, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "*", "*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(nested).To(ContainElement(HaveSuffix("demo_agent.yaml")))
+		files = append(files, nested...)
 		applied := 0
 		for _, f := range files {
 			if filepath.Base(f) == "kustomization.yaml" {
@@ -343,6 +347,6 @@ var _ = Describe("the API server accepts and defaults good manifests", func() {
 				applied++
 			}
 		}
-		Expect(applied).To(BeNumerically(">=", 6))
+		Expect(applied).To(BeNumerically(">=", 10))
 	})
 })
