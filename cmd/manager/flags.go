@@ -146,9 +146,8 @@ func (c *commandLine) bindGateway(fs *flag.FlagSet) {
 	fs.BoolVar(&o.GatewayStateless, "gateway-stateless", o.GatewayStateless, "Serve initialize-era sessions without server memory, so that any gateway replica answers any request.")
 	o.GatewayMaxRequestBytes = gateway.DefaultMaxRequestBytes
 	fs.Var(bytesVar(&o.GatewayMaxRequestBytes), "gateway-max-request-bytes", `Largest request body the gateway reads (e.g. "4Mi"); a larger one is refused with 413 before any of it is decoded.`)
-	// The gateway keeps its fallback (64Mi) unexported: the usage below
-	// repeats it until gateway exports it.
 	fs.Var(bytesVar(&o.GatewayMaxRequestBytesInFlight), "gateway-max-request-bytes-in-flight", `Request bytes one gateway replica holds at once, each namespace at most half (e.g. "64Mi"); 0 means a quarter of GOMEMLIMIT when set, else `+fmt.Sprint(resource.NewQuantity(budget.DefaultMaxRequestBytesInFlight, resource.BinarySI))+`.`)
+	fs.IntVar(&o.GatewayMaxIdleConnections, "gateway-max-idle-connections", gateway.DefaultMaxIdleConnections, "Connections one gateway replica keeps open idle between requests; past it the one idle longest is closed (its client opens a new one).")
 	fs.DurationVar(&o.GatewayListTTL, "gateway-list-ttl", gateway.DefaultListTTL, "How long an agent may use a tools/list result without asking again (ttlMs).")
 	fs.DurationVar(&o.GatewayCredentialTTL, "gateway-credential-cache-ttl", credentials.DefaultCacheTTL, "How long the gateway keeps a credential Secret it read before reading it again (a rotation is used within it).")
 }

@@ -84,7 +84,10 @@ func asRead(o manager.Options) manager.Options {
 	or(&o.GatewayDenialWindow, audit.DefaultDenialWindow)    // audit.NewDenials
 	or(&o.GatewayListTTL, gateway.DefaultListTTL)            // gateway.listTTL
 	or(&o.GatewayCredentialTTL, credentials.DefaultCacheTTL) // credentials.CachedReader.store
-	if o.LeaderElectionID == "" {                            // manager.New
+	if o.GatewayMaxIdleConnections <= 0 {                    // gateway.newIdleConns
+		o.GatewayMaxIdleConnections = gateway.DefaultMaxIdleConnections
+	}
+	if o.LeaderElectionID == "" { // manager.New
 		o.LeaderElectionID = manager.LeaderElectionID
 	}
 	if o.GatewayReviewQPS <= 0 { // manager's setupGateway

@@ -26,6 +26,10 @@ type Listener struct {
 	Insecure bool
 	// Ready, if set, receives the bound address once listening.
 	Ready chan<- string
+	// MaxIdleConnections bounds the connections kept open idle between
+	// requests; past it the one idle longest is closed. 0 means
+	// DefaultMaxIdleConnections.
+	MaxIdleConnections int
 	// ShutdownTimeout is how long requests in flight may finish when the
 	// manager stops; 0 means 10s. Connections still open then (an agent's
 	// event stream stays open for as long as its session) are closed.
@@ -38,7 +42,8 @@ func (l *Listener) NeedLeaderElection() bool { return false }
 // Start serves until ctx ends.
 func (l *Listener) Start(ctx context.Context) error {
 	log := logging.FromContext(ctx, logging.Gateway)
-	srv := &http.Server{Handler: l.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	idle := newIdleConns(l.MaxIdleConnections)
+	srv := &http.Server{Handler: l.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ConnState: idle.track}
 	ln, err := net.Listen("tcp", l.Addr)
 	if err != nil {
 		return fmt.Errorf("gateway: listening on %s: %w", l.Addr, err)

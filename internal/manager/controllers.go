@@ -260,7 +260,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	if err := mgr.Add(&gateway.ToolListNotifier{Gateway: gw, Cache: mgr.GetCache(), Debounce: opts.GatewayListChangeDebounce}); err != nil {
 		return fmt.Errorf("adding the tool list notifier: %w", err)
 	}
-	if err := mgr.Add(&gateway.Listener{Addr: opts.GatewayAddr, Handler: gw.Handler(), CertDir: opts.GatewayCertDir, Insecure: opts.GatewayInsecure, Ready: opts.GatewayReady}); err != nil {
+	if err := mgr.Add(&gateway.Listener{Addr: opts.GatewayAddr, Handler: gw.Handler(), CertDir: opts.GatewayCertDir, Insecure: opts.GatewayInsecure, Ready: opts.GatewayReady, MaxIdleConnections: opts.GatewayMaxIdleConnections}); err != nil {
 		return fmt.Errorf("adding the gateway: %w", err)
 	}
 	return nil

@@ -234,6 +234,9 @@ type Options struct {
 	// GatewayMaxRequestBytes bounds the body of a request to the gateway;
 	// 0 means gateway.DefaultMaxRequestBytes.
 	GatewayMaxRequestBytes int64
+	// GatewayMaxIdleConnections bounds the connections a gateway replica
+	// keeps open idle; 0 means gateway.DefaultMaxIdleConnections.
+	GatewayMaxIdleConnections int
 	// GatewayMaxRequestBytesInFlight bounds the request bytes a gateway
 	// replica holds at once; 0 means the gateway's default.
 	GatewayMaxRequestBytesInFlight int64
