@@ -333,9 +333,9 @@ func newRegistryImportCommand(s Streams) *cobra.Command {
 		Long: "import turns one registry entry's Streamable HTTP remote into an McpServer: spec.url\n" +
 			"is the remote's URL, the registry's URL, the server's name and its version are recorded\n" +
 			"in the annotations mcp.catalog.dev/registry-url, -name and -version, and no credential\n" +
-			"is set. Without -o it creates the object (never replacing one that exists); with -o yaml\n" +
-			"it prints it for a GitOps repository and creates nothing. Its tools are imported\n" +
-			"disabled, like every imported tool, until someone enables them.\n\n" +
+			"is set. It creates the object (never replacing one that exists), except with -o yaml or\n" +
+			"-o json: then it prints it for a GitOps repository and creates nothing. Its tools are\n" +
+			"imported disabled, like every imported tool, until someone enables them.\n\n" +
 			registryWarning,
 		Example: `  kubectl mcp registry import io.github.user/weather --data-class Internal --approval required -n agents
   kubectl mcp registry import io.github.user/weather --data-class Public --approval required -o yaml > weather.yaml
@@ -363,7 +363,8 @@ func newRegistryImportCommand(s Streams) *cobra.Command {
 			if err != nil {
 				return registryErr(err, args[0])
 			}
-			printing := f.printer.format() != "" && f.printer.format() != "wide"
+			// -o json or yaml: the manifest for GitOps, nothing created.
+			printing := f.printer.format() == "yaml" || f.printer.format() == "json"
 			var kc client.Client
 			if !printing {
 				var ns string
@@ -397,6 +398,15 @@ func newRegistryImportCommand(s Streams) *cobra.Command {
 					return &exitError{code: ExitFailed, err: fmt.Errorf("McpServer %s already exists in namespace %s: an import never replaces one; choose another name with --name", d.Server.Name, d.Server.Namespace)}
 				}
 				return clusterError(err, "creating the McpServer")
+			}
+			if format := f.printer.format(); format != "" && format != "wide" {
+				// Create decodes the answer into the object, without its kind.
+				d.Server.SetGroupVersionKind(mcpv1alpha1.GroupVersion.WithKind("McpServer"))
+				u, err := draftObject(d.Server)
+				if err != nil {
+					return err
+				}
+				return f.printer.print(s.Out, u, nil)
 			}
 			suffix := ""
 			if dryRun == "server" {

@@ -246,6 +246,13 @@ func TestRegistryImportOnARealAPIServer(t *testing.T) {
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "weather"}, &again); err != nil || again.Spec.DataClass != mcpv1alpha1.DataClassInternal {
 			t.Errorf("the second import changed the object: %v %+v", err, again.Spec)
 		}
+		code, out, _ = run("registry", "import", "io.github.user/weather", "--name", "weather-named", "--data-class", "Public", "--approval", "required", "-o", "name")
+		if code != ExitOK || strings.TrimSpace(out) != "mcpserver.mcp.catalog.dev/weather-named" {
+			t.Errorf("-o name: %d %q", code, out)
+		}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "weather-named"}, &again); err != nil {
+			t.Errorf("-o name did not create the object: %v", err)
+		}
 		code, out, errs = run("registry", "import", "io.github.user/weather", "--name", "weather-dry", "--data-class", "Public", "--approval", "required", "--dry-run=server")
 		if code != ExitOK || !strings.Contains(out, "server dry run") {
 			t.Errorf("--dry-run=server: %d %s %s", code, out, errs)

@@ -286,3 +286,35 @@ func TestNewHandlerChecksItsOptions(t *testing.T) {
 		t.Error("no catalog accepted")
 	}
 }
+
+// No path or query makes the handler panic or answer outside the API's
+// statuses.
+func FuzzHandlerRequest(f *testing.F) {
+	for _, s := range []string{"/v0.1/servers?limit=1", "/v0.1/servers/dev.catalog.mcp.agents%2Fmcp_docs/versions/latest", "/v0.1/servers?cursor=ZGV2", "/v0.1/servers//versions", "/v0.1/servers/%ff/versions/%2F"} {
+		f.Add(s, "alice")
+	}
+	h, err := NewHandler(twoCallers(), HandlerOptions{EndpointURL: gatewayURL})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, target, token string) {
+		if !strings.HasPrefix(target, "/") {
+			target = "/" + target
+		}
+		u, err := url.ParseRequestURI(target)
+		if err != nil {
+			return
+		}
+		r := &http.Request{Method: http.MethodGet, URL: u, Header: http.Header{"Authorization": {"Bearer " + token}}}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r.WithContext(context.Background()))
+		switch w.Code {
+		case 200, 400, 401, 404, 429, 503:
+		default:
+			t.Fatalf("%s: status %d", target, w.Code)
+		}
+		if !json.Valid(w.Body.Bytes()) {
+			t.Fatalf("%s: not JSON: %s", target, w.Body.Bytes())
+		}
+	})
+}
