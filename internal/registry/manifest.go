@@ -56,8 +56,12 @@ type Draft struct {
 // McpServer's tools are disabled until someone enables them, as every
 // imported tool is.
 func Manifest(registryURL string, r *ServerResponse, c Choices) (*Draft, error) {
+	op := "import"
+	if ValidName(r.Server.Name) {
+		op += " " + r.Server.Name
+	}
 	fail := func(reason Reason, format string, args ...any) error {
-		return &Error{Reason: reason, Op: "import " + r.Server.Name, Detail: fmt.Sprintf(format, args...)}
+		return &Error{Reason: reason, Op: op, Detail: fmt.Sprintf(format, args...)}
 	}
 	regURL, err := NormalizeURL(registryURL)
 	if err != nil {

@@ -105,6 +105,10 @@ func TestManifestRefusesWhatItCannotImport(t *testing.T) {
 			t.Errorf("%s: %v, want %q without the URL", url, err, want)
 		}
 	}
+	bad := &ServerResponse{Server: ServerDetail{Name: "x/" + canary + "\x1b[2J", Version: "1"}}
+	if _, err := Manifest(OfficialURL, bad, fuzzChoices()); !IsReason(err, ReasonNotImportable) || strings.Contains(err.Error(), canary) {
+		t.Errorf("an invalid name: %v", err)
+	}
 	c := fuzzChoices()
 	c.Name = "Not_A_Label"
 	if _, err := Manifest(OfficialURL, byName["com.example/docs"], c); !IsReason(err, ReasonNotImportable) {
