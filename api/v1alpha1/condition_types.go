@@ -250,4 +250,19 @@ const (
 
 	// AnnotationRequestedProbeAt on an McpServer requests a health probe now.
 	AnnotationRequestedProbeAt = "mcp.catalog.dev/requested-probe-at"
+
+	// AnnotationRegistryURL on an McpServer names the MCP registry it was
+	// imported from (`kubectl mcp registry import`). Like the two below it
+	// records where a draft came from; nothing in the operator or the
+	// gateway reads it to decide anything (docs/adr/049-registry-metadata.md).
+	AnnotationRegistryURL = "mcp.catalog.dev/registry-url"
+
+	// AnnotationRegistryName on an McpServer is the server's name in that
+	// registry (reverse-DNS, for example io.github.user/weather).
+	AnnotationRegistryName = "mcp.catalog.dev/registry-name"
+
+	// AnnotationRegistryVersion on an McpServer is the registry version it
+	// was imported at; `kubectl mcp registry outdated` compares it with the
+	// registry's latest and never changes it.
+	AnnotationRegistryVersion = "mcp.catalog.dev/registry-version"
 )
