@@ -45,6 +45,9 @@ func TestLayers(t *testing.T) {
 		{pkg: "internal/tokenexchange", only: leaves},
 		// Resolving credentials needs the token exchange, not the MCP client.
 		{pkg: "internal/credentials", not: []string{"internal/mcp"}},
+		// The protected resource is the gateway's to call, never the
+		// other way round: it stands alone while the gateway changes.
+		{pkg: "internal/oauthresource", not: []string{"internal/gateway", "internal/manager"}},
 	}
 	for _, c := range cases {
 		t.Run(c.pkg, func(t *testing.T) {
