@@ -173,10 +173,13 @@ type idp struct {
 	srv    *httptest.Server
 	store  *idpStorage
 
-	down      atomic.Bool
-	requests  atomic.Int64 // every request the gateway's side could make
-	discovery atomic.Int64
-	keys      atomic.Int64
+	down     atomic.Bool
+	failWith atomic.Int32 // an HTTP status every request gets, when set
+	// keysFailWith: the same, for the key set only.
+	keysFailWith atomic.Int32
+	requests     atomic.Int64 // every request the gateway's side could make
+	discovery    atomic.Int64
+	keys         atomic.Int64
 }
 
 func startIdP(t testing.TB) *idp {
@@ -205,6 +208,17 @@ func startIdP(t testing.TB) *idp {
 			// The connection is cut: what an unreachable provider looks
 			// like to the client.
 			panic(http.ErrAbortHandler)
+		}
+		code := p.failWith.Load()
+		if r.URL.Path == "/keys" && code == 0 {
+			code = p.keysFailWith.Load()
+		}
+		if code != 0 {
+			if code == http.StatusFound {
+				w.Header().Set("Location", "https://elsewhere.example.test/")
+			}
+			http.Error(w, "<html>provider maintenance page</html>", int(code))
+			return
 		}
 		handler.Load().(http.Handler).ServeHTTP(w, r)
 	}))

@@ -380,6 +380,40 @@ func TestUnreachableProviderIsUnavailableNotRefused(t *testing.T) {
 	noTokenIn(t, []string{token, rotated}, append(texts, log.text()...))
 }
 
+// A provider that answers, but with an error or a redirect, is as
+// unavailable as one that does not answer; its bytes are not repeated.
+func TestProviderAnsweringAnErrorIsUnavailable(t *testing.T) {
+	for _, code := range []int{http.StatusInternalServerError, http.StatusServiceUnavailable, http.StatusFound, http.StatusNotFound} {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			p := withClients(startIdP(t))
+			token := p.mint(t, "agent")
+			clock := testingclock.NewFakeClock(time.Now())
+			v := newValidator(t, options(p, clock, nil))
+			p.failWith.Store(int32(code))
+			_, err := v.Validate(context.Background(), token)
+			var un *oauthresource.UnavailableError
+			if !errors.As(err, &un) {
+				t.Fatalf("discovery answered %d: got %T %v", code, err, err)
+			}
+			if s := fmt.Sprintf("%v %+v", err, errors.Unwrap(err)); strings.Contains(s, "maintenance") {
+				t.Errorf("the provider's bytes are repeated: %s", s)
+			}
+			// Discovered, then the key set answers the error.
+			p.failWith.Store(0)
+			clock.Step(oauthresource.DefaultKeyRefreshInterval)
+			v = newValidator(t, options(p, clock, nil))
+			p.keysFailWith.Store(int32(code))
+			_, err = v.Validate(context.Background(), token)
+			if !errors.As(err, &un) {
+				t.Fatalf("keys answered %d: got %T %v", code, err, err)
+			}
+			if s := fmt.Sprintf("%v %+v", err, errors.Unwrap(err)); strings.Contains(s, "maintenance") {
+				t.Errorf("the provider's bytes are repeated: %s", s)
+			}
+		})
+	}
+}
+
 // Rotation: a token signed by a key published after the set was fetched
 // is accepted once the set is fetched again, which a new key id triggers
 // at most once per refresh interval.
