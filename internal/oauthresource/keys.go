@@ -180,10 +180,13 @@ func (e *fetchError) Unwrap() error { return e.cause }
 
 // keyFetcher is the transport of an issuer's go-oidc key set. go-oidc
 // fetches the keys again whenever a token's key id is not in its cache;
-// this transport lets it do so at most once per KeyRefreshInterval, so
-// that tokens with made-up key ids cost the identity provider nothing,
-// and remembers the key ids of the last set fetched, so that a refused
-// token can be told apart: unknown key, or bad signature.
+// this transport lets it reach the identity provider at most once per
+// KeyRefreshInterval, so that tokens with made-up key ids cost the
+// provider nothing. Within the interval it answers with the last set it
+// fetched: a caller that found go-oidc's cache empty just before another
+// caller's fetch filled it gets those keys rather than a refusal. It also
+// remembers that set's key ids, so that a refused token can be told
+// apart: unknown key, or bad signature.
 type keyFetcher struct {
 	base     http.RoundTripper
 	clock    clock.PassiveClock
@@ -193,7 +196,8 @@ type keyFetcher struct {
 	mu        sync.Mutex
 	attempted bool
 	last      time.Time
-	failed    error // of the last fetch
+	failed    error  // of the last fetch
+	set       []byte // the last set fetched
 	kids      map[string]bool
 }
 
@@ -202,8 +206,17 @@ func (f *keyFetcher) RoundTrip(req *http.Request) (*http.Response, error) {
 	f.mu.Lock()
 	if f.attempted {
 		if wait := f.interval - now.Sub(f.last); wait > 0 {
-			failed := f.failed
+			failed, set := f.failed, f.set
 			f.mu.Unlock()
+			if failed == nil && set != nil {
+				return &http.Response{
+					Status: "200 OK", StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+					Header:        http.Header{"Content-Type": {"application/json"}},
+					Body:          io.NopCloser(bytes.NewReader(set)),
+					ContentLength: int64(len(set)),
+					Request:       req,
+				}, nil
+			}
 			return nil, &tooSoon{wait: wait, failed: failed}
 		}
 	}
@@ -211,9 +224,10 @@ func (f *keyFetcher) RoundTrip(req *http.Request) (*http.Response, error) {
 	f.mu.Unlock()
 
 	resp, err := f.base.RoundTrip(req)
+	var set []byte
 	var kids map[string]bool
 	if err == nil {
-		kids, err = keyIDs(resp)
+		set, kids, err = keyIDs(resp)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -222,7 +236,7 @@ func (f *keyFetcher) RoundTrip(req *http.Request) (*http.Response, error) {
 		f.log.Error(err, "fetching an OIDC issuer's keys failed; tokens signed by keys not fetched before are answered unavailable", "retryAfter", f.interval)
 		return nil, err
 	}
-	f.failed, f.kids = nil, kids
+	f.failed, f.set, f.kids = nil, set, kids
 	f.log.V(1).Info("fetched an OIDC issuer's keys", "keys", len(kids))
 	return resp, nil
 }
@@ -234,12 +248,12 @@ func (f *keyFetcher) knows(kid string) bool {
 	return f.kids[kid]
 }
 
-// keyIDs reads the key ids of a JWK set (the body stays for go-oidc,
-// which parses the keys themselves).
-func keyIDs(resp *http.Response) (map[string]bool, error) {
+// keyIDs reads a JWK set's body and its key ids (the body stays for
+// go-oidc, which parses the keys themselves).
+func keyIDs(resp *http.Response) ([]byte, map[string]bool, error) {
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, &fetchError{cause: err}
+		return nil, nil, &fetchError{cause: err}
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	var set struct {
@@ -248,17 +262,17 @@ func keyIDs(resp *http.Response) (map[string]bool, error) {
 		} `json:"keys"`
 	}
 	if err := json.Unmarshal(body, &set); err != nil {
-		return nil, &fetchError{cause: errors.New("the key set is not a JWK set")}
+		return nil, nil, &fetchError{cause: errors.New("the key set is not a JWK set")}
 	}
 	kids := make(map[string]bool, len(set.Keys))
 	for _, k := range set.Keys {
 		kids[k.KeyID] = true
 	}
-	return kids, nil
+	return body, kids, nil
 }
 
-// tooSoon is the key set's refetch refused by the interval. failed is
-// the last fetch's error, if it failed.
+// tooSoon is the key set's refetch refused by the interval with no set
+// to answer with: the last fetch failed (failed), or none has ended yet.
 type tooSoon struct {
 	wait   time.Duration
 	failed error

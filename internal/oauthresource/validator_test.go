@@ -512,6 +512,37 @@ func TestCachedTokenMakesNoRequestToTheProvider(t *testing.T) {
 	}
 }
 
+// Many first tokens at once, on a validator that has fetched nothing:
+// every one is accepted, with one discovery and one key set fetch. A
+// caller that found the key set empty and asks go-oidc for it again just
+// after another caller's fetch must get that fetch's keys, not a refusal.
+func TestConcurrentFirstTokensShareOneFetch(t *testing.T) {
+	p := withClients(startIdP(t))
+	tokens := make([]string, 40)
+	for i := range tokens {
+		tokens[i] = p.mint(t, "agent", fmt.Sprintf("scope-%d", i))
+	}
+	for round := range 5 {
+		p.discovery.Store(0)
+		p.keys.Store(0)
+		v := newValidator(t, options(p, testingclock.NewFakeClock(time.Now()), nil))
+		var wg sync.WaitGroup
+		errs := make([]error, len(tokens))
+		for i, tok := range tokens {
+			wg.Go(func() { _, errs[i] = v.Validate(context.Background(), tok) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("round %d, token %d: %v", round, i, err)
+			}
+		}
+		if d, k := p.discovery.Load(), p.keys.Load(); d != 1 || k != 1 {
+			t.Errorf("round %d: %d discoveries and %d key set fetches, want 1 and 1", round, d, k)
+		}
+	}
+}
+
 // BenchmarkValidateCached is the cost of a token seen before: the
 // target is at most 20µs of CPU per validation, with no request to the
 // identity provider (cpu-ns/op is the process's CPU time per validation).
