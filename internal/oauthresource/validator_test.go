@@ -512,6 +512,35 @@ func TestCachedTokenMakesNoRequestToTheProvider(t *testing.T) {
 	}
 }
 
+// The cache holds at most TokenCacheSize tokens: the least recently used
+// goes first, and is validated again (from the cached keys) when it
+// comes back.
+func TestTokenCacheIsBounded(t *testing.T) {
+	p := withClients(startIdP(t))
+	o := options(p, testingclock.NewFakeClock(time.Now()), nil)
+	o.TokenCacheSize = 2
+	v := newValidator(t, o)
+	ctx := context.Background()
+	tokens := []string{p.mint(t, "agent", "a"), p.mint(t, "agent", "b"), p.mint(t, "agent", "c")}
+	ids := make([]*oauthresource.Identity, len(tokens))
+	for i, tok := range tokens {
+		id, err := v.Validate(ctx, tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	if id, _ := v.Validate(ctx, tokens[2]); id != ids[2] {
+		t.Error("the most recent token is not cached")
+	}
+	if id, _ := v.Validate(ctx, tokens[0]); id == ids[0] {
+		t.Error("a third token did not push the first out of a cache of two")
+	}
+	if n := p.requests.Load(); n != 2 {
+		t.Errorf("%d requests; validating again needs none", n)
+	}
+}
+
 // Many first tokens at once, on a validator that has fetched nothing:
 // every one is accepted, with one discovery and one key set fetch. A
 // caller that found the key set empty and asks go-oidc for it again just
