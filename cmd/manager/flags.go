@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/budget"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/oauthresource"
 )
 
 // client-go's default (20 requests a second, bursts of 30) is below what
@@ -36,14 +37,15 @@ const (
 type commandLine struct {
 	opts manager.Options
 
-	watchNamespaces              string
-	privateCIDRs, namespaceCIDRs string
-	tokenProxy, tokenCAFile      string
-	maxTools                     int
-	apiQPS, reviewQPS            float64
-	apiBurst                     int
-	auditPath                    string
-	version                      bool
+	watchNamespaces               string
+	privateCIDRs, namespaceCIDRs  string
+	tokenProxy, tokenCAFile       string
+	oauthIssuersFile, oauthScopes string
+	maxTools                      int
+	apiQPS, reviewQPS             float64
+	apiBurst                      int
+	auditPath                     string
+	version                       bool
 }
 
 // newCommandLine binds every flag of the manager onto fs.
@@ -56,6 +58,7 @@ func newCommandLine(fs *flag.FlagSet) *commandLine {
 	c.bindToolListeners(fs)
 	c.bindAPIClients(fs)
 	c.bindGateway(fs)
+	c.bindGatewayOAuth(fs)
 	c.bindGatewayApprovals(fs)
 	c.bindGatewayAudit(fs)
 	c.bindGatewayBudgets(fs)
@@ -152,6 +155,18 @@ func (c *commandLine) bindGateway(fs *flag.FlagSet) {
 	fs.DurationVar(&o.GatewayCredentialTTL, "gateway-credential-cache-ttl", credentials.DefaultCacheTTL, "How long the gateway keeps a credential Secret it read before reading it again (a rotation is used within it).")
 }
 
+// bindGatewayOAuth: OAuth access tokens of administrator-configured OIDC
+// issuers, beside ServiceAccount tokens (docs/gateway-oauth.md).
+func (c *commandLine) bindGatewayOAuth(fs *flag.FlagSet) {
+	o := &c.opts.GatewayOAuth
+	fs.StringVar(&o.Resource, "gateway-oauth-resource", o.Resource, "Canonical URI of the gateway's MCP endpoint (RFC 8707), e.g. https://mcp.example.com/mcp: OAuth access tokens must be issued for it, and the gateway's protected resource metadata names it. Empty accepts no OAuth access token.")
+	fs.StringVar(&c.oauthIssuersFile, "gateway-oauth-issuers-file", "", "YAML file listing the OIDC issuers whose access tokens the gateway accepts, with their audiences and claim mappings (docs/gateway-oauth.md).")
+	fs.StringVar(&c.oauthScopes, "gateway-oauth-scopes", "", "Comma-separated scopes the gateway advertises in its protected resource metadata and its 401 challenge.")
+	fs.DurationVar(&o.ClockSkew, "gateway-oauth-clock-skew", o.ClockSkew, "Leeway given to an access token's exp, nbf and iat against the gateway's clock.")
+	fs.IntVar(&o.TokenCacheSize, "gateway-oauth-token-cache-size", o.TokenCacheSize, "Validated access tokens one gateway replica remembers, each until it expires.")
+	fs.DurationVar(&o.KeyRefreshInterval, "gateway-oauth-key-refresh-interval", o.KeyRefreshInterval, "Shortest time between two fetches of one issuer's keys, or two attempts at its discovery: a token naming an unknown key waits for it.")
+}
+
 // bindGatewayApprovals: calls that wait for a person's approval.
 func (c *commandLine) bindGatewayApprovals(fs *flag.FlagSet) {
 	o := &c.opts
@@ -237,7 +252,33 @@ func (c *commandLine) options() (manager.Options, error) {
 			return o, errors.New("--token-endpoint-ca-file holds no PEM certificate")
 		}
 	}
+	if err := c.oauth(&o); err != nil {
+		return o, err
+	}
 	return o, nil
+}
+
+// oauth completes the gateway's OAuth options: the scopes and the issuers
+// file, then checks them as the gateway will.
+func (c *commandLine) oauth(o *manager.Options) error {
+	for _, s := range strings.Split(c.oauthScopes, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			o.GatewayOAuth.Scopes = append(o.GatewayOAuth.Scopes, s)
+		}
+	}
+	if c.oauthIssuersFile != "" {
+		data, err := os.ReadFile(c.oauthIssuersFile)
+		if err != nil {
+			return fmt.Errorf("reading --gateway-oauth-issuers-file: %w", err)
+		}
+		if o.GatewayOAuth.Issuers, err = oauthresource.ParseIssuers(data); err != nil {
+			return fmt.Errorf("--gateway-oauth-issuers-file: %w", err)
+		}
+	}
+	if err := o.GatewayOAuth.Validate(); err != nil {
+		return fmt.Errorf("--gateway-oauth-resource and --gateway-oauth-issuers-file: %w", err)
+	}
+	return nil
 }
 
 // byteCount is what a size flag may set: rate.Limit and int as well as

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/netip"
 	"net/url"
+	"os"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/budget"
 	"github.com/mcp-catalog/operator/internal/manager"
+	"github.com/mcp-catalog/operator/internal/oauthresource"
 )
 
 // parse runs args through the flags main binds.
@@ -95,6 +97,14 @@ func asRead(o manager.Options) manager.Options {
 	}
 	if o.GatewayReviewBurst <= 0 {
 		o.GatewayReviewBurst = manager.DefaultGatewayReviewBurst
+	}
+	// oauthresource.New: field by field.
+	a := &o.GatewayOAuth
+	or(&a.ClockSkew, oauthresource.DefaultClockSkew)
+	or(&a.KeyRefreshInterval, oauthresource.DefaultKeyRefreshInterval)
+	or(&a.FetchTimeout, oauthresource.DefaultFetchTimeout)
+	if a.TokenCacheSize <= 0 {
+		a.TokenCacheSize = oauthresource.DefaultTokenCacheSize
 	}
 	// budget.Budgets.withDefaults: field by field.
 	b := &o.GatewayBudgets
@@ -203,6 +213,42 @@ func TestEverythingElseAsBefore(t *testing.T) {
 		{"--namespace-private-cidrs=ns"},
 		{"--token-endpoint-proxy=socks5://proxy:1080"},
 		{"--token-endpoint-ca-file=" + t.TempDir() + "/missing.pem"},
+	} {
+		if _, _, err := parse(t, args...); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+}
+
+func TestGatewayOAuthFlags(t *testing.T) {
+	file := t.TempDir() + "/issuers.yaml"
+	if err := os.WriteFile(file, []byte("issuers:\n- url: https://idp.example.test\n  claimMappings:\n    groups: {claim: groups, prefix: \"idp:\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, o, err := parse(t, "--gateway-oauth-resource=https://mcp.example.test/mcp", "--gateway-oauth-issuers-file="+file,
+		"--gateway-oauth-scopes=mcp.tools, mcp.approvals", "--gateway-oauth-clock-skew=30s", "--gateway-oauth-token-cache-size=10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := o.GatewayOAuth
+	if g.Resource != "https://mcp.example.test/mcp" || len(g.Issuers) != 1 || g.Issuers[0].URL != "https://idp.example.test" ||
+		*g.Issuers[0].ClaimMappings.Groups.Prefix != "idp:" || !reflect.DeepEqual(g.Scopes, []string{"mcp.tools", "mcp.approvals"}) ||
+		g.ClockSkew != 30*time.Second || g.TokenCacheSize != 10 || g.KeyRefreshInterval != oauthresource.DefaultKeyRefreshInterval {
+		t.Errorf("%+v", g)
+	}
+	if v, err := oauthresource.New(g); err != nil || v == nil {
+		t.Errorf("the gateway's constructor: %v, %v", v, err)
+	}
+	bad := t.TempDir() + "/bad.yaml"
+	if err := os.WriteFile(bad, []byte("issuers:\n- url: https://idp.example.test\n  claimMappings:\n    username: {expression: claims.sub}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--gateway-oauth-resource=https://mcp.example.test/mcp"},
+		{"--gateway-oauth-issuers-file=" + file},
+		{"--gateway-oauth-resource=https://mcp.example.test/mcp", "--gateway-oauth-issuers-file=" + bad},
+		{"--gateway-oauth-resource=https://mcp.example.test/mcp", "--gateway-oauth-issuers-file=" + file + ".missing"},
+		{"--gateway-oauth-resource=mcp.example.test", "--gateway-oauth-issuers-file=" + file},
 	} {
 		if _, _, err := parse(t, args...); err == nil {
 			t.Errorf("%q accepted", args)

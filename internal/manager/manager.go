@@ -33,6 +33,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/gateway/budget"
 	"github.com/mcp-catalog/operator/internal/logging"
+	"github.com/mcp-catalog/operator/internal/oauthresource"
 	"github.com/mcp-catalog/operator/internal/tenancy"
 )
 
@@ -185,6 +186,11 @@ type Options struct {
 	// GatewayAudience is the audience agents' ServiceAccount tokens must be
 	// bound to.
 	GatewayAudience string
+	// GatewayOAuth configures the OAuth access tokens of
+	// administrator-configured OIDC issuers, for the gateway's identify
+	// stage to accept beside ServiceAccount tokens (oauthresource.New).
+	// The gateway does not read it yet (docs/gateway-oauth.md).
+	GatewayOAuth oauthresource.Options
 	// GatewayAudit receives the gateway's audit records; nil means standard
 	// output.
 	GatewayAudit io.Writer
@@ -303,6 +309,7 @@ func DefaultOptions() Options {
 		GracefulShutdownTimeout: 30 * time.Second,
 		MaxConcurrentServers:    controller.DefaultMaxConcurrentServers,
 		GatewayAudience:         DefaultGatewayAudience,
+		GatewayOAuth:            oauthresource.DefaultOptions(),
 		Components:              ComponentsAll,
 		NotifyCallApprovals:     true,
 		ToolListeners: ToolListenerOptions{

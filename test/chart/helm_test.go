@@ -343,6 +343,11 @@ networkPolicy:
 		check:      checkGatewayScoped,
 	},
 	{
+		name:   "gateway-oauth",
+		values: oauthValues,
+		check:  checkGatewayOAuth,
+	},
+	{
 		name:       "gateway-pools",
 		values:     poolsValues,
 		namespaces: []string{"team-a", "team-b", "platform"},

@@ -52,6 +52,9 @@ func TestLayers(t *testing.T) {
 		{pkg: "internal/gateway/authz", not: []string{"internal/gateway"}},
 		{pkg: "internal/gateway/budget", not: []string{"internal/gateway", "internal/gateway/authz"}},
 		{pkg: "internal/gateway/approvals", not: []string{"internal/gateway", "internal/gateway/authn", "internal/gateway/authz"}},
+		// The protected resource is the gateway's to call, never the
+		// other way round: it stands alone while the gateway changes.
+		{pkg: "internal/oauthresource", not: []string{"internal/gateway", "internal/manager"}},
 	}
 	for _, c := range cases {
 		t.Run(c.pkg, func(t *testing.T) {

@@ -153,3 +153,11 @@ shares (token and access reviews, the approval key).
   namespace: {{ $.Release.Namespace }}
 {{- end }}
 {{- end }}
+
+{{/*
+The gateway's issuers file (--gateway-oauth-issuers-file), for its
+ConfigMap and the checksum that rolls the gateway when it changes.
+*/}}
+{{- define "mcp-catalog-operator.gatewayOAuthIssuers" -}}
+{{ toYaml (dict "issuers" .Values.gateway.oauth.issuers) }}
+{{- end }}
