@@ -150,6 +150,7 @@ func (c *commandLine) bindGateway(fs *flag.FlagSet) {
 	o.GatewayMaxRequestBytes = gateway.DefaultMaxRequestBytes
 	fs.Var(bytesVar(&o.GatewayMaxRequestBytes), "gateway-max-request-bytes", `Largest request body the gateway reads (e.g. "4Mi"); a larger one is refused with 413 before any of it is decoded.`)
 	fs.Var(bytesVar(&o.GatewayMaxRequestBytesInFlight), "gateway-max-request-bytes-in-flight", `Request bytes one gateway replica holds at once, each namespace at most half (e.g. "64Mi"); 0 means a quarter of GOMEMLIMIT when set, else `+fmt.Sprint(resource.NewQuantity(budget.DefaultMaxRequestBytesInFlight, resource.BinarySI))+`.`)
+	fs.StringVar(&o.GatewayPublicURL, "gateway-public-url", o.GatewayPublicURL, "The gateway's MCP endpoint as agents reach it (e.g. https://mcp.example.com/mcp); when set, each caller's catalog is also served as a read-only MCP Registry at /v0.1/ (docs/registry.md).")
 	fs.IntVar(&o.GatewayMaxIdleConnections, "gateway-max-idle-connections", gateway.DefaultMaxIdleConnections, "Connections one gateway replica keeps open idle between requests; past it the one idle longest is closed (its client opens a new one).")
 	fs.DurationVar(&o.GatewayListTTL, "gateway-list-ttl", gateway.DefaultListTTL, "How long an agent may use a tools/list result without asking again (ttlMs).")
 	fs.DurationVar(&o.GatewayCredentialTTL, "gateway-credential-cache-ttl", credentials.DefaultCacheTTL, "How long the gateway keeps a credential Secret it read before reading it again (a rotation is used within it).")

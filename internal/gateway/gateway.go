@@ -115,6 +115,12 @@ type Options struct {
 	// namespace. A caller of another namespace is answered 421 before any
 	// work (pool.go).
 	Namespaces []string
+	// PublicURL is the gateway's MCP endpoint as agents reach it (e.g.
+	// https://mcp.example.com/mcp). When set, the catalog each caller may
+	// call is also served as a read-only MCP Registry at RegistryPath,
+	// every entry naming this one endpoint (docs/registry.md); empty
+	// serves no registry.
+	PublicURL string
 	// Clock is the gateway's clock; nil is the real one.
 	Clock clock.PassiveClock
 }

@@ -349,17 +349,24 @@ func (g *Gateway) visibleTool(ctx context.Context, id *authn.Identity, name stri
 // of a list is proportional to the tools that can be served, not to the
 // tools the namespace holds. Nothing here or below changes a tool.
 func (g *Gateway) visibleTools(ctx context.Context, id *authn.Identity) ([]toolOffer, error) {
+	out, _, err := g.visibleVerdicts(ctx, id)
+	return out, err
+}
+
+// visibleVerdicts is visibleTools with each tool's verdict (its effective
+// class and approval), in the same order.
+func (g *Gateway) visibleVerdicts(ctx context.Context, id *authn.Identity) ([]toolOffer, []verdict, error) {
 	var list mcpv1alpha1.McpToolList
 	opts := []client.ListOption{client.InNamespace(id.Namespace)}
 	if g.ServableIndex {
 		opts = append(opts, client.MatchingFields{IndexListable: "true"}, client.UnsafeDisableDeepCopy)
 	}
 	if err := g.Reader.List(ctx, &list, opts...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ceiling, err := g.ceiling(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	servers := map[types.NamespacedName]*mcpv1alpha1.McpServer{}
 	candidates := make([]toolOffer, 0, len(list.Items))
@@ -368,21 +375,32 @@ func (g *Gateway) visibleTools(ctx context.Context, id *authn.Identity) ([]toolO
 	}
 	shared, err := g.sharedOffers(ctx, id.Namespace, servers)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	candidates = append(candidates, shared...)
-	var out []toolOffer
+	type seen struct {
+		o toolOffer
+		v verdict
+	}
+	var kept []seen
 	for _, o := range candidates {
 		v, err := g.verdictFor(ctx, id, o, ceiling, servers)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if v.allowed() {
-			out = append(out, o)
+			kept = append(kept, seen{o, v})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].localName() < out[j].localName() })
-	return out, nil
+	if len(kept) == 0 {
+		return nil, nil, nil
+	}
+	sort.Slice(kept, func(i, j int) bool { return kept[i].o.localName() < kept[j].o.localName() })
+	out, verdicts := make([]toolOffer, len(kept)), make([]verdict, len(kept))
+	for i, k := range kept {
+		out[i], verdicts[i] = k.o, k.v
+	}
+	return out, verdicts, nil
 }
 
 // undecidedMessage answers a request whose tools could not be decided.

@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/gateway/budget"
+	"github.com/mcp-catalog/operator/internal/registry"
 )
 
 // ErrMissingOption is returned by New when a required option is not set.
@@ -100,6 +101,15 @@ func New(o Options) (*Gateway, error) {
 	route := g.front(sdkPath)
 	mux := http.NewServeMux()
 	mux.Handle(Path, g.identifier.Handler(g.served(g.budgeted(route))))
+	if o.PublicURL != "" {
+		reg, err := registry.NewHandler(registry.CatalogFunc(g.registryCatalog), registry.HandlerOptions{EndpointURL: o.PublicURL})
+		if err != nil {
+			return nil, fmt.Errorf("gateway: serving the registry: %w", err)
+		}
+		// The same stages before it as before a tools/list, and its
+		// answer charged to the byte budgets as a list's is.
+		mux.Handle(RegistryPath, g.identifier.Handler(g.served(g.budgeted(g.charged(reg)))))
+	}
 	g.handler = mux
 	return g, nil
 }

@@ -242,6 +242,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 
 		MaxRequestBytes:         opts.GatewayMaxRequestBytes,
 		MaxRequestBytesInFlight: opts.GatewayMaxRequestBytesInFlight,
+		PublicURL:               opts.GatewayPublicURL,
 		// The cache holds these namespaces only: a caller of another is
 		// refused before any read (a gateway pool).
 		Namespaces: opts.WatchNamespaces,

@@ -240,6 +240,9 @@ type Options struct {
 	// GatewayMaxRequestBytes bounds the body of a request to the gateway;
 	// 0 means gateway.DefaultMaxRequestBytes.
 	GatewayMaxRequestBytes int64
+	// GatewayPublicURL is the gateway's MCP endpoint as agents reach it;
+	// when set the gateway also serves registry out (docs/registry.md).
+	GatewayPublicURL string
 	// GatewayMaxIdleConnections bounds the connections a gateway replica
 	// keeps open idle; 0 means gateway.DefaultMaxIdleConnections.
 	GatewayMaxIdleConnections int
