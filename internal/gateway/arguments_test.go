@@ -6,8 +6,6 @@ import (
 	"testing"
 )
 
-const aud = "mcp-catalog-gateway"
-
 func TestArgumentsHashIsCanonical(t *testing.T) {
 	hash := func(raw any) string {
 		t.Helper()

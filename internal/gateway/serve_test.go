@@ -88,7 +88,9 @@ func TestListenerClosesIdleConnectionsPastItsBound(t *testing.T) {
 	go func() { done <- l.Start(ctx) }()
 	defer func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 	}()
 	addr := <-ready
 	request := func(c net.Conn, r *bufio.Reader) error {

@@ -33,15 +33,6 @@ const maxTokenBytes = 16 << 10
 // against this replica's clock, as the API server gives its own.
 const tokenSkew = time.Minute
 
-// plausibleServiceAccountToken reports whether token has the shape of a
-// ServiceAccount token for audience at now: a JWT (three base64url parts)
-// whose claims name a ServiceAccount as subject, include audience, and
-// have not expired nor begun in the future.
-func plausibleServiceAccountToken(token, audience string, now time.Time) bool {
-	w, ok := tokenWindowOf(token, audience)
-	return ok && w.holds(now)
-}
-
 // tokenWindow is when a token is valid by its own claims: from notBefore
 // (zero: no such claim) to expiry.
 type tokenWindow struct{ notBefore, expiry int64 }
@@ -55,7 +46,9 @@ func (w tokenWindow) holds(now time.Time) bool {
 }
 
 // tokenWindowOf reads, without the clock, whether token has the shape of a
-// ServiceAccount token for audience, and its window.
+// ServiceAccount token for audience: a JWT (three base64url parts) whose
+// claims name a ServiceAccount as subject, include audience and expire;
+// and its window, which holds judges against the clock.
 func tokenWindowOf(token, audience string) (tokenWindow, bool) {
 	if len(token) > maxTokenBytes {
 		return tokenWindow{}, false
@@ -128,7 +121,8 @@ func newShapes(audience string) *shapes {
 	return &shapes{key: key, audience: audience, m: map[fingerprint]tokenWindow{}}
 }
 
-// plausible is plausibleServiceAccountToken, remembered.
+// plausible reports whether token has the shape of a ServiceAccount token
+// for the audience and is within its window at now.
 func (s *shapes) plausible(token string, now time.Time) bool {
 	if len(token) > maxTokenBytes {
 		return false

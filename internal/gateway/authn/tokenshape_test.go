@@ -127,8 +127,10 @@ func TestARememberedShapeIsJudgedAtEveryUse(t *testing.T) {
 	s := newShapes(aud)
 	now := time.Now()
 	good := saToken("system:serviceaccount:team:bot", aud, time.Hour)
-	if !s.plausible(good, now) || !s.plausible(good, now) {
-		t.Fatal("a good token was refused")
+	for range 2 { // read, then remembered
+		if !s.plausible(good, now) {
+			t.Fatal("a good token was refused")
+		}
 	}
 	if len(s.m) != 1 {
 		t.Fatalf("%d shapes remembered, want 1", len(s.m))
