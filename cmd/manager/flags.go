@@ -52,6 +52,7 @@ func newCommandLine(fs *flag.FlagSet) *commandLine {
 	c.bindEgress(fs)
 	c.bindImports(fs)
 	c.bindToolListeners(fs)
+	c.bindSharing(fs)
 	c.bindAPIClients(fs)
 	c.bindGateway(fs)
 	c.bindGatewayApprovals(fs)
@@ -122,6 +123,12 @@ func (c *commandLine) bindToolListeners(fs *flag.FlagSet) {
 	fs.IntVar(&l.MaxPerNamespace, "max-tool-listeners-per-namespace", l.MaxPerNamespace, "Most McpServers of one namespace listened to at once; 0 means a quarter of --max-tool-listeners.")
 	fs.DurationVar(&l.Debounce, "tool-change-debounce", l.Debounce, "How long a tool list change waits for more before the one import they trigger.")
 	fs.DurationVar(&l.MinInterval, "tool-change-min-interval", l.MinInterval, "Shortest gap between two imports one McpServer's change notifications trigger.")
+}
+
+// bindSharing: whose word a sharing selector takes
+// (docs/adr/046-selector-trust.md).
+func (c *commandLine) bindSharing(fs *flag.FlagSet) {
+	fs.StringVar(&c.opts.SharingTrust.KeyPrefix, "sharing-selector-key-prefix", c.opts.SharingTrust.KeyPrefix, `Label key prefix every McpServer's spec.sharing.namespaceSelector must use (e.g. "sharing.mcp.catalog.dev/"), which the namespace admission policy reserves to administrators; a selector with another key grants no namespace. Empty trusts every key, and so whoever may label a namespace.`)
 }
 
 // bindAPIClients: the rates of the manager's client of the Kubernetes API

@@ -97,6 +97,7 @@ func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Sele
 		Storage:                   opts.NamespaceStorage,
 		CredentialRetryInterval:   opts.CredentialRetryInterval,
 		HealthInterval:            opts.HealthInterval,
+		SharingTrust:              opts.SharingTrust,
 	}
 	if l := opts.ToolListeners; l.Enabled {
 		servers.Listeners = &controller.ToolListeners{MCP: w.mcp, Max: l.Max, MaxPerNamespace: l.MaxPerNamespace,
@@ -116,7 +117,7 @@ func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Sele
 	if err := policies.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpAccessPolicy controller: %w", err)
 	}
-	shared := &controller.McpSharedServerReconciler{Client: mgr.GetClient(), Selector: shard}
+	shared := &controller.McpSharedServerReconciler{Client: mgr.GetClient(), Selector: shard, Trust: opts.SharingTrust}
 	if err := shared.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpSharedServer controller: %w", err)
 	}

@@ -31,6 +31,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/controller"
 	"github.com/mcp-catalog/operator/internal/gateway"
+	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/tenancy"
 )
@@ -141,6 +142,10 @@ type Options struct {
 	// namespace's servers hold at once; 0 means three quarters of
 	// MaxConcurrentServers (docs/adr/024-tenant-fairness.md).
 	MaxConcurrentServersPerNamespace int
+	// SharingTrust is whose labels an McpServer's sharing selector takes:
+	// with a key prefix, only keys under it, which an admission policy on
+	// namespaces reserves to administrators (docs/adr/046).
+	SharingTrust governance.SelectorTrust
 	// ToolListeners configures the streams kept open to McpServers that
 	// announce changes of their tools (docs/adr/028).
 	ToolListeners ToolListenerOptions
