@@ -162,7 +162,7 @@ func (c *commandLine) bindGateway(fs *flag.FlagSet) {
 func (c *commandLine) bindGatewayApprovals(fs *flag.FlagSet) {
 	o := &c.opts
 	fs.StringVar(&o.GatewayApprovalPolicy, "gateway-approval-policy", o.GatewayApprovalPolicy, `Name of the ValidatingAdmissionPolicy that keeps a caller from deciding its own McpCallApproval (the chart's <fullname>-call-approvals, config/default's mcp-catalog-call-approvals); while it, or a binding of it that denies, is missing, calls that need a person's approval are refused. Empty checks nothing (development only).`)
-	fs.StringVar(&o.GatewayApprovalKeySecret, "gateway-approval-key-secret", o.GatewayApprovalKeySecret, `Secret (namespace/name) with the approval signing keys "current" and "previous", shared by every gateway replica; empty generates a key per process (development only).`)
+	fs.StringVar(&o.GatewayApprovalKeySecret, "gateway-approval-key-secret", o.GatewayApprovalKeySecret, `Secret (namespace/name) with the approval signing keys "current" and "previous", shared by every gateway replica and read by the controllers, which notify only about approvals sealed with them; empty generates a key per gateway process and notifies about no approval (development only).`)
 	fs.DurationVar(&o.GatewayApprovalTTL, "gateway-approval-ttl", gateway.DefaultApprovalTTL, "How long a call approval can be decided and used.")
 	fs.StringVar(&o.GatewayApprovalURL, "gateway-approval-url", o.GatewayApprovalURL, "URL shown to an agent's user for a call approval, with {namespace} and {name}; empty names the object on the API server.")
 }

@@ -145,10 +145,41 @@ func setupNotifications(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(hook); err != nil {
 		return fmt.Errorf("adding the notification webhook: %w", err)
 	}
-	if err := mgr.Add(&notify.Watcher{Cache: mgr.GetCache(), Notifier: hook, CallApprovals: opts.NotifyCallApprovals}); err != nil {
+	watcher := &notify.Watcher{Cache: mgr.GetCache(), Notifier: hook, CallApprovals: opts.NotifyCallApprovals}
+	keys, err := approvalKeys(mgr, opts, clock.RealClock{})
+	if err != nil {
+		return err
+	}
+	if keys != nil {
+		watcher.Seals = sealKeys{keys}
+	}
+	if err := mgr.Add(watcher); err != nil {
 		return fmt.Errorf("adding the notification watcher: %w", err)
 	}
 	return nil
+}
+
+// approvalKeys reads the keys the gateway seals approvals with from the
+// Secret opts names (GatewayApprovalKeySecret), or is nil when none is
+// named (a development gateway keeps a key of its own).
+func approvalKeys(mgr ctrl.Manager, opts Options, clk clock.PassiveClock) (gateway.KeySource, error) {
+	if opts.GatewayApprovalKeySecret == "" {
+		return nil, nil
+	}
+	ns, name, ok := strings.Cut(opts.GatewayApprovalKeySecret, "/")
+	if !ok || ns == "" || name == "" {
+		return nil, fmt.Errorf("%w: the approval key Secret must be given as namespace/name", gateway.ErrBadKeySecret)
+	}
+	return &gateway.SecretKeys{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: ns, Name: name}, Clock: clk}, nil
+}
+
+// sealKeys gives the notifications the gateway's approval keys, to tell
+// the approvals the gateway wrote from any other.
+type sealKeys struct{ gateway.KeySource }
+
+func (k sealKeys) SealKeys(ctx context.Context, fresh bool) ([]byte, []byte, error) {
+	ks, err := k.Keys(ctx, fresh)
+	return ks.Current, ks.Previous, err
 }
 
 // setupGateway adds the gateway to the manager. It runs on every replica,
@@ -179,13 +210,9 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	if err != nil {
 		return fmt.Errorf("setting up the approvals client: %w", err)
 	}
-	var keys gateway.KeySource
-	if opts.GatewayApprovalKeySecret != "" {
-		ns, name, ok := strings.Cut(opts.GatewayApprovalKeySecret, "/")
-		if !ok || ns == "" || name == "" {
-			return fmt.Errorf("%w: the approval key Secret must be given as namespace/name", gateway.ErrBadKeySecret)
-		}
-		keys = &gateway.SecretKeys{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: ns, Name: name}, Clock: gatewayClock}
+	keys, err := approvalKeys(mgr, opts, gatewayClock)
+	if err != nil {
+		return err
 	}
 	// Reviews go through a client of their own, with its own rate: a flood
 	// of callers waits for reviews, not the controllers for the API

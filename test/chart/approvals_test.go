@@ -170,3 +170,29 @@ func TestGatewayReadsItsApprovalKeySecret(t *testing.T) {
 		})
 	}
 }
+
+// TestControllersReadTheApprovalKeyToAnnounceSealedApprovals: with a
+// webhook and the gateway, the controllers that notify about call
+// approvals are told the gateway's key Secret and may read it, so that
+// they announce only the approvals the gateway sealed; without a webhook
+// they have no right to it.
+func TestControllersReadTheApprovalKeyToAnnounceSealedApprovals(t *testing.T) {
+	const gw = "gateway:\n  enabled: true\n  tls:\n    secretName: tls\n"
+	const hook = "notifications:\n  webhook:\n    url: https://hooks.example.com/mcp\n    secretName: mcp-notify\n"
+	managerReads := func(objs []*unstructured.Unstructured) bool {
+		b := one[rbacv1.RoleBinding](t, objs, "RoleBinding", fullname+"-approval-key")
+		return slices.ContainsFunc(b.Subjects, func(s rbacv1.Subject) bool { return s.Kind == "ServiceAccount" && s.Name == fullname })
+	}
+	objs := render(t, gw+hook, floorKubeVersion)
+	_, c := manager(t, objs)
+	if got := flags(t, c)["--gateway-approval-key-secret"]; got != releaseNS+"/"+fullname+"-approval-key" {
+		t.Errorf("the controllers' --gateway-approval-key-secret=%q", got)
+	}
+	if !managerReads(objs) {
+		t.Error("the controllers may not read the approval key Secret")
+	}
+	objs = render(t, gw, floorKubeVersion)
+	if managerReads(objs) {
+		t.Error("the controllers may read the approval key Secret without a webhook to notify")
+	}
+}
