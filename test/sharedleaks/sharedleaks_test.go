@@ -4,10 +4,10 @@
 // the API objects in a fake reader, so that these attacks live beside the
 // gateway without reaching into it.
 //
-// Both attacks succeed against the gateway as it is: the fix belongs to
-// the gateway, which is being restructured, and lands with it. Until
-// then they are skipped unless MCP_PENDING_ATTACKS=1; the fix removes the
-// skip.
+// Three of the attacks succeed against the gateway as it is: their fix
+// belongs to the gateway, which is being restructured, and lands with it.
+// Until then they are skipped unless MCP_PENDING_ATTACKS=1; the fix
+// removes the skip.
 package sharedleaks
 
 import (
@@ -99,7 +99,7 @@ func (r *recorder) in(ns string) []string {
 func objects(sharing *mcpv1alpha1.ServerSharing, auth *mcpv1alpha1.McpServerAuth) []client.Object {
 	off := false
 	srv := &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Namespace: owner, Name: "docs"},
-		Spec: mcpv1alpha1.McpServerSpec{URL: "https://docs.example/mcp", DataClass: mcpv1alpha1.DataClassPublic, ApprovalRequired: &off, Sharing: sharing}}
+		Spec: mcpv1alpha1.McpServerSpec{URL: "https://127.0.0.1:1/mcp", DataClass: mcpv1alpha1.DataClassPublic, ApprovalRequired: &off, Sharing: sharing}}
 	srv.Spec.Auth = auth
 	tool := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Namespace: owner, Name: "docs.echo", Generation: 1},
 		Spec: mcpv1alpha1.McpToolSpec{Enabled: true, ServerRef: mcpv1alpha1.LocalObjectReference{Name: "docs"}, RemoteName: "echo", ApprovedDefinitionHash: hash}}
@@ -166,6 +166,29 @@ func callWith(t *testing.T, rec *recorder, edit func(*gateway.Options), objs ...
 	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// A namespace the gateway cannot read (not in its cache yet, or gone) has
+// no labels to match: a NotIn selector, which an empty label set
+// satisfies, must not grant it. This holds today: the rule is
+// governance.SharedWith, which the gateway calls.
+func TestANamespaceMissingFromTheCacheMatchesNoNegativeSelector(t *testing.T) {
+	notIn := &mcpv1alpha1.ServerSharing{NamespaceSelector: &mcpv1alpha1.NamespaceSelector{MatchExpressions: []mcpv1alpha1.NamespaceSelectorRequirement{
+		{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"untrusted"}}}}}
+	notShared := call(t, &recorder{}, objects(nil, nil)...)
+	var missing []client.Object
+	for _, o := range objects(notIn, nil) {
+		if _, ok := o.(*corev1.Namespace); !ok {
+			missing = append(missing, o)
+		}
+	}
+	if got := call(t, &recorder{}, missing...); got != notShared {
+		t.Errorf("a namespace missing from the cache matched tier NotIn [untrusted]:\n%s\nnot, as for a server not shared,\n%s", got, notShared)
+	}
+	// Known, and labelled outside the NotIn values, it is granted.
+	if got := call(t, &recorder{}, objects(notIn, nil)...); got == notShared {
+		t.Error("a known namespace the selector matches was not granted")
+	}
 }
 
 // The attack: a namespace the owner never granted accepts the owner's
@@ -238,7 +261,7 @@ func TestACallApprovalIsBoundToTheOwnersServer(t *testing.T) {
 		for _, o := range objs {
 			switch v := o.(type) {
 			case *mcpv1alpha1.McpServer:
-				v.Namespace, v.Spec.ApprovalRequired, v.Spec.URL = ownerNS, &on, "https://127.0.0.1:1/mcp"
+				v.Namespace, v.Spec.ApprovalRequired = ownerNS, &on
 			case *mcpv1alpha1.McpTool:
 				v.Namespace = ownerNS
 			case *mcpv1alpha1.McpSharedServer:
