@@ -239,7 +239,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		return err
 	}
 	gw, err := gateway.New(gateway.Options{
-		Reader:    mgr.GetClient(),
+		Reader:    SharingTrustReader(mgr.GetClient(), opts.SharingTrust),
 		Authn:     &gateway.TokenReviewAuthenticator{Client: reviews, Audience: opts.GatewayAudience},
 		Authz:     &gateway.SubjectAccessReviewAuthorizer{Client: authz},
 		Upstreams: gatewayEndpoints(w.endpoints, opts.GatewayCredentialTTL, gatewayClock),

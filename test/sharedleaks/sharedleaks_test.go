@@ -30,6 +30,8 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/gateway"
+	"github.com/mcp-catalog/operator/internal/governance"
+	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/upstream"
 )
@@ -188,6 +190,37 @@ func TestANamespaceMissingFromTheCacheMatchesNoNegativeSelector(t *testing.T) {
 	// Known, and labelled outside the NotIn values, it is granted.
 	if got := call(t, &recorder{}, objects(notIn, nil)...); got == notShared {
 		t.Error("a known namespace the selector matches was not granted")
+	}
+}
+
+// The attack of docs/adr/046: the tenant labels its own namespace to match
+// the owner's selector. Under the administrator's reserved prefix the
+// gateway, reading through the manager's SharingTrustReader, does not
+// grant it, as the controllers report; a reserved key an administrator
+// set still grants.
+func TestATenantsOwnLabelGrantsNothingAtTheGatewayUnderAReservedPrefix(t *testing.T) {
+	trust := func(o *gateway.Options) {
+		o.Reader = manager.SharingTrustReader(o.Reader, governance.SelectorTrust{KeyPrefix: "sharing.mcp.catalog.dev/"})
+	}
+	selecting := func(key string) []client.Object {
+		objs := objects(&mcpv1alpha1.ServerSharing{NamespaceSelector: &mcpv1alpha1.NamespaceSelector{MatchExpressions: []mcpv1alpha1.NamespaceSelectorRequirement{
+			{Key: key, Operator: metav1.LabelSelectorOpIn, Values: []string{"docs"}}}}}, nil)
+		for _, o := range objs {
+			if ns, ok := o.(*corev1.Namespace); ok {
+				ns.Labels[key] = "docs"
+			}
+		}
+		return objs
+	}
+	notShared := call(t, &recorder{}, objects(nil, nil)...)
+	if got := call(t, &recorder{}, selecting("team")...); got == notShared {
+		t.Fatal("without the trust the tenant's own label should match (the risk the trust removes)")
+	}
+	if got := callWith(t, &recorder{}, trust, selecting("team")...); got != notShared {
+		t.Errorf("the gateway granted a namespace by a label its tenant set, outside the reserved prefix:\n%s", got)
+	}
+	if got := callWith(t, &recorder{}, trust, selecting("sharing.mcp.catalog.dev/team")...); got == notShared {
+		t.Error("the gateway did not grant by a reserved label")
 	}
 }
 
