@@ -50,6 +50,14 @@ const (
 	// true.
 	ConditionCapped = "Capped"
 
+	// ConditionSharingWarning (abnormal-true) says an McpServer's
+	// spec.sharing trusts more than its owner may mean: its
+	// namespaceSelector is {} (every namespace, present and future), or it
+	// uses a label key outside the prefix the administrator reserved for
+	// sharing (then it grants no namespace). Sharing works as the message
+	// says, so Ready does not depend on it. Present only while true.
+	ConditionSharingWarning = "SharingWarning"
+
 	// ConditionStalled (abnormal-true) says the controller cannot make
 	// progress without a change to the spec by a human; nothing is retried
 	// until the spec (or a referenced object) changes. Failures that a
@@ -203,6 +211,13 @@ const (
 	// one whose owner does not grant the namespace, so that a consumer
 	// learns nothing of another namespace's servers.
 	ReasonNotShared = "NotShared"
+	// ReasonSelectsEveryNamespace: an McpServer's
+	// spec.sharing.namespaceSelector is {}.
+	ReasonSelectsEveryNamespace = "SelectsEveryNamespace"
+	// ReasonSelectorNotTrusted: an McpServer's
+	// spec.sharing.namespaceSelector uses a label key outside the reserved
+	// prefix, or cannot be evaluated; it grants no namespace.
+	ReasonSelectorNotTrusted = "SelectorNotTrusted"
 	// ReasonDisabledByConsumer: the consuming namespace's McpSharedServer
 	// lists the tool in spec.disabledTools.
 	ReasonDisabledByConsumer = "DisabledByConsumer"

@@ -56,6 +56,7 @@ func newCommandLine(fs *flag.FlagSet) *commandLine {
 	c.bindEgress(fs)
 	c.bindImports(fs)
 	c.bindToolListeners(fs)
+	c.bindSharing(fs)
 	c.bindAPIClients(fs)
 	c.bindGateway(fs)
 	c.bindGatewayOAuth(fs)
@@ -129,6 +130,12 @@ func (c *commandLine) bindToolListeners(fs *flag.FlagSet) {
 	fs.DurationVar(&l.MinInterval, "tool-change-min-interval", l.MinInterval, "Shortest gap between two imports one McpServer's change notifications trigger.")
 }
 
+// bindSharing: whose word a sharing selector takes
+// (docs/adr/046-selector-trust.md).
+func (c *commandLine) bindSharing(fs *flag.FlagSet) {
+	fs.StringVar(&c.opts.SharingTrust.KeyPrefix, "sharing-selector-key-prefix", c.opts.SharingTrust.KeyPrefix, `Label key prefix every McpServer's spec.sharing.namespaceSelector must use (e.g. "sharing.mcp.catalog.dev/"), which the namespace admission policy reserves to administrators; a selector with another key grants no namespace. Empty trusts every key, and so whoever may label a namespace.`)
+}
+
 // bindAPIClients: the rates of the manager's client of the Kubernetes API
 // and of the gateway's own client for reviews, so that neither waits
 // behind the other.
@@ -172,7 +179,7 @@ func (c *commandLine) bindGatewayOAuth(fs *flag.FlagSet) {
 func (c *commandLine) bindGatewayApprovals(fs *flag.FlagSet) {
 	o := &c.opts
 	fs.StringVar(&o.GatewayApprovalPolicy, "gateway-approval-policy", o.GatewayApprovalPolicy, `Name of the ValidatingAdmissionPolicy that keeps a caller from deciding its own McpCallApproval (the chart's <fullname>-call-approvals, config/default's mcp-catalog-call-approvals); while it, or a binding of it that denies, is missing, calls that need a person's approval are refused. Empty checks nothing (development only).`)
-	fs.StringVar(&o.GatewayApprovalKeySecret, "gateway-approval-key-secret", o.GatewayApprovalKeySecret, `Secret (namespace/name) with the approval signing keys "current" and "previous", shared by every gateway replica; empty generates a key per process (development only).`)
+	fs.StringVar(&o.GatewayApprovalKeySecret, "gateway-approval-key-secret", o.GatewayApprovalKeySecret, `Secret (namespace/name) with the approval signing keys "current" and "previous", shared by every gateway replica and read by the controllers, which notify only about approvals sealed with them; empty generates a key per gateway process and notifies about no approval (development only).`)
 	fs.DurationVar(&o.GatewayApprovalTTL, "gateway-approval-ttl", gateway.DefaultApprovalTTL, "How long a call approval can be decided and used.")
 	fs.StringVar(&o.GatewayApprovalURL, "gateway-approval-url", o.GatewayApprovalURL, "URL shown to an agent's user for a call approval, with {namespace} and {name}; empty names the object on the API server.")
 }

@@ -60,8 +60,11 @@ func DefaultMaxListenersPerNamespace(total int) int { return max(1, total/4) }
 // The McpServer controller tells it, at the end of every reconcile, whether
 // a server should be listened to and with which endpoint (Observe), and when
 // a server is gone (Stop). It is bounded: at most Max streams in all and
-// MaxPerNamespace per namespace; a server over either bound is not listened
-// to and keeps its import interval.
+// MaxPerNamespace per namespace. With every slot taken, a namespace holding
+// fewer takes one from the namespace holding the most, when that holds at
+// least two more, so that a few namespaces at their ceiling cannot keep
+// every other namespace out. A server not listened to keeps its import
+// interval.
 type ToolListeners struct {
 	// MCP opens the streams.
 	MCP *mcp.Client
@@ -87,7 +90,9 @@ type ToolListeners struct {
 	stop  context.CancelFunc
 	byKey map[types.NamespacedName]*listener
 	perNS map[string]int
-	wg    sync.WaitGroup
+	// seq numbers the listeners in the order they started.
+	seq uint64
+	wg  sync.WaitGroup
 }
 
 // listener is one server's stream and its trigger.
@@ -98,6 +103,8 @@ type listener struct {
 	cancel      context.CancelFunc
 	// changed has room for one signal: notifications coalesce in it.
 	changed chan struct{}
+	// seq is when it started, among the listeners (ToolListeners.seq).
+	seq uint64
 	// freshUntil (Unix nanoseconds) is until when the last import's list
 	// is fresh by the server's own ttlMs: no import is triggered before.
 	freshUntil atomic.Int64
@@ -164,12 +171,21 @@ func (l *ToolListeners) Observe(key types.NamespacedName, ep mcp.Endpoint, want 
 		}
 		l.stopLocked(key)
 	}
-	if len(l.byKey) >= l.Max || l.perNS[key.Namespace] >= l.MaxPerNamespace {
+	if l.perNS[key.Namespace] >= l.MaxPerNamespace {
 		metrics.ToolListenersRefused.Inc()
 		return
 	}
+	if len(l.byKey) >= l.Max {
+		victim, ok := l.reclaimableLocked(key.Namespace)
+		if !ok {
+			metrics.ToolListenersRefused.Inc()
+			return
+		}
+		l.stopLocked(victim)
+	}
+	l.seq++
 	ctx, cancel := context.WithCancel(l.ctx)
-	ln := &listener{key: key, fingerprint: fp, ep: ep, cancel: cancel, changed: make(chan struct{}, 1)}
+	ln := &listener{key: key, fingerprint: fp, ep: ep, cancel: cancel, changed: make(chan struct{}, 1), seq: l.seq}
 	l.byKey[key] = ln
 	l.perNS[key.Namespace]++
 	metrics.ToolListeners.Set(float64(len(l.byKey)))
@@ -210,6 +226,35 @@ func (l *ToolListeners) Listening(key types.NamespacedName) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.byKey[key] != nil
+}
+
+// reclaimableLocked is the listener to stop so that namespace ns gets a
+// slot when every slot is taken: the newest of the namespace holding the
+// most, when that is at least two more than ns holds. So with the slots
+// full a namespace's share is never more than one above another's that
+// wants more (max-min fairness), and a slot taken back is not taken back
+// again by the namespace it was taken from. ok is false when no
+// namespace holds that much more.
+func (l *ToolListeners) reclaimableLocked(ns string) (types.NamespacedName, bool) {
+	richest, most := "", 0
+	for name, n := range l.perNS {
+		if n > most || n == most && name < richest {
+			richest, most = name, n
+		}
+	}
+	if most <= l.perNS[ns]+1 {
+		return types.NamespacedName{}, false
+	}
+	var newest *listener
+	for key, ln := range l.byKey {
+		if key.Namespace == richest && (newest == nil || ln.seq > newest.seq) {
+			newest = ln
+		}
+	}
+	if newest == nil {
+		return types.NamespacedName{}, false
+	}
+	return newest.key, true
 }
 
 func (l *ToolListeners) stopLocked(key types.NamespacedName) {

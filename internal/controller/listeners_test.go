@@ -168,16 +168,58 @@ func TestToolListenersBounds(t *testing.T) {
 	if !l.Listening(quiet) {
 		t.Fatal("another namespace found no slot beside the noisy one")
 	}
+	// Every slot is taken (noisy 2, quiet 1): a third namespace takes one
+	// back from the namespace holding the most, and no more than Max are
+	// open.
 	other := types.NamespacedName{Namespace: "third", Name: "s"}
 	l.Observe(other, peerEndpoint(srv, "third"), true)
-	if l.Listening(other) {
-		t.Fatal("more than Max listeners are open")
+	if !l.Listening(other) || l.Listening(noisy(1)) || !l.Listening(noisy(0)) || !l.Listening(quiet) {
+		t.Fatal("the third namespace did not take the noisy namespace's newest slot")
+	}
+	// Now every namespace holds one: nobody takes a slot from another.
+	l.Observe(noisy(1), peerEndpoint(srv, "noisy"), true)
+	if l.Listening(noisy(1)) {
+		t.Fatal("more than Max listeners are open, or a slot went back to the namespace it was taken from")
 	}
 	// A slot given back is taken by the next Observe.
-	l.Stop(noisy(0))
-	l.Observe(other, peerEndpoint(srv, "third"), true)
-	if !l.Listening(other) {
+	l.Stop(quiet)
+	l.Observe(noisy(1), peerEndpoint(srv, "noisy"), true)
+	if !l.Listening(noisy(1)) {
 		t.Fatal("a freed slot was not used")
+	}
+}
+
+// The attack: four namespaces each at their ceiling (a quarter of Max)
+// held every listener, and a fifth namespace's server got none. It gets
+// one, taken from a namespace holding more.
+func TestFourNamespacesCannotTakeEveryListener(t *testing.T) {
+	l := &ToolListeners{Max: 8}
+	srv := mcpserver.Start(t, mcpserver.Options{Flavor: mcpserver.GoSDK, Stateless: true})
+	startListeners(t, l)
+	for ns := range 4 {
+		for i := range 3 {
+			key := types.NamespacedName{Namespace: fmt.Sprintf("ns-%d", ns), Name: fmt.Sprintf("s%d", i)}
+			l.Observe(key, peerEndpoint(srv, key.Namespace), true)
+		}
+	}
+	if l.MaxPerNamespace != 2 {
+		t.Fatalf("the default share of 8 listeners is %d, want a quarter", l.MaxPerNamespace)
+	}
+	late := types.NamespacedName{Namespace: "late", Name: "s"}
+	l.Observe(late, peerEndpoint(srv, "late"), true)
+	if !l.Listening(late) {
+		t.Fatal("four namespaces at their ceiling kept a fifth out of every listener slot")
+	}
+	open := 0
+	for ns := range 4 {
+		for i := range 3 {
+			if l.Listening(types.NamespacedName{Namespace: fmt.Sprintf("ns-%d", ns), Name: fmt.Sprintf("s%d", i)}) {
+				open++
+			}
+		}
+	}
+	if open+1 != 8 {
+		t.Errorf("%d listeners open, want Max (8)", open+1)
 	}
 }
 

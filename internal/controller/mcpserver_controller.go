@@ -27,6 +27,7 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/fairqueue"
+	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/schedule"
@@ -89,6 +90,10 @@ type McpServerReconciler struct {
 	// announces changes of its tools, and imports on a change
 	// (docs/adr/028).
 	Listeners *ToolListeners
+	// SharingTrust is whose labels a sharing selector takes; the server
+	// gets a SharingWarning condition for a selector it refuses, and for
+	// {}.
+	SharingTrust governance.SelectorTrust
 
 	tools *toolStatus
 	// stored is what each server's admitted imports store, when Storage
@@ -225,6 +230,7 @@ func (r *McpServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // outcome, and the retry decides everything again.
 func (r *McpServerReconciler) finish(ctx context.Context, sc *serverScope, before *mcpv1alpha1.McpServer, err error) (ctrl.Result, error) {
 	srv := sc.server
+	setSharingWarning(srv, r.SharingTrust, sc.now)
 	summarize(srv, err, sc.now)
 	if d := sc.deferred; d != nil && errors.Is(err, d) {
 		// The import was put off, not failed: work in progress.

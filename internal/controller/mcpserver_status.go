@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/schedule"
 	"github.com/mcp-catalog/operator/internal/tenancy"
@@ -144,6 +145,26 @@ func recordContact(srv *mcpv1alpha1.McpServer, res *mcp.ProbeResult, now time.Ti
 	srv.Status.LastContactTime = &t
 	srv.Status.LastContactLatency = &metav1.Duration{Duration: res.Latency.Round(time.Millisecond)}
 	srv.Status.ServerInfo = info
+}
+
+// setSharingWarning sets SharingWarning while the server's sharing trusts
+// more than its owner may mean (governance.SelectsEveryNamespace) or its
+// selector grants nothing under trust (SelectorProblem), and removes it
+// otherwise.
+func setSharingWarning(srv *mcpv1alpha1.McpServer, trust governance.SelectorTrust, now time.Time) {
+	var reason, msg string
+	switch s := srv.Spec.Sharing; {
+	case s == nil || s.NamespaceSelector == nil:
+	case governance.SelectsEveryNamespace(srv):
+		reason, msg = mcpv1alpha1.ReasonSelectsEveryNamespace, "spec.sharing.namespaceSelector is {}: the server is shared with every namespace, and with every one anybody creates later"
+	default:
+		reason, msg = mcpv1alpha1.ReasonSelectorNotTrusted, trust.SelectorProblem(s.NamespaceSelector)
+	}
+	if msg == "" {
+		meta.RemoveStatusCondition(&srv.Status.Conditions, mcpv1alpha1.ConditionSharingWarning)
+		return
+	}
+	setCondition(&srv.Status.Conditions, srv.Generation, mcpv1alpha1.ConditionSharingWarning, metav1.ConditionTrue, reason, msg, now)
 }
 
 // summarize sets Ready, Reconciling and Stalled from the other conditions

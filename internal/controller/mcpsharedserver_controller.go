@@ -42,6 +42,9 @@ type McpSharedServerReconciler struct {
 	// Selector, if set, limits the McpSharedServers this instance
 	// reconciles to those it selects (shards).
 	Selector labels.Selector
+	// Trust is whose labels a sharing selector takes (the administrator's
+	// reserved prefix); the gateway must be given the same.
+	Trust governance.SelectorTrust
 	// Clock is the reconciler's clock; nil means the real one.
 	Clock clock.PassiveClock
 
@@ -94,7 +97,8 @@ func (r *McpSharedServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 }
 
 // shared reads the owner's McpServer and the consuming namespace and
-// applies governance.SharedWith.
+// applies the sharing rule (governance.SelectorTrust.SharedWith). A
+// namespace missing from the cache is unknown: no selector grants it.
 func (r *McpSharedServerReconciler) shared(ctx context.Context, ss *mcpv1alpha1.McpSharedServer) (bool, error) {
 	srv := &mcpv1alpha1.McpServer{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: ss.Spec.Server.Namespace, Name: ss.Spec.Server.Name}, srv); err != nil {
@@ -104,10 +108,13 @@ func (r *McpSharedServerReconciler) shared(ctx context.Context, ss *mcpv1alpha1.
 		return false, err
 	}
 	ns := &corev1.Namespace{}
-	if err := r.Get(ctx, types.NamespacedName{Name: ss.Namespace}, ns); err != nil && !apierrors.IsNotFound(err) {
-		return false, err
+	if err := r.Get(ctx, types.NamespacedName{Name: ss.Namespace}, ns); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		ns.Labels = nil
 	}
-	return governance.SharedWith(srv, ss.Namespace, ns.Labels), nil
+	return r.Trust.SharedWith(srv, ss.Namespace, ns.Labels), nil
 }
 
 // setSharedServerConditions sets Ready from what is wrong with the spec

@@ -101,6 +101,8 @@ func startManager(mutate ...func(*manager.Options)) *testenv.Manager {
 		}
 		return 0
 	}
+	// Sharing selectors may use only the reserved keys (docs/adr/046).
+	opts.SharingTrust.KeyPrefix = reservedSharingPrefix
 	// The restart spec runs a second manager in this process.
 	opts.SkipControllerNameValidation = true
 	for _, m := range mutate {

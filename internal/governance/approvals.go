@@ -1,6 +1,11 @@
 package governance
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"strconv"
+	"strings"
 	"time"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
@@ -37,4 +42,47 @@ func CallState(a *mcpv1alpha1.McpCallApproval, now time.Time) string {
 // happened since.
 func Decided(a *mcpv1alpha1.McpCallApproval) bool {
 	return a.Spec.Decision != "" && a.Spec.Decision != mcpv1alpha1.CallPending
+}
+
+// SpentAnswerPrefix begins the names of the McpCallApprovals the gateway
+// creates to mark an answer of the ClientElicitation mode spent: each is
+// created undecided and marked used a moment later, and none is a call
+// waiting for a person.
+const SpentAnswerPrefix = "answer-"
+
+// AwaitsPerson reports whether a is a call waiting for a person at now:
+// Pending (CallState), and not the mark of a spent ClientElicitation
+// answer. Whether the gateway wrote it is for SealValid to say.
+func AwaitsPerson(a *mcpv1alpha1.McpCallApproval, now time.Time) bool {
+	return !strings.HasPrefix(a.Name, SpentAnswerPrefix) && CallState(a, now) == CallStatePending
+}
+
+// SealMessage is what the seal of an McpCallApproval signs: where the
+// object is and the call it is for, so that an object the gateway did not
+// write is never used, counted or announced.
+func SealMessage(a *mcpv1alpha1.McpCallApproval) []byte {
+	s := a.Spec
+	return []byte(strings.Join([]string{a.Namespace, a.Name, s.Tool, s.Server, s.Caller, s.ArgumentsHash, s.DefinitionHash, strconv.FormatInt(s.ExpiresAt.Unix(), 10)}, "\x00"))
+}
+
+// SealValid reports whether a's seal (spec.seal, base64url without
+// padding of HMAC-SHA256 of SealMessage) verifies under one of keys.
+// Empty keys verify nothing.
+func SealValid(a *mcpv1alpha1.McpCallApproval, keys ...[]byte) bool {
+	sig, err := base64.RawURLEncoding.DecodeString(a.Spec.Seal)
+	if err != nil || len(sig) == 0 {
+		return false
+	}
+	msg := SealMessage(a)
+	for _, k := range keys {
+		if len(k) == 0 {
+			continue
+		}
+		m := hmac.New(sha256.New, k)
+		m.Write(msg)
+		if hmac.Equal(m.Sum(nil), sig) {
+			return true
+		}
+	}
+	return false
 }

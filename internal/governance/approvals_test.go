@@ -1,6 +1,10 @@
 package governance
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,5 +40,37 @@ func TestCallStateOnlyLetsAnUnexpiredUndecidedApprovalBeDecided(t *testing.T) {
 		if got := CallState(a, now); got != c.want {
 			t.Errorf("%s: CallState = %s, want %s", c.name, got, c.want)
 		}
+	}
+}
+
+// A seal verifies under the key it was made with (current or previous),
+// for the object it was made for only; the marks of spent answers never
+// await a person.
+func TestSealValidAndAwaitsPerson(t *testing.T) {
+	key, other := []byte(strings.Repeat("k", 32)), []byte(strings.Repeat("o", 32))
+	a := &mcpv1alpha1.McpCallApproval{ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "call-1"},
+		Spec: mcpv1alpha1.McpCallApprovalSpec{Tool: "docs.echo", Server: "docs", Caller: "bot", ArgumentsHash: "sha256:ab", DefinitionHash: "sha256:d",
+			ExpiresAt: metav1.NewTime(time.Unix(1_900_000_000, 0))}}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("agents\x00call-1\x00docs.echo\x00docs\x00bot\x00sha256:ab\x00sha256:d\x001900000000"))
+	a.Spec.Seal = base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	if !SealValid(a, other, key) || SealValid(a, other) || SealValid(a) || SealValid(a, nil) {
+		t.Error("a seal verifies under the wrong keys, or not under its own")
+	}
+	moved := a.DeepCopy()
+	moved.Namespace = "elsewhere"
+	bad := a.DeepCopy()
+	bad.Spec.Seal = "%%%"
+	if SealValid(moved, key) || SealValid(bad, key) {
+		t.Error("a seal verifies for another object, or garbage verifies")
+	}
+	now := time.Unix(1_800_000_000, 0)
+	if !AwaitsPerson(a, now) {
+		t.Error("a pending call does not await a person")
+	}
+	spent := a.DeepCopy()
+	spent.Name = SpentAnswerPrefix + "0a1b"
+	if AwaitsPerson(spent, now) {
+		t.Error("a spent ClientElicitation answer awaits a person")
 	}
 }

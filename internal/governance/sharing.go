@@ -3,6 +3,7 @@ package governance
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -15,10 +16,36 @@ import (
 // decides by them, on every list and call.
 
 // SharedWith reports whether the owner of srv shares it with the namespace
-// named namespace, whose labels are nsLabels (nil when the namespace is
-// not known: then only spec.sharing.namespaces can grant it). A selector
-// that cannot be evaluated grants nothing.
+// named namespace, whose labels are nsLabels, trusting a selector's every
+// key: SelectorTrust{}.SharedWith.
 func SharedWith(srv *mcpv1alpha1.McpServer, namespace string, nsLabels map[string]string) bool {
+	return SelectorTrust{}.SharedWith(srv, namespace, nsLabels)
+}
+
+// SelectorTrust is whose word a namespace selector takes
+// (docs/adr/046-selector-trust.md). A selector matches namespaces by
+// labels, and labels are set by whoever may create or update a namespace,
+// which on a self-service platform is the tenant itself: a tenant labels
+// its own namespace to match. With KeyPrefix set, a selector may only use
+// keys under it, which an admission policy on namespaces reserves to the
+// cluster's administrators; a selector with another key grants no
+// namespace. The zero value trusts every key, and so every namespace
+// labeller.
+type SelectorTrust struct {
+	// KeyPrefix, when set, is the prefix every key of a sharing selector
+	// must start with (e.g. "sharing.mcp.catalog.dev/").
+	KeyPrefix string
+}
+
+// SharedWith reports whether the owner of srv shares it with the namespace
+// named namespace, whose labels are nsLabels: the namespace is listed in
+// spec.sharing.namespaces, or the selector matches its labels. nsLabels
+// nil means the namespace is not known (the API server labels every
+// namespace with kubernetes.io/metadata.name, so a namespace read has
+// labels): no selector matches it, not even through NotIn or
+// DoesNotExist, nor {}. A selector this trust refuses (SelectorProblem)
+// grants nothing.
+func (t SelectorTrust) SharedWith(srv *mcpv1alpha1.McpServer, namespace string, nsLabels map[string]string) bool {
 	if srv == nil || srv.Spec.Sharing == nil || namespace == srv.Namespace {
 		return false
 	}
@@ -26,7 +53,10 @@ func SharedWith(srv *mcpv1alpha1.McpServer, namespace string, nsLabels map[strin
 	if slices.Contains(s.Namespaces, namespace) {
 		return true
 	}
-	if s.NamespaceSelector == nil {
+	if s.NamespaceSelector == nil || nsLabels == nil {
+		return false
+	}
+	if t.SelectorProblem(s.NamespaceSelector) != "" {
 		return false
 	}
 	sel, err := SharingSelector(s.NamespaceSelector)
@@ -34,6 +64,29 @@ func SharedWith(srv *mcpv1alpha1.McpServer, namespace string, nsLabels map[strin
 		return false
 	}
 	return sel.Matches(labels.Set(nsLabels))
+}
+
+// SelectorProblem says why the selector grants no namespace under this
+// trust (a key outside KeyPrefix, or one it cannot evaluate), or "" when
+// it can grant.
+func (t SelectorTrust) SelectorProblem(s *mcpv1alpha1.NamespaceSelector) string {
+	for _, e := range s.MatchExpressions {
+		if t.KeyPrefix != "" && !strings.HasPrefix(e.Key, t.KeyPrefix) {
+			return fmt.Sprintf("spec.sharing.namespaceSelector uses the label key %q, outside the prefix %q the administrator reserved for sharing; whoever may label a namespace could make it match, so the selector grants no namespace", e.Key, t.KeyPrefix)
+		}
+	}
+	if _, err := SharingSelector(s); err != nil {
+		return err.Error() + "; it grants no namespace"
+	}
+	return ""
+}
+
+// SelectsEveryNamespace reports whether the server's selector is {}: it
+// shares the server with every namespace there is and every one created
+// later, by anyone.
+func SelectsEveryNamespace(srv *mcpv1alpha1.McpServer) bool {
+	s := srv.Spec.Sharing
+	return s != nil && s.NamespaceSelector != nil && len(s.NamespaceSelector.MatchExpressions) == 0
 }
 
 // SharingSelector is a namespace selector as a label selector, or an error

@@ -32,7 +32,8 @@ func TestSharedWithNeedsTheOwnersGrant(t *testing.T) {
 		{"selected by label", srv(&mcpv1alpha1.ServerSharing{NamespaceSelector: sel(mcpv1alpha1.NamespaceSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: []string{"a"}}).NamespaceSelector}), "a", team, true},
 		{"label differs", srv(&mcpv1alpha1.ServerSharing{NamespaceSelector: sel(mcpv1alpha1.NamespaceSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: []string{"b"}}).NamespaceSelector}), "a", team, false},
 		{"namespace unknown: labels do not match", srv(&mcpv1alpha1.ServerSharing{NamespaceSelector: sel(mcpv1alpha1.NamespaceSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: []string{"a"}}).NamespaceSelector}), "a", nil, false},
-		{"empty selector selects all", srv(&mcpv1alpha1.ServerSharing{NamespaceSelector: &mcpv1alpha1.NamespaceSelector{}}), "a", nil, true},
+		{"empty selector selects all", srv(&mcpv1alpha1.ServerSharing{NamespaceSelector: &mcpv1alpha1.NamespaceSelector{}}), "a", team, true},
+		{"namespace unknown: not even the empty selector selects it", srv(&mcpv1alpha1.ServerSharing{NamespaceSelector: &mcpv1alpha1.NamespaceSelector{}}), "a", nil, false},
 		{"expression In", srv(sel(mcpv1alpha1.NamespaceSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: []string{"a", "b"}})), "a", team, true},
 		{"expression DoesNotExist", srv(sel(mcpv1alpha1.NamespaceSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpDoesNotExist})), "a", team, false},
 		{"a selector that cannot be evaluated grants nothing", srv(sel(mcpv1alpha1.NamespaceSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpIn})), "a", team, false},
@@ -41,6 +42,57 @@ func TestSharedWithNeedsTheOwnersGrant(t *testing.T) {
 		if got := SharedWith(tc.srv, tc.ns, tc.labels); got != tc.want {
 			t.Errorf("%s: SharedWith = %t, want %t", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A namespace the reader does not know (missing from the cache, or gone)
+// has no labels to match: a selector of NotIn or DoesNotExist, which an
+// empty label set satisfies, must not grant it.
+func TestAnUnknownNamespaceMatchesNoNegativeSelector(t *testing.T) {
+	for _, op := range []mcpv1alpha1.NamespaceSelectorRequirement{
+		{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"untrusted"}},
+		{Key: "quarantined", Operator: metav1.LabelSelectorOpDoesNotExist},
+	} {
+		srv := &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "docs"},
+			Spec: mcpv1alpha1.McpServerSpec{Sharing: &mcpv1alpha1.ServerSharing{NamespaceSelector: &mcpv1alpha1.NamespaceSelector{MatchExpressions: []mcpv1alpha1.NamespaceSelectorRequirement{op}}}}}
+		if SharedWith(srv, "not-in-the-cache", nil) {
+			t.Errorf("%s %s granted a namespace whose labels are unknown", op.Key, op.Operator)
+		}
+		if !SharedWith(srv, "known", map[string]string{"kubernetes.io/metadata.name": "known"}) {
+			t.Errorf("%s %s did not grant a known namespace it matches", op.Key, op.Operator)
+		}
+	}
+}
+
+// The attack: a tenant who may update its own namespace adds the label
+// the owner's selector asks for. With the administrator's reserved prefix,
+// a selector on any other key grants nothing, whatever the labels say;
+// one on a reserved key still grants (only administrators set those).
+func TestATenantsOwnLabelDoesNotMatchUnderAReservedPrefix(t *testing.T) {
+	trust := SelectorTrust{KeyPrefix: "sharing.mcp.catalog.dev/"}
+	share := func(key string) *mcpv1alpha1.McpServer {
+		return &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "docs"},
+			Spec: mcpv1alpha1.McpServerSpec{Sharing: &mcpv1alpha1.ServerSharing{NamespaceSelector: &mcpv1alpha1.NamespaceSelector{
+				MatchExpressions: []mcpv1alpha1.NamespaceSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpIn, Values: []string{"docs"}}}}}}}
+	}
+	// The tenant labelled its namespace itself.
+	selfLabelled := map[string]string{"kubernetes.io/metadata.name": "tenant", "team": "docs", "sharing.mcp.catalog.dev/team": "x"}
+	if !SharedWith(share("team"), "tenant", selfLabelled) {
+		t.Fatal("without a reserved prefix the selector should match (the risk this trust removes)")
+	}
+	if trust.SharedWith(share("team"), "tenant", selfLabelled) {
+		t.Error("a selector on a key outside the reserved prefix granted a namespace its tenant labelled")
+	}
+	if trust.SelectorProblem(share("team").Spec.Sharing.NamespaceSelector) == "" {
+		t.Error("no problem reported for a key outside the reserved prefix")
+	}
+	admin := map[string]string{"kubernetes.io/metadata.name": "tenant", "sharing.mcp.catalog.dev/team": "docs"}
+	if !trust.SharedWith(share("sharing.mcp.catalog.dev/team"), "tenant", admin) {
+		t.Error("a selector on a reserved key did not grant the namespace an administrator labelled")
+	}
+	if !SelectsEveryNamespace(&mcpv1alpha1.McpServer{Spec: mcpv1alpha1.McpServerSpec{Sharing: &mcpv1alpha1.ServerSharing{NamespaceSelector: &mcpv1alpha1.NamespaceSelector{}}}}) ||
+		SelectsEveryNamespace(share("team")) {
+		t.Error("SelectsEveryNamespace does not tell {} from a selector with a key")
 	}
 }
 

@@ -105,6 +105,7 @@ func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Sele
 		Storage:                   opts.NamespaceStorage,
 		CredentialRetryInterval:   opts.CredentialRetryInterval,
 		HealthInterval:            opts.HealthInterval,
+		SharingTrust:              opts.SharingTrust,
 	}
 	if l := opts.ToolListeners; l.Enabled {
 		servers.Listeners = &controller.ToolListeners{MCP: w.mcp, Max: l.Max, MaxPerNamespace: l.MaxPerNamespace,
@@ -124,7 +125,7 @@ func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Sele
 	if err := policies.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpAccessPolicy controller: %w", err)
 	}
-	shared := &controller.McpSharedServerReconciler{Client: mgr.GetClient(), Selector: shard}
+	shared := &controller.McpSharedServerReconciler{Client: mgr.GetClient(), Selector: shard, Trust: opts.SharingTrust}
 	if err := shared.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpSharedServer controller: %w", err)
 	}
@@ -152,10 +153,41 @@ func setupNotifications(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(hook); err != nil {
 		return fmt.Errorf("adding the notification webhook: %w", err)
 	}
-	if err := mgr.Add(&notify.Watcher{Cache: mgr.GetCache(), Notifier: hook, CallApprovals: opts.NotifyCallApprovals}); err != nil {
+	watcher := &notify.Watcher{Cache: mgr.GetCache(), Notifier: hook, CallApprovals: opts.NotifyCallApprovals}
+	keys, err := approvalKeys(mgr, opts, clock.RealClock{})
+	if err != nil {
+		return err
+	}
+	if keys != nil {
+		watcher.Seals = sealKeys{keys}
+	}
+	if err := mgr.Add(watcher); err != nil {
 		return fmt.Errorf("adding the notification watcher: %w", err)
 	}
 	return nil
+}
+
+// approvalKeys reads the keys the gateway seals approvals with from the
+// Secret opts names (GatewayApprovalKeySecret), or is nil when none is
+// named (a development gateway keeps a key of its own).
+func approvalKeys(mgr ctrl.Manager, opts Options, clk clock.PassiveClock) (approvals.KeySource, error) {
+	if opts.GatewayApprovalKeySecret == "" {
+		return nil, nil
+	}
+	ns, name, ok := strings.Cut(opts.GatewayApprovalKeySecret, "/")
+	if !ok || ns == "" || name == "" {
+		return nil, fmt.Errorf("%w: the approval key Secret must be given as namespace/name", approvals.ErrBadKeySecret)
+	}
+	return &approvals.SecretKeys{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: ns, Name: name}, Clock: clk}, nil
+}
+
+// sealKeys gives the notifications the gateway's approval keys, to tell
+// the approvals the gateway wrote from any other.
+type sealKeys struct{ approvals.KeySource }
+
+func (k sealKeys) SealKeys(ctx context.Context, fresh bool) ([]byte, []byte, error) {
+	ks, err := k.Keys(ctx, fresh)
+	return ks.Current, ks.Previous, err
 }
 
 // setupGateway adds the gateway to the manager. It runs on every replica,
@@ -186,13 +218,9 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	if err != nil {
 		return fmt.Errorf("setting up the approvals client: %w", err)
 	}
-	var keys approvals.KeySource
-	if opts.GatewayApprovalKeySecret != "" {
-		ns, name, ok := strings.Cut(opts.GatewayApprovalKeySecret, "/")
-		if !ok || ns == "" || name == "" {
-			return fmt.Errorf("%w: the approval key Secret must be given as namespace/name", approvals.ErrBadKeySecret)
-		}
-		keys = &approvals.SecretKeys{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: ns, Name: name}, Clock: gatewayClock}
+	keys, err := approvalKeys(mgr, opts, gatewayClock)
+	if err != nil {
+		return err
 	}
 	// Reviews go through a client of their own, with its own rate: a flood
 	// of callers waits for reviews, not the controllers for the API
@@ -219,7 +247,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		return err
 	}
 	gw, err := gateway.New(gateway.Options{
-		Reader:    mgr.GetClient(),
+		Reader:    SharingTrustReader(mgr.GetClient(), opts.SharingTrust),
 		Authn:     &authn.TokenReviewAuthenticator{Client: reviews, Audience: opts.GatewayAudience},
 		Authz:     &authz.SubjectAccessReviewAuthorizer{Client: sars},
 		Upstreams: gatewayEndpoints(w.endpoints, opts.GatewayCredentialTTL, gatewayClock),

@@ -32,6 +32,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/controller"
 	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/gateway/budget"
+	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/oauthresource"
 	"github.com/mcp-catalog/operator/internal/tenancy"
@@ -143,6 +144,10 @@ type Options struct {
 	// namespace's servers hold at once; 0 means three quarters of
 	// MaxConcurrentServers (docs/adr/024-tenant-fairness.md).
 	MaxConcurrentServersPerNamespace int
+	// SharingTrust is whose labels an McpServer's sharing selector takes:
+	// with a key prefix, only keys under it, which an admission policy on
+	// namespaces reserves to administrators (docs/adr/046).
+	SharingTrust governance.SelectorTrust
 	// ToolListeners configures the streams kept open to McpServers that
 	// announce changes of their tools (docs/adr/028).
 	ToolListeners ToolListenerOptions

@@ -144,10 +144,11 @@ var (
 
 	// Notifications counts webhook notifications by event type and
 	// result: delivered, retried (a try failed and another follows),
-	// failed (given up) and dropped (the queue was full).
+	// failed (given up), dropped (the queue was full) and limited (the
+	// event's namespace was over its rate).
 	Notifications = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcp_catalog_notifications_total",
-		Help: "Webhook notifications, by event type and result (delivered, retried, failed, dropped).",
+		Help: "Webhook notifications, by event type and result (delivered, retried, failed, dropped, limited).",
 	}, []string{"type", "result"})
 
 	// ToolListeners is how many streams the controllers keep open to

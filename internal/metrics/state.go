@@ -103,7 +103,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // collectPending reports, per namespace, how many calls wait for a person
-// and how long the oldest has waited.
+// and how long the oldest has waited (governance.AwaitsPerson: the marks
+// of spent ClientElicitation answers are not calls that wait).
 func collectPending(ch chan<- prometheus.Metric, items []mcpv1alpha1.McpCallApproval, now time.Time) {
 	type waiting struct {
 		n      int
@@ -112,7 +113,7 @@ func collectPending(ch chan<- prometheus.Metric, items []mcpv1alpha1.McpCallAppr
 	byNS := map[string]*waiting{}
 	for i := range items {
 		a := &items[i]
-		if governance.CallState(a, now) != governance.CallStatePending {
+		if !governance.AwaitsPerson(a, now) {
 			continue
 		}
 		w := byNS[a.Namespace]

@@ -1,9 +1,9 @@
 // Package notify tells a receiver outside the cluster, as it happens, what
 // a person should look at: a call that waits for approval, the decision on
 // it, and a tool whose definition drifted from the approved one. Events are
-// CloudEvents 1.0 in JSON, signed with an HMAC key (see Webhook), sent by a
-// bounded queue that drops rather than block (Notifier.Notify never
-// blocks). Watcher derives the events from the manager's informers; a
+// CloudEvents 1.0 in JSON, signed with an HMAC key (see Webhook), sent by
+// bounded queues, one per namespace and shared fairly, that drop rather
+// than block (Notifier.Notify never blocks). Watcher derives the events from the manager's informers; a
 // component that learns of a change first hand can call a Notifier itself.
 package notify
 
@@ -37,6 +37,10 @@ type Event struct {
 	Time            time.Time `json:"time"`
 	DataContentType string    `json:"datacontenttype"`
 	Data            any       `json:"data"`
+	// Namespace is the namespace of the object the event is about, which
+	// the delivery queue shares its capacity by; it is not sent (Source
+	// names it).
+	Namespace string `json:"-"`
 }
 
 // ApprovalData is the data of the approval events. Arguments are never
@@ -83,20 +87,20 @@ func approvalData(a *mcpv1alpha1.McpCallApproval) ApprovalData {
 		Caller: a.Spec.Caller, DataClass: string(a.Spec.DataClass), ArgumentsHash: a.Spec.ArgumentsHash, ExpiresAt: a.Spec.ExpiresAt.UTC()}
 }
 
-func newEvent(typ, id, src, subject string, now time.Time, data any) Event {
-	return Event{SpecVersion: "1.0", ID: id, Source: src, Type: typ, Subject: subject, Time: now.UTC(), DataContentType: "application/json", Data: data}
+func newEvent(typ, id, ns, resource, subject string, now time.Time, data any) Event {
+	return Event{SpecVersion: "1.0", ID: id, Source: source(ns, resource), Type: typ, Subject: subject, Time: now.UTC(), DataContentType: "application/json", Data: data, Namespace: ns}
 }
 
 // ApprovalCreated is the event of a call that waits for approval a.
 func ApprovalCreated(a *mcpv1alpha1.McpCallApproval, now time.Time) Event {
-	return newEvent(TypeApprovalCreated, string(a.UID)+"/created", source(a.Namespace, "mcpcallapprovals"), a.Name, now, approvalData(a))
+	return newEvent(TypeApprovalCreated, string(a.UID)+"/created", a.Namespace, "mcpcallapprovals", a.Name, now, approvalData(a))
 }
 
 // ApprovalDecided is the event of a person's decision on a.
 func ApprovalDecided(a *mcpv1alpha1.McpCallApproval, now time.Time) Event {
 	d := approvalData(a)
 	d.Decision, d.DecidedBy, d.Reason = string(a.Spec.Decision), a.Spec.DecidedBy, a.Spec.Reason
-	return newEvent(TypeApprovalDecided, string(a.UID)+"/decided", source(a.Namespace, "mcpcallapprovals"), a.Name, now, d)
+	return newEvent(TypeApprovalDecided, string(a.UID)+"/decided", a.Namespace, "mcpcallapprovals", a.Name, now, d)
 }
 
 // DefinitionDrifted is the event of t's definition changing from previous
@@ -111,7 +115,7 @@ func DefinitionDrifted(t *mcpv1alpha1.McpTool, previous string, now time.Time) E
 			data.Categories = append(data.Categories, string(c))
 		}
 	}
-	return newEvent(TypeDefinitionDrifted, string(t.UID)+"/"+t.Status.DefinitionHash, source(t.Namespace, "mcptools"), t.Name, now, data)
+	return newEvent(TypeDefinitionDrifted, string(t.UID)+"/"+t.Status.DefinitionHash, t.Namespace, "mcptools", t.Name, now, data)
 }
 
 // Notifier takes events to deliver. Notify never blocks: an event that

@@ -17,10 +17,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
 
+	"github.com/mcp-catalog/operator/internal/fairqueue"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/internal/safeurl"
@@ -43,11 +46,20 @@ const (
 
 // Defaults of a Webhook.
 const (
-	DefaultQueueSize   = 256
-	DefaultMaxAttempts = 6
-	DefaultTimeout     = 10 * time.Second
-	DefaultBackoff     = time.Second
-	maxBackoff         = time.Minute
+	// DefaultQueueSize bounds the events of one namespace waiting.
+	DefaultQueueSize = 256
+	// DefaultMaxQueued bounds the events of every namespace waiting.
+	DefaultMaxQueued = 4096
+	// DefaultConcurrency is how many events are delivered at once.
+	DefaultConcurrency = 4
+	// DefaultNamespaceRate and DefaultNamespaceBurst bound the events one
+	// namespace may queue: one a second, bursts of 30.
+	DefaultNamespaceRate  rate.Limit = 1
+	DefaultNamespaceBurst            = 30
+	DefaultMaxAttempts               = 6
+	DefaultTimeout                   = 10 * time.Second
+	DefaultBackoff                   = time.Second
+	maxBackoff                       = time.Minute
 )
 
 // Results counted by the notifications metric.
@@ -56,6 +68,8 @@ const (
 	ResultRetried   = "retried"
 	ResultFailed    = "failed"
 	ResultDropped   = "dropped"
+	// ResultLimited: the event's namespace was over its rate.
+	ResultLimited = "limited"
 )
 
 // ErrBadWebhookURL is returned for a URL a Webhook does not send to.
@@ -78,8 +92,24 @@ type WebhookOptions struct {
 	// It is read at every delivery, so a rotated Secret takes effect
 	// without a restart.
 	KeyFile string
-	// QueueSize bounds the events waiting; 0 means DefaultQueueSize.
+	// QueueSize bounds the events of one namespace waiting; 0 means
+	// DefaultQueueSize.
 	QueueSize int
+	// MaxQueued bounds the events of every namespace waiting; 0 means
+	// DefaultMaxQueued.
+	MaxQueued int
+	// Concurrency is how many events are delivered at once; 0 means
+	// DefaultConcurrency. One namespace's events take at most
+	// fairqueue.DefaultMaxPerTenant(Concurrency) of them, and the
+	// namespace holding fewest goes first, so that a namespace whose
+	// events are slow to deliver does not hold back another's.
+	Concurrency int
+	// NamespaceRate and NamespaceBurst bound the events one namespace
+	// may queue, in events a second and at once; an event over them is
+	// dropped and counted as limited. 0 means DefaultNamespaceRate and
+	// DefaultNamespaceBurst.
+	NamespaceRate  rate.Limit
+	NamespaceBurst int
 	// MaxAttempts bounds the tries of one event; 0 means
 	// DefaultMaxAttempts.
 	MaxAttempts int
@@ -95,12 +125,26 @@ type WebhookOptions struct {
 	Clock clock.PassiveClock
 }
 
-// Webhook delivers events to one URL, one at a time, from a bounded queue.
-// Start runs the delivery; Notify only queues.
+// Webhook delivers events to one URL from a queue per namespace: each
+// namespace's events are rate limited and bounded as they are queued, and
+// delivered in order by a few workers shared fairly between namespaces
+// (package fairqueue). Start runs the delivery; Notify only queues.
 type Webhook struct {
 	o     WebhookOptions
-	queue chan Event
+	queue *fairqueue.Queue[string]
+
+	mu sync.Mutex
+	// pending are the queued events by queue key (namespace, "/" and a
+	// sequence number); perNamespace counts them by namespace.
+	pending      map[string]Event
+	perNamespace map[string]int
+	limiters     map[string]*rate.Limiter
+	seq          uint64
 }
+
+// maxLimiters is how many namespaces' rate limiters are kept before those
+// that are full again are forgotten.
+const maxLimiters = 1024
 
 // NewWebhook checks the options and returns a Webhook that delivers once
 // started.
@@ -124,6 +168,18 @@ func NewWebhook(o WebhookOptions) (*Webhook, error) {
 	if o.QueueSize <= 0 {
 		o.QueueSize = DefaultQueueSize
 	}
+	if o.MaxQueued <= 0 {
+		o.MaxQueued = DefaultMaxQueued
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.NamespaceRate <= 0 {
+		o.NamespaceRate = DefaultNamespaceRate
+	}
+	if o.NamespaceBurst <= 0 {
+		o.NamespaceBurst = DefaultNamespaceBurst
+	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = DefaultMaxAttempts
 	}
@@ -144,7 +200,9 @@ func NewWebhook(o WebhookOptions) (*Webhook, error) {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	w.o, w.queue = o, make(chan Event, o.QueueSize)
+	w.o = o
+	w.queue = fairqueue.New(queueNamespace, fairqueue.DefaultMaxPerTenant(o.Concurrency))
+	w.pending, w.perNamespace, w.limiters = map[string]Event{}, map[string]int{}, map[string]*rate.Limiter{}
 	return w, nil
 }
 
@@ -173,29 +231,94 @@ func loopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Notify queues e, or drops it (and counts it) when the queue is full. It
-// never blocks.
+// queueNamespace is the namespace of a queue key.
+func queueNamespace(key string) string {
+	ns, _, _ := strings.Cut(key, "/")
+	return ns
+}
+
+// Notify queues e in its namespace's queue, or drops it and counts it:
+// limited when the namespace is over its rate, dropped when its queue or
+// all of them are full. It never blocks.
 func (w *Webhook) Notify(e Event) {
-	select {
-	case w.queue <- e:
-	default:
-		metrics.Notifications.WithLabelValues(e.Type, ResultDropped).Inc()
+	w.mu.Lock()
+	if !w.limiter(e.Namespace).AllowN(w.o.Clock.Now(), 1) {
+		w.mu.Unlock()
+		metrics.Notifications.WithLabelValues(e.Type, ResultLimited).Inc()
+		return
 	}
+	if w.perNamespace[e.Namespace] >= w.o.QueueSize || len(w.pending) >= w.o.MaxQueued {
+		w.mu.Unlock()
+		metrics.Notifications.WithLabelValues(e.Type, ResultDropped).Inc()
+		return
+	}
+	w.seq++
+	key := e.Namespace + "/" + strconv.FormatUint(w.seq, 10)
+	w.pending[key] = e
+	w.perNamespace[e.Namespace]++
+	w.mu.Unlock()
+	w.queue.Add(key)
+}
+
+// limiter is ns's rate limiter; w.mu is held.
+func (w *Webhook) limiter(ns string) *rate.Limiter {
+	if l := w.limiters[ns]; l != nil {
+		return l
+	}
+	if len(w.limiters) >= maxLimiters {
+		// A limiter that is full again remembers nothing a new one would
+		// not.
+		now := w.o.Clock.Now()
+		for name, l := range w.limiters {
+			if l.TokensAt(now) >= float64(w.o.NamespaceBurst) {
+				delete(w.limiters, name)
+			}
+		}
+	}
+	l := rate.NewLimiter(w.o.NamespaceRate, w.o.NamespaceBurst)
+	w.limiters[ns] = l
+	return l
+}
+
+// take removes the event of key from the pending ones.
+func (w *Webhook) take(key string) (Event, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.pending[key]
+	if !ok {
+		return Event{}, false
+	}
+	delete(w.pending, key)
+	if w.perNamespace[e.Namespace]--; w.perNamespace[e.Namespace] <= 0 {
+		delete(w.perNamespace, e.Namespace)
+	}
+	return e, true
 }
 
 // NeedLeaderElection is true: one process sends each event.
 func (w *Webhook) NeedLeaderElection() bool { return true }
 
-// Start delivers queued events until ctx ends.
+// Start delivers queued events, Concurrency at once, until ctx ends.
 func (w *Webhook) Start(ctx context.Context) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e := <-w.queue:
-			w.deliver(ctx, e)
-		}
+	var wg sync.WaitGroup
+	for range w.o.Concurrency {
+		wg.Go(func() {
+			for {
+				key, shutdown := w.queue.Get()
+				if shutdown {
+					return
+				}
+				if e, ok := w.take(key); ok && ctx.Err() == nil {
+					w.deliver(ctx, e)
+				}
+				w.queue.Done(key)
+			}
+		})
 	}
+	<-ctx.Done()
+	w.queue.ShutDown()
+	wg.Wait()
+	return nil
 }
 
 // errPermanent marks a refusal that a retry would not change.

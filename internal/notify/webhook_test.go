@@ -303,3 +303,69 @@ func TestSignMatchesTheStandardWebhooksScheme(t *testing.T) {
 		t.Error("Verify refused a header listing the right signature beside another")
 	}
 }
+
+// The attack: one namespace floods the notifications (its agents start
+// calls that wait for approval as fast as they can, or its receiver-side
+// events are slow to deliver). Its events are rate limited as they are
+// queued and hold at most its share of the delivery workers, so another
+// namespace's event is delivered at once, while every event of the noisy
+// namespace the receiver got is still held.
+func TestOneNamespaceFloodingNotificationsDoesNotDelayAnother(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var noisyHeld, noisyGot, quietGot int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e Event
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &e)
+		if strings.Contains(e.Source, "/namespaces/noisy/") {
+			mu.Lock()
+			noisyHeld++
+			mu.Unlock()
+			<-release
+			mu.Lock()
+			noisyGot++
+			mu.Unlock()
+		} else {
+			mu.Lock()
+			quietGot++
+			mu.Unlock()
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	w := started(t, WebhookOptions{URL: srv.URL, KeyFile: keyFile(t, "k"), Timeout: time.Minute})
+
+	limited := count(TypeDefinitionDrifted, ResultLimited)
+	for i := range 1000 {
+		w.Notify(DefinitionDrifted(driftedTool("noisy", strconv.Itoa(i)), hashOf("a"), time.Now()))
+	}
+	waitFor(t, "the noisy namespace's deliveries held by the receiver", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return noisyHeld >= 1
+	})
+	w.Notify(DefinitionDrifted(driftedTool("quiet", "x"), hashOf("a"), time.Now()))
+	waitFor(t, "the quiet namespace's event delivered beside the held ones", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return quietGot == 1
+	})
+	mu.Lock()
+	held, got := noisyHeld, noisyGot
+	mu.Unlock()
+	if got != 0 || held > 3 {
+		t.Errorf("the noisy namespace had %d deliveries held and %d done; want at most 3 held (its share of 4 workers) and none done", held, got)
+	}
+	if n := count(TypeDefinitionDrifted, ResultLimited) - limited; n < 1000-DefaultNamespaceBurst-1 {
+		t.Errorf("%v of 1000 events over the namespace's rate were limited, want at least %d", n, 1000-DefaultNamespaceBurst-1)
+	}
+}
+
+func driftedTool(ns, name string) *mcpv1alpha1.McpTool {
+	t := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "docs." + name, UID: types.UID(ns + "-" + name)}}
+	t.Spec.ApprovedDefinitionHash = hashOf("a")
+	t.Status.DefinitionHash = hashOf("b")
+	return t
+}

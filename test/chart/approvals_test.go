@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -16,10 +17,10 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// configPolicy reads the objects of config/policy/call_approvals.yaml.
-func configPolicy(t *testing.T) []*unstructured.Unstructured {
+// configPolicy reads the objects of config/policy/<file>.
+func configPolicy(t *testing.T, file string) []*unstructured.Unstructured {
 	t.Helper()
-	raw, err := os.ReadFile("../../config/policy/call_approvals.yaml")
+	raw, err := os.ReadFile("../../config/policy/" + file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,27 +44,9 @@ func configPolicy(t *testing.T) []*unstructured.Unstructured {
 // the rules that keep a caller from approving itself must not differ by
 // installation method.
 func TestApprovalPolicyMatchesConfig(t *testing.T) {
-	cfg := configPolicy(t)
+	cfg := configPolicy(t, "call_approvals.yaml")
 	objs := render(t, "", floorKubeVersion)
-
-	wantPolicy := convert[admissionv1.ValidatingAdmissionPolicy](t, byKind(cfg, "ValidatingAdmissionPolicy")[0])
-	got := byKind(objs, "ValidatingAdmissionPolicy")
-	if len(got) != 1 {
-		t.Fatalf("the chart renders %d admission policies, want 1", len(got))
-	}
-	gotPolicy := convert[admissionv1.ValidatingAdmissionPolicy](t, got[0])
-	if !reflect.DeepEqual(gotPolicy.Spec, wantPolicy.Spec) {
-		t.Errorf("the chart's policy differs from config/policy:\nchart:  %+v\nconfig: %+v", gotPolicy.Spec, wantPolicy.Spec)
-	}
-
-	bindings := byKind(objs, "ValidatingAdmissionPolicyBinding")
-	if len(bindings) != 1 {
-		t.Fatalf("the chart renders %d policy bindings, want 1", len(bindings))
-	}
-	b := convert[admissionv1.ValidatingAdmissionPolicyBinding](t, bindings[0])
-	if b.Spec.PolicyName != gotPolicy.Name || !slices.Equal(b.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
-		t.Errorf("binding %s: policy %q, actions %v; want %q, [Deny]", b.Name, b.Spec.PolicyName, b.Spec.ValidationActions, gotPolicy.Name)
-	}
+	samePolicy(t, objs, cfg, fullname+"-call-approvals")
 
 	wantRole := convert[rbacv1.ClusterRole](t, byKind(cfg, "ClusterRole")[0])
 	var found bool
@@ -77,6 +60,68 @@ func TestApprovalPolicyMatchesConfig(t *testing.T) {
 	}
 	if !found {
 		t.Error("the chart renders no call-approver ClusterRole")
+	}
+}
+
+// samePolicy checks that the chart (objs) renders the admission policy
+// named name as config/policy (cfg) has it, and binds it to deny.
+func samePolicy(t *testing.T, objs, cfg []*unstructured.Unstructured, name string) {
+	t.Helper()
+	wantPolicy := convert[admissionv1.ValidatingAdmissionPolicy](t, byKind(cfg, "ValidatingAdmissionPolicy")[0])
+	var gotPolicy *admissionv1.ValidatingAdmissionPolicy
+	for _, u := range byKind(objs, "ValidatingAdmissionPolicy") {
+		if u.GetName() == name {
+			gotPolicy = convert[admissionv1.ValidatingAdmissionPolicy](t, u)
+		}
+	}
+	if gotPolicy == nil {
+		t.Fatalf("the chart renders no admission policy %s", name)
+	}
+	if !reflect.DeepEqual(gotPolicy.Spec, wantPolicy.Spec) {
+		t.Errorf("the chart's policy %s differs from config/policy:\nchart:  %+v\nconfig: %+v", name, gotPolicy.Spec, wantPolicy.Spec)
+	}
+	var bound bool
+	for _, u := range byKind(objs, "ValidatingAdmissionPolicyBinding") {
+		b := convert[admissionv1.ValidatingAdmissionPolicyBinding](t, u)
+		if b.Spec.PolicyName == name {
+			bound = true
+			if !slices.Equal(b.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
+				t.Errorf("binding %s of %s: actions %v, want [Deny]", b.Name, name, b.Spec.ValidationActions)
+			}
+		}
+	}
+	if !bound {
+		t.Errorf("the chart does not bind the admission policy %s", name)
+	}
+}
+
+// TestSharingLabelsPolicyMatchesConfig: the policy that reserves the
+// sharing label prefix to administrators is the same by either installation
+// method, and the chart passes the prefix to the controllers and the
+// gateway when told to restrict selectors to it.
+func TestSharingLabelsPolicyMatchesConfig(t *testing.T) {
+	objs := render(t, "", floorKubeVersion)
+	samePolicy(t, objs, configPolicy(t, "namespace_labels.yaml"), fullname+"-sharing-labels")
+	for _, u := range byKind(objs, "Deployment") {
+		if d := convert[appsv1.Deployment](t, u); slices.ContainsFunc(d.Spec.Template.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--sharing-selector-key-prefix") }) {
+			t.Errorf("%s restricts sharing selectors by default", d.Name)
+		}
+	}
+	objs = render(t, "sharing:\n  restrictSelectors: true\ngateway:\n  enabled: true\n  tls:\n    secretName: tls\n", floorKubeVersion)
+	deployments := byKind(objs, "Deployment")
+	if len(deployments) < 2 {
+		t.Fatalf("%d Deployments rendered, want the controllers' and the gateway's", len(deployments))
+	}
+	for _, u := range deployments {
+		if d := convert[appsv1.Deployment](t, u); !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--sharing-selector-key-prefix=sharing.mcp.catalog.dev/") {
+			t.Errorf("%s is not told the reserved prefix: %v", d.Name, d.Spec.Template.Spec.Containers[0].Args)
+		}
+	}
+	objs = render(t, "sharing:\n  reservedLabelPrefix: \"\"\n", floorKubeVersion)
+	for _, u := range byKind(objs, "ValidatingAdmissionPolicy") {
+		if strings.HasSuffix(u.GetName(), "-sharing-labels") {
+			t.Error("a sharing-labels policy rendered without a reserved prefix")
+		}
 	}
 }
 
@@ -123,5 +168,31 @@ func TestGatewayReadsItsApprovalKeySecret(t *testing.T) {
 				t.Errorf("no Role in %s lets the manager get the Secret %s", releaseNS, c.secret)
 			}
 		})
+	}
+}
+
+// TestControllersReadTheApprovalKeyToAnnounceSealedApprovals: with a
+// webhook and the gateway, the controllers that notify about call
+// approvals are told the gateway's key Secret and may read it, so that
+// they announce only the approvals the gateway sealed; without a webhook
+// they have no right to it.
+func TestControllersReadTheApprovalKeyToAnnounceSealedApprovals(t *testing.T) {
+	const gw = "gateway:\n  enabled: true\n  tls:\n    secretName: tls\n"
+	const hook = "notifications:\n  webhook:\n    url: https://hooks.example.com/mcp\n    secretName: mcp-notify\n"
+	managerReads := func(objs []*unstructured.Unstructured) bool {
+		b := one[rbacv1.RoleBinding](t, objs, "RoleBinding", fullname+"-approval-key")
+		return slices.ContainsFunc(b.Subjects, func(s rbacv1.Subject) bool { return s.Kind == "ServiceAccount" && s.Name == fullname })
+	}
+	objs := render(t, gw+hook, floorKubeVersion)
+	_, c := manager(t, objs)
+	if got := flags(t, c)["--gateway-approval-key-secret"]; got != releaseNS+"/"+fullname+"-approval-key" {
+		t.Errorf("the controllers' --gateway-approval-key-secret=%q", got)
+	}
+	if !managerReads(objs) {
+		t.Error("the controllers may not read the approval key Secret")
+	}
+	objs = render(t, gw, floorKubeVersion)
+	if managerReads(objs) {
+		t.Error("the controllers may read the approval key Secret without a webhook to notify")
 	}
 }

@@ -124,7 +124,7 @@ func TestAlertRules(t *testing.T) {
 	// The alerts the chart promises.
 	for _, want := range []string{
 		"McpServerUnreachable", "McpCatalogImportsFailing", "McpToolDefinitionAwaitingApproval", "McpToolDefinitionDrifted",
-		"McpGatewayAuditFailures", "McpGatewayRefusalsSpiking",
+		"McpCallApprovalWaiting", "McpGatewayAuditFailures", "McpGatewayRefusalsSpiking",
 	} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s among %v", want, alerts)
