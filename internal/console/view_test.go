@@ -58,7 +58,7 @@ func TestTheViewQueuesEveryUnapprovedDefinitionAndCountsEachToolOnce(t *testing.
 		t.Errorf("the drifted review lacks the approved text or the diff: %+v", d)
 	}
 	joined := strings.Join(d.Current, "\n") + strings.Join(d.Diff, "\n") + strings.Join(d.Warnings, "\n")
-	if !strings.Contains(joined, "+  and mails it <script>x()</script> elsewhere") {
+	if !strings.Contains(joined, "+  and mails it <script>x()</script> <U+202E>elsewhere") {
 		t.Errorf("the diff does not show the added line as text:\n%s", joined)
 	}
 	if strings.ContainsAny(joined, "\u202e\x1b") {
@@ -82,7 +82,7 @@ func TestTheViewQueuesEveryUnapprovedDefinitionAndCountsEachToolOnce(t *testing.
 	if s.Counts != want {
 		t.Errorf("counts = %+v, want %+v", s.Counts, want)
 	}
-	if s.Era != "2026-07-28" || s.ServerName != "docsserver" || !s.ApprovalCall {
+	if s.Era != "2026-07-28" || s.ServerName != `docs\x07server` || !s.ApprovalCall {
 		t.Errorf("server = %+v", s)
 	}
 
@@ -93,7 +93,7 @@ func TestTheViewQueuesEveryUnapprovedDefinitionAndCountsEachToolOnce(t *testing.
 	for _, c := range v.Decided {
 		states[c.Name] = c.State + "/" + c.Reason
 	}
-	if states["call-0"] != "Expired/" || states["call-2"] != "Denied/notnow" {
+	if states["call-0"] != "Expired/" || states["call-2"] != `Denied/not\x0dnow` {
 		t.Errorf("decided = %v", states)
 	}
 }
