@@ -97,3 +97,30 @@ func TestTheViewQueuesEveryUnapprovedDefinitionAndCountsEachToolOnce(t *testing.
 		t.Errorf("decided = %v", states)
 	}
 }
+
+// The console shows a schema's descriptions as the characters the agent
+// reads, not as JSON, hidden characters as escapes, and argument names and
+// enum values as the server's words.
+func TestTheReviewShowsSchemaTextAsTheAgentReadsIt(t *testing.T) {
+	tl := tool("fresh", false, "", hash("b"), metav1.ConditionFalse, mcpv1alpha1.ReasonDisabled)
+	tl.Status.InputSchema = &apiextensionsv1.JSON{Raw: []byte(`{"properties":{"mode":{"description":"Say \"hi\" <b>\u00e9</b>\nthen \u001b]2;stop\u0007\ufe0f","enum":["fast","\u200bslow"],"type":"string"}},"type":"object"}`)}
+	v := BuildView(Objects{Tools: []*mcpv1alpha1.McpTool{tl}}, time.Now())
+	if len(v.Reviews) != 1 {
+		t.Fatalf("reviews = %+v", v.Reviews)
+	}
+	lines := v.Reviews[0].Current
+	for _, want := range []string{
+		"input schema (normalised; argument names and enum values are the server's words, served as they are):",
+		`  argument "mode": string`,
+		`      Say "hi" <b>é</b>`,
+		`      then \x1b]2;stop\x07<U+FE0F>`,
+		`    enum: "fast", "<U+200B>slow"`,
+	} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("the review lacks %q:\n%s", want, strings.Join(lines, "\n"))
+		}
+	}
+	if joined := strings.Join(lines, "\n"); strings.Contains(joined, `\"`) || strings.Contains(joined, `\u`) {
+		t.Errorf("the schema is shown JSON-escaped:\n%s", joined)
+	}
+}
