@@ -45,10 +45,9 @@ func withoutControls(t mcp.Tool) (mcp.Tool, []string) {
 // schemaWithoutControls is a normalised schema with the control characters
 // removed from its strings, normalised again, and the places they were
 // removed from; the schema itself, and no places, when it has none. Only a
-// schema holding a backslash (how JSON writes a C0 control) or a C1
-// control is decoded.
+// schema whose bytes hold a control (jsonHasControl) is decoded.
 func schemaWithoutControls(raw json.RawMessage) (json.RawMessage, []string) {
-	if bytes.IndexByte(raw, '\\') < 0 && !hasC1(raw) {
+	if !jsonHasControl(raw) {
 		return raw, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -77,20 +76,55 @@ func schemaWithoutControls(raw json.RawMessage) (json.RawMessage, []string) {
 	return out, where
 }
 
-// hasC1 reports whether b holds a C1 control written as UTF-8 (C2 80 to
-// C2 9F).
-func hasC1(b []byte) bool {
-	for i := bytes.IndexByte(b, 0xC2); i >= 0 && i+1 < len(b); {
-		if b[i+1] >= 0x80 && b[i+1] <= 0x9F {
+// jsonHasControl reports whether JSON text holds a control character that
+// StripControls removes: escaped (\r, \b, \f, or \u for a C0 or C1
+// control or DEL), or written as it is (DEL, or a C1 control as UTF-8, C2
+// 80 to C2 9F; JSON allows both unescaped). Newline and tab, escaped, are
+// not. It reads the bytes once and decodes nothing, so that the schemas
+// of an import (descriptions often hold \n) are not decoded for it.
+func jsonHasControl(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == 0x7f:
 			return true
+		case c == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] <= 0x9f:
+			return true
+		case c == '\\' && i+1 < len(b):
+			i++
+			switch b[i] {
+			case 'r', 'b', 'f':
+				return true
+			case 'u':
+				if i+4 < len(b) && b[i+1] == '0' && b[i+2] == '0' {
+					hi, lo := b[i+3], b[i+4]
+					n, ok := hexByte(hi, lo)
+					if ok && n != '\n' && n != '\t' && (n < 0x20 || (n >= 0x7f && n <= 0x9f)) {
+						return true
+					}
+				}
+			}
 		}
-		j := bytes.IndexByte(b[i+1:], 0xC2)
-		if j < 0 {
-			return false
-		}
-		i += 1 + j
 	}
 	return false
+}
+
+// hexByte is the byte two hexadecimal digits write.
+func hexByte(hi, lo byte) (byte, bool) {
+	h, ok1 := hexDigit(hi)
+	l, ok2 := hexDigit(lo)
+	return h<<4 | l, ok1 && ok2
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 // pointerToken escapes a JSON pointer token (RFC 6901).

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/drift"
 	"github.com/mcp-catalog/operator/internal/mcp"
 )
 
@@ -130,5 +131,55 @@ func TestImportKeepsADefinitionWithoutControls(t *testing.T) {
 		if !slices.Contains(got.Details, d) {
 			t.Errorf("details %q lack %q", got.Details, d)
 		}
+	}
+}
+
+func TestJSONHasControlReadsEveryWayJSONWritesOne(t *testing.T) {
+	for _, c := range []struct {
+		json string
+		want bool
+	}{
+		{`"plain \n and \t and \\r and \\u001b and \" and \u00e9"`, false},
+		{`"\r"`, true}, {`"\b"`, true}, {`"\f"`, true},
+		{`"\u001b"`, true}, {`"\u001B"`, true}, {`"\u0007"`, true}, {`"\u007f"`, true}, {`"\u009b"`, true}, {`"\u009D"`, true},
+		{`"\u000a\u0009"`, false}, {`"\u00a0\u00ad"`, false},
+		{"\"raw DEL \x7f\"", true}, {"\"raw C1 \u0085\"", true}, {"\"raw \u00a0 and \u00e9\"", false},
+		{`"ends in a backslash \`, false}, {`"\u00`, false},
+	} {
+		if got := jsonHasControl([]byte(c.json)); got != c.want {
+			t.Errorf("jsonHasControl(%s) = %t, want %t", c.json, got, c.want)
+		}
+	}
+}
+
+// Whatever a string holds, its JSON holds a control exactly when
+// StripControls removes one: the fast check never lets one through.
+func FuzzJSONHasControl(f *testing.F) {
+	for _, s := range []string{"", "a\nb\tc", "\x1b]2;x\a", "\u009b", "\x7f", "\\r", "\u2028\ufe0f", "\r\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Skip()
+		}
+		_, stripped := drift.StripControls(strings.ToValidUTF8(s, "\ufffd"))
+		if got := jsonHasControl(b); got != stripped {
+			t.Errorf("jsonHasControl(%s) = %t, StripControls removes some: %t", b, got, stripped)
+		}
+	})
+}
+
+func BenchmarkDefinitionOf(b *testing.B) {
+	schema, err := mcp.NormalizeSchema(json.RawMessage(`{"type":"object","properties":{` +
+		`"a":{"type":"string","description":"First line.\nSecond line, with \"quotes\"."},` +
+		`"b":{"type":"string","enum":["x","y","z"],"description":"Pick one.\n\tIndented."}}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tool := mcp.Tool{Name: "t", Title: "T", Description: "Does things.\nMore.", InputSchema: schema}
+	b.ReportAllocs()
+	for b.Loop() {
+		definitionOf(tool)
 	}
 }
