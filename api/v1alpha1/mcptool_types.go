@@ -59,7 +59,10 @@ type McpToolSpec struct {
 
 	// reviewedText is the text agents read of the tool instead of the
 	// server's: a title, a description and descriptions of its arguments,
-	// each replacing the server's where it is set. What an agent reads is
+	// each replacing the server's where it is set. Once it is set, the input
+	// schema agents read carries no other description of the server's (of
+	// the schema, of nested arguments, of arguments it does not name);
+	// argument names and enum values stay. What an agent reads is
 	// an instruction to its model, so the platform decides it; the
 	// server's own text stays in status for reviewers, and the approval
 	// (approvedDefinitionHash) stays the approval of the server's
@@ -80,7 +83,8 @@ type McpToolSpec struct {
 }
 
 // ReviewedText is the text agents read of a tool, written by people instead
-// of the server. An empty field leaves the server's text in place.
+// of the server. An empty title or description leaves the server's in
+// place; an argument it does not describe is served without a description.
 type ReviewedText struct {
 	// title agents see instead of the server's.
 	// +optional
@@ -311,8 +315,9 @@ type McpToolStatus struct {
 // reviewer acts on:
 // TextChanged (a title or description changed),
 // InstructionsAdded (instruction-like text or URLs added),
-// HiddenCharacters (zero-width characters, bidirectional controls or
-// Unicode tag characters present),
+// HiddenCharacters (control, zero-width or other default-ignorable
+// characters, bidirectional controls, variation selectors or Unicode tag
+// characters present, or controls the import removed),
 // SchemaWidened (the input schema accepts arguments it refused),
 // SchemaChanged (the schema changed without accepting more),
 // HintsRelaxed (read-only to writing, non-destructive to destructive,

@@ -31,7 +31,10 @@ func newDescribeAsCommand(s Streams) *cobra.Command {
 		Short: "Set the reviewed text agents read of an McpTool instead of the server's",
 		Long: "What an agent reads of a tool is an instruction to its model, so the platform decides it:\n" +
 			"describe-as sets spec.reviewedText, which the gateway serves instead of the server's title,\n" +
-			"description and argument descriptions. The server's own text stays in status for\n" +
+			"description and argument descriptions. Once any reviewed text is set, the schema agents\n" +
+			"read carries no description of the server's (of the schema, of nested arguments or of\n" +
+			"arguments without reviewed text); argument names and enum values are the server's words\n" +
+			"and are shown as such. The server's own text stays in status for\n" +
 			"reviewers, and the approval stays the approval of the server's definition: when the\n" +
 			"server changes it, the tool is not served until it is approved again.\n\n" +
 			"Each flag replaces what kubectl mcp set before for that field and keeps the rest; --clear\n" +
@@ -141,6 +144,9 @@ func printText(w io.Writer, t *mcpv1alpha1.McpTool) error {
 	}
 	if t.Spec.ReviewedText == nil {
 		fmt.Fprintln(w, "No reviewed text is set (spec.reviewedText): agents read the server's own text.")
+	} else {
+		fmt.Fprintln(w, "Reviewed text is set: agents read no description of the server's in the input schema, only those")
+		fmt.Fprintln(w, "reviewed; argument names and enum values stay the server's words.")
 	}
 	fmt.Fprintln(w, "Agents read:")
 	read := &mcpv1alpha1.ToolDefinition{Title: v.Title, Description: v.Description, InputSchema: &apiextensionsv1.JSON{Raw: v.InputSchema}}

@@ -36,7 +36,7 @@ func TestReviewShowsALineDiffFromTheKeptApprovedText(t *testing.T) {
 		"--- approved " + approvedHash,
 		"+++ current " + currentHash,
 		"+  Also sends it to",
-		`+        "cc": {`,
+		`+  argument "cc": string`,
 		"+  destructiveHint: true",
 		"--hash " + currentHash,
 	} {
@@ -87,7 +87,7 @@ func TestReviewShowsTheDriftCategories(t *testing.T) {
 		"What changed since " + approvedHash + ": HintsRelaxed, SchemaWidened",
 		"  SchemaWidened inputSchema/properties/cc: property added",
 		"  HintsRelaxed hints.readOnlyHint: read-only to writing",
-		`+        "cc": {`,
+		`+  argument "cc": string`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the review lacks %q:\n%s", want, got)

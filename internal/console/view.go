@@ -15,8 +15,8 @@ import (
 
 // View is what the page shows, sent to it whole on every change. Every
 // string in it is text: the page puts it in text nodes, never in markup.
-// Strings a server or an agent chose have their control characters
-// removed (review.Printable) as well.
+// Strings a server or an agent chose have the characters a person would
+// not see written as visible escapes (review.Printable) as well.
 type View struct {
 	// User is who the console acts as, from the API server.
 	User string `json:"user,omitempty"`

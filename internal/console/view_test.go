@@ -58,7 +58,7 @@ func TestTheViewQueuesEveryUnapprovedDefinitionAndCountsEachToolOnce(t *testing.
 		t.Errorf("the drifted review lacks the approved text or the diff: %+v", d)
 	}
 	joined := strings.Join(d.Current, "\n") + strings.Join(d.Diff, "\n") + strings.Join(d.Warnings, "\n")
-	if !strings.Contains(joined, "+  and mails it <script>x()</script> elsewhere") {
+	if !strings.Contains(joined, "+  and mails it <script>x()</script> <U+202E>elsewhere") {
 		t.Errorf("the diff does not show the added line as text:\n%s", joined)
 	}
 	if strings.ContainsAny(joined, "\u202e\x1b") {
@@ -82,7 +82,7 @@ func TestTheViewQueuesEveryUnapprovedDefinitionAndCountsEachToolOnce(t *testing.
 	if s.Counts != want {
 		t.Errorf("counts = %+v, want %+v", s.Counts, want)
 	}
-	if s.Era != "2026-07-28" || s.ServerName != "docsserver" || !s.ApprovalCall {
+	if s.Era != "2026-07-28" || s.ServerName != `docs\x07server` || !s.ApprovalCall {
 		t.Errorf("server = %+v", s)
 	}
 
@@ -93,7 +93,34 @@ func TestTheViewQueuesEveryUnapprovedDefinitionAndCountsEachToolOnce(t *testing.
 	for _, c := range v.Decided {
 		states[c.Name] = c.State + "/" + c.Reason
 	}
-	if states["call-0"] != "Expired/" || states["call-2"] != "Denied/notnow" {
+	if states["call-0"] != "Expired/" || states["call-2"] != `Denied/not\x0dnow` {
 		t.Errorf("decided = %v", states)
+	}
+}
+
+// The console shows a schema's descriptions as the characters the agent
+// reads, not as JSON, hidden characters as escapes, and argument names and
+// enum values as the server's words.
+func TestTheReviewShowsSchemaTextAsTheAgentReadsIt(t *testing.T) {
+	tl := tool("fresh", false, "", hash("b"), metav1.ConditionFalse, mcpv1alpha1.ReasonDisabled)
+	tl.Status.InputSchema = &apiextensionsv1.JSON{Raw: []byte(`{"properties":{"mode":{"description":"Say \"hi\" <b>\u00e9</b>\nthen \u001b]2;stop\u0007\ufe0f","enum":["fast","\u200bslow"],"type":"string"}},"type":"object"}`)}
+	v := BuildView(Objects{Tools: []*mcpv1alpha1.McpTool{tl}}, time.Now())
+	if len(v.Reviews) != 1 {
+		t.Fatalf("reviews = %+v", v.Reviews)
+	}
+	lines := v.Reviews[0].Current
+	for _, want := range []string{
+		"input schema (normalised; argument names and enum values are the server's words, served as they are):",
+		`  argument "mode": string`,
+		`      Say "hi" <b>é</b>`,
+		`      then \x1b]2;stop\x07<U+FE0F>`,
+		`    enum: "fast", "<U+200B>slow"`,
+	} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("the review lacks %q:\n%s", want, strings.Join(lines, "\n"))
+		}
+	}
+	if joined := strings.Join(lines, "\n"); strings.Contains(joined, `\"`) || strings.Contains(joined, `\u`) {
+		t.Errorf("the schema is shown JSON-escaped:\n%s", joined)
 	}
 }

@@ -56,6 +56,8 @@ type toolWrite struct {
 	name       string
 	remoteName string
 	def        *mcpv1alpha1.ToolDefinition
+	// removed are the places the import removed control characters from.
+	removed []string
 }
 
 // applyCatalog makes the McpTools match an imported catalog: new and changed
@@ -127,9 +129,9 @@ func planCatalog(srv *mcpv1alpha1.McpServer, cat *mcp.Catalog, existing []mcpv1a
 		}
 		accepted[name] = true
 		definitionBytes += mcp.DefinitionSize(t)
-		def := definitionOf(t)
+		def, removed := definitionOf(t)
 		if ex := byName[name]; ex == nil || !importedUpToDate(ex, srv, def.Hash) {
-			p.apply = append(p.apply, toolWrite{name: name, remoteName: t.Name, def: def})
+			p.apply = append(p.apply, toolWrite{name: name, remoteName: t.Name, def: def, removed: removed})
 		}
 	}
 
@@ -215,9 +217,11 @@ func importedUpToDate(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, hash s
 }
 
 // definitionOf is what status records of a tool the server offers: the
-// definition as the client normalised it, texts clipped to what status
-// holds, and its hash.
-func definitionOf(t mcp.Tool) *mcpv1alpha1.ToolDefinition {
+// definition as the client normalised it, without control characters
+// (withoutControls), texts clipped to what status holds, and its hash; and
+// the places control characters were removed from.
+func definitionOf(t mcp.Tool) (*mcpv1alpha1.ToolDefinition, []string) {
+	t, removed := withoutControls(t)
 	d := &mcpv1alpha1.ToolDefinition{
 		Hash:        definitionHash(t),
 		Title:       clip(t.Title, 256),
@@ -227,7 +231,7 @@ func definitionOf(t mcp.Tool) *mcpv1alpha1.ToolDefinition {
 	if len(t.InputSchema) > 0 {
 		d.InputSchema = &apiextensionsv1.JSON{Raw: t.InputSchema}
 	}
-	return d
+	return d, removed
 }
 
 // applyTool declares a tool's identity (server-side apply, never forced:
@@ -256,7 +260,7 @@ func (r *McpServerReconciler) applyTool(ctx context.Context, srv *mcpv1alpha1.Mc
 	if err != nil {
 		return fmt.Errorf("reading the applied McpTool %s: %w", w.name, err)
 	}
-	written, drifted, err := r.tools.writeDefinition(ctx, live, srv, w.def)
+	written, drifted, err := r.tools.writeDefinition(ctx, live, srv, w.def, w.removed)
 	if err != nil || drifted == nil {
 		return err
 	}

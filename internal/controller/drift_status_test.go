@@ -57,13 +57,13 @@ func TestSetDefinitionExplainsDrift(t *testing.T) {
 
 	t.Run("a plain first definition records nothing", func(t *testing.T) {
 		tl := newTool()
-		if got := setDefinition(tl, a, now); got != nil || tl.Status.Drift != nil {
+		if got := setDefinition(tl, a, nil, now); got != nil || tl.Status.Drift != nil {
 			t.Errorf("drift %+v for a plain first definition", tl.Status.Drift)
 		}
 	})
 	t.Run("a first definition is checked on its own", func(t *testing.T) {
 		tl := newTool()
-		got := setDefinition(tl, hidden, now)
+		got := setDefinition(tl, hidden, nil, now)
 		if got == nil || tl.Status.Drift == nil || got.FromHash != "" || got.ToHash != hidden.Hash ||
 			!slices.Equal(categories(got), []string{"HiddenCharacters", "InstructionsAdded"}) || !got.ObservedTime.Equal(&metav1.Time{Time: now}) {
 			t.Errorf("drift %+v", got)
@@ -71,14 +71,14 @@ func TestSetDefinitionExplainsDrift(t *testing.T) {
 	})
 	t.Run("a change since the approval is explained from the approved text", func(t *testing.T) {
 		tl := newTool()
-		setDefinition(tl, a, now)
+		setDefinition(tl, a, nil, now)
 		tl.Spec.ApprovedDefinitionHash = a.Hash
 		// a to b widens; b to c only changes the text. The record after c
 		// still says what changed since a person approved a.
-		if got := setDefinition(tl, b, now); got == nil || got.FromHash != a.Hash || !slices.Equal(categories(got), []string{"SchemaWidened"}) {
+		if got := setDefinition(tl, b, nil, now); got == nil || got.FromHash != a.Hash || !slices.Equal(categories(got), []string{"SchemaWidened"}) {
 			t.Fatalf("a to b: %+v", got)
 		}
-		got := setDefinition(tl, c, now)
+		got := setDefinition(tl, c, nil, now)
 		if got == nil || got.FromHash != a.Hash || got.ToHash != c.Hash || !slices.Equal(categories(got), []string{"SchemaWidened", "TextChanged"}) {
 			t.Errorf("b to c, approved a: %+v", got)
 		}
@@ -92,18 +92,18 @@ func TestSetDefinitionExplainsDrift(t *testing.T) {
 		}
 		// The same definition again keeps the record and reports nothing new.
 		before := tl.Status.Drift.DeepCopy()
-		if got := setDefinition(tl, c, now.Add(time.Hour)); got != nil || !equalDrift(before, tl.Status.Drift) {
+		if got := setDefinition(tl, c, nil, now.Add(time.Hour)); got != nil || !equalDrift(before, tl.Status.Drift) {
 			t.Errorf("a re-recorded definition reported %+v, record %+v", got, tl.Status.Drift)
 		}
 		// The server offering the approved definition again clears it.
-		if got := setDefinition(tl, a, now); got != nil || tl.Status.Drift != nil {
+		if got := setDefinition(tl, a, nil, now); got != nil || tl.Status.Drift != nil {
 			t.Errorf("back to the approved definition: %+v", tl.Status.Drift)
 		}
 	})
 	t.Run("without an approved text the previous definition is compared", func(t *testing.T) {
 		tl := newTool()
-		setDefinition(tl, b, now)
-		got := setDefinition(tl, a, now)
+		setDefinition(tl, b, nil, now)
+		got := setDefinition(tl, a, nil, now)
 		// b to a narrows: a change, never a widening.
 		if got == nil || got.FromHash != b.Hash || !slices.Equal(categories(got), []string{"SchemaChanged"}) {
 			t.Errorf("b to a: %+v", got)

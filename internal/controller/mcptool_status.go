@@ -133,11 +133,12 @@ func toolReadiness(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, honoured 
 // changed; t must therefore hold the definition texts (a tool read from the
 // API server, not from a cache that drops them).
 //
-// It also explains the definition (setDrift) and returns the explanation
-// when it is a new one, for the importer to report.
-func setDefinition(t *mcpv1alpha1.McpTool, def *mcpv1alpha1.ToolDefinition, now time.Time) *mcpv1alpha1.DefinitionDrift {
+// It also explains the definition (setDrift), with removed the places the
+// import removed control characters from, and returns the explanation when
+// it is a new one, for the importer to report.
+func setDefinition(t *mcpv1alpha1.McpTool, def *mcpv1alpha1.ToolDefinition, removed []string, now time.Time) *mcpv1alpha1.DefinitionDrift {
 	s := &t.Status
-	reported := setDrift(t, def, now)
+	reported := setDrift(t, def, removed, now)
 	s.ApprovedDefinition = approvedRecord(t, def.Hash)
 	s.DefinitionHash, s.Title, s.Description, s.InputSchema, s.Hints = def.Hash, def.Title, def.Description, def.InputSchema, def.Hints
 	setCondition(&s.Conditions, t.Generation, mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "offered by the server at the last import", now)
@@ -153,11 +154,14 @@ func setDefinition(t *mcpv1alpha1.McpTool, def *mcpv1alpha1.ToolDefinition, now 
 // checks of the definition alone, recorded only when they find something.
 // The server offering the approved definition again removes the
 // explanation: there is nothing left to review. A definition already
-// recorded keeps its explanation.
-func setDrift(t *mcpv1alpha1.McpTool, def *mcpv1alpha1.ToolDefinition, now time.Time) *mcpv1alpha1.DefinitionDrift {
+// recorded keeps its explanation. Control characters the import removed
+// from def (removed) are reported as hidden characters either way.
+func setDrift(t *mcpv1alpha1.McpTool, def *mcpv1alpha1.ToolDefinition, removed []string, now time.Time) *mcpv1alpha1.DefinitionDrift {
 	s := &t.Status
 	var report drift.Report
 	from := ""
+	next := driftDefinition(t.Spec.RemoteName, def)
+	next.Removed = removed
 	switch prev := s.DefinitionHash; {
 	case prev == def.Hash:
 		return nil
@@ -165,14 +169,14 @@ func setDrift(t *mcpv1alpha1.McpTool, def *mcpv1alpha1.ToolDefinition, now time.
 		s.Drift = nil
 		return nil
 	case prev == "":
-		report = drift.Inspect(driftDefinition(t.Spec.RemoteName, def))
+		report = drift.Inspect(next)
 	default:
 		base := currentDefinition(t)
 		if rec := approvedRecord(t, def.Hash); rec != nil {
 			base = rec
 		}
 		from = base.Hash
-		report = drift.Compare(driftDefinition(t.Spec.RemoteName, base), driftDefinition(t.Spec.RemoteName, def))
+		report = drift.Compare(driftDefinition(t.Spec.RemoteName, base), next)
 	}
 	if len(report.Categories) == 0 {
 		s.Drift = nil

@@ -77,13 +77,14 @@ func (w *toolStatus) write(ctx context.Context, t *mcpv1alpha1.McpTool, change f
 
 // writeDefinition records a definition the server offers, and the view the
 // tool then has. live must hold the definition texts (see setDefinition).
-// It returns the tool as written and the explanation of the definition
-// that the write recorded, if it recorded a new one.
-func (w *toolStatus) writeDefinition(ctx context.Context, live *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, def *mcpv1alpha1.ToolDefinition) (*mcpv1alpha1.McpTool, *mcpv1alpha1.DefinitionDrift, error) {
+// removed are the places the import removed control characters from. It
+// returns the tool as written and the explanation of the definition that
+// the write recorded, if it recorded a new one.
+func (w *toolStatus) writeDefinition(ctx context.Context, live *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, def *mcpv1alpha1.ToolDefinition, removed []string) (*mcpv1alpha1.McpTool, *mcpv1alpha1.DefinitionDrift, error) {
 	var drifted *mcpv1alpha1.DefinitionDrift
 	res, err := w.write(ctx, live, func(t *mcpv1alpha1.McpTool) {
 		now := w.clock.Now()
-		drifted = setDefinition(t, def, now)
+		drifted = setDefinition(t, def, removed, now)
 		setToolView(t, srv, w.honoured(t), now)
 	})
 	if err != nil || !res.written {

@@ -31,8 +31,10 @@ const (
 	// phrases (addressing the model, hiding things from the user) or URLs.
 	InstructionsAdded Category = "InstructionsAdded"
 	// HiddenCharacters: the definition holds characters a person does not
-	// see: zero-width characters, bidirectional controls, or characters of
-	// the Unicode tag block.
+	// see (Hidden): C0 and C1 controls, zero-width and other
+	// default-ignorable characters, bidirectional controls, variation
+	// selectors, or characters of the Unicode tag block; or the import
+	// removed control characters from it (Definition.Removed).
 	HiddenCharacters Category = "HiddenCharacters"
 	// SchemaWidened: the input schema accepts arguments it refused before
 	// (a property added, a requirement removed, a type or enum loosened,
@@ -62,6 +64,11 @@ type Definition struct {
 	// InputSchema is the JSON Schema of the arguments; empty means none.
 	InputSchema json.RawMessage
 	Hints       *Hints
+	// Removed are the places (as reports name them: "description",
+	// "inputSchema/properties/q/description", ...) from which the import
+	// removed control characters the server sent (StripControls). The
+	// definition no longer holds them, so only this says they were there.
+	Removed []string
 }
 
 // Hints are the server's annotations, as sent (nil: not sent).

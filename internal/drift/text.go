@@ -80,32 +80,16 @@ func itoa(i int) string {
 	return string(b[n:])
 }
 
-// Hidden character classes.
-const (
-	zeroWidth = "zero-width character"
-	bidi      = "bidirectional control"
-	tag       = "Unicode tag character"
-)
-
-// hiddenKind says which kind of hidden character r is, or "".
-func hiddenKind(r rune) string {
-	switch {
-	case r >= 0xE0000 && r <= 0xE007F:
-		return tag
-	case r == 0x200E || r == 0x200F || r == 0x061C || (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069):
-		return bidi
-	case (r >= 0x200B && r <= 0x200D) || (r >= 0x2060 && r <= 0x2064) || r == 0xFEFF || r == 0x180E || r == 0x00AD || r == 0x034F:
-		return zeroWidth
-	}
-	return ""
-}
-
 // hidden reports the hidden characters anywhere in a definition: its
-// texts, the input schema's keys and string values, and its name.
+// texts, the input schema's keys and string values, and its name; and the
+// places the import removed control characters from.
 func hidden(f *findings, d Definition, schema any) {
+	for _, where := range d.Removed {
+		f.add(HiddenCharacters, where, "control characters removed at import")
+	}
 	check := func(where, s string) {
 		for _, r := range s {
-			if k := hiddenKind(r); k != "" {
+			if k := Hidden(r); k != "" {
 				f.add(HiddenCharacters, where, k)
 			}
 		}
@@ -126,7 +110,7 @@ func hidden(f *findings, d Definition, schema any) {
 // one is still found.
 func visible(s string) string {
 	return strings.Map(func(r rune) rune {
-		if hiddenKind(r) != "" {
+		if Hidden(r) != "" {
 			return -1
 		}
 		return r

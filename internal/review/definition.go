@@ -5,11 +5,11 @@
 // approval. kubectl mcp's commands and its console both call it, with the
 // user's own credentials, so RBAC and the approval admission policy apply
 // to each the same way; neither restates a rule. Strings from servers are
-// returned with control characters removed (Printable).
+// returned with the characters a person would not see written as visible
+// escapes (Printable), never deleted.
 package review
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -45,7 +45,7 @@ type Review struct {
 	// (governance.Unapproved): nothing is approved, or another is.
 	Changed bool `json:"changed"`
 	// Title, Description and InputSchema are the current definition as the
-	// server sent it (normalised); control characters are removed when it
+	// server sent it (normalised); hidden characters are escaped when it
 	// is shown (Lines).
 	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description,omitempty"`
@@ -96,20 +96,21 @@ func Current(t *mcpv1alpha1.McpTool) *mcpv1alpha1.ToolDefinition {
 }
 
 // Lines renders a definition as the lines a person reads and a diff
-// compares, with control characters removed.
+// compares, with the characters a person would not see escaped
+// (Printable). Descriptions are shown as the text the model reads, not as
+// JSON; the input schema is shown as its arguments (SchemaLines).
 func Lines(d *mcpv1alpha1.ToolDefinition) []string {
 	lines := []string{"title: " + OneLine(d.Title, 256), "description:"}
 	for _, l := range strings.Split(Printable(d.Description, true), "\n") {
 		lines = append(lines, "  "+l)
 	}
-	lines = append(lines, "input schema (normalised):")
-	var pretty bytes.Buffer
-	if d.InputSchema == nil || len(d.InputSchema.Raw) == 0 || json.Indent(&pretty, d.InputSchema.Raw, "  ", "  ") != nil {
-		lines = append(lines, "  (none)")
-	} else {
-		for _, l := range strings.Split(Printable(pretty.String(), true), "\n") {
-			lines = append(lines, "  "+l)
-		}
+	lines = append(lines, "input schema (normalised; argument names and enum values are the server's words, served as they are):")
+	var raw []byte
+	if d.InputSchema != nil {
+		raw = d.InputSchema.Raw
+	}
+	for _, l := range SchemaLines(raw) {
+		lines = append(lines, "  "+l)
 	}
 	if h := d.Hints; h != nil {
 		lines = append(lines, "hints (untrusted):")

@@ -27,8 +27,10 @@ type View struct {
 	// Title and Description are the reviewed text where the spec sets it,
 	// and the server's otherwise.
 	Title, Description string
-	// InputSchema is the server's normalised schema with the reviewed
-	// parameter descriptions, without the fixed arguments.
+	// InputSchema is the server's normalised schema without the fixed
+	// arguments. Where the spec sets reviewed text, it carries the reviewed
+	// parameter descriptions and no other prose of the server's
+	// (reviewedSchema).
 	InputSchema json.RawMessage
 	// Rules are applied to every call; never nil.
 	Rules *argrules.Program
@@ -117,7 +119,7 @@ func Build(t *mcpv1alpha1.McpTool) (*View, error) {
 			return nil, err
 		}
 	}
-	if (rt != nil && len(rt.Parameters) > 0) || len(rules.Fixed()) > 0 {
+	if rt != nil || len(rules.Fixed()) > 0 {
 		served, problems := serve(v.InputSchema, rt, rules.Fixed())
 		inv.Text = problems
 		v.InputSchema = served
@@ -129,16 +131,20 @@ func Build(t *mcpv1alpha1.McpTool) (*View, error) {
 	return v, nil
 }
 
-// serve rewrites a schema for agents: the reviewed parameter descriptions
-// in place of the server's, and the fixed arguments removed from its
-// properties and required list. It reports a reviewed parameter the schema
-// does not have.
+// serve rewrites a schema for agents: with reviewed text (rt), the
+// server's prose removed (reviewedSchema) and the reviewed parameter
+// descriptions put in; and the fixed arguments removed from its properties
+// and required list. It reports a reviewed parameter the schema does not
+// have.
 func serve(schema json.RawMessage, rt *mcpv1alpha1.ReviewedText, fixed []string) (json.RawMessage, []string) {
 	var s map[string]any
 	dec := json.NewDecoder(bytes.NewReader(schema))
 	dec.UseNumber()
 	if err := dec.Decode(&s); err != nil || s == nil {
 		return schema, []string{"the tool's input schema cannot be read"}
+	}
+	if rt != nil {
+		reviewedSchema(s, 0)
 	}
 	props, _ := s["properties"].(map[string]any)
 	var problems []string
@@ -177,6 +183,55 @@ func serve(schema json.RawMessage, rt *mcpv1alpha1.ReviewedText, fixed []string)
 		return schema, append(problems, "the tool's input schema cannot be rewritten")
 	}
 	return out, problems
+}
+
+// structural are the keywords a reviewed tool's schema keeps: those the
+// importer's normaliser keeps, but "description". They say what a call may
+// carry; argument names and enum values are the server's words, which
+// reviewers see as such (kubectl mcp describe-as, diff, the console) and
+// which cannot be removed without changing the tool.
+var structural = map[string]bool{"type": true, "properties": true, "required": true, "items": true, "enum": true, "x-mcp-header": true}
+
+// maxReviewedDepth bounds the walk of reviewedSchema; a schema nested
+// deeper (the importer refuses any deeper than 32) loses what is below.
+const maxReviewedDepth = 64
+
+// reviewedSchema removes from a schema every keyword that is not
+// structural, at every level: the server's descriptions (of the root, of
+// nested arguments, of arguments no reviewed text names), titles, and
+// anything else a schema written past the importer could carry. What
+// remains for an agent to read as prose is what a person reviewed
+// (docs/adr/045-what-is-stored-is-what-is-served.md).
+func reviewedSchema(s map[string]any, depth int) {
+	for k, v := range s {
+		if !structural[k] {
+			delete(s, k)
+			continue
+		}
+		if depth >= maxReviewedDepth {
+			if k == "properties" || k == "items" {
+				delete(s, k)
+			}
+			continue
+		}
+		switch k {
+		case "properties":
+			props, _ := v.(map[string]any)
+			for name, p := range props {
+				if ps, ok := p.(map[string]any); ok {
+					reviewedSchema(ps, depth+1)
+				} else {
+					delete(props, name)
+				}
+			}
+		case "items":
+			if is, ok := v.(map[string]any); ok {
+				reviewedSchema(is, depth+1)
+			} else {
+				delete(s, k)
+			}
+		}
+	}
 }
 
 // key is one version of a tool as far as its view goes: its spec

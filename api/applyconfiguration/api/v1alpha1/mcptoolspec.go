@@ -54,7 +54,10 @@ type McpToolSpecApplyConfiguration struct {
 	ApprovedDefinitionHash *string `json:"approvedDefinitionHash,omitempty"`
 	// reviewedText is the text agents read of the tool instead of the
 	// server's: a title, a description and descriptions of its arguments,
-	// each replacing the server's where it is set. What an agent reads is
+	// each replacing the server's where it is set. Once it is set, the input
+	// schema agents read carries no other description of the server's (of
+	// the schema, of nested arguments, of arguments it does not name);
+	// argument names and enum values stay. What an agent reads is
 	// an instruction to its model, so the platform decides it; the
 	// server's own text stays in status for reviewers, and the approval
 	// (approvedDefinitionHash) stays the approval of the server's

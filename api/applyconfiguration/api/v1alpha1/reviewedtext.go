@@ -22,7 +22,8 @@ package v1alpha1
 // with apply.
 //
 // ReviewedText is the text agents read of a tool, written by people instead
-// of the server. An empty field leaves the server's text in place.
+// of the server. An empty title or description leaves the server's in
+// place; an argument it does not describe is served without a description.
 type ReviewedTextApplyConfiguration struct {
 	// title agents see instead of the server's.
 	Title *string `json:"title,omitempty"`
