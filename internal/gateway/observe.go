@@ -177,7 +177,17 @@ func (g *Gateway) record(ctx context.Context, id *authn.Identity, c *callScope, 
 		c.obs.end(audit.OutcomeFailed, string(kind))
 		g.Recorder.Eventf(c.tool, nil, corev1.EventTypeWarning, EventCallFailed, eventAction, "a call by %s failed: %s", id.Username, kind)
 		result.IsError = true
-		result.Content = []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("The call to %s failed (%s); the remote server's answer is not shown.", c.tool.Status.LocalName, kind)}}
+		told, name := kind, c.tool.Status.LocalName
+		if c.shared != nil {
+			// The owner's credential is the owner's business: a consumer
+			// reads one word for every state of it, and the name it
+			// called (the audit record keeps the real kind).
+			name = c.offer().localName()
+			if mcp.KindOf(err) == "" {
+				told = sharedCredentialFailure
+			}
+		}
+		result.Content = []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("The call to %s failed (%s); the remote server's answer is not shown.", name, told)}}
 	case out.IsError:
 		c.rec.Outcome = audit.OutcomeToolError
 		c.obs.end(audit.OutcomeToolError, "")
@@ -215,3 +225,8 @@ func (m metaCarrier) Keys() []string {
 	}
 	return keys
 }
+
+// sharedCredentialFailure is what a consumer of a shared tool reads when
+// the call failed on the owner's side before it was sent (its credential,
+// its delegation profile, its CA bundle).
+const sharedCredentialFailure mcp.Kind = "CredentialUnavailable"

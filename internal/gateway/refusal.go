@@ -22,7 +22,11 @@ func (g *Gateway) deny(ctx context.Context, rec audit.Record, t *mcpv1alpha1.Mcp
 		obs.of(t)
 	}
 	obs.end(audit.OutcomeDenied, reason)
-	if t != nil {
+	// A namespace the owner did not grant, or whose RBAC does not allow
+	// the call, writes nothing in the owner's namespace: the Event would
+	// be its to write as often as it calls.
+	foreign := t != nil && t.Namespace != rec.Namespace && (reason == audit.DenyForbidden || reason == audit.DenyNotShared)
+	if t != nil && !foreign {
 		g.Recorder.Eventf(t, nil, corev1.EventTypeWarning, EventCallRefused, eventAction, "a call by %s was refused: %s", rec.Caller, reason)
 	}
 	return refusal(message)

@@ -232,7 +232,6 @@ func TestATenantsOwnLabelGrantsNothingAtTheGatewayUnderAReservedPrefix(t *testin
 // and so writes Warning Events onto the owner's McpTool, in the owner's
 // namespace, as often as it calls.
 func TestANamespaceWithoutAGrantWritesNoEventOnTheOwnersTool(t *testing.T) {
-	pending(t, "its refusals of NotShared and Forbidden write no Event on the owner's McpTool")
 	rec := &recorder{}
 	answer := call(t, rec, objects(nil, nil)...)
 	if !strings.Contains(answer, "isError") {
@@ -249,7 +248,6 @@ func TestANamespaceWithoutAGrantWritesNoEventOnTheOwnersTool(t *testing.T) {
 // owner's business. It must read the same whatever the owner's
 // credential's state.
 func TestASharedCallsFailureTellsTheConsumerNothingOfTheOwnersCredential(t *testing.T) {
-	pending(t, "a shared call's failure before sending reads one fixed kind to the consumer")
 	granted := &mcpv1alpha1.ServerSharing{Namespaces: []string{consumer}}
 	bearer := &mcpv1alpha1.McpServerAuth{Bearer: &mcpv1alpha1.BearerAuth{SecretRef: mcpv1alpha1.SecretKeySelector{Name: "docs-token", Key: "token"}}}
 	secret := func(labels map[string]string, data map[string][]byte) *corev1.Secret {
