@@ -100,6 +100,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.NamespaceSelectorApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NamespaceSelectorRequirement"):
 		return &apiv1alpha1.NamespaceSelectorRequirementApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("OwnerServerRef"):
+		return &apiv1alpha1.OwnerServerRefApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ParameterText"):
 		return &apiv1alpha1.ParameterTextApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReviewedText"):

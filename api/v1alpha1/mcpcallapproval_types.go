@@ -17,6 +17,29 @@ const (
 	CallDenied CallDecision = "Denied"
 )
 
+// OwnerServerRef names one McpServer object: its namespace, its name, and
+// its UID, which a server deleted and created again under the same name
+// does not keep.
+type OwnerServerRef struct {
+	// namespace is the McpServer's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+
+	// name is the McpServer's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// uid is the McpServer's metadata.uid.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	UID string `json:"uid"`
+}
+
 // McpCallApprovalSpec is one call of a tool that waits for a person, and
 // that person's decision. The gateway writes the call; the call cannot be
 // changed afterwards. A person other than the caller sets decision (once)
@@ -24,7 +47,7 @@ const (
 // enforces both with a ValidatingAdmissionPolicy shipped with the operator.
 // The arguments are never stored, only their hash: the object is readable
 // by approvers who may not be cleared for the data the call carries.
-// +kubebuilder:validation:XValidation:rule="self.tool == oldSelf.tool && self.localName == oldSelf.localName && self.server == oldSelf.server && self.caller == oldSelf.caller && (has(self.callerGroups) ? self.callerGroups : []) == (has(oldSelf.callerGroups) ? oldSelf.callerGroups : []) && self.dataClass == oldSelf.dataClass && self.argumentsHash == oldSelf.argumentsHash && self.definitionHash == oldSelf.definitionHash && self.expiresAt == oldSelf.expiresAt && self.seal == oldSelf.seal",message="the call an approval is for cannot be changed; only decision, decidedBy and reason are set, once"
+// +kubebuilder:validation:XValidation:rule="self.tool == oldSelf.tool && self.localName == oldSelf.localName && self.server == oldSelf.server && self.caller == oldSelf.caller && (has(self.callerGroups) ? self.callerGroups : []) == (has(oldSelf.callerGroups) ? oldSelf.callerGroups : []) && self.dataClass == oldSelf.dataClass && self.argumentsHash == oldSelf.argumentsHash && self.definitionHash == oldSelf.definitionHash && self.expiresAt == oldSelf.expiresAt && self.seal == oldSelf.seal && has(self.ownerServer) == has(oldSelf.ownerServer) && (!has(self.ownerServer) || self.ownerServer == oldSelf.ownerServer)",message="the call an approval is for cannot be changed; only decision, decidedBy and reason are set, once"
 // +kubebuilder:validation:XValidation:rule="oldSelf.decision == 'Pending' || (self.decision == oldSelf.decision && self.decidedBy == oldSelf.decidedBy && self.reason == oldSelf.reason)",message="a decision is final"
 // +kubebuilder:validation:XValidation:rule="self.decision == 'Pending' ? (size(self.decidedBy) == 0 && size(self.reason) == 0) : size(self.decidedBy) > 0",message="decidedBy names who decided; an undecided approval has no decidedBy or reason"
 type McpCallApprovalSpec struct {
@@ -46,6 +69,14 @@ type McpCallApprovalSpec struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=253
 	Server string `json:"server"`
+
+	// ownerServer is, for a call of a tool another namespace shares with
+	// this one, the owner's McpServer the call is made to: the approval is
+	// used only for calls of that server (this very object, by its UID),
+	// never for another server later offered under the same shared name.
+	// Sealed with the rest. Empty for a tool of this namespace.
+	// +optional
+	OwnerServer *OwnerServerRef `json:"ownerServer,omitempty"`
 
 	// caller is the user name of the agent whose call waits; it can never
 	// decide this approval.

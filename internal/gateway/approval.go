@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
@@ -150,6 +151,17 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *au
 	now := g.now()
 	key := callKey(id.Username, c.offer().authzName(), t.Status.DefinitionHash, rec.ArgumentsHash)
 	at := c.approvalPlace(id)
+	if c.shared != nil {
+		// A person approves a call of the owner's server, not of whatever
+		// the shared name offers later: the approval names that server
+		// object, sealed, and is used for no other.
+		srv, err := g.readServer(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ServerRef.Name}, nil)
+		if err != nil {
+			return personResult{err: fmt.Errorf("reading the owner's server: %w", err)}
+		}
+		at.owner = &mcpv1alpha1.OwnerServerRef{Namespace: srv.Namespace, Name: srv.Name, UID: string(srv.UID)}
+		key = callKey(id.Username, c.offer().authzName()+"\x00"+at.owner.UID, t.Status.DefinitionHash, rec.ArgumentsHash)
+	}
 	var list mcpv1alpha1.McpCallApprovalList
 	// Read from the API server, not a cache: a decision made a moment ago
 	// must count, and using one needs its current resourceVersion.
@@ -232,6 +244,9 @@ type approvalPlace struct {
 	// carries; matched for a shared tool, whose owner's McpTool one
 	// caller can call through several McpSharedServers.
 	localName string
+	// owner is, for a shared tool, the owner's McpServer object the call
+	// is made to; nil for a tool of the caller's namespace.
+	owner *mcpv1alpha1.OwnerServerRef
 }
 
 // approvalPlace is the place of c's approval in the Person mode: the
@@ -250,8 +265,12 @@ func (c *callScope) approvalPlace(id *authn.Identity) approvalPlace {
 	return p
 }
 
-// names reports whether approval a is for the tool of this place.
+// names reports whether approval a is for the tool of this place (and,
+// for a shared tool, the owner's very server object).
 func (p approvalPlace) names(a *mcpv1alpha1.McpCallApproval) bool {
+	if (p.owner == nil) != (a.Spec.OwnerServer == nil) || p.owner != nil && *p.owner != *a.Spec.OwnerServer {
+		return false
+	}
 	return a.Spec.Tool == p.tool && (p.localName == "" || a.Spec.LocalName == p.localName)
 }
 
@@ -294,6 +313,7 @@ func callApproval(id *authn.Identity, c *callScope, at approvalPlace, name, key 
 			Tool:           at.tool,
 			LocalName:      c.offer().localName(),
 			Server:         at.server,
+			OwnerServer:    at.owner,
 			Caller:         id.Username,
 			CallerGroups:   id.Groups,
 			DataClass:      c.class,

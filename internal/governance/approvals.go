@@ -58,11 +58,18 @@ func AwaitsPerson(a *mcpv1alpha1.McpCallApproval, now time.Time) bool {
 }
 
 // SealMessage is what the seal of an McpCallApproval signs: where the
-// object is and the call it is for, so that an object the gateway did not
-// write is never used, counted or announced.
+// object is and the call it is for (for a shared tool, the owner's
+// McpServer too), so that an object the gateway did not write is never
+// used, counted or announced.
 func SealMessage(a *mcpv1alpha1.McpCallApproval) []byte {
 	s := a.Spec
-	return []byte(strings.Join([]string{a.Namespace, a.Name, s.Tool, s.Server, s.Caller, s.ArgumentsHash, s.DefinitionHash, strconv.FormatInt(s.ExpiresAt.Unix(), 10)}, "\x00"))
+	parts := []string{a.Namespace, a.Name, s.Tool, s.Server, s.Caller, s.ArgumentsHash, s.DefinitionHash, strconv.FormatInt(s.ExpiresAt.Unix(), 10)}
+	if o := s.OwnerServer; o != nil {
+		// A shared call's owner server is sealed too; an approval without
+		// one seals what it sealed before the field existed.
+		parts = append(parts, "owner", o.Namespace, o.Name, o.UID)
+	}
+	return []byte(strings.Join(parts, "\x00"))
 }
 
 // SealValid reports whether a's seal (spec.seal, base64url without

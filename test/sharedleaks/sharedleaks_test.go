@@ -3,11 +3,6 @@
 // #32, item 8). The gateway is built through its exported API only, with
 // the API objects in a fake reader, so that these attacks live beside the
 // gateway without reaching into it.
-//
-// Three of the attacks succeed against the gateway as it is: their fix
-// belongs to the gateway, which is being restructured, and lands with it.
-// Until then they are skipped unless MCP_PENDING_ATTACKS=1; the fix
-// removes the skip.
 package sharedleaks
 
 import (
@@ -16,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -45,15 +39,6 @@ const (
 	sharedName      = "mcps_docs_echo"
 	hash            = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 )
-
-// pending skips an attack the gateway does not withstand yet, unless
-// MCP_PENDING_ATTACKS=1 asks to run it.
-func pending(t *testing.T, fix string) {
-	t.Helper()
-	if os.Getenv("MCP_PENDING_ATTACKS") != "1" {
-		t.Skip("succeeds against the gateway until " + fix + "; MCP_PENDING_ATTACKS=1 runs it")
-	}
-}
 
 // agent is the consuming namespace's ServiceAccount.
 type agent struct{}
@@ -276,7 +261,7 @@ func TestASharedCallsFailureTellsTheConsumerNothingOfTheOwnersCredential(t *test
 // name and definition, and the agent retries. The approval a person gave
 // for platform's server must not open a call of another's.
 func TestACallApprovalIsBoundToTheOwnersServer(t *testing.T) {
-	pending(t, "an McpCallApproval of a shared call names and seals the owner's McpServer, and is used only for it")
+
 	scheme := runtime.NewScheme()
 	if err := mcpv1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)

@@ -321,6 +321,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: localName
       type:
         scalar: string
+    - name: ownerServer
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.OwnerServerRef
     - name: reason
       type:
         scalar: string
@@ -731,6 +734,18 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: associative
+- name: com.github.mcp-catalog.operator.api.v1alpha1.OwnerServerRef
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+    - name: namespace
+      type:
+        scalar: string
+    - name: uid
+      type:
+        scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ParameterText
   map:
     fields:

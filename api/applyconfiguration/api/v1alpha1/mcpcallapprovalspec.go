@@ -43,6 +43,12 @@ type McpCallApprovalSpecApplyConfiguration struct {
 	// server is the McpServer of the tool, or the McpSharedServer of this
 	// namespace a shared tool is offered through.
 	Server *string `json:"server,omitempty"`
+	// ownerServer is, for a call of a tool another namespace shares with
+	// this one, the owner's McpServer the call is made to: the approval is
+	// used only for calls of that server (this very object, by its UID),
+	// never for another server later offered under the same shared name.
+	// Sealed with the rest. Empty for a tool of this namespace.
+	OwnerServer *OwnerServerRefApplyConfiguration `json:"ownerServer,omitempty"`
 	// caller is the user name of the agent whose call waits; it can never
 	// decide this approval.
 	Caller *string `json:"caller,omitempty"`
@@ -99,6 +105,14 @@ func (b *McpCallApprovalSpecApplyConfiguration) WithLocalName(value string) *Mcp
 // If called multiple times, the Server field is set to the value of the last call.
 func (b *McpCallApprovalSpecApplyConfiguration) WithServer(value string) *McpCallApprovalSpecApplyConfiguration {
 	b.Server = &value
+	return b
+}
+
+// WithOwnerServer sets the OwnerServer field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the OwnerServer field is set to the value of the last call.
+func (b *McpCallApprovalSpecApplyConfiguration) WithOwnerServer(value *OwnerServerRefApplyConfiguration) *McpCallApprovalSpecApplyConfiguration {
+	b.OwnerServer = value
 	return b
 }
 
