@@ -435,7 +435,7 @@ func (g *Gateway) spendAnswer(ctx context.Context, id *authn.Identity, c *callSc
 	// The mark of a spent answer is the caller's namespace's own record,
 	// wherever a person's approval would be.
 	here := approvalPlace{namespace: id.Namespace, tool: c.offer().authzName(), server: c.offer().serverName()}
-	a := callApproval(id, c, here, spentAnswerPrefix+hex.EncodeToString(h[:])[:40], key, time.Unix(s.Expires, 0))
+	a := callApproval(id, c, here, governance.SpentAnswerPrefix+hex.EncodeToString(h[:])[:40], key, time.Unix(s.Expires, 0))
 	a.Spec.Seal = approvals.Seal(ks.Current, a)
 	if err := g.Approvals.Create(ctx, a); err != nil {
 		if apierrors.IsAlreadyExists(err) {
@@ -451,10 +451,6 @@ func (g *Gateway) spendAnswer(ctx context.Context, id *authn.Identity, c *callSc
 	}
 	return nil
 }
-
-// spentAnswerPrefix names the McpCallApprovals that record an approval
-// answer of the ClientElicitation opt-in as spent.
-const spentAnswerPrefix = "answer-"
 
 // approvalInput is the id of the approval question in a multi-round-trip
 // call.

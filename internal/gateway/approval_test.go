@@ -18,6 +18,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway/approvals"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
+	"github.com/mcp-catalog/operator/internal/governance"
 )
 
 var ctx = context.Background()
@@ -221,7 +222,7 @@ func TestASpentClientAnswerIsRefusedOnEveryReplica(t *testing.T) {
 		}
 	}
 	used := first.list(t)
-	if len(used) != 1 || used[0].Status.ConsumedAt == nil || !strings.HasPrefix(used[0].Name, spentAnswerPrefix) {
+	if len(used) != 1 || used[0].Status.ConsumedAt == nil || !strings.HasPrefix(used[0].Name, governance.SpentAnswerPrefix) {
 		t.Fatalf("the API holds %+v, want one used answer record", used)
 	}
 }

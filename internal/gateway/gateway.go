@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/gateway/authz"
 	"github.com/mcp-catalog/operator/internal/gateway/budget"
+	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/toolview"
 )
@@ -115,6 +116,10 @@ type Options struct {
 	// namespace. A caller of another namespace is answered 421 before any
 	// work (pool.go).
 	Namespaces []string
+	// SharingTrust is whose word a sharing namespace selector takes (ADR
+	// 046): the same as the controllers', so that the gateway grants what
+	// their conditions report. The zero value trusts every key.
+	SharingTrust governance.SelectorTrust
 	// PublicURL is the gateway's MCP endpoint as agents reach it (e.g.
 	// https://mcp.example.com/mcp). When set, the catalog each caller may
 	// call is also served as a read-only MCP Registry at RegistryPath,

@@ -112,7 +112,7 @@ func (g *Gateway) sharedGrant(ctx context.Context, ss *mcpv1alpha1.McpSharedServ
 			return nil, fmt.Errorf("reading the caller's namespace: %w", err)
 		}
 	}
-	if !governance.SharedWith(srv, ss.Namespace, ns.Labels) {
+	if !g.SharingTrust.SharedWith(srv, ss.Namespace, ns.Labels) {
 		return nil, nil
 	}
 	return srv, nil

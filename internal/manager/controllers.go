@@ -247,7 +247,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		return err
 	}
 	gw, err := gateway.New(gateway.Options{
-		Reader:    SharingTrustReader(mgr.GetClient(), opts.SharingTrust),
+		Reader:    mgr.GetClient(),
 		Authn:     &authn.TokenReviewAuthenticator{Client: reviews, Audience: opts.GatewayAudience},
 		Authz:     &authz.SubjectAccessReviewAuthorizer{Client: sars},
 		Upstreams: gatewayEndpoints(w.endpoints, opts.GatewayCredentialTTL, gatewayClock),
@@ -271,6 +271,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		MaxRequestBytes:         opts.GatewayMaxRequestBytes,
 		MaxRequestBytesInFlight: opts.GatewayMaxRequestBytesInFlight,
 		PublicURL:               opts.GatewayPublicURL,
+		SharingTrust:            opts.SharingTrust,
 		// The cache holds these namespaces only: a caller of another is
 		// refused before any read (a gateway pool).
 		Namespaces: opts.WatchNamespaces,

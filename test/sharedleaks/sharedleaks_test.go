@@ -28,7 +28,6 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/governance"
-	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/upstream"
 )
@@ -183,12 +182,12 @@ func TestANamespaceMissingFromTheCacheMatchesNoNegativeSelector(t *testing.T) {
 
 // The attack of docs/adr/046: the tenant labels its own namespace to match
 // the owner's selector. Under the administrator's reserved prefix the
-// gateway, reading through the manager's SharingTrustReader, does not
-// grant it, as the controllers report; a reserved key an administrator
-// set still grants.
+// gateway, given the administrator's trust as the manager gives it, does
+// not grant it, as the controllers report; a reserved key an
+// administrator set still grants.
 func TestATenantsOwnLabelGrantsNothingAtTheGatewayUnderAReservedPrefix(t *testing.T) {
 	trust := func(o *gateway.Options) {
-		o.Reader = manager.SharingTrustReader(o.Reader, governance.SelectorTrust{KeyPrefix: "sharing.mcp.catalog.dev/"})
+		o.SharingTrust = governance.SelectorTrust{KeyPrefix: "sharing.mcp.catalog.dev/"}
 	}
 	selecting := func(key string) []client.Object {
 		objs := objects(&mcpv1alpha1.ServerSharing{NamespaceSelector: &mcpv1alpha1.NamespaceSelector{MatchExpressions: []mcpv1alpha1.NamespaceSelectorRequirement{
