@@ -15,9 +15,9 @@ import (
 )
 
 // What the gateway compiled for a tool (its view, with its argument
-// rules) counts against the tool's namespace's bound until the tool is
-// deleted: the notifier's delete handler drops it.
-func TestADeletedToolsRulesNoLongerCount(t *testing.T) {
+// rules) counts against the tool's namespace's bound while it is kept: the
+// notifier's delete handler drops the view of a deleted tool.
+func TestTheNotifierDropsADeletedToolsView(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -34,7 +34,6 @@ func TestADeletedToolsRulesNoLongerCount(t *testing.T) {
 		Spec: mcpv1alpha1.McpToolSpec{Enabled: true, ServerRef: mcpv1alpha1.LocalObjectReference{Name: "docs"},
 			ArgumentRules: &mcpv1alpha1.ArgumentRules{Rules: []mcpv1alpha1.ArgumentRule{{Name: "short", Expression: `args.q.size() < 10`}}}},
 	}
-	tool.Status.InputSchema = nil
 	if _, err := g.views.Get(tool); err != nil {
 		t.Fatalf("compiling the tool's view: %v", err)
 	}
