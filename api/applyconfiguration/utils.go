@@ -48,6 +48,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.DelegatedAuthApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DelegationActor"):
 		return &apiv1alpha1.DelegationActorApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("EffectApproval"):
+		return &apiv1alpha1.EffectApprovalApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("EffectCeiling"):
+		return &apiv1alpha1.EffectCeilingApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("FixedArgument"):
 		return &apiv1alpha1.FixedArgumentApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HeaderAuth"):
@@ -104,6 +108,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.OwnerServerRefApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ParameterText"):
 		return &apiv1alpha1.ParameterTextApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReviewedEffects"):
+		return &apiv1alpha1.ReviewedEffectsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReviewedText"):
 		return &apiv1alpha1.ReviewedTextApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretKeySelector"):

@@ -133,3 +133,24 @@ type ConfigMapKeySelector struct {
 	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
 	Key string `json:"key"`
 }
+
+// ToolEffect is one thing a tool's calls may do, as a person reviewed it
+// (McpTool spec.reviewedEffects). A tool whose effects nobody reviewed for
+// its approved definition has them all: the server's own hints never
+// count.
+// +kubebuilder:validation:Enum=Write;Destructive;NonIdempotent;OpenWorld
+type ToolEffect string
+
+const (
+	// EffectWrite: the tool may modify its environment (it was not
+	// reviewed as read-only).
+	EffectWrite ToolEffect = "Write"
+	// EffectDestructive: the tool may delete or overwrite what exists.
+	EffectDestructive ToolEffect = "Destructive"
+	// EffectNonIdempotent: calling the tool twice with the same arguments
+	// may do more than calling it once.
+	EffectNonIdempotent ToolEffect = "NonIdempotent"
+	// EffectOpenWorld: the tool reaches entities outside the server's own
+	// domain (the internet, other people).
+	EffectOpenWorld ToolEffect = "OpenWorld"
+)

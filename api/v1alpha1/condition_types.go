@@ -39,6 +39,11 @@ const (
 	// argument rules.
 	ConditionArgumentRulesValid = "ArgumentRulesValid"
 
+	// ConditionEffectsReviewed says whether an McpTool's
+	// spec.reviewedEffects review its approved definition, and so apply.
+	// Present only while the spec sets reviewed effects.
+	ConditionEffectsReviewed = "EffectsReviewed"
+
 	// ConditionReconciling (abnormal-true) says work is in progress.
 	ConditionReconciling = "Reconciling"
 
@@ -225,6 +230,13 @@ const (
 	// McpSharedServer adds to the tool (spec.argumentRules) does not
 	// compile; the tool is not offered in that namespace until it does.
 	ReasonConsumerRulesInvalid = "ConsumerRulesInvalid"
+	// ReasonEffectsReviewed: spec.reviewedEffects review the approved
+	// definition and apply (EffectsReviewed True).
+	ReasonEffectsReviewed = "Reviewed"
+	// ReasonReviewedForAnotherDefinition: spec.reviewedEffects review a
+	// definition other than the approved one, so the tool is treated as
+	// unreviewed (EffectsReviewed False).
+	ReasonReviewedForAnotherDefinition = "ReviewedForAnotherDefinition"
 )
 
 // Labels and annotations.

@@ -36,6 +36,38 @@ type McpAccessPolicySpec struct {
 	// +optional
 	// +default="Person"
 	ApprovalMode ApprovalMode `json:"approvalMode,omitempty"`
+
+	// approvalRequiredFor makes these callers' calls of tools with any of
+	// these reviewed effects (McpTool spec.reviewedEffects; a tool nobody
+	// reviewed has every effect) need approval, whatever the tool's server
+	// declares. A policy can add approval this way, never lift it; a caller
+	// any matching policy requires it of needs it.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=4
+	ApprovalRequiredFor []ToolEffect `json:"approvalRequiredFor,omitempty"`
+
+	// maxDataClassByEffect lowers maxDataClass for tools with an effect:
+	// such a tool is within this policy's ceiling only when its class is at
+	// most the lowest maxDataClass of the entries its effects match (and
+	// maxDataClass). Read-only tools can so be allowed a higher class than
+	// writes.
+	// +optional
+	// +listType=map
+	// +listMapKey=effect
+	// +kubebuilder:validation:MaxItems=4
+	MaxDataClassByEffect []EffectCeiling `json:"maxDataClassByEffect,omitempty"`
+}
+
+// EffectCeiling is the highest data class of tools with an effect.
+type EffectCeiling struct {
+	// effect the entry applies to.
+	// +required
+	Effect ToolEffect `json:"effect"`
+
+	// maxDataClass for tools with the effect.
+	// +required
+	MaxDataClass DataClass `json:"maxDataClass"`
 }
 
 // ApprovalMode is how a call that requires approval is approved.

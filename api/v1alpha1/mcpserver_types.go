@@ -53,6 +53,14 @@ type McpServerSpec struct {
 	// +default=true
 	ApprovalRequired *bool `json:"approvalRequired,omitempty"`
 
+	// approvalByEffect keys approval on what a person reviewed the tools to
+	// do (McpTool spec.reviewedEffects), never on the server's hints:
+	// reviewed read-only tools can be exempted from approvalRequired, and
+	// tools with given effects can require approval where approvalRequired
+	// is false. A tool nobody reviewed has every effect but read-only.
+	// +optional
+	ApprovalByEffect *EffectApproval `json:"approvalByEffect,omitempty"`
+
 	// suspend stops imports and health probes without deleting anything.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
@@ -531,4 +539,21 @@ type McpServerList struct {
 
 func init() {
 	SchemeBuilder.Register(&McpServer{}, &McpServerList{})
+}
+
+// EffectApproval keys a server's approval on its tools' reviewed effects.
+type EffectApproval struct {
+	// exemptReadOnly lifts approvalRequired from the tools a person
+	// reviewed as read-only for their approved definition. A tool's own
+	// spec.approvalRequired, requiredFor, an McpSharedServer and an
+	// McpAccessPolicy can still require approval of them.
+	// +optional
+	ExemptReadOnly bool `json:"exemptReadOnly,omitempty"`
+
+	// requiredFor are effects whose tools need approval even where
+	// approvalRequired is false.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=4
+	RequiredFor []ToolEffect `json:"requiredFor,omitempty"`
 }

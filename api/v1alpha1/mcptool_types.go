@@ -5,9 +5,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Effect values of an McpTool. Every imported tool is treated as a
-// non-idempotent write, whatever its annotations claim.
-const EffectNonIdempotentWrite = "NonIdempotentWrite"
+// Effect values of an McpTool (status.effect): what the gate takes its
+// calls to do. A tool is a non-idempotent write, whatever its annotations
+// claim, unless a person reviewed its effects (spec.reviewedEffects) for
+// its approved definition.
+const (
+	EffectNonIdempotentWrite = "NonIdempotentWrite"
+	EffectIdempotentWrite    = "IdempotentWrite"
+	EffectReadOnly           = "ReadOnly"
+)
 
 // McpToolSpec is the human and GitOps side of a tool: which remote tool it
 // is, whether it is enabled, and optional tightening of the server's
@@ -80,6 +86,50 @@ type McpToolSpec struct {
 	// unservable, with the condition ArgumentRulesValid=False.
 	// +optional
 	ArgumentRules *ArgumentRules `json:"argumentRules,omitempty"`
+
+	// reviewedEffects are what a person confirmed, or set instead, of what
+	// the tool's calls do, for one definition of the tool. The server's
+	// hints (status.hints) never decide anything; these do: an McpServer's
+	// spec.approvalByEffect and an McpAccessPolicy's approvalRequiredFor
+	// and maxDataClassByEffect key on them, and agents are shown them as
+	// the tool's hints. They apply only while definitionHash equals
+	// spec.approvedDefinitionHash; otherwise, or when unset, the tool is
+	// treated as a destructive, non-idempotent, open-world write.
+	// +optional
+	ReviewedEffects *ReviewedEffects `json:"reviewedEffects,omitempty"`
+}
+
+// ReviewedEffects are a person's review of what a tool's calls do. An
+// effect left unset is the unsafe answer: not read-only, destructive, not
+// idempotent, open-world.
+// +kubebuilder:validation:XValidation:rule="!(has(self.readOnly) && self.readOnly && has(self.destructive) && self.destructive)",message="a tool reviewed as read-only cannot be destructive: unset destructive or set it false"
+type ReviewedEffects struct {
+	// definitionHash is the definition whose effects were reviewed: the
+	// status.definitionHash the person read. The review applies only while
+	// it equals spec.approvedDefinitionHash.
+	// +required
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	// +kubebuilder:validation:MaxLength=71
+	DefinitionHash string `json:"definitionHash"`
+
+	// readOnly says the tool does not modify its environment. Unset: false.
+	// +optional
+	ReadOnly *bool `json:"readOnly,omitempty"`
+
+	// destructive says the tool may delete or overwrite what exists. Unset:
+	// true, unless readOnly is true.
+	// +optional
+	Destructive *bool `json:"destructive,omitempty"`
+
+	// idempotent says calling the tool again with the same arguments does
+	// nothing more. Unset: false.
+	// +optional
+	Idempotent *bool `json:"idempotent,omitempty"`
+
+	// openWorld says the tool reaches entities outside the server's own domain.
+	// Unset: true.
+	// +optional
+	OpenWorld *bool `json:"openWorld,omitempty"`
 }
 
 // ReviewedText is the text agents read of a tool, written by people instead
@@ -273,9 +323,13 @@ type McpToolStatus struct {
 	// +optional
 	EffectiveApprovalRequired *bool `json:"effectiveApprovalRequired,omitempty"`
 
-	// effect is always NonIdempotentWrite.
+	// effect is what the gate takes the tool's calls to do:
+	// NonIdempotentWrite unless a person reviewed its effects for the
+	// approved definition (spec.reviewedEffects), then ReadOnly,
+	// IdempotentWrite or NonIdempotentWrite as reviewed. A report; the
+	// gateway reads the spec on every call.
 	// +optional
-	// +kubebuilder:validation:Enum=NonIdempotentWrite
+	// +kubebuilder:validation:Enum=NonIdempotentWrite;IdempotentWrite;ReadOnly
 	Effect string `json:"effect,omitempty"`
 
 	// requiresAdmin is always true: nobody may call a tool unless RBAC

@@ -454,6 +454,35 @@ func TestClusterCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("effects records a review of the current definition, and it is in force once approved", func(t *testing.T) {
+		tool := e.tool(t, "good.image-and-text")
+		code, out, _ := e.run(t, "effects", "good.image-and-text")
+		if code != ExitFailed || !strings.Contains(out, "In force: unreviewed") || !strings.Contains(out, "--hash "+tool.Status.DefinitionHash) {
+			t.Fatalf("effects without --hash: exit %d, out %s", code, out)
+		}
+		if code, _, _ := e.run(t, "effects", "good.image-and-text", "--hash", tool.Status.DefinitionHash, "--read-only", "--destructive"); code != ExitUsage {
+			t.Errorf("read-only and destructive: exit %d, want %d", code, ExitUsage)
+		}
+		stale := "sha256:" + strings.Repeat("0", 64)
+		if code, _, errOut := e.run(t, "effects", "good.image-and-text", "--hash", stale, "--read-only"); code != ExitFailed || !strings.Contains(errOut, "kubectl mcp diff") {
+			t.Errorf("effects of a definition that is not current: exit %d, %s", code, errOut)
+		}
+		if code, _, errOut := e.run(t, "effects", "good.image-and-text", "--hash", tool.Status.DefinitionHash, "--read-only", "--open-world=false"); code != ExitOK {
+			t.Fatalf("effects: %s", errOut)
+		}
+		tool = e.tool(t, "good.image-and-text")
+		r := tool.Spec.ReviewedEffects
+		if r == nil || r.DefinitionHash != tool.Status.DefinitionHash || r.ReadOnly == nil || !*r.ReadOnly || r.OpenWorld == nil || *r.OpenWorld || r.Destructive != nil || r.Idempotent != nil {
+			t.Fatalf("spec.reviewedEffects = %+v, want read-only and closed-world for the current definition, the rest unset", r)
+		}
+		if !tool.Spec.Enabled || tool.Spec.ApprovedDefinitionHash != tool.Status.DefinitionHash {
+			t.Errorf("recording effects changed the enablement or approval: enabled %t, approved %q", tool.Spec.Enabled, tool.Spec.ApprovedDefinitionHash)
+		}
+		if _, out, _ := e.run(t, "effects", "good.image-and-text"); !strings.Contains(out, "In force: reviewed as read-only, closed-world") {
+			t.Errorf("effects shows %s", out)
+		}
+	})
+
 	t.Run("an approval racing a new definition is refused by the API server", func(t *testing.T) {
 		read := e.tool(t, "good.echo")
 		reviewed := read.Status.DefinitionHash

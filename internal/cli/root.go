@@ -104,7 +104,7 @@ func NewRootCommand(s Streams) *cobra.Command {
 	root.AddCommand(newProbeCommand(s), newToolsCommand(s), newCallCommand(s),
 		newRequestCommand(s, importRequest, "import [NAME...]", "Import McpServers' catalogs now and wait for the result"),
 		newRequestCommand(s, testRequest, "test [NAME...]", "Probe McpServers now and print their latency"),
-		newEnableCommand(s, true), newEnableCommand(s, false), newDiffCommand(s), newApproveCommand(s), newDescribeAsCommand(s), newVersionCommand(),
+		newEnableCommand(s, true), newEnableCommand(s, false), newDiffCommand(s), newApproveCommand(s), newEffectsCommand(s), newDescribeAsCommand(s), newVersionCommand(),
 		newApprovalsCommand(s), newDecideCommand(s, mcpv1alpha1.CallApproved), newDecideCommand(s, mcpv1alpha1.CallDenied),
 		newConsoleCommand(s), newRegistryCommand(s))
 	return root

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -32,11 +33,35 @@ func setToolView(t *mcpv1alpha1.McpTool, srv *mcpv1alpha1.McpServer, honoured er
 	s.Group = toolname.Group(t.Spec.ServerRef.Name)
 	class, approval := governance.Effective(srv, t)
 	s.EffectiveDataClass, s.EffectiveApprovalRequired = class, &approval
-	s.Effect, s.RequiresAdmin = mcpv1alpha1.EffectNonIdempotentWrite, true
+	effects := governance.EffectsOf(t)
+	s.Effect, s.RequiresAdmin = effects.Summary(), true
 	s.ObservedGeneration = t.Generation
 	setHonoured(t, honoured, now)
+	setEffectsReviewed(t, effects, now)
 	status, reason, msg := toolReadiness(t, srv, honoured)
 	setCondition(&s.Conditions, t.Generation, mcpv1alpha1.ConditionReady, status, reason, msg, now)
+}
+
+// setEffectsReviewed sets EffectsReviewed while the spec sets reviewed
+// effects: True when they review the approved definition (effects are
+// then the reviewed ones), False when they review another, and removed
+// when the spec sets none.
+func setEffectsReviewed(t *mcpv1alpha1.McpTool, effects governance.Effects, now time.Time) {
+	r := t.Spec.ReviewedEffects
+	switch {
+	case r == nil:
+		meta.RemoveStatusCondition(&t.Status.Conditions, mcpv1alpha1.ConditionEffectsReviewed)
+	case effects.Reviewed:
+		setCondition(&t.Status.Conditions, t.Generation, mcpv1alpha1.ConditionEffectsReviewed, metav1.ConditionTrue, mcpv1alpha1.ReasonEffectsReviewed,
+			"reviewed as "+effects.Words()+" for the approved definition", now)
+	default:
+		approved := t.Spec.ApprovedDefinitionHash
+		if approved == "" {
+			approved = "none"
+		}
+		setCondition(&t.Status.Conditions, t.Generation, mcpv1alpha1.ConditionEffectsReviewed, metav1.ConditionFalse, mcpv1alpha1.ReasonReviewedForAnotherDefinition,
+			fmt.Sprintf("spec.reviewedEffects review %s, not the approved definition (%s): the tool is treated as a destructive, non-idempotent, open-world write until its effects are reviewed again (kubectl mcp effects)", r.DefinitionHash, approved), now)
+	}
 }
 
 // maxProblemMessage bounds the problems a condition message lists.

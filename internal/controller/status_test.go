@@ -743,3 +743,44 @@ func TestAwaitingImportOnlyBetweenTheImportersTwoWrites(t *testing.T) {
 func setServerCondition(srv *mcpv1alpha1.McpServer, typ string, status metav1.ConditionStatus, reason, msg string) {
 	setCondition(&srv.Status.Conditions, srv.Generation, typ, status, reason, msg, time.Now())
 }
+
+// Status reports the effects in force: the review while it is of the
+// approved definition, with EffectsReviewed True; a review of another
+// definition is reported as not applying, and the tool as the unsafe
+// write, whatever its server's hints say.
+func TestToolStatusReportsTheReviewedEffectsInForce(t *testing.T) {
+	const hashA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	const hashB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	yes := true
+	srv := &mcpv1alpha1.McpServer{Spec: mcpv1alpha1.McpServerSpec{DataClass: mcpv1alpha1.DataClassPublic}}
+	for _, tc := range []struct {
+		name      string
+		approved  string
+		reviewed  *mcpv1alpha1.ReviewedEffects
+		effect    string
+		condition metav1.ConditionStatus // "" when there is none
+	}{
+		{"not reviewed", hashA, nil, mcpv1alpha1.EffectNonIdempotentWrite, ""},
+		{"reviewed read-only", hashA, &mcpv1alpha1.ReviewedEffects{DefinitionHash: hashA, ReadOnly: &yes}, mcpv1alpha1.EffectReadOnly, metav1.ConditionTrue},
+		{"reviewed idempotent", hashA, &mcpv1alpha1.ReviewedEffects{DefinitionHash: hashA, Idempotent: &yes}, mcpv1alpha1.EffectIdempotentWrite, metav1.ConditionTrue},
+		{"reviewed for another definition", hashB, &mcpv1alpha1.ReviewedEffects{DefinitionHash: hashA, ReadOnly: &yes}, mcpv1alpha1.EffectNonIdempotentWrite, metav1.ConditionFalse},
+	} {
+		tl := &mcpv1alpha1.McpTool{Spec: mcpv1alpha1.McpToolSpec{ServerRef: mcpv1alpha1.LocalObjectReference{Name: "docs"}, RemoteName: "search",
+			ApprovedDefinitionHash: tc.approved, ReviewedEffects: tc.reviewed}}
+		tl.Status.DefinitionHash = tc.approved
+		tl.Status.Hints = &mcpv1alpha1.ToolHints{ReadOnlyHint: &yes}
+		setToolView(tl, srv, nil, time.Now())
+		if tl.Status.Effect != tc.effect {
+			t.Errorf("%s: effect %s, want %s", tc.name, tl.Status.Effect, tc.effect)
+		}
+		c := meta.FindStatusCondition(tl.Status.Conditions, mcpv1alpha1.ConditionEffectsReviewed)
+		switch {
+		case tc.condition == "" && c != nil:
+			t.Errorf("%s: EffectsReviewed %s without a review", tc.name, c.Status)
+		case tc.condition != "" && (c == nil || c.Status != tc.condition):
+			t.Errorf("%s: EffectsReviewed %+v, want %s", tc.name, c, tc.condition)
+		case c != nil && c.Status == metav1.ConditionFalse && !strings.Contains(c.Message, hashA):
+			t.Errorf("%s: the message %q does not name the definition reviewed", tc.name, c.Message)
+		}
+	}
+}

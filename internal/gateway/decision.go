@@ -70,8 +70,7 @@ func (g *Gateway) gateCall(ctx context.Context, rec *audit.Record, id *authn.Ide
 	if err != nil {
 		return nil, verdict{}, undecided(ctx, err)
 	}
-	ceiling := ceilingFor(id, policies)
-	v, err := g.verdictFor(ctx, id, o, ceiling, nil)
+	v, err := g.verdictFor(ctx, id, o, ceilingFor(id, policies), nil)
 	if err != nil {
 		return nil, verdict{}, undecided(ctx, err)
 	}
@@ -195,7 +194,7 @@ func (v verdict) message() string {
 // what the import recorded is used: the definition, its hash and name, and
 // the Ready condition for the current generation. servers, when not nil,
 // remembers the servers read in one round of decisions (a list).
-func (g *Gateway) verdictFor(ctx context.Context, id *authn.Identity, o toolOffer, ceiling mcpv1alpha1.DataClass, servers map[types.NamespacedName]*mcpv1alpha1.McpServer) (verdict, error) {
+func (g *Gateway) verdictFor(ctx context.Context, id *authn.Identity, o toolOffer, ceiling governance.Ceiling, servers map[types.NamespacedName]*mcpv1alpha1.McpServer) (verdict, error) {
 	t := o.tool
 	// Step 1: of the caller's namespace (its own, or shared with it
 	// through its McpSharedServer), and Kubernetes RBAC in the caller's
@@ -265,22 +264,29 @@ func (g *Gateway) verdictFor(ctx context.Context, id *authn.Identity, o toolOffe
 	if srv == nil {
 		return verdict{reason: audit.DenyNotServable, detail: mcpv1alpha1.ReasonServerNotFound}, nil
 	}
+	// What the tool does is what a person reviewed it to do (the owner's
+	// people, for a shared tool), never what its server says.
+	effects := governance.EffectsOf(t)
 	class, approval := governance.Effective(srv, t)
+	limit := ceiling.For(effects)
 	var terms governance.ApprovalTerms
 	if o.shared != nil {
 		// The owner's requirement is approved on the owner's terms, read
 		// from its spec now like its grant.
 		terms = governance.SharedApprovalTerms(srv, approval)
 		class, approval = governance.SharedEffective(srv, t, o.shared)
-		ceiling = governance.SharedCeiling(ceiling, o.shared)
+		limit = governance.SharedCeiling(limit, o.shared)
 	}
+	// The caller's policies may add approval for the tool's effects; what
+	// only they require is approved on the caller's namespace's terms.
+	approval = approval || ceiling.ApprovalFor(effects)
 	if governance.OutsideServerShard(srv, t) {
 		return verdict{reason: audit.DenyNotServable, detail: mcpv1alpha1.ReasonShardMismatch, class: class, approval: approval}, nil
 	}
 	// Step 3: the data-class ceiling, against the class the server's and
 	// the tool's specs declare now (and, for a shared tool, the consuming
 	// namespace's McpSharedServer).
-	if !governance.WithinCeiling(class, ceiling) {
+	if !governance.WithinCeiling(class, limit) {
 		return verdict{reason: audit.DenyAboveCeiling, class: class, approval: approval}, nil
 	}
 	return verdict{class: class, approval: approval, terms: terms}, nil
@@ -331,28 +337,21 @@ func (g *Gateway) accessPolicies(ctx context.Context, id *authn.Identity) ([]mcp
 	return policies.Items, nil
 }
 
-// ceiling is the caller's data-class ceiling, from the access policies of
-// its namespace.
-func (g *Gateway) ceiling(ctx context.Context, id *authn.Identity) (mcpv1alpha1.DataClass, error) {
+// ceiling is the caller's ceiling, from the access policies of its
+// namespace.
+func (g *Gateway) ceiling(ctx context.Context, id *authn.Identity) (governance.Ceiling, error) {
 	policies, err := g.accessPolicies(ctx, id)
 	if err != nil {
-		return "", err
+		return governance.Ceiling{}, err
 	}
 	return ceilingFor(id, policies), nil
 }
 
-// ceilingFor is the highest data class the caller may use: the highest
-// maxDataClass among the policies of its namespace that name it, and Public
-// when none does.
-func ceilingFor(id *authn.Identity, policies []mcpv1alpha1.McpAccessPolicy) mcpv1alpha1.DataClass {
-	ceiling := mcpv1alpha1.DataClassPublic
-	for i := range policies {
-		p := &policies[i]
-		if p.Spec.MaxDataClass.Valid() && governance.Names(p, id.Namespace, id.ServiceAccount) {
-			ceiling = mcpv1alpha1.MaxDataClass(ceiling, p.Spec.MaxDataClass)
-		}
-	}
-	return ceiling
+// ceilingFor is what the policies of its namespace that name the caller
+// hold it to: the highest data class of a tool it may use (Public when no
+// policy names it) and the approval they add, by the tool's effects.
+func ceilingFor(id *authn.Identity, policies []mcpv1alpha1.McpAccessPolicy) governance.Ceiling {
+	return governance.CeilingOf(policies, id.Namespace, id.ServiceAccount)
 }
 
 // canCall decides RBAC for the caller calling tool in its own namespace:

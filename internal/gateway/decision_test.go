@@ -21,6 +21,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
+	"github.com/mcp-catalog/operator/internal/governance"
 )
 
 // allowList authorises calls of the McpTools it names, in any namespace.
@@ -189,7 +190,7 @@ func TestCeilingForIsTheHighestMatchingPolicyAndPublicWithoutOne(t *testing.T) {
 		}, mcpv1alpha1.DataClassConfidential},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ceilingFor(bot, tc.policies); got != tc.want {
+			if got := ceilingFor(bot, tc.policies).For(governance.Unreviewed); got != tc.want {
 				t.Fatalf("ceilingFor = %s, want %s", got, tc.want)
 			}
 		})

@@ -316,17 +316,18 @@ func addTool(s *sdk.Server, t *sdk.Tool, h sdk.ToolHandler) (err error) {
 
 // sdkTool presents an McpTool to agents: under its local name, the text and
 // schema of its view (the reviewed text where the spec sets it, without the
-// arguments the gateway sets), and hints that say what the gate assumes — a
-// destructive, non-idempotent write — rather than what the remote server
-// claims.
+// arguments the gateway sets), and hints that say what the gate takes the
+// tool to do — what a person reviewed, else a destructive, non-idempotent,
+// open-world write — rather than what the remote server claims.
 func sdkTool(name string, v *toolview.View) *sdk.Tool {
-	destructive, openWorld := true, true
+	e := v.Effects
+	destructive, openWorld := e.Destructive, e.OpenWorld
 	return &sdk.Tool{
 		Name:        name,
 		Title:       v.Title,
 		Description: v.Description,
 		InputSchema: json.RawMessage(v.InputSchema),
-		Annotations: &sdk.ToolAnnotations{DestructiveHint: &destructive, IdempotentHint: false, ReadOnlyHint: false, OpenWorldHint: &openWorld},
+		Annotations: &sdk.ToolAnnotations{DestructiveHint: &destructive, IdempotentHint: e.Idempotent, ReadOnlyHint: e.ReadOnly, OpenWorldHint: &openWorld},
 	}
 }
 

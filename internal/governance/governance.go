@@ -56,8 +56,9 @@ func Unapproved(t *mcpv1alpha1.McpTool) string {
 }
 
 // Effective is a tool's data class and whether its calls need a person's
-// approval: the server's declaration, tightened (never loosened) by the
-// tool's spec. Without a server (nil) the strictest values apply:
+// approval: the server's declaration (keyed on the tool's reviewed
+// effects where spec.approvalByEffect says so), tightened (never loosened)
+// by the tool's spec. Without a server (nil) the strictest values apply:
 // Restricted, approval required. A class the API server should have
 // rejected ranks above every known one (DataClass.Rank), so it never
 // loosens anything either.
@@ -73,7 +74,7 @@ func Effective(srv *mcpv1alpha1.McpServer, t *mcpv1alpha1.McpTool) (mcpv1alpha1.
 		class = mcpv1alpha1.DataClassRestricted
 	}
 	toolApproval := t.Spec.ApprovalRequired != nil && *t.Spec.ApprovalRequired
-	return class, ServerApprovalRequired(srv) || toolApproval
+	return class, serverApproval(srv, EffectsOf(t)) || toolApproval
 }
 
 // ServerApprovalRequired is the server's declaration of approval: only an

@@ -56,7 +56,29 @@ func InvalidPolicy(spec *mcpv1alpha1.McpAccessPolicySpec) string {
 	default:
 		problems = append(problems, "spec.approvalMode is neither Person nor ClientElicitation")
 	}
+	for i, e := range spec.ApprovalRequiredFor {
+		if !knownEffect(e) {
+			problems = append(problems, fmt.Sprintf("spec.approvalRequiredFor[%d] is none of Write, Destructive, NonIdempotent, OpenWorld", i))
+		}
+	}
+	for i, ec := range spec.MaxDataClassByEffect {
+		if !knownEffect(ec.Effect) {
+			problems = append(problems, fmt.Sprintf("spec.maxDataClassByEffect[%d].effect is none of Write, Destructive, NonIdempotent, OpenWorld", i))
+		}
+		if !ec.MaxDataClass.Valid() {
+			problems = append(problems, fmt.Sprintf("spec.maxDataClassByEffect[%d].maxDataClass is none of Public, Internal, Confidential, Restricted", i))
+		}
+	}
 	return strings.Join(problems, "; ")
+}
+
+// knownEffect reports whether e is one of the ToolEffect values.
+func knownEffect(e mcpv1alpha1.ToolEffect) bool {
+	switch e {
+	case mcpv1alpha1.EffectWrite, mcpv1alpha1.EffectDestructive, mcpv1alpha1.EffectNonIdempotent, mcpv1alpha1.EffectOpenWorld:
+		return true
+	}
+	return false
 }
 
 // Names reports whether an McpAccessPolicy applies to a ServiceAccount of
@@ -68,6 +90,69 @@ func Names(p *mcpv1alpha1.McpAccessPolicy, namespace, serviceAccount string) boo
 	}
 	for _, sa := range p.Spec.ServiceAccounts {
 		if sa == wildcard || sa == serviceAccount {
+			return true
+		}
+	}
+	return false
+}
+
+// Ceiling is what the McpAccessPolicies of a caller's namespace hold its
+// calls to: the highest data class of a tool it may use, and the effects
+// whose tools need approval, both keyed on the tool's reviewed effects.
+// The zero value names no policy: the Public ceiling, no approval added.
+type Ceiling struct {
+	policies                  []mcpv1alpha1.McpAccessPolicy
+	namespace, serviceAccount string
+}
+
+// CeilingOf is the ceiling of a ServiceAccount of namespace under
+// policies (those of other namespaces name nobody there).
+func CeilingOf(policies []mcpv1alpha1.McpAccessPolicy, namespace, serviceAccount string) Ceiling {
+	return Ceiling{policies: policies, namespace: namespace, serviceAccount: serviceAccount}
+}
+
+// For is the highest data class of a tool with effects e the caller may
+// use: the highest, among the policies that name it, of each policy's
+// maxDataClass lowered by the maxDataClassByEffect entries e matches; Public
+// when no policy names it.
+func (c Ceiling) For(e Effects) mcpv1alpha1.DataClass {
+	ceiling := mcpv1alpha1.DataClassPublic
+	for i := range c.policies {
+		p := &c.policies[i]
+		if !p.Spec.MaxDataClass.Valid() || !Names(p, c.namespace, c.serviceAccount) {
+			continue
+		}
+		ceiling = mcpv1alpha1.MaxDataClass(ceiling, policyCeiling(&p.Spec, e))
+	}
+	return ceiling
+}
+
+// policyCeiling is one policy's ceiling for a tool with effects e. An
+// entry whose class is unknown lowers the ceiling to Public: it never
+// raises anything.
+func policyCeiling(spec *mcpv1alpha1.McpAccessPolicySpec, e Effects) mcpv1alpha1.DataClass {
+	ceiling := spec.MaxDataClass
+	for _, ec := range spec.MaxDataClassByEffect {
+		if !e.Has(ec.Effect) {
+			continue
+		}
+		c := ec.MaxDataClass
+		if !c.Valid() {
+			c = mcpv1alpha1.DataClassPublic
+		}
+		if c.Rank() < ceiling.Rank() {
+			ceiling = c
+		}
+	}
+	return ceiling
+}
+
+// ApprovalFor reports whether a policy that names the caller requires
+// approval of its calls of a tool with effects e (approvalRequiredFor).
+func (c Ceiling) ApprovalFor(e Effects) bool {
+	for i := range c.policies {
+		p := &c.policies[i]
+		if len(p.Spec.ApprovalRequiredFor) > 0 && e.HasAny(p.Spec.ApprovalRequiredFor) && Names(p, c.namespace, c.serviceAccount) {
 			return true
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/argrules"
+	"github.com/mcp-catalog/operator/internal/governance"
 )
 
 // View is what agents see of one version of a tool, and what its calls may
@@ -34,6 +35,10 @@ type View struct {
 	InputSchema json.RawMessage
 	// Rules are applied to every call; never nil.
 	Rules *argrules.Program
+	// Effects are what agents are told the tool does: what a person
+	// reviewed (spec.reviewedEffects) for the approved definition, else
+	// the unsafe answers, never the server's hints.
+	Effects governance.Effects
 }
 
 // ErrNoDefinition says the spec describes arguments of a tool whose
@@ -94,7 +99,7 @@ func Build(t *mcpv1alpha1.McpTool) (*View, error) {
 	if t.Status.InputSchema != nil {
 		schema = t.Status.InputSchema.Raw
 	}
-	v := &View{Title: t.Status.Title, Description: t.Status.Description, InputSchema: schema}
+	v := &View{Title: t.Status.Title, Description: t.Status.Description, InputSchema: schema, Effects: governance.EffectsOf(t)}
 	if len(v.InputSchema) == 0 {
 		v.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}

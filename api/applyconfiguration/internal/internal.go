@@ -168,6 +168,27 @@ var schemaYAML = typed.YAMLObject(`types:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.SecretKeySelector
 - name: com.github.mcp-catalog.operator.api.v1alpha1.DriftCategory
   scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.EffectApproval
+  map:
+    fields:
+    - name: exemptReadOnly
+      type:
+        scalar: boolean
+    - name: requiredFor
+      type:
+        list:
+          elementType:
+            namedType: com.github.mcp-catalog.operator.api.v1alpha1.ToolEffect
+          elementRelationship: associative
+- name: com.github.mcp-catalog.operator.api.v1alpha1.EffectCeiling
+  map:
+    fields:
+    - name: effect
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.ToolEffect
+    - name: maxDataClass
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.DataClass
 - name: com.github.mcp-catalog.operator.api.v1alpha1.FixedArgument
   map:
     fields:
@@ -245,9 +266,23 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.ApprovalMode
       default: Person
+    - name: approvalRequiredFor
+      type:
+        list:
+          elementType:
+            namedType: com.github.mcp-catalog.operator.api.v1alpha1.ToolEffect
+          elementRelationship: associative
     - name: maxDataClass
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.DataClass
+    - name: maxDataClassByEffect
+      type:
+        list:
+          elementType:
+            namedType: com.github.mcp-catalog.operator.api.v1alpha1.EffectCeiling
+          elementRelationship: associative
+          keys:
+          - effect
     - name: serviceAccounts
       type:
         list:
@@ -460,6 +495,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: allowPrivateNetwork
       type:
         scalar: boolean
+    - name: approvalByEffect
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.EffectApproval
     - name: approvalRequired
       type:
         scalar: boolean
@@ -640,6 +678,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: remoteName
       type:
         scalar: string
+    - name: reviewedEffects
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.ReviewedEffects
     - name: reviewedText
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.ReviewedText
@@ -755,6 +796,24 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: name
       type:
         scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ReviewedEffects
+  map:
+    fields:
+    - name: definitionHash
+      type:
+        scalar: string
+    - name: destructive
+      type:
+        scalar: boolean
+    - name: idempotent
+      type:
+        scalar: boolean
+    - name: openWorld
+      type:
+        scalar: boolean
+    - name: readOnly
+      type:
+        scalar: boolean
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ReviewedText
   map:
     fields:
@@ -919,6 +978,8 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: title
       type:
         scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ToolEffect
+  scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ToolHints
   map:
     fields:

@@ -46,6 +46,18 @@ type McpAccessPolicySpecApplyConfiguration struct {
 	// opt-in of whoever writes this policy, never of the agent. A caller
 	// any matching policy opts in gets ClientElicitation.
 	ApprovalMode *apiv1alpha1.ApprovalMode `json:"approvalMode,omitempty"`
+	// approvalRequiredFor makes these callers' calls of tools with any of
+	// these reviewed effects (McpTool spec.reviewedEffects; a tool nobody
+	// reviewed has every effect) need approval, whatever the tool's server
+	// declares. A policy can add approval this way, never lift it; a caller
+	// any matching policy requires it of needs it.
+	ApprovalRequiredFor []apiv1alpha1.ToolEffect `json:"approvalRequiredFor,omitempty"`
+	// maxDataClassByEffect lowers maxDataClass for tools with an effect:
+	// such a tool is within this policy's ceiling only when its class is at
+	// most the lowest maxDataClass of the entries its effects match (and
+	// maxDataClass). Read-only tools can so be allowed a higher class than
+	// writes.
+	MaxDataClassByEffect []EffectCeilingApplyConfiguration `json:"maxDataClassByEffect,omitempty"`
 }
 
 // McpAccessPolicySpecApplyConfiguration constructs a declarative configuration of the McpAccessPolicySpec type for use with
@@ -77,5 +89,28 @@ func (b *McpAccessPolicySpecApplyConfiguration) WithMaxDataClass(value apiv1alph
 // If called multiple times, the ApprovalMode field is set to the value of the last call.
 func (b *McpAccessPolicySpecApplyConfiguration) WithApprovalMode(value apiv1alpha1.ApprovalMode) *McpAccessPolicySpecApplyConfiguration {
 	b.ApprovalMode = &value
+	return b
+}
+
+// WithApprovalRequiredFor adds the given value to the ApprovalRequiredFor field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the ApprovalRequiredFor field.
+func (b *McpAccessPolicySpecApplyConfiguration) WithApprovalRequiredFor(values ...apiv1alpha1.ToolEffect) *McpAccessPolicySpecApplyConfiguration {
+	for i := range values {
+		b.ApprovalRequiredFor = append(b.ApprovalRequiredFor, values[i])
+	}
+	return b
+}
+
+// WithMaxDataClassByEffect adds the given value to the MaxDataClassByEffect field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the MaxDataClassByEffect field.
+func (b *McpAccessPolicySpecApplyConfiguration) WithMaxDataClassByEffect(values ...*EffectCeilingApplyConfiguration) *McpAccessPolicySpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithMaxDataClassByEffect")
+		}
+		b.MaxDataClassByEffect = append(b.MaxDataClassByEffect, *values[i])
+	}
 	return b
 }

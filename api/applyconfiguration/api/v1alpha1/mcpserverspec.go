@@ -54,6 +54,12 @@ type McpServerSpecApplyConfiguration struct {
 	// approvalRequired says whether every call to this server's tools needs
 	// a human's approval. Only an explicit false turns it off.
 	ApprovalRequired *bool `json:"approvalRequired,omitempty"`
+	// approvalByEffect keys approval on what a person reviewed the tools to
+	// do (McpTool spec.reviewedEffects), never on the server's hints:
+	// reviewed read-only tools can be exempted from approvalRequired, and
+	// tools with given effects can require approval where approvalRequired
+	// is false. A tool nobody reviewed has every effect but read-only.
+	ApprovalByEffect *EffectApprovalApplyConfiguration `json:"approvalByEffect,omitempty"`
 	// suspend stops imports and health probes without deleting anything.
 	Suspend *bool `json:"suspend,omitempty"`
 	// auth selects how the operator authenticates to the server: omitted or
@@ -123,6 +129,14 @@ func (b *McpServerSpecApplyConfiguration) WithDataClass(value apiv1alpha1.DataCl
 // If called multiple times, the ApprovalRequired field is set to the value of the last call.
 func (b *McpServerSpecApplyConfiguration) WithApprovalRequired(value bool) *McpServerSpecApplyConfiguration {
 	b.ApprovalRequired = &value
+	return b
+}
+
+// WithApprovalByEffect sets the ApprovalByEffect field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ApprovalByEffect field is set to the value of the last call.
+func (b *McpServerSpecApplyConfiguration) WithApprovalByEffect(value *EffectApprovalApplyConfiguration) *McpServerSpecApplyConfiguration {
+	b.ApprovalByEffect = value
 	return b
 }
 

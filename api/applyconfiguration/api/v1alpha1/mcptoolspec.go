@@ -72,6 +72,15 @@ type McpToolSpecApplyConfiguration struct {
 	// argument the server's schema does not have, makes the tool
 	// unservable, with the condition ArgumentRulesValid=False.
 	ArgumentRules *ArgumentRulesApplyConfiguration `json:"argumentRules,omitempty"`
+	// reviewedEffects are what a person confirmed, or set instead, of what
+	// the tool's calls do, for one definition of the tool. The server's
+	// hints (status.hints) never decide anything; these do: an McpServer's
+	// spec.approvalByEffect and an McpAccessPolicy's approvalRequiredFor
+	// and maxDataClassByEffect key on them, and agents are shown them as
+	// the tool's hints. They apply only while definitionHash equals
+	// spec.approvedDefinitionHash; otherwise, or when unset, the tool is
+	// treated as a destructive, non-idempotent, open-world write.
+	ReviewedEffects *ReviewedEffectsApplyConfiguration `json:"reviewedEffects,omitempty"`
 }
 
 // McpToolSpecApplyConfiguration constructs a declarative configuration of the McpToolSpec type for use with
@@ -141,5 +150,13 @@ func (b *McpToolSpecApplyConfiguration) WithReviewedText(value *ReviewedTextAppl
 // If called multiple times, the ArgumentRules field is set to the value of the last call.
 func (b *McpToolSpecApplyConfiguration) WithArgumentRules(value *ArgumentRulesApplyConfiguration) *McpToolSpecApplyConfiguration {
 	b.ArgumentRules = value
+	return b
+}
+
+// WithReviewedEffects sets the ReviewedEffects field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ReviewedEffects field is set to the value of the last call.
+func (b *McpToolSpecApplyConfiguration) WithReviewedEffects(value *ReviewedEffectsApplyConfiguration) *McpToolSpecApplyConfiguration {
+	b.ReviewedEffects = value
 	return b
 }

@@ -57,7 +57,11 @@ type McpToolStatusApplyConfiguration struct {
 	// as last reconciled: a report; the gateway computes it from spec on
 	// every call.
 	EffectiveApprovalRequired *bool `json:"effectiveApprovalRequired,omitempty"`
-	// effect is always NonIdempotentWrite.
+	// effect is what the gate takes the tool's calls to do:
+	// NonIdempotentWrite unless a person reviewed its effects for the
+	// approved definition (spec.reviewedEffects), then ReadOnly,
+	// IdempotentWrite or NonIdempotentWrite as reviewed. A report; the
+	// gateway reads the spec on every call.
 	Effect *string `json:"effect,omitempty"`
 	// requiresAdmin is always true: nobody may call a tool unless RBAC
 	// grants it explicitly.
