@@ -168,7 +168,7 @@ bench: ## Run the benchmark harness (test/bench) and regenerate docs/benchmarks.
 	@assets=$$(hack/envtest.sh); tsagent=$$(hack/tsagent.sh); out=$$(mktemp -d); start=$$(date +%s); \
 	trap 'rm -rf "$$out"' EXIT; \
 	echo ">> client, decode and argument rules"; \
-	$(GO) test -run '^$$' -bench '^Benchmark(Client|Decode|ArgumentRules)$$' -benchmem -count $(BENCH_COUNT) ./test/bench/ | tee $$out/micro.txt; \
+	$(GO) test -run '^$$' -bench '^Benchmark(Client|Decode|ArgumentRules|Inspect)$$' -benchmem -count $(BENCH_COUNT) ./test/bench/ | tee $$out/micro.txt; \
 	status=0; \
 	for s in Import Probe Cache Hostile Shards NoisyNeighbour Fleet; do \
 		echo ">> scale: $$s (one process each, so that each reports its own memory)"; \

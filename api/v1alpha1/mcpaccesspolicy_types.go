@@ -57,7 +57,56 @@ type McpAccessPolicySpec struct {
 	// +listMapKey=effect
 	// +kubebuilder:validation:MaxItems=4
 	MaxDataClassByEffect []EffectCeiling `json:"maxDataClassByEffect,omitempty"`
+
+	// resultInspection says what the gateway does with a result, of any
+	// tool these callers call, in which it finds hidden characters,
+	// instruction-like text or a credential in a known format, before the
+	// agent reads it. Unset kinds take the defaults: hidden characters and
+	// credentials are redacted, instruction-like text is annotated. Where
+	// several policies name a caller, the strictest action of those set
+	// applies to each kind.
+	// +optional
+	ResultInspection *ResultInspection `json:"resultInspection,omitempty"`
 }
+
+// ResultInspection is the action for each kind of finding in a result.
+type ResultInspection struct {
+	// hiddenCharacters are control, format, bidirectional, variation and
+	// tag characters and the others a person does not see. Default Redact
+	// (they are removed).
+	// +optional
+	HiddenCharacters InspectionAction `json:"hiddenCharacters,omitempty"`
+
+	// instructionLike is text addressing the model that reads the result
+	// ("ignore previous instructions", pseudo-markup such as <system>), the
+	// phrases drift detection flags in definitions. Default Annotate.
+	// +optional
+	InstructionLike InspectionAction `json:"instructionLike,omitempty"`
+
+	// secrets are credentials in known formats: code host, chat and cloud
+	// provider tokens, API keys, JWTs and PEM private keys. Default Redact.
+	// +optional
+	Secrets InspectionAction `json:"secrets,omitempty"`
+
+	// maxResultBytes withholds a result whose text is longer. Unset: no
+	// limit beyond the gateway's own.
+	// +optional
+	// +kubebuilder:validation:Minimum=1024
+	MaxResultBytes *int64 `json:"maxResultBytes,omitempty"`
+}
+
+// InspectionAction is what the gateway does with a result in which it
+// found something: Annotate passes it led by a note saying what was found,
+// Redact replaces what was found and adds the note, Refuse withholds the
+// result.
+// +kubebuilder:validation:Enum=Annotate;Redact;Refuse
+type InspectionAction string
+
+const (
+	InspectionAnnotate InspectionAction = "Annotate"
+	InspectionRedact   InspectionAction = "Redact"
+	InspectionRefuse   InspectionAction = "Refuse"
+)
 
 // EffectCeiling is the highest data class of tools with an effect.
 type EffectCeiling struct {

@@ -192,11 +192,14 @@ func (g *Gateway) record(ctx context.Context, id *authn.Identity, c *callScope, 
 		c.rec.Outcome = audit.OutcomeToolError
 		c.obs.end(audit.OutcomeToolError, "")
 		result.IsError = true
-		result.Content = []sdk.Content{&sdk.TextContent{Text: out.Text}}
+		text, _ := g.inspectResult(id, c, out.Text)
+		result.Content = []sdk.Content{&sdk.TextContent{Text: text}}
 	default:
 		c.rec.Outcome = audit.OutcomeSucceeded
 		c.obs.end(audit.OutcomeSucceeded, "")
-		result.Content = []sdk.Content{&sdk.TextContent{Text: out.Text}}
+		text, withheld := g.inspectResult(id, c, out.Text)
+		result.IsError = withheld
+		result.Content = []sdk.Content{&sdk.TextContent{Text: text}}
 	}
 	if err := g.Audit.Write(context.WithoutCancel(ctx), c.rec); err != nil {
 		// The call has happened; the before record stands for it.

@@ -28,6 +28,16 @@ var (
 		Help: "Requests and tool calls the gateway refused, by reason.",
 	}, []string{"reason"})
 
+	// GatewayResultFindings counts what result inspection found in the
+	// results of tool calls, by the caller's namespace, the kind found
+	// (HiddenCharacters, InstructionLike, Secret, TooLarge) and the action
+	// taken for the result (Annotate, Redact, Refuse); a result with
+	// findings of several kinds counts once for each.
+	GatewayResultFindings = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_gateway_result_findings_total",
+		Help: "Tool results in which the gateway's inspection found something, by namespace, kind and the action taken.",
+	}, []string{"namespace", "kind", "action"})
+
 	// GatewayBudgetRefusals counts requests refused because the caller's
 	// ServiceAccount or namespace was over a gateway budget, by the
 	// caller's namespace (authenticated, never what a caller sent), the
@@ -209,7 +219,7 @@ var (
 // the names they describe.
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		GatewayCalls, GatewayRefusals, GatewayBudgetRefusals, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals, GatewayLastContact,
+		GatewayCalls, GatewayRefusals, GatewayBudgetRefusals, GatewayResultFindings, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals, GatewayLastContact,
 		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, ToolDrift, Tools, LastContact, GatewayAuditFailures, GatewayAuditAggregated, Notifications, State,
 		ToolListeners, ToolListenersRefused, ToolListChanges,
 		GatewayToolListWatchers, GatewayToolListWatchersRefused, GatewayToolListNotifications,

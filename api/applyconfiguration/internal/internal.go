@@ -233,6 +233,8 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 2000
+- name: com.github.mcp-catalog.operator.api.v1alpha1.InspectionAction
+  scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.LocalObjectReference
   map:
     fields:
@@ -283,6 +285,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - effect
+    - name: resultInspection
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.ResultInspection
     - name: serviceAccounts
       type:
         list:
@@ -796,6 +801,21 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: name
       type:
         scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ResultInspection
+  map:
+    fields:
+    - name: hiddenCharacters
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.InspectionAction
+    - name: instructionLike
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.InspectionAction
+    - name: maxResultBytes
+      type:
+        scalar: numeric
+    - name: secrets
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.InspectionAction
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ReviewedEffects
   map:
     fields:

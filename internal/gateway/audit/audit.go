@@ -47,6 +47,11 @@ type Record struct {
 	ErrorKind     string `json:"errorKind,omitempty"`
 	LatencyMillis int64  `json:"latencyMillis,omitempty"`
 	ArgumentsHash string `json:"argumentsHash,omitempty"`
+	// Inspection names what result inspection found in the result, by
+	// kind (and a credential's format), never its text; InspectionAction
+	// is what was done with the result (Annotate, Redact, Refuse).
+	Inspection       []string `json:"inspection,omitempty"`
+	InspectionAction string   `json:"inspectionAction,omitempty"`
 	// Repeated is, on a denied record, how many more denials of the same
 	// caller, tool and reason came in the window before it and were not
 	// written on their own (denials.go); they carry no call ID or

@@ -44,6 +44,17 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 		b = strconv.AppendInt(b, r.LatencyMillis, 10)
 	}
 	b = appendMember(b, "argumentsHash", r.ArgumentsHash, true)
+	if len(r.Inspection) > 0 {
+		b = append(b, `,"inspection":[`...)
+		for i, f := range r.Inspection {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, f)
+		}
+		b = append(b, ']')
+	}
+	b = appendMember(b, "inspectionAction", r.InspectionAction, true)
 	if r.Repeated != 0 {
 		b = append(b, `,"repeated":`...)
 		b = strconv.AppendInt(b, int64(r.Repeated), 10)

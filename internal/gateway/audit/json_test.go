@@ -77,6 +77,8 @@ func TestAppendRecordWritesEveryField(t *testing.T) {
 			f.SetString("value-of-" + v.Type().Field(i).Name)
 		case reflect.Int, reflect.Int64:
 			f.SetInt(int64(i + 1))
+		case reflect.Slice:
+			f.Set(reflect.ValueOf([]string{"value-of-" + v.Type().Field(i).Name, "<second>"}))
 		case reflect.Struct:
 			f.Set(reflect.ValueOf(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)))
 		default:

@@ -58,6 +58,14 @@ type McpAccessPolicySpecApplyConfiguration struct {
 	// maxDataClass). Read-only tools can so be allowed a higher class than
 	// writes.
 	MaxDataClassByEffect []EffectCeilingApplyConfiguration `json:"maxDataClassByEffect,omitempty"`
+	// resultInspection says what the gateway does with a result, of any
+	// tool these callers call, in which it finds hidden characters,
+	// instruction-like text or a credential in a known format, before the
+	// agent reads it. Unset kinds take the defaults: hidden characters and
+	// credentials are redacted, instruction-like text is annotated. Where
+	// several policies name a caller, the strictest action of those set
+	// applies to each kind.
+	ResultInspection *ResultInspectionApplyConfiguration `json:"resultInspection,omitempty"`
 }
 
 // McpAccessPolicySpecApplyConfiguration constructs a declarative configuration of the McpAccessPolicySpec type for use with
@@ -112,5 +120,13 @@ func (b *McpAccessPolicySpecApplyConfiguration) WithMaxDataClassByEffect(values 
 		}
 		b.MaxDataClassByEffect = append(b.MaxDataClassByEffect, *values[i])
 	}
+	return b
+}
+
+// WithResultInspection sets the ResultInspection field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ResultInspection field is set to the value of the last call.
+func (b *McpAccessPolicySpecApplyConfiguration) WithResultInspection(value *ResultInspectionApplyConfiguration) *McpAccessPolicySpecApplyConfiguration {
+	b.ResultInspection = value
 	return b
 }
