@@ -348,7 +348,7 @@ func ceilingFor(id *authn.Identity, policies []mcpv1alpha1.McpAccessPolicy) mcpv
 	ceiling := mcpv1alpha1.DataClassPublic
 	for i := range policies {
 		p := &policies[i]
-		if p.Spec.MaxDataClass.Valid() && governance.Names(p, id.Namespace, id.ServiceAccount) {
+		if p.Spec.MaxDataClass.Valid() && governance.Names(p, id.PolicyCaller()) {
 			ceiling = mcpv1alpha1.MaxDataClass(ceiling, p.Spec.MaxDataClass)
 		}
 	}

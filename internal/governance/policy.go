@@ -2,6 +2,7 @@ package governance
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -22,8 +23,19 @@ const wildcard = "*"
 func InvalidPolicy(spec *mcpv1alpha1.McpAccessPolicySpec) string {
 	var problems []string
 	sas := spec.ServiceAccounts
-	if len(sas) == 0 {
-		problems = append(problems, "spec.serviceAccounts names no ServiceAccount")
+	if len(sas) == 0 && len(spec.Users) == 0 && len(spec.Groups) == 0 {
+		problems = append(problems, "the policy names no one: list serviceAccounts, users or groups")
+	}
+	for _, f := range []struct {
+		field string
+		names []string
+	}{{"users", spec.Users}, {"groups", spec.Groups}} {
+		for i, n := range f.names {
+			if n == "" || strings.HasPrefix(n, "system:") {
+				problems = append(problems, fmt.Sprintf("spec.%s[%d] is empty or in system:, which no OAuth identity is", f.field, i))
+				break
+			}
+		}
 	}
 	first := make(map[string]int, len(sas))
 	badName, repeated := -1, -1
@@ -59,15 +71,39 @@ func InvalidPolicy(spec *mcpv1alpha1.McpAccessPolicySpec) string {
 	return strings.Join(problems, "; ")
 }
 
-// Names reports whether an McpAccessPolicy applies to a ServiceAccount of
-// its own namespace: the policy lists the account's name, or the wildcard.
-// A policy of another namespace names nobody there.
-func Names(p *mcpv1alpha1.McpAccessPolicy, namespace, serviceAccount string) bool {
-	if p.Namespace != namespace {
+// Caller is whom an McpAccessPolicy may name: a ServiceAccount of
+// Namespace, or a person (User and Groups, as the gateway maps an OAuth
+// access token) calling at Namespace's endpoint, whose ServiceAccount is
+// empty.
+type Caller struct {
+	Namespace      string
+	ServiceAccount string
+	User           string
+	Groups         []string
+}
+
+// Names reports whether an McpAccessPolicy applies to a caller of its own
+// namespace: a ServiceAccount the policy lists, or every one by the
+// wildcard; a person the policy lists in users, or a member of a group it
+// lists in groups. The wildcard names ServiceAccounts only. A policy of
+// another namespace names nobody there.
+func Names(p *mcpv1alpha1.McpAccessPolicy, c Caller) bool {
+	if p.Namespace != c.Namespace {
 		return false
 	}
-	for _, sa := range p.Spec.ServiceAccounts {
-		if sa == wildcard || sa == serviceAccount {
+	if c.ServiceAccount != "" {
+		for _, sa := range p.Spec.ServiceAccounts {
+			if sa == wildcard || sa == c.ServiceAccount {
+				return true
+			}
+		}
+		return false
+	}
+	if c.User != "" && slices.Contains(p.Spec.Users, c.User) {
+		return true
+	}
+	for _, g := range c.Groups {
+		if slices.Contains(p.Spec.Groups, g) {
 			return true
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strings"
-	"testing"
 
 	"github.com/go-jose/go-jose/v4"
 )
@@ -15,14 +14,14 @@ import (
 // Forge builds tokens the provider never issued, from a real one: its
 // claims under another header, key or signature.
 type Forge struct {
-	t testing.TB
+	t TB
 	// Header and Claims are the real token's, to change before signing.
 	Header map[string]any
 	Claims map[string]any
 }
 
 // ForgeFrom reads token's header and claims.
-func ForgeFrom(t testing.TB, token string) Forge {
+func ForgeFrom(t TB, token string) Forge {
 	t.Helper()
 	parts := strings.Split(token, ".")
 	var f Forge

@@ -22,7 +22,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/zitadel/oidc/v3/example/server/storage"
@@ -67,7 +66,7 @@ type storageWithClients struct {
 	published []*SigningKey
 }
 
-func newSigningKey(t testing.TB) *SigningKey {
+func newSigningKey(t TB) *SigningKey {
 	t.Helper()
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -146,7 +145,7 @@ func (s *storageWithClients) GetPrivateClaimsFromRequest(_ context.Context, req 
 
 // Rotate makes a new key current; the old one stays published when keep
 // is set.
-func (p *Provider) Rotate(t testing.TB, keep bool) *SigningKey { return p.store.rotate(t, keep) }
+func (p *Provider) Rotate(t TB, keep bool) *SigningKey { return p.store.rotate(t, keep) }
 
 // AddClient adds a client-credentials client whose tokens say what c
 // says.
@@ -162,7 +161,7 @@ func (p *Provider) Current() *SigningKey {
 // PrivateKey is the key's RSA private key, for a test forging tokens.
 func (k *SigningKey) PrivateKey() *rsa.PrivateKey { return k.key }
 
-func (s *storageWithClients) rotate(t testing.TB, keep bool) *SigningKey {
+func (s *storageWithClients) rotate(t TB, keep bool) *SigningKey {
 	k := newSigningKey(t)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -206,7 +205,7 @@ type Provider struct {
 
 // Start runs a provider until the test ends, with one signing key and
 // no client.
-func Start(t testing.TB) *Provider {
+func Start(t TB) *Provider {
 	t.Helper()
 	// zitadel logs refused requests through slog's default logger.
 	prev := slog.Default()
@@ -273,7 +272,7 @@ func Start(t testing.TB) *Provider {
 
 // Mint obtains an access token for the client from the provider's token
 // endpoint (client credentials grant).
-func (p *Provider) Mint(t testing.TB, client string, scopes ...string) string {
+func (p *Provider) Mint(t TB, client string, scopes ...string) string {
 	t.Helper()
 	p.store.mu.Lock()
 	secret := p.store.clients[client].Secret
@@ -297,4 +296,13 @@ func (p *Provider) Mint(t testing.TB, client string, scopes ...string) string {
 		t.Fatalf("minting a token: status %d, %v", resp.StatusCode, err)
 	}
 	return body.AccessToken
+}
+
+// TB is what the package needs of a test: a *testing.T or *testing.B,
+// or Ginkgo's GinkgoT().
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Cleanup(func())
 }

@@ -245,10 +245,22 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.ApprovalMode
       default: Person
+    - name: groups
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
     - name: maxDataClass
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.DataClass
     - name: serviceAccounts
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+    - name: users
       type:
         list:
           elementType:
