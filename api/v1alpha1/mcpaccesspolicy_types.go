@@ -5,20 +5,49 @@ import (
 )
 
 // McpAccessPolicySpec sets the data-class ceiling of callers of the gateway:
-// the ServiceAccounts it names, in its own namespace, may use tools whose
+// the ServiceAccounts it names, in its own namespace, and the users and
+// groups it names calling at this namespace's endpoint, may use tools whose
 // effective data class is at most maxDataClass. A caller no policy names
 // gets the Public ceiling. Who may write these objects is the platform's
 // decision, made with RBAC; see docs/adr/005-gateway-policy.md.
+// +kubebuilder:validation:XValidation:rule="has(self.serviceAccounts) || has(self.users) || has(self.groups)",message="name at least one of serviceAccounts, users or groups"
 type McpAccessPolicySpec struct {
 	// serviceAccounts are the names of ServiceAccounts in this namespace the
-	// ceiling applies to; "*" names every ServiceAccount of the namespace.
-	// +required
+	// ceiling applies to; "*" names every ServiceAccount of the namespace
+	// (and no user).
+	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=253
 	// +kubebuilder:validation:items:Pattern=`^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$`
-	ServiceAccounts []string `json:"serviceAccounts"`
+	ServiceAccounts []string `json:"serviceAccounts,omitempty"`
+
+	// users are Kubernetes user names, as the gateway maps a person's OAuth
+	// access token (the issuer's username claim with its prefix, as the API
+	// server's OIDC options make it), that the ceiling applies to when they
+	// call at this namespace's endpoint. No wildcard.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=512
+	// +kubebuilder:validation:items:XValidation:rule="!self.startsWith('system:')",message="a user name in system: is never an OAuth identity; name ServiceAccounts in serviceAccounts"
+	Users []string `json:"users,omitempty"`
+
+	// groups are Kubernetes group names, as the gateway maps a person's
+	// OAuth access token (the issuer's groups claim with its prefix), whose
+	// members the ceiling applies to when they call at this namespace's
+	// endpoint. No wildcard.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=512
+	// +kubebuilder:validation:items:XValidation:rule="!self.startsWith('system:')",message="a group in system: is never an OAuth identity's"
+	Groups []string `json:"groups,omitempty"`
 
 	// maxDataClass is the highest effective data class these callers may
 	// list and call.

@@ -393,6 +393,16 @@ func (in *McpAccessPolicySpec) DeepCopyInto(out *McpAccessPolicySpec) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.Users != nil {
+		in, out := &in.Users, &out.Users
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.Groups != nil {
+		in, out := &in.Groups, &out.Groups
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.ApprovalRequiredFor != nil {
 		in, out := &in.ApprovalRequiredFor, &out.ApprovalRequiredFor
 		*out = make([]ToolEffect, len(*in))

@@ -73,7 +73,7 @@ func (g *Gateway) approve(ctx context.Context, req *sdk.CallToolRequest, id *aut
 func approvalModeFor(id *authn.Identity, policies []mcpv1alpha1.McpAccessPolicy) mcpv1alpha1.ApprovalMode {
 	for i := range policies {
 		p := &policies[i]
-		if p.Spec.ApprovalMode == mcpv1alpha1.ApprovalClientElicitation && governance.Names(p, id.Namespace, id.ServiceAccount) {
+		if p.Spec.ApprovalMode == mcpv1alpha1.ApprovalClientElicitation && governance.Names(p, id.PolicyCaller()) {
 			return mcpv1alpha1.ApprovalClientElicitation
 		}
 	}

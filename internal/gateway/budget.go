@@ -56,6 +56,10 @@ func (g *Gateway) refuseOverBudget(ctx context.Context, w http.ResponseWriter, i
 		what = "answered-bytes"
 	}
 	msg := "the caller's ServiceAccount is over its " + what + " budget at the gateway; retry later"
+	if !id.IsServiceAccount() {
+		// A person has the budget of a ServiceAccount of their own.
+		msg = "the caller is over its " + what + " budget at the gateway; retry later"
+	}
 	if over.Scope == budget.BudgetNamespace {
 		msg = "the caller's namespace is over its " + what + " budget at the gateway; retry later"
 	}

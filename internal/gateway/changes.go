@@ -197,7 +197,7 @@ func (c *changes) watch(o *offer, id authn.Identity, gen uint64, kind string) (*
 		return nil, false
 	}
 	w := &watcher{id: id, key: string(key), kind: kind, offer: o, hash: o.hash()}
-	sa := id.Namespace + "/" + id.ServiceAccount
+	sa := id.Key()
 	c.mu.Lock()
 	if len(c.watchers) >= MaxListWatchers || c.perSA[sa] >= MaxListWatchersPerServiceAccount || c.perNS[id.Namespace] >= MaxListWatchersPerNamespace {
 		c.mu.Unlock()
@@ -220,7 +220,7 @@ func (c *changes) watch(o *offer, id authn.Identity, gen uint64, kind string) (*
 }
 
 func (c *changes) unwatch(w *watcher) {
-	sa := w.id.Namespace + "/" + w.id.ServiceAccount
+	sa := w.id.Key()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.watchers[w]; !ok {

@@ -351,7 +351,7 @@ func (g *Gateway) ceiling(ctx context.Context, id *authn.Identity) (governance.C
 // hold it to: the highest data class of a tool it may use (Public when no
 // policy names it) and the approval they add, by the tool's effects.
 func ceilingFor(id *authn.Identity, policies []mcpv1alpha1.McpAccessPolicy) governance.Ceiling {
-	return governance.CeilingOf(policies, id.Namespace, id.ServiceAccount)
+	return governance.CeilingOf(policies, id.PolicyCaller())
 }
 
 // canCall decides RBAC for the caller calling tool in its own namespace:

@@ -23,11 +23,18 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/budget"
 	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/oauthresource"
 	"github.com/mcp-catalog/operator/internal/toolview"
 )
 
-// Path is where the gateway serves MCP.
-const Path = "/mcp"
+// Path is where the gateway serves MCP to a ServiceAccount, for its own
+// namespace.
+const Path = authn.Path
+
+// NamespacedPath is where the gateway serves MCP for one namespace, named
+// in the path: the endpoint of a person's agent, whose identity has no
+// namespace (ADR 053). A ServiceAccount may use its own namespace's.
+const NamespacedPath = "/" + authn.NamespaceSegment + "/{" + authn.PathNamespace + "}" + Path
 
 // Upstreams returns the endpoint a call made for actor is sent to, with its
 // credential resolved (upstream.Endpoints).
@@ -39,8 +46,12 @@ type Upstreams interface {
 // Upstreams, MCP, Audit and Recorder are required.
 type Options struct {
 	// Reader reads McpTools, McpServers and McpAccessPolicies (the cache).
-	Reader    client.Reader
-	Authn     authn.Authenticator
+	Reader client.Reader
+	Authn  authn.Authenticator
+	// OAuth validates the OAuth access tokens of people and agents outside
+	// the cluster (docs/gateway-oauth.md); nil accepts ServiceAccount
+	// tokens only.
+	OAuth     *oauthresource.Validator
 	Authz     authz.Authorizer
 	Upstreams Upstreams
 	MCP       *mcp.Client

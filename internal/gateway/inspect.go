@@ -54,7 +54,7 @@ func inspectionFor(id *authn.Identity, policies []mcpv1alpha1.McpAccessPolicy) (
 	var limit int64
 	for i := range policies {
 		ri := policies[i].Spec.ResultInspection
-		if ri == nil || !governance.Names(&policies[i], id.Namespace, id.ServiceAccount) {
+		if ri == nil || !governance.Names(&policies[i], id.PolicyCaller()) {
 			continue
 		}
 		set.HiddenCharacters = stricter(set.HiddenCharacters, ri.HiddenCharacters)

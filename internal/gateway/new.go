@@ -56,7 +56,7 @@ func New(o Options) (*Gateway, error) {
 		_, _ = rand.Read(key)
 		g.approvalKeys = approvals.StaticKeys{Current: key}
 	}
-	g.identifier = authn.NewIdentifier(o.Authn, o.UnauthenticatedRate, o.UnauthenticatedBurst, o.Clock)
+	g.identifier = authn.NewIdentifier(o.Authn, o.OAuth, o.UnauthenticatedRate, o.UnauthenticatedBurst, o.Clock)
 	g.budgets = budget.NewBudgeter(o.Budgets, o.Clock)
 	g.denials = audit.NewDenials(o.DenialWindow)
 	g.listPrefix, g.eraListPrefix = g.buildListPrefix(), g.buildEraListPrefix()
@@ -100,7 +100,16 @@ func New(o Options) (*Gateway, error) {
 	})
 	route := g.front(sdkPath)
 	mux := http.NewServeMux()
-	mux.Handle(Path, g.identifier.Handler(g.served(g.budgeted(route))))
+	mcpEndpoint := g.identifier.Handler(g.served(g.budgeted(route)))
+	mux.Handle(Path, mcpEndpoint)
+	// A namespace's endpoint: where a person's agent names the namespace
+	// it calls in (ADR 053); a ServiceAccount may use its own.
+	mux.Handle(NamespacedPath, mcpEndpoint)
+	if meta := g.identifier.MetadataHandler(); meta != nil {
+		for _, p := range g.identifier.MetadataPatterns() {
+			mux.Handle(p, meta)
+		}
+	}
 	if o.PublicURL != "" {
 		reg, err := registry.NewHandler(registry.CatalogFunc(g.registryCatalog), registry.HandlerOptions{EndpointURL: o.PublicURL})
 		if err != nil {

@@ -11,7 +11,6 @@ const (
 	hashB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 )
 
-
 // toolReviewed is a tool whose approved definition is approved, reviewed
 // as r (nil: not reviewed), and whose server calls it read-only.
 func toolReviewed(approved string, r *mcpv1alpha1.ReviewedEffects) *mcpv1alpha1.McpTool {
@@ -94,7 +93,7 @@ func TestCeilingIsKeyedOnEffectsAndOnlyLowered(t *testing.T) {
 	}
 	writes := mcpv1alpha1.EffectCeiling{Effect: mcpv1alpha1.EffectWrite, MaxDataClass: mcpv1alpha1.DataClassInternal}
 	readOnly := Effects{Reviewed: true, ReadOnly: true}
-	c := CeilingOf([]mcpv1alpha1.McpAccessPolicy{p(mcpv1alpha1.DataClassConfidential, "bot", writes)}, "team", "bot")
+	c := CeilingOf([]mcpv1alpha1.McpAccessPolicy{p(mcpv1alpha1.DataClassConfidential, "bot", writes)}, Caller{Namespace: "team", ServiceAccount: "bot"})
 	if got := c.For(Unreviewed); got != mcpv1alpha1.DataClassInternal {
 		t.Errorf("writes: %s, want Internal", got)
 	}
@@ -102,24 +101,24 @@ func TestCeilingIsKeyedOnEffectsAndOnlyLowered(t *testing.T) {
 		t.Errorf("read-only: %s, want Confidential", got)
 	}
 	raising := mcpv1alpha1.EffectCeiling{Effect: mcpv1alpha1.EffectWrite, MaxDataClass: mcpv1alpha1.DataClassRestricted}
-	if got := CeilingOf([]mcpv1alpha1.McpAccessPolicy{p(mcpv1alpha1.DataClassInternal, "bot", raising)}, "team", "bot").For(Unreviewed); got != mcpv1alpha1.DataClassInternal {
+	if got := CeilingOf([]mcpv1alpha1.McpAccessPolicy{p(mcpv1alpha1.DataClassInternal, "bot", raising)}, Caller{Namespace: "team", ServiceAccount: "bot"}).For(Unreviewed); got != mcpv1alpha1.DataClassInternal {
 		t.Errorf("an entry above maxDataClass raised the ceiling to %s", got)
 	}
 	unknown := mcpv1alpha1.EffectCeiling{Effect: mcpv1alpha1.EffectWrite, MaxDataClass: "TopSecret"}
-	if got := CeilingOf([]mcpv1alpha1.McpAccessPolicy{p(mcpv1alpha1.DataClassInternal, "bot", unknown)}, "team", "bot").For(Unreviewed); got != mcpv1alpha1.DataClassPublic {
+	if got := CeilingOf([]mcpv1alpha1.McpAccessPolicy{p(mcpv1alpha1.DataClassInternal, "bot", unknown)}, Caller{Namespace: "team", ServiceAccount: "bot"}).For(Unreviewed); got != mcpv1alpha1.DataClassPublic {
 		t.Errorf("an entry of an unknown class left the ceiling at %s, want Public", got)
 	}
-	other := CeilingOf([]mcpv1alpha1.McpAccessPolicy{p(mcpv1alpha1.DataClassRestricted, "other")}, "team", "bot")
+	other := CeilingOf([]mcpv1alpha1.McpAccessPolicy{p(mcpv1alpha1.DataClassRestricted, "other")}, Caller{Namespace: "team", ServiceAccount: "bot"})
 	if got := other.For(readOnly); got != mcpv1alpha1.DataClassPublic {
 		t.Errorf("a policy naming another account gave %s", got)
 	}
 	req := p(mcpv1alpha1.DataClassPublic, "bot")
 	req.Spec.ApprovalRequiredFor = []mcpv1alpha1.ToolEffect{mcpv1alpha1.EffectDestructive}
-	c = CeilingOf([]mcpv1alpha1.McpAccessPolicy{req}, "team", "bot")
+	c = CeilingOf([]mcpv1alpha1.McpAccessPolicy{req}, Caller{Namespace: "team", ServiceAccount: "bot"})
 	if !c.ApprovalFor(Unreviewed) || c.ApprovalFor(readOnly) {
 		t.Errorf("approval for destructive tools: unreviewed %t, read-only %t", c.ApprovalFor(Unreviewed), c.ApprovalFor(readOnly))
 	}
-	if CeilingOf([]mcpv1alpha1.McpAccessPolicy{req}, "team", "other").ApprovalFor(Unreviewed) {
+	if CeilingOf([]mcpv1alpha1.McpAccessPolicy{req}, Caller{Namespace: "team", ServiceAccount: "other"}).ApprovalFor(Unreviewed) {
 		t.Error("a policy naming another account added approval")
 	}
 }

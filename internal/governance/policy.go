@@ -2,6 +2,7 @@ package governance
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -22,8 +23,19 @@ const wildcard = "*"
 func InvalidPolicy(spec *mcpv1alpha1.McpAccessPolicySpec) string {
 	var problems []string
 	sas := spec.ServiceAccounts
-	if len(sas) == 0 {
-		problems = append(problems, "spec.serviceAccounts names no ServiceAccount")
+	if len(sas) == 0 && len(spec.Users) == 0 && len(spec.Groups) == 0 {
+		problems = append(problems, "the policy names no one: list serviceAccounts, users or groups")
+	}
+	for _, f := range []struct {
+		field string
+		names []string
+	}{{"users", spec.Users}, {"groups", spec.Groups}} {
+		for i, n := range f.names {
+			if n == "" || strings.HasPrefix(n, "system:") {
+				problems = append(problems, fmt.Sprintf("spec.%s[%d] is empty or in system:, which no OAuth identity is", f.field, i))
+				break
+			}
+		}
 	}
 	first := make(map[string]int, len(sas))
 	badName, repeated := -1, -1
@@ -81,15 +93,39 @@ func knownEffect(e mcpv1alpha1.ToolEffect) bool {
 	return false
 }
 
-// Names reports whether an McpAccessPolicy applies to a ServiceAccount of
-// its own namespace: the policy lists the account's name, or the wildcard.
-// A policy of another namespace names nobody there.
-func Names(p *mcpv1alpha1.McpAccessPolicy, namespace, serviceAccount string) bool {
-	if p.Namespace != namespace {
+// Caller is whom an McpAccessPolicy may name: a ServiceAccount of
+// Namespace, or a person (User and Groups, as the gateway maps an OAuth
+// access token) calling at Namespace's endpoint, whose ServiceAccount is
+// empty.
+type Caller struct {
+	Namespace      string
+	ServiceAccount string
+	User           string
+	Groups         []string
+}
+
+// Names reports whether an McpAccessPolicy applies to a caller of its own
+// namespace: a ServiceAccount the policy lists, or every one by the
+// wildcard; a person the policy lists in users, or a member of a group it
+// lists in groups. The wildcard names ServiceAccounts only. A policy of
+// another namespace names nobody there.
+func Names(p *mcpv1alpha1.McpAccessPolicy, c Caller) bool {
+	if p.Namespace != c.Namespace {
 		return false
 	}
-	for _, sa := range p.Spec.ServiceAccounts {
-		if sa == wildcard || sa == serviceAccount {
+	if c.ServiceAccount != "" {
+		for _, sa := range p.Spec.ServiceAccounts {
+			if sa == wildcard || sa == c.ServiceAccount {
+				return true
+			}
+		}
+		return false
+	}
+	if c.User != "" && slices.Contains(p.Spec.Users, c.User) {
+		return true
+	}
+	for _, g := range c.Groups {
+		if slices.Contains(p.Spec.Groups, g) {
 			return true
 		}
 	}
@@ -101,14 +137,14 @@ func Names(p *mcpv1alpha1.McpAccessPolicy, namespace, serviceAccount string) boo
 // whose tools need approval, both keyed on the tool's reviewed effects.
 // The zero value names no policy: the Public ceiling, no approval added.
 type Ceiling struct {
-	policies                  []mcpv1alpha1.McpAccessPolicy
-	namespace, serviceAccount string
+	policies []mcpv1alpha1.McpAccessPolicy
+	caller   Caller
 }
 
-// CeilingOf is the ceiling of a ServiceAccount of namespace under
-// policies (those of other namespaces name nobody there).
-func CeilingOf(policies []mcpv1alpha1.McpAccessPolicy, namespace, serviceAccount string) Ceiling {
-	return Ceiling{policies: policies, namespace: namespace, serviceAccount: serviceAccount}
+// CeilingOf is the ceiling of caller under policies (those of other
+// namespaces name nobody there).
+func CeilingOf(policies []mcpv1alpha1.McpAccessPolicy, caller Caller) Ceiling {
+	return Ceiling{policies: policies, caller: caller}
 }
 
 // For is the highest data class of a tool with effects e the caller may
@@ -119,7 +155,7 @@ func (c Ceiling) For(e Effects) mcpv1alpha1.DataClass {
 	ceiling := mcpv1alpha1.DataClassPublic
 	for i := range c.policies {
 		p := &c.policies[i]
-		if !p.Spec.MaxDataClass.Valid() || !Names(p, c.namespace, c.serviceAccount) {
+		if !p.Spec.MaxDataClass.Valid() || !Names(p, c.caller) {
 			continue
 		}
 		ceiling = mcpv1alpha1.MaxDataClass(ceiling, policyCeiling(&p.Spec, e))
@@ -152,7 +188,7 @@ func policyCeiling(spec *mcpv1alpha1.McpAccessPolicySpec, e Effects) mcpv1alpha1
 func (c Ceiling) ApprovalFor(e Effects) bool {
 	for i := range c.policies {
 		p := &c.policies[i]
-		if len(p.Spec.ApprovalRequiredFor) > 0 && e.HasAny(p.Spec.ApprovalRequiredFor) && Names(p, c.namespace, c.serviceAccount) {
+		if len(p.Spec.ApprovalRequiredFor) > 0 && e.HasAny(p.Spec.ApprovalRequiredFor) && Names(p, c.caller) {
 			return true
 		}
 	}

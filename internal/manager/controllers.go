@@ -26,9 +26,11 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/gateway/authz"
+	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/metrics"
 	"github.com/mcp-catalog/operator/internal/notify"
+	"github.com/mcp-catalog/operator/internal/oauthresource"
 	"github.com/mcp-catalog/operator/internal/tenancy"
 	"github.com/mcp-catalog/operator/internal/tokenexchange"
 	"github.com/mcp-catalog/operator/internal/toolview"
@@ -246,9 +248,20 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	if err != nil {
 		return err
 	}
+	oauthOpts := opts.GatewayOAuth
+	oauthOpts.Log = mgr.GetLogger().WithName(logging.Gateway).WithName("oauth")
+	if oauthOpts.Clock == nil {
+		oauthOpts.Clock = gatewayClock
+	}
+	// Nil when no resource is configured: ServiceAccount tokens only.
+	oauth, err := oauthresource.New(oauthOpts)
+	if err != nil {
+		return fmt.Errorf("configuring the gateway's OAuth access tokens: %w", err)
+	}
 	gw, err := gateway.New(gateway.Options{
 		Reader:    mgr.GetClient(),
 		Authn:     &authn.TokenReviewAuthenticator{Client: reviews, Audience: opts.GatewayAudience},
+		OAuth:     oauth,
 		Authz:     &authz.SubjectAccessReviewAuthorizer{Client: sars},
 		Upstreams: gatewayEndpoints(w.endpoints, opts.GatewayCredentialTTL, gatewayClock),
 		MCP:       w.mcp,

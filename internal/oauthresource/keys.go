@@ -22,13 +22,12 @@ import (
 // issuer is one configured identity provider: discovered on first use,
 // its key set kept by go-oidc, and every fetch guarded.
 type issuer struct {
-	cfg       Issuer
-	audiences []string
-	clock     clock.PassiveClock
-	interval  time.Duration
-	log       logr.Logger
-	client    *http.Client // discovery
-	fetcher   *keyFetcher  // the key set's transport
+	cfg      Issuer
+	clock    clock.PassiveClock
+	interval time.Duration
+	log      logr.Logger
+	client   *http.Client // discovery
+	fetcher  *keyFetcher  // the key set's transport
 
 	discovery singleflight.Group
 
@@ -59,7 +58,7 @@ func newIssuer(cfg Issuer, o Options) *issuer {
 		}
 	}
 	log := o.Log.WithValues("issuer", cfg.URL)
-	is := &issuer{cfg: cfg, audiences: cfg.audiences(o.Resource), clock: o.Clock, interval: o.KeyRefreshInterval, log: log}
+	is := &issuer{cfg: cfg, clock: o.Clock, interval: o.KeyRefreshInterval, log: log}
 	is.client = &http.Client{Transport: guarded{base}, Timeout: o.FetchTimeout}
 	is.fetcher = &keyFetcher{base: guarded{base}, clock: o.Clock, interval: o.KeyRefreshInterval, log: log}
 	return is

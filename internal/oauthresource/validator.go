@@ -73,6 +73,28 @@ func New(o Options) (*Validator, error) {
 	return v, nil
 }
 
+// tokenKey is what a validated token is remembered by: the resource it
+// was validated for and its SHA-256, never the token.
+type tokenKey struct {
+	resource string
+	sum      [sha256.Size]byte
+}
+
+// ForResource is v for another resource URI the gateway serves (one per
+// namespace, ADR 053): tokens must be issued for that resource (or for
+// an audience configured for their issuer), and the metadata, its paths
+// and the challenges name it. The issuers, their keys and the cache of
+// validated tokens are v's, shared. resource must satisfy what
+// Options.Resource must; an invalid one is an error.
+func (v *Validator) ForResource(resource string) (*Validator, error) {
+	if err := checkResource(resource); err != nil {
+		return nil, fmt.Errorf("resource %q: %w", resource, err)
+	}
+	c := *v
+	c.opts.Resource = resource
+	return &c, nil
+}
+
 // passive adapts a clock.PassiveClock to the cache's Clock.
 type passive struct{ clock.PassiveClock }
 
@@ -85,7 +107,9 @@ func (v *Validator) Validate(ctx context.Context, token string) (*Identity, erro
 	if token == "" || len(token) > maxTokenBytes {
 		return nil, refused(ReasonMalformed, "", "empty or over %d bytes", maxTokenBytes)
 	}
-	key := sha256.Sum256([]byte(token))
+	// The resource is part of the key: a token validated for one resource
+	// is checked again, audience included, for another (ForResource).
+	key := tokenKey{resource: v.opts.Resource, sum: sha256.Sum256([]byte(token))}
 	if id, ok := v.tokens.Get(key); ok {
 		return id.(*Identity), nil
 	}
@@ -148,7 +172,7 @@ func (v *Validator) validate(ctx context.Context, token string) (*Identity, erro
 		return nil, refused(ReasonClaims, is.cfg.URL, "the token has no sub")
 	}
 	now := v.clock.Now()
-	err = claims.ValidateWithLeeway(jwt.Expected{Issuer: is.cfg.URL, AnyAudience: is.audiences, Time: now}, v.opts.ClockSkew)
+	err = claims.ValidateWithLeeway(jwt.Expected{Issuer: is.cfg.URL, AnyAudience: is.cfg.audiences(v.opts.Resource), Time: now}, v.opts.ClockSkew)
 	switch {
 	case err == nil:
 	case errors.Is(err, jwt.ErrExpired):

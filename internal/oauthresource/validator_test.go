@@ -2,10 +2,8 @@ package oauthresource_test
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -18,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"golang.org/x/sys/unix"
@@ -26,6 +23,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/mcp-catalog/operator/internal/oauthresource"
+	"github.com/mcp-catalog/operator/test/oidcprovider"
 )
 
 const (
@@ -54,28 +52,28 @@ func (l *lines) text() []string {
 }
 
 // withClients adds the provider's clients the tests mint tokens for.
-func withClients(p *idp) *idp {
-	p.store.addClient("agent", testClient{
-		secret: "agent-s3cret", subject: "alice", audience: []string{resource},
-		claims: map[string]any{"email": "alice@example.test", "email_verified": true, "groups": []string{"dev", "ops"}},
+func withClients(p *oidcprovider.Provider) *oidcprovider.Provider {
+	p.AddClient("agent", oidcprovider.Client{
+		Secret: "agent-s3cret", Subject: "alice", Audience: []string{resource},
+		Claims: map[string]any{"email": "alice@example.test", "email_verified": true, "groups": []string{"dev", "ops"}},
 	})
 	// A token minted for the client itself, as an ID token would be.
-	p.store.addClient("cli", testClient{secret: "cli-s3cret", subject: "alice", audience: []string{"cli"},
-		claims: map[string]any{"email": "alice@example.test"}})
+	p.AddClient("cli", oidcprovider.Client{Secret: "cli-s3cret", Subject: "alice", Audience: []string{"cli"},
+		Claims: map[string]any{"email": "alice@example.test"}})
 	// A token minted for another resource (RFC 8707).
-	p.store.addClient("elsewhere", testClient{secret: "elsewhere-s3cret", subject: "alice", audience: []string{otherResource},
-		claims: map[string]any{"email": "alice@example.test"}})
+	p.AddClient("elsewhere", oidcprovider.Client{Secret: "elsewhere-s3cret", Subject: "alice", Audience: []string{otherResource},
+		Claims: map[string]any{"email": "alice@example.test"}})
 	return p
 }
 
-func options(p *idp, clock *testingclock.FakeClock, log *lines) oauthresource.Options {
+func options(p *oidcprovider.Provider, clock *testingclock.FakeClock, log *lines) oauthresource.Options {
 	prefix := "oidc:"
 	o := oauthresource.DefaultOptions()
 	o.Resource = resource
 	o.Scopes = []string{"mcp.tools"}
 	o.Issuers = []oauthresource.Issuer{{
-		URL:                  p.issuer,
-		CertificateAuthority: p.caPEM,
+		URL:                  p.Issuer,
+		CertificateAuthority: p.CAPEM,
 		ClaimMappings: oauthresource.ClaimMappings{
 			Username: oauthresource.PrefixedClaim{Claim: "email"},
 			Groups:   oauthresource.PrefixedClaim{Claim: "groups", Prefix: &prefix},
@@ -98,21 +96,21 @@ func newValidator(t testing.TB, o oauthresource.Options) *oauthresource.Validato
 }
 
 func TestAcceptsATokenOfARealProviderAsAKubernetesIdentity(t *testing.T) {
-	p := withClients(startIdP(t))
+	p := withClients(oidcprovider.Start(t))
 	clock := testingclock.NewFakeClock(time.Now())
 	v := newValidator(t, options(p, clock, nil))
 
-	id, err := v.Validate(context.Background(), p.mint(t, "agent", "mcp.tools", "offline"))
+	id, err := v.Validate(context.Background(), p.Mint(t, "agent", "mcp.tools", "offline"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var info user.Info = id
 	if info.GetName() != "alice@example.test" || info.GetUID() != "alice" ||
 		!slices.Equal(info.GetGroups(), []string{"oidc:dev", "oidc:ops"}) ||
-		!slices.Equal(info.GetExtra()[oauthresource.ExtraIssuer], []string{p.issuer}) {
+		!slices.Equal(info.GetExtra()[oauthresource.ExtraIssuer], []string{p.Issuer}) {
 		t.Errorf("identity: %+v", id)
 	}
-	if id.Issuer != p.issuer || id.Subject != "alice" || id.ClientID != "agent" || !slices.Equal(id.Scopes, []string{"mcp.tools", "offline"}) {
+	if id.Issuer != p.Issuer || id.Subject != "alice" || id.ClientID != "agent" || !slices.Equal(id.Scopes, []string{"mcp.tools", "offline"}) {
 		t.Errorf("token facts: %+v", id)
 	}
 	if m := id.MissingScopes([]string{"mcp.tools", "mcp.admin"}); !slices.Equal(m, []string{"mcp.admin"}) {
@@ -126,90 +124,33 @@ func TestAcceptsATokenOfARealProviderAsAKubernetesIdentity(t *testing.T) {
 // The default username mapping is the API server's: sub, prefixed with
 // the issuer and "#".
 func TestDefaultUsernameIsTheIssuersSubject(t *testing.T) {
-	p := withClients(startIdP(t))
+	p := withClients(oidcprovider.Start(t))
 	o := options(p, testingclock.NewFakeClock(time.Now()), nil)
 	o.Issuers[0].ClaimMappings = oauthresource.ClaimMappings{}
-	id, err := newValidator(t, o).Validate(context.Background(), p.mint(t, "agent"))
+	id, err := newValidator(t, o).Validate(context.Background(), p.Mint(t, "agent"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id.Username != p.issuer+"#alice" || id.Groups != nil {
+	if id.Username != p.Issuer+"#alice" || id.Groups != nil {
 		t.Errorf("identity: %+v", id)
 	}
 }
-
-// forge builds tokens the provider never issued, from a real one: its
-// claims under another header, key or signature.
-type forge struct {
-	t      *testing.T
-	header map[string]any
-	claims map[string]any
-}
-
-func forgeFrom(t *testing.T, token string) forge {
-	t.Helper()
-	parts := strings.Split(token, ".")
-	var f forge
-	f.t = t
-	for i, dst := range []*map[string]any{&f.header, &f.claims} {
-		raw, err := base64.RawURLEncoding.DecodeString(parts[i])
-		if err != nil || json.Unmarshal(raw, dst) != nil {
-			t.Fatalf("not a JWT: %v", err)
-		}
-	}
-	return f
-}
-
-func (f forge) kid() string { return f.header["kid"].(string) }
 
 func segment(v any) string {
 	b, _ := json.Marshal(v)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// unsigned is the token with alg "none" and no signature.
-func (f forge) unsigned() string {
-	return segment(map[string]any{"alg": "none", "typ": "JWT", "kid": f.kid()}) + "." + segment(f.claims) + "."
-}
-
-// hmacWith signs the claims with HS256 under secret: the algorithm
-// confusion that uses the provider's public key as an HMAC key.
-func (f forge) hmacWith(secret []byte) string {
-	signing := segment(map[string]any{"alg": "HS256", "typ": "JWT", "kid": f.kid()}) + "." + segment(f.claims)
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(signing))
-	return signing + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-// signedBy signs the claims with a key of the forger's, naming kid.
-func (f forge) signedBy(key *rsa.PrivateKey, kid string) string {
-	f.t.Helper()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: key, KeyID: kid}}, (&jose.SignerOptions{}).WithType("JWT"))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	payload, _ := json.Marshal(f.claims)
-	jws, err := s.Sign(payload)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	out, err := jws.CompactSerialize()
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return out
-}
-
 func TestRefusesEveryBadTokenWithItsOwnError(t *testing.T) {
-	p := withClients(startIdP(t))
-	stranger := withClients(startIdP(t)) // a provider nobody configured
-	good := p.mint(t, "agent")
-	f := forgeFrom(t, good)
+	p := withClients(oidcprovider.Start(t))
+	stranger := withClients(oidcprovider.Start(t)) // a provider nobody configured
+	good := p.Mint(t, "agent")
+	f := oidcprovider.ForgeFrom(t, good)
 	forger, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, _ := x509.MarshalPKIXPublicKey(&p.store.current.key.PublicKey)
+	pub, _ := x509.MarshalPKIXPublicKey(&p.Current().PrivateKey().PublicKey)
 
 	now := time.Now()
 	cases := []struct {
@@ -220,13 +161,13 @@ func TestRefusesEveryBadTokenWithItsOwnError(t *testing.T) {
 	}{
 		{"expired", good, now.Add(10 * time.Minute), oauthresource.ErrExpired},
 		{"not yet valid", good, now.Add(-10 * time.Minute), oauthresource.ErrNotYetValid},
-		{"audience is the client", p.mint(t, "cli"), now, oauthresource.ErrAudience},
-		{"minted for another resource", p.mint(t, "elsewhere"), now, oauthresource.ErrAudience},
-		{"issuer not configured", stranger.mint(t, "agent"), now, oauthresource.ErrUnknownIssuer},
-		{"alg none", f.unsigned(), now, oauthresource.ErrAlgorithm},
-		{"HS256 keyed with the public key", f.hmacWith(pub), now, oauthresource.ErrAlgorithm},
-		{"unknown key id", f.signedBy(forger, "made-up-key"), now, oauthresource.ErrUnknownKey},
-		{"published key id, forged signature", f.signedBy(forger, f.kid()), now, oauthresource.ErrSignature},
+		{"audience is the client", p.Mint(t, "cli"), now, oauthresource.ErrAudience},
+		{"minted for another resource", p.Mint(t, "elsewhere"), now, oauthresource.ErrAudience},
+		{"issuer not configured", stranger.Mint(t, "agent"), now, oauthresource.ErrUnknownIssuer},
+		{"alg none", f.Unsigned(), now, oauthresource.ErrAlgorithm},
+		{"HS256 keyed with the public key", f.HMACWith(pub), now, oauthresource.ErrAlgorithm},
+		{"unknown key id", f.SignedBy(forger, "made-up-key"), now, oauthresource.ErrUnknownKey},
+		{"published key id, forged signature", f.SignedBy(forger, f.KeyID()), now, oauthresource.ErrSignature},
 		{"not a JWT", "not-a-jwt", now, oauthresource.ErrMalformed},
 		{"oversized", strings.Repeat("a", 17<<10), now, oauthresource.ErrMalformed},
 	}
@@ -294,10 +235,10 @@ func noTokenIn(t *testing.T, tokens, texts []string) {
 // namespace; with an empty prefix it would become a ServiceAccount or
 // system:masters in the SubjectAccessReview. The mapping refuses it.
 func TestNoTokenMapsIntoTheSystemNamespace(t *testing.T) {
-	p := withClients(startIdP(t))
-	p.store.addClient("impostor", testClient{secret: "impostor-s3cret", subject: "system:serviceaccount:kube-system:admin", audience: []string{resource}})
-	p.store.addClient("masters", testClient{secret: "masters-s3cret", subject: "mallory", audience: []string{resource},
-		claims: map[string]any{"groups": []string{"dev", "system:masters"}}})
+	p := withClients(oidcprovider.Start(t))
+	p.AddClient("impostor", oidcprovider.Client{Secret: "impostor-s3cret", Subject: "system:serviceaccount:kube-system:admin", Audience: []string{resource}})
+	p.AddClient("masters", oidcprovider.Client{Secret: "masters-s3cret", Subject: "mallory", Audience: []string{resource},
+		Claims: map[string]any{"groups": []string{"dev", "system:masters"}}})
 	none := ""
 	o := options(p, testingclock.NewFakeClock(time.Now()), nil)
 	o.Issuers[0].ClaimMappings = oauthresource.ClaimMappings{
@@ -306,7 +247,7 @@ func TestNoTokenMapsIntoTheSystemNamespace(t *testing.T) {
 	}
 	v := newValidator(t, o)
 	for _, client := range []string{"impostor", "masters"} {
-		id, err := v.Validate(context.Background(), p.mint(t, client))
+		id, err := v.Validate(context.Background(), p.Mint(t, client))
 		if !errors.Is(err, oauthresource.ErrClaims) {
 			t.Errorf("%s: got %+v, %v; want refused", client, id, err)
 		}
@@ -314,11 +255,11 @@ func TestNoTokenMapsIntoTheSystemNamespace(t *testing.T) {
 }
 
 func TestUnverifiedEmailIsRefused(t *testing.T) {
-	p := withClients(startIdP(t))
-	p.store.addClient("unverified", testClient{secret: "u-s3cret", subject: "bob", audience: []string{resource},
-		claims: map[string]any{"email": "alice@example.test", "email_verified": false}})
+	p := withClients(oidcprovider.Start(t))
+	p.AddClient("unverified", oidcprovider.Client{Secret: "u-s3cret", Subject: "bob", Audience: []string{resource},
+		Claims: map[string]any{"email": "alice@example.test", "email_verified": false}})
 	v := newValidator(t, options(p, testingclock.NewFakeClock(time.Now()), nil))
-	if _, err := v.Validate(context.Background(), p.mint(t, "unverified")); !errors.Is(err, oauthresource.ErrClaims) {
+	if _, err := v.Validate(context.Background(), p.Mint(t, "unverified")); !errors.Is(err, oauthresource.ErrClaims) {
 		t.Errorf("got %v", err)
 	}
 }
@@ -327,14 +268,14 @@ func TestUnverifiedEmailIsRefused(t *testing.T) {
 // error with a Retry-After, no request while the last failure is recent,
 // and the token accepted once the provider answers again.
 func TestUnreachableProviderIsUnavailableNotRefused(t *testing.T) {
-	p := withClients(startIdP(t))
-	token := p.mint(t, "agent")
+	p := withClients(oidcprovider.Start(t))
+	token := p.Mint(t, "agent")
 	clock := testingclock.NewFakeClock(time.Now())
 	log := &lines{}
 	v := newValidator(t, options(p, clock, log))
 	ctx := context.Background()
 
-	p.down.Store(true)
+	p.Down.Store(true)
 	_, err := v.Validate(ctx, token)
 	var un *oauthresource.UnavailableError
 	if !errors.As(err, &un) || errors.As(err, new(*oauthresource.TokenError)) {
@@ -345,16 +286,16 @@ func TestUnreachableProviderIsUnavailableNotRefused(t *testing.T) {
 	}
 	texts := []string{err.Error(), fmt.Sprintf("%+v", err)}
 
-	before := p.requests.Load()
+	before := p.Requests.Load()
 	clock.Step(oauthresource.DefaultKeyRefreshInterval / 2)
 	if _, err = v.Validate(ctx, token); !errors.As(err, &un) || un.RetryAfterSeconds() != "5" {
 		t.Fatalf("within the interval: got %v", err)
 	}
-	if p.requests.Load() != before {
+	if p.Requests.Load() != before {
 		t.Error("the provider was asked again within the refresh interval")
 	}
 
-	p.down.Store(false)
+	p.Down.Store(false)
 	clock.Step(oauthresource.DefaultKeyRefreshInterval)
 	if _, err := v.Validate(ctx, token); err != nil {
 		t.Fatalf("provider back: %v", err)
@@ -362,17 +303,17 @@ func TestUnreachableProviderIsUnavailableNotRefused(t *testing.T) {
 
 	// Down again once its keys are known: tokens signed by a known key are
 	// still checked, with no request; a key not seen before cannot be.
-	p.down.Store(true)
-	before = p.requests.Load()
-	if _, err := v.Validate(ctx, p.mint(t, "agent", "another")); err != nil {
+	p.Down.Store(true)
+	before = p.Requests.Load()
+	if _, err := v.Validate(ctx, p.Mint(t, "agent", "another")); err != nil {
 		t.Fatalf("known key while the provider is down: %v", err)
 	}
-	if p.requests.Load() != before {
+	if p.Requests.Load() != before {
 		t.Error("a known key needed a request")
 	}
-	p.store.rotate(t, true)
+	p.Rotate(t, true)
 	clock.Step(oauthresource.DefaultKeyRefreshInterval)
-	rotated := p.mint(t, "agent")
+	rotated := p.Mint(t, "agent")
 	if _, err = v.Validate(ctx, rotated); !errors.As(err, &un) {
 		t.Fatalf("new key while the provider is down: got %T %v", err, err)
 	}
@@ -385,11 +326,11 @@ func TestUnreachableProviderIsUnavailableNotRefused(t *testing.T) {
 func TestProviderAnsweringAnErrorIsUnavailable(t *testing.T) {
 	for _, code := range []int{http.StatusInternalServerError, http.StatusServiceUnavailable, http.StatusFound, http.StatusNotFound} {
 		t.Run(http.StatusText(code), func(t *testing.T) {
-			p := withClients(startIdP(t))
-			token := p.mint(t, "agent")
+			p := withClients(oidcprovider.Start(t))
+			token := p.Mint(t, "agent")
 			clock := testingclock.NewFakeClock(time.Now())
 			v := newValidator(t, options(p, clock, nil))
-			p.failWith.Store(int32(code))
+			p.FailWith.Store(int32(code))
 			_, err := v.Validate(context.Background(), token)
 			var un *oauthresource.UnavailableError
 			if !errors.As(err, &un) {
@@ -399,10 +340,10 @@ func TestProviderAnsweringAnErrorIsUnavailable(t *testing.T) {
 				t.Errorf("the provider's bytes are repeated: %s", s)
 			}
 			// Discovered, then the key set answers the error.
-			p.failWith.Store(0)
+			p.FailWith.Store(0)
 			clock.Step(oauthresource.DefaultKeyRefreshInterval)
 			v = newValidator(t, options(p, clock, nil))
-			p.keysFailWith.Store(int32(code))
+			p.KeysFailWith.Store(int32(code))
 			_, err = v.Validate(context.Background(), token)
 			if !errors.As(err, &un) {
 				t.Fatalf("keys answered %d: got %T %v", code, err, err)
@@ -418,18 +359,18 @@ func TestProviderAnsweringAnErrorIsUnavailable(t *testing.T) {
 // is accepted once the set is fetched again, which a new key id triggers
 // at most once per refresh interval.
 func TestRotatedKeyIsAcceptedAfterARefresh(t *testing.T) {
-	p := withClients(startIdP(t))
+	p := withClients(oidcprovider.Start(t))
 	clock := testingclock.NewFakeClock(time.Now())
 	v := newValidator(t, options(p, clock, nil))
 	ctx := context.Background()
-	if _, err := v.Validate(ctx, p.mint(t, "agent")); err != nil {
+	if _, err := v.Validate(ctx, p.Mint(t, "agent")); err != nil {
 		t.Fatal(err)
 	}
-	if n := p.keys.Load(); n != 1 {
+	if n := p.Keys.Load(); n != 1 {
 		t.Fatalf("%d key set fetches", n)
 	}
-	p.store.rotate(t, false)
-	rotated := p.mint(t, "agent")
+	p.Rotate(t, false)
+	rotated := p.Mint(t, "agent")
 
 	// Within the interval the set is not fetched again: the key is
 	// unknown for now.
@@ -440,7 +381,7 @@ func TestRotatedKeyIsAcceptedAfterARefresh(t *testing.T) {
 	if _, err := v.Validate(ctx, rotated); err != nil {
 		t.Fatalf("after the interval: %v", err)
 	}
-	if n := p.keys.Load(); n != 2 {
+	if n := p.Keys.Load(); n != 2 {
 		t.Errorf("%d key set fetches, want 2", n)
 	}
 }
@@ -449,33 +390,33 @@ func TestRotatedKeyIsAcceptedAfterARefresh(t *testing.T) {
 // would answer by fetching the key set again. The provider sees at most
 // one fetch per refresh interval, however many arrive.
 func TestMadeUpKeyIDsCostTheProviderNothing(t *testing.T) {
-	p := withClients(startIdP(t))
+	p := withClients(oidcprovider.Start(t))
 	clock := testingclock.NewFakeClock(time.Now())
 	v := newValidator(t, options(p, clock, nil))
 	ctx := context.Background()
-	good := p.mint(t, "agent")
+	good := p.Mint(t, "agent")
 	if _, err := v.Validate(ctx, good); err != nil {
 		t.Fatal(err)
 	}
-	f := forgeFrom(t, good)
+	f := oidcprovider.ForgeFrom(t, good)
 	forger, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := p.keys.Load()
+	before := p.Keys.Load()
 	for i := range 50 {
-		if _, err := v.Validate(ctx, f.signedBy(forger, fmt.Sprintf("made-up-%d", i))); !errors.Is(err, oauthresource.ErrUnknownKey) {
+		if _, err := v.Validate(ctx, f.SignedBy(forger, fmt.Sprintf("made-up-%d", i))); !errors.Is(err, oauthresource.ErrUnknownKey) {
 			t.Fatalf("token %d: %v", i, err)
 		}
 	}
-	if n := p.keys.Load() - before; n != 0 {
+	if n := p.Keys.Load() - before; n != 0 {
 		t.Errorf("50 made-up key ids made %d key set fetches within the refresh interval", n)
 	}
 	clock.Step(oauthresource.DefaultKeyRefreshInterval)
 	for i := range 50 {
-		_, _ = v.Validate(ctx, f.signedBy(forger, fmt.Sprintf("more-made-up-%d", i)))
+		_, _ = v.Validate(ctx, f.SignedBy(forger, fmt.Sprintf("more-made-up-%d", i)))
 	}
-	if n := p.keys.Load() - before; n != 1 {
+	if n := p.Keys.Load() - before; n != 1 {
 		t.Errorf("after the interval: %d fetches, want 1", n)
 	}
 }
@@ -483,26 +424,26 @@ func TestMadeUpKeyIDsCostTheProviderNothing(t *testing.T) {
 // A token validated once is answered from memory: no request to the
 // provider, even when it is down, and one identity for every caller.
 func TestCachedTokenMakesNoRequestToTheProvider(t *testing.T) {
-	p := withClients(startIdP(t))
+	p := withClients(oidcprovider.Start(t))
 	clock := testingclock.NewFakeClock(time.Now())
 	v := newValidator(t, options(p, clock, nil))
 	ctx := context.Background()
-	token := p.mint(t, "agent")
+	token := p.Mint(t, "agent")
 	first, err := v.Validate(ctx, token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := p.requests.Load(); n != 2 {
+	if n := p.Requests.Load(); n != 2 {
 		t.Errorf("the first validation made %d requests; want 2 (discovery and keys)", n)
 	}
-	p.down.Store(true)
+	p.Down.Store(true)
 	for range 100 {
 		id, err := v.Validate(ctx, token)
 		if err != nil || id != first {
 			t.Fatalf("cached: %v, same identity %v", err, id == first)
 		}
 	}
-	if n := p.requests.Load(); n != 2 {
+	if n := p.Requests.Load(); n != 2 {
 		t.Errorf("%d requests after the first validation's 2", n-2)
 	}
 	// Not past its expiry.
@@ -516,12 +457,12 @@ func TestCachedTokenMakesNoRequestToTheProvider(t *testing.T) {
 // goes first, and is validated again (from the cached keys) when it
 // comes back.
 func TestTokenCacheIsBounded(t *testing.T) {
-	p := withClients(startIdP(t))
+	p := withClients(oidcprovider.Start(t))
 	o := options(p, testingclock.NewFakeClock(time.Now()), nil)
 	o.TokenCacheSize = 2
 	v := newValidator(t, o)
 	ctx := context.Background()
-	tokens := []string{p.mint(t, "agent", "a"), p.mint(t, "agent", "b"), p.mint(t, "agent", "c")}
+	tokens := []string{p.Mint(t, "agent", "a"), p.Mint(t, "agent", "b"), p.Mint(t, "agent", "c")}
 	ids := make([]*oauthresource.Identity, len(tokens))
 	for i, tok := range tokens {
 		id, err := v.Validate(ctx, tok)
@@ -536,7 +477,7 @@ func TestTokenCacheIsBounded(t *testing.T) {
 	if id, _ := v.Validate(ctx, tokens[0]); id == ids[0] {
 		t.Error("a third token did not push the first out of a cache of two")
 	}
-	if n := p.requests.Load(); n != 2 {
+	if n := p.Requests.Load(); n != 2 {
 		t.Errorf("%d requests; validating again needs none", n)
 	}
 }
@@ -546,14 +487,14 @@ func TestTokenCacheIsBounded(t *testing.T) {
 // caller that found the key set empty and asks go-oidc for it again just
 // after another caller's fetch must get that fetch's keys, not a refusal.
 func TestConcurrentFirstTokensShareOneFetch(t *testing.T) {
-	p := withClients(startIdP(t))
+	p := withClients(oidcprovider.Start(t))
 	tokens := make([]string, 40)
 	for i := range tokens {
-		tokens[i] = p.mint(t, "agent", fmt.Sprintf("scope-%d", i))
+		tokens[i] = p.Mint(t, "agent", fmt.Sprintf("scope-%d", i))
 	}
 	for round := range 5 {
-		p.discovery.Store(0)
-		p.keys.Store(0)
+		p.Discovery.Store(0)
+		p.Keys.Store(0)
 		v := newValidator(t, options(p, testingclock.NewFakeClock(time.Now()), nil))
 		var wg sync.WaitGroup
 		errs := make([]error, len(tokens))
@@ -566,7 +507,7 @@ func TestConcurrentFirstTokensShareOneFetch(t *testing.T) {
 				t.Errorf("round %d, token %d: %v", round, i, err)
 			}
 		}
-		if d, k := p.discovery.Load(), p.keys.Load(); d != 1 || k != 1 {
+		if d, k := p.Discovery.Load(), p.Keys.Load(); d != 1 || k != 1 {
 			t.Errorf("round %d: %d discoveries and %d key set fetches, want 1 and 1", round, d, k)
 		}
 	}
@@ -576,17 +517,17 @@ func TestConcurrentFirstTokensShareOneFetch(t *testing.T) {
 // target is at most 20µs of CPU per validation, with no request to the
 // identity provider (cpu-ns/op is the process's CPU time per validation).
 func BenchmarkValidateCached(b *testing.B) {
-	p := withClients(startIdP(b))
+	p := withClients(oidcprovider.Start(b))
 	v, err := oauthresource.New(benchOptions(p))
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	token := p.mint(b, "agent", "mcp.tools")
+	token := p.Mint(b, "agent", "mcp.tools")
 	if _, err := v.Validate(ctx, token); err != nil {
 		b.Fatal(err)
 	}
-	requests := p.requests.Load()
+	requests := p.Requests.Load()
 	b.ReportAllocs()
 	cpu0 := cpuTime(b)
 	b.ResetTimer()
@@ -597,12 +538,12 @@ func BenchmarkValidateCached(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
-	if p.requests.Load() != requests {
-		b.Errorf("cached validations made %d requests to the provider", p.requests.Load()-requests)
+	if p.Requests.Load() != requests {
+		b.Errorf("cached validations made %d requests to the provider", p.Requests.Load()-requests)
 	}
 }
 
-func benchOptions(p *idp) oauthresource.Options {
+func benchOptions(p *oidcprovider.Provider) oauthresource.Options {
 	o := options(p, nil, nil)
 	o.Clock = nil
 	return o
@@ -656,4 +597,39 @@ func FuzzValidate(f *testing.F) {
 			t.Fatalf("untyped error %T %v", err, err)
 		}
 	})
+}
+
+// A validator for another resource of the gateway (a namespace's) takes
+// only tokens issued for that resource, even one the first accepted and
+// remembered, and its metadata and challenges name it.
+func TestForResourceBindsTokensToThatResource(t *testing.T) {
+	const teamA = "https://gateway.example.test/namespaces/team-a/mcp"
+	p := withClients(oidcprovider.Start(t))
+	p.AddClient("team-a", oidcprovider.Client{Secret: "team-a-s3cret", Subject: "alice", Audience: []string{teamA},
+		Claims: map[string]any{"email": "alice@example.test"}})
+	v := newValidator(t, options(p, testingclock.NewFakeClock(time.Now()), nil))
+	a, err := v.ForResource(teamA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	base, forA := p.Mint(t, "agent"), p.Mint(t, "team-a")
+	if _, err := v.Validate(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Validate(ctx, base); !errors.Is(err, oauthresource.ErrAudience) {
+		t.Errorf("a token of the base resource at team-a's: %v, want WrongAudience", err)
+	}
+	if _, err := a.Validate(ctx, forA); err != nil {
+		t.Errorf("team-a's token at team-a's resource: %v", err)
+	}
+	if _, err := v.Validate(ctx, forA); !errors.Is(err, oauthresource.ErrAudience) {
+		t.Errorf("team-a's token at the base resource: %v, want WrongAudience", err)
+	}
+	if a.Metadata().Resource != teamA || a.MetadataURL() != "https://gateway.example.test/.well-known/oauth-protected-resource/namespaces/team-a/mcp" {
+		t.Errorf("metadata %q at %q", a.Metadata().Resource, a.MetadataURL())
+	}
+	if _, err := v.ForResource("http://gateway.example.test/namespaces/team-a/mcp"); err == nil {
+		t.Error("a plain-http resource off loopback was accepted")
+	}
 }

@@ -44,6 +44,8 @@ var reviewedStrings = map[string]string{
 	"McpDelegationProfile.spec.actors[].allowedAudiences[]":                "OAuth audience identifiers",
 	"McpDelegationProfile.spec.actors[].allowedScopes[]":                   "OAuth scope names",
 	"McpAccessPolicy.spec.serviceAccounts[]":                               "ServiceAccount names",
+	"McpAccessPolicy.spec.users[]":                                         "Kubernetes user names, as OAuth access tokens map (never system:)",
+	"McpAccessPolicy.spec.groups[]":                                        "Kubernetes group names, as OAuth access tokens map (never system:)",
 	"McpAccessPolicy.spec.maxDataClass":                                    "an enum",
 	"McpAccessPolicy.spec.approvalMode":                                    "an enum",
 	"McpAccessPolicy.spec.approvalRequiredFor[]":                           "an enum",

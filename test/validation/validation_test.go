@@ -231,6 +231,9 @@ var _ = Describe("the API server rejects bad manifests", func() {
 			"spec.actors=[{identity: 'system:serviceaccount:a:b', subjectTokenSecretRef: {name: s, key: k}}]",
 		}, "spec.actors[0].enabled", "Required value"),
 		Entry("McpDelegationProfile with an unknown subject token type", validProfile, []string{"spec.subjectTokenType=urn:example:other"}, "spec.subjectTokenType", "supported values"),
+		Entry("McpAccessPolicy naming no one", validPolicy, []string{"spec.serviceAccounts=<delete>"}, "spec", "name at least one of serviceAccounts, users or groups"),
+		Entry("McpAccessPolicy naming a user in system:", validPolicy, []string{"spec.users=['system:admin']"}, "spec.users[0]", "never an OAuth identity"),
+		Entry("McpAccessPolicy naming a group in system:", validPolicy, []string{"spec.groups=['system:masters']"}, "spec.groups[0]", "never an OAuth identity's"),
 	)
 
 	DescribeTable("immutable McpTool fields",
@@ -318,6 +321,8 @@ var _ = Describe("the API server accepts and defaults good manifests", func() {
 		Entry("a tool with reviewed text and argument rules", validTool,
 			"spec.reviewedText={title: Search, description: 'Searches the docs.', parameters: [{name: q, description: 'What to look for.'}]}",
 			"spec.argumentRules={fixed: [{name: space, value: '\"public\"'}], rules: [{name: short-query, expression: 'args.q.size() < 100', message: 'keep queries short'}]}"),
+		Entry("an access policy for people by user and group only", validPolicy,
+			"spec.serviceAccounts=<delete>", "spec.users=['alice@example.test']", "spec.groups=['oidc:support']"),
 		Entry("an actor within the profile's sets", validProfile,
 			"spec.actors=[{identity: 'system:serviceaccount:a:b', enabled: false, subjectTokenSecretRef: {name: s, key: k}, allowedAudiences: [api], allowedScopes: [read]}]"),
 	)

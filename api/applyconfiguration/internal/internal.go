@@ -274,6 +274,12 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: com.github.mcp-catalog.operator.api.v1alpha1.ToolEffect
           elementRelationship: associative
+    - name: groups
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
     - name: maxDataClass
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.DataClass
@@ -289,6 +295,12 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.ResultInspection
     - name: serviceAccounts
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+    - name: users
       type:
         list:
           elementType:

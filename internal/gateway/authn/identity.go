@@ -13,17 +13,40 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mcp-catalog/operator/internal/governance"
 )
 
 // Identity is an authenticated caller: a ServiceAccount, as TokenReview
-// reported it.
+// reported it, or a person (or an agent outside the cluster) whose OAuth
+// access token an administrator-trusted issuer signed, mapped onto a
+// Kubernetes user as the API server maps it. Namespace is the
+// ServiceAccount's, or the one a person's request named in its path.
 type Identity struct {
-	Username       string
-	UID            string
-	Groups         []string
-	Extra          map[string][]string
-	Namespace      string
+	Username  string
+	UID       string
+	Groups    []string
+	Extra     map[string][]string
+	Namespace string
+	// ServiceAccount is the ServiceAccount's name; empty for a person.
 	ServiceAccount string
+	// Issuer is the issuer of a person's access token; empty for a
+	// ServiceAccount.
+	Issuer string
+}
+
+// IsServiceAccount reports whether the caller is a ServiceAccount.
+func (id *Identity) IsServiceAccount() bool { return id.ServiceAccount != "" }
+
+// Key names the caller among the callers of its namespace, for the
+// budgets and the bounds per caller: "<namespace>/<serviceaccount>" for a
+// ServiceAccount, "<namespace>/user:<username>" for a person (a
+// ServiceAccount's name holds no colon, so the two never meet).
+func (id *Identity) Key() string {
+	if id.IsServiceAccount() {
+		return id.Namespace + "/" + id.ServiceAccount
+	}
+	return id.Namespace + "/user:" + id.Username
 }
 
 // ErrUnauthenticated is returned for a missing, invalid or wrongly bound
@@ -177,4 +200,9 @@ func serviceAccountOf(username string) (namespace, name string, ok bool) {
 	}
 	namespace, name, ok = strings.Cut(rest, ":")
 	return namespace, name, ok && namespace != "" && name != ""
+}
+
+// PolicyCaller is the caller as an McpAccessPolicy names it.
+func (id *Identity) PolicyCaller() governance.Caller {
+	return governance.Caller{Namespace: id.Namespace, ServiceAccount: id.ServiceAccount, User: id.Username, Groups: id.Groups}
 }

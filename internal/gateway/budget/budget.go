@@ -200,7 +200,7 @@ type OverBudget struct {
 // by one budget takes nothing from the other.
 func (b *Budgeter) Admit(id *authn.Identity, inFlight bool) (release func(), refused *OverBudget) {
 	now := b.clk.Now()
-	sa, ns := budgetKey{BudgetServiceAccount, id.Namespace + "/" + id.ServiceAccount}, budgetKey{BudgetNamespace, id.Namespace}
+	sa, ns := budgetKey{BudgetServiceAccount, id.Key()}, budgetKey{BudgetNamespace, id.Namespace}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if inFlight {
@@ -261,7 +261,7 @@ func (b *Budgeter) Charge(id *authn.Identity, n int) {
 	for _, d := range []struct {
 		t   *buckets
 		key string
-	}{{&b.accountBytes, id.Namespace + "/" + id.ServiceAccount}, {&b.spaceBytes, id.Namespace}} {
+	}{{&b.accountBytes, id.Key()}, {&b.spaceBytes, id.Namespace}} {
 		lim := d.t.get(d.key, now)
 		// A reservation larger than the burst is refused whole: taken in
 		// pieces, it leaves the bucket that far below zero.

@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/test/capture"
 	"github.com/mcp-catalog/operator/test/oauthserver"
+	"github.com/mcp-catalog/operator/test/oidcprovider"
 	"github.com/mcp-catalog/operator/test/testenv"
 )
 
@@ -85,6 +86,8 @@ var _ = BeforeSuite(func() {
 	// The token endpoint delegated servers exchange tokens at; its
 	// certificate is trusted the way --token-endpoint-ca-file trusts one.
 	tokenEndpoint = oauthserver.Start(GinkgoT(), delegationClientID, delegationClientSecret)
+	people = oidcprovider.Start(GinkgoT())
+	unreachable = oidcprovider.Start(GinkgoT())
 
 	// The admission policy and approver role the operator ships: the API
 	// server, not the gateway, decides who may decide an approval.
@@ -123,6 +126,7 @@ func gatewayOptions(ready chan<- string) manager.Options {
 	opts.GatewayApprovalKeySecret = keyNamespace + "/approval-key"
 	opts.GatewayClock = clock
 	opts.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	opts.GatewayOAuth = oauthOptions()
 	return opts
 }
 

@@ -26,14 +26,26 @@ import (
 // with apply.
 //
 // McpAccessPolicySpec sets the data-class ceiling of callers of the gateway:
-// the ServiceAccounts it names, in its own namespace, may use tools whose
+// the ServiceAccounts it names, in its own namespace, and the users and
+// groups it names calling at this namespace's endpoint, may use tools whose
 // effective data class is at most maxDataClass. A caller no policy names
 // gets the Public ceiling. Who may write these objects is the platform's
 // decision, made with RBAC; see docs/adr/005-gateway-policy.md.
 type McpAccessPolicySpecApplyConfiguration struct {
 	// serviceAccounts are the names of ServiceAccounts in this namespace the
-	// ceiling applies to; "*" names every ServiceAccount of the namespace.
+	// ceiling applies to; "*" names every ServiceAccount of the namespace
+	// (and no user).
 	ServiceAccounts []string `json:"serviceAccounts,omitempty"`
+	// users are Kubernetes user names, as the gateway maps a person's OAuth
+	// access token (the issuer's username claim with its prefix, as the API
+	// server's OIDC options make it), that the ceiling applies to when they
+	// call at this namespace's endpoint. No wildcard.
+	Users []string `json:"users,omitempty"`
+	// groups are Kubernetes group names, as the gateway maps a person's
+	// OAuth access token (the issuer's groups claim with its prefix), whose
+	// members the ceiling applies to when they call at this namespace's
+	// endpoint. No wildcard.
+	Groups []string `json:"groups,omitempty"`
 	// maxDataClass is the highest effective data class these callers may
 	// list and call.
 	MaxDataClass *apiv1alpha1.DataClass `json:"maxDataClass,omitempty"`
@@ -80,6 +92,26 @@ func McpAccessPolicySpec() *McpAccessPolicySpecApplyConfiguration {
 func (b *McpAccessPolicySpecApplyConfiguration) WithServiceAccounts(values ...string) *McpAccessPolicySpecApplyConfiguration {
 	for i := range values {
 		b.ServiceAccounts = append(b.ServiceAccounts, values[i])
+	}
+	return b
+}
+
+// WithUsers adds the given value to the Users field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Users field.
+func (b *McpAccessPolicySpecApplyConfiguration) WithUsers(values ...string) *McpAccessPolicySpecApplyConfiguration {
+	for i := range values {
+		b.Users = append(b.Users, values[i])
+	}
+	return b
+}
+
+// WithGroups adds the given value to the Groups field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Groups field.
+func (b *McpAccessPolicySpecApplyConfiguration) WithGroups(values ...string) *McpAccessPolicySpecApplyConfiguration {
+	for i := range values {
+		b.Groups = append(b.Groups, values[i])
 	}
 	return b
 }
