@@ -142,7 +142,17 @@ func Scan(text string) Result {
 					continue
 				}
 			}
-			w.push(&r, text, i, j)
+			// Most words are of no phrase: their signature's bit is clear,
+			// and they are counted without a call.
+			if l := j - i; l <= maxWord && firstLast[text[i]&31][text[j-1]&31] {
+				sig := sigOf(text[i:j])
+				if k := presentBit(sig); present[k/64]&(1<<(k%64)) != 0 {
+					w.push(&r, text, i, j, sig)
+					i = j
+					continue
+				}
+			}
+			w.other()
 			i = j
 		case cDigit:
 			j := i + 1

@@ -129,6 +129,16 @@ var table = func() (t [tableSize]entry) {
 
 const tableSize = 512
 
+// firstLast says, by a word's first and last letters (either case: the
+// low five bits of an ASCII letter), whether it may be of the vocabulary:
+// the cheapest test, made on every word.
+var firstLast = func() (t [32][32]bool) {
+	for w := range vocabulary {
+		t[w[0]&31][w[len(w)-1]&31] = true
+	}
+	return t
+}()
+
 // present has the bit (sig*K)>>20 set for each signature of the
 // vocabulary: a word whose bit is clear is not looked up.
 var present = func() (b [64]uint64) {
@@ -150,13 +160,9 @@ func sigOf(w string) uint32 {
 
 func slotOf(sig uint32) uint32 { return (sig * 2654435761) >> 23 % tableSize }
 
-// lookup is the vocabulary's entry for word (ASCII letters, in any case),
-// or nil.
-func lookup(word string) *entry {
-	sig := sigOf(word)
-	if k := presentBit(sig); present[k/64]&(1<<(k%64)) == 0 {
-		return nil
-	}
+// lookupSig is the vocabulary's entry for word (ASCII letters, in any
+// case) whose signature (sigOf) is sig, or nil.
+func lookupSig(word string, sig uint32) *entry {
 	for h := slotOf(sig); ; h = (h + 1) % tableSize {
 		e := &table[h]
 		if e.word == "" {
@@ -200,13 +206,11 @@ func (w *words) other() {
 	w.n++
 }
 
-// push records the word text[start:end] (ASCII letters), and a finding
+// push records the word text[start:end] (ASCII letters) of signature sig,
+// and a finding
 // when it ends an instruction-like phrase.
-func (w *words) push(r *Result, text string, start, end int) {
-	var e *entry
-	if end-start <= maxWord {
-		e = lookup(text[start:end])
-	}
+func (w *words) push(r *Result, text string, start, end int, sig uint32) {
+	e := lookupSig(text[start:end], sig)
 	slot := w.n % ringSize
 	w.starts[slot] = start
 	w.n++
