@@ -168,6 +168,7 @@ func TestUpgradeFromV010(t *testing.T) {
 	old := runContainer(t, s.c, s.cs, cp.Config, bins.old, "manager", "v0.1.0-controllers", s.work)
 	s.seed(t, old)
 	s.decide(t, old)
+	s.awaitProfile(t, old)
 	pinImplicitApprovals(t, s.c)
 	old.stop(t)
 	s.snapshot(t)
@@ -352,6 +353,14 @@ func (s *suite) seed(t *testing.T, old *proc) {
 		  subjects: [{kind: ServiceAccount, name: agent, namespace: ` + ns + `}]}`,
 		`{apiVersion: mcp.catalog.dev/v1alpha1, kind: McpAccessPolicy, metadata: {name: agents, namespace: ` + ns + `},
 		  spec: {serviceAccounts: [agent], maxDataClass: Internal}}`,
+		// A delegation profile and its explicit map of actors, a decision
+		// of its own; no server uses it, and nothing calls its endpoint.
+		`{apiVersion: v1, kind: Secret, metadata: {name: idp-client, namespace: ` + ns + `, labels: {mcp.catalog.dev/credential: "true"}},
+		  stringData: {secret: client-secret, subject: subject-token}}`,
+		`{apiVersion: mcp.catalog.dev/v1alpha1, kind: McpDelegationProfile, metadata: {name: idp, namespace: ` + ns + `},
+		  spec: {tokenEndpoint: "https://idp.example.com/token", clientID: catalog, allowedAudiences: [tickets],
+		    clientSecretRef: {name: idp-client, key: secret},
+		    actors: [{identity: "system:serviceaccount:` + ns + `:agent", enabled: true, subjectTokenSecretRef: {name: idp-client, key: subject}}]}}`,
 	}
 	for _, d := range docs {
 		o := &unstructured.Unstructured{}
@@ -469,6 +478,23 @@ func (s *suite) decide(t *testing.T, old *proc) {
 	}
 }
 
+// awaitProfile waits for v0.1.0 to find the delegation profile Ready, so
+// that the upgrade is compared against a Ready profile.
+func (s *suite) awaitProfile(t *testing.T, old *proc) {
+	t.Helper()
+	until(t, old, "v0.1.0 finds the delegation profile Ready", func() error {
+		p := &unstructured.Unstructured{}
+		p.SetGroupVersionKind(mcpv1alpha1.GroupVersion.WithKind("McpDelegationProfile"))
+		if err := s.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "idp"}, p); err != nil {
+			return err
+		}
+		if c := condition(*p, "Ready"); c == nil || c["status"] != "True" {
+			return fmt.Errorf("Ready = %v", c)
+		}
+		return nil
+	})
+}
+
 // pinImplicitApprovals is the step docs/upgrading.md gives before
 // upgrading from v0.1.0: a tool enabled without
 // spec.approvedDefinitionHash was approved by status.enabledDefinitionHash,
@@ -513,7 +539,7 @@ func (s *suite) snapshot(t *testing.T) {
 		s.tools[str(*tl, "spec", "serverRef", "name")+"/"+str(*tl, "spec", "remoteName")] = tl
 	}
 	s.others = nil
-	for _, kind := range []string{"McpServerList", "McpAccessPolicyList"} {
+	for _, kind := range []string{"McpServerList", "McpAccessPolicyList", "McpDelegationProfileList"} {
 		l := listOf(kind)()
 		if err := s.c.List(context.Background(), l, client.InNamespace(ns)); err != nil {
 			t.Fatal(err)
@@ -645,6 +671,11 @@ func (s *suite) nothingLost(t *testing.T, when string) {
 		}
 		if path, ok := kept(was.Object["spec"], now.Object["spec"], "spec"); !ok {
 			t.Errorf("%s %s %s %s is not what v0.1.0 left:\nnow %v\nwas %v", when, was.GetKind(), was.GetName(), path, now.Object["spec"], was.Object["spec"])
+		}
+		if w := condition(*was, "Ready"); w != nil {
+			if n := condition(*now, "Ready"); n == nil || n["status"] != w["status"] {
+				t.Errorf("%s %s %s Ready = %v, v0.1.0 left %v", when, was.GetKind(), was.GetName(), n, w)
+			}
 		}
 	}
 }
