@@ -167,8 +167,8 @@ BENCH_TIMEOUT ?= 45m
 bench: ## Run the benchmark harness (test/bench) and regenerate docs/benchmarks.md and its plot.
 	@assets=$$(hack/envtest.sh); tsagent=$$(hack/tsagent.sh); out=$$(mktemp -d); start=$$(date +%s); \
 	trap 'rm -rf "$$out"' EXIT; \
-	echo ">> client, decode and argument rules"; \
-	$(GO) test -run '^$$' -bench '^Benchmark(Client|Decode|ArgumentRules|Inspect)$$' -benchmem -count $(BENCH_COUNT) ./test/bench/ | tee $$out/micro.txt; \
+	echo ">> client, decode, argument rules, result inspection and OAuth identify"; \
+	$(GO) test -run '^$$' -bench '^Benchmark(Client|Decode|ArgumentRules|Inspect|OAuthIdentify)$$' -benchmem -count $(BENCH_COUNT) ./test/bench/ | tee $$out/micro.txt; \
 	status=0; \
 	for s in Import Probe Cache Hostile Shards NoisyNeighbour Fleet; do \
 		echo ">> scale: $$s (one process each, so that each reports its own memory)"; \

@@ -64,6 +64,14 @@ type storageWithClients struct {
 	clients   map[string]Client
 	current   *SigningKey
 	published []*SigningKey
+
+	// public are the public clients, people and personClaims who signs
+	// in and what their tokens say, resources the resource indicators of
+	// each authorization request (people.go).
+	public       map[string]PublicClient
+	people       map[string]*storage.User
+	personClaims map[string]map[string]any
+	resources    map[string][]string
 }
 
 func newSigningKey(t TB) *SigningKey {
@@ -130,6 +138,9 @@ func (s *storageWithClients) GetPrivateClaimsFromRequest(_ context.Context, req 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	claims := map[string]any{}
+	for k, v := range s.personClaims[req.GetSubject()] {
+		claims[k] = v
+	}
 	for _, c := range s.clients {
 		if c.Subject == req.GetSubject() {
 			for k, v := range c.Claims {
@@ -196,11 +207,14 @@ type Provider struct {
 	FailWith atomic.Int32
 	// KeysFailWith: the same, for the key set only.
 	KeysFailWith atomic.Int32
-	// Requests counts every request a validator could make; Discovery and
+	// Requests counts every request a validator could make (every one but
+	// the token endpoint's and those of a person signing in); Discovery and
 	// Keys those of the discovery document and of the key set.
 	Requests  atomic.Int64
 	Discovery atomic.Int64
 	Keys      atomic.Int64
+
+	authorizations atomic.Int64
 }
 
 // Start runs a provider until the test ends, with one signing key and
@@ -215,9 +229,21 @@ func Start(t TB) *Provider {
 	p := &Provider{}
 	var handler atomic.Value
 	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/oauth/token" {
-			// The test minting a token, not the validator.
+		switch {
+		case r.URL.Path == "/oauth/token" || r.URL.Path == "/authorize/callback":
+			// The test minting a token, or a client exchanging its code,
+			// not the validator.
 			handler.Load().(http.Handler).ServeHTTP(w, r)
+			return
+		case r.URL.Path == "/login/username":
+			p.login(w, r)
+			return
+		case r.URL.Path == "/authorize":
+			// A person's browser; the resource parameters (RFC 8707),
+			// which zitadel does not read, go to the storage.
+			p.authorizations.Add(1)
+			_ = r.ParseForm()
+			handler.Load().(http.Handler).ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), resourceKey{}, r.Form["resource"])))
 			return
 		}
 		p.Requests.Add(1)
@@ -253,11 +279,15 @@ func Start(t TB) *Provider {
 
 	first := newSigningKey(t)
 	p.store = &storageWithClients{
-		Storage:   storage.NewStorageWithClients(storage.NewUserStore(p.Issuer), map[string]*storage.Client{}),
-		clients:   map[string]Client{},
-		current:   first,
-		published: []*SigningKey{first},
+		clients:      map[string]Client{},
+		current:      first,
+		published:    []*SigningKey{first},
+		public:       map[string]PublicClient{},
+		people:       map[string]*storage.User{},
+		personClaims: map[string]map[string]any{},
+		resources:    map[string][]string{},
 	}
+	p.store.Storage = storage.NewStorageWithClients(people{p.store}, map[string]*storage.Client{})
 	var key [32]byte
 	if _, err := rand.Read(key[:]); err != nil {
 		t.Fatal(err)

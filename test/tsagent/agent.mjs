@@ -19,9 +19,28 @@
 //
 // A step that fails prints {"error":{"code":..,"message":..}} and the next
 // step runs. The token is only ever sent in the Authorization header.
-import { readFileSync } from 'node:fs';
+//
+// With MCP_OAUTH={"clientId":..} (and no MCP_TOKEN) the agent has no token:
+// it runs the SDK's own OAuth client flow (an OAuthClientProvider handed to
+// the transport, whose auth() discovers the protected resource's metadata
+// from the 401, then the authorization server's, and sends the person to
+// the authorization endpoint with PKCE and the resource parameter). clientId
+// is a client registered in advance (public, no secret). The authorization
+// URL is written as one line to file descriptor 3, where the test plays
+// the person's browser; the code comes back to the agent's loopback
+// redirect URI (http://127.0.0.1:<port>/callback), the SDK exchanges it,
+// and the agent connects again with the token. The connect line then says
+// {"oauth":{"authorizations":n,"tokenType":..}}.
+//
+// MCP_ORIGINS={"http://localhost":"http://127.0.0.1:8080"} sends requests
+// for one origin to another, as a load balancer at a canonical name
+// would: the agent connects to the URL the resource is named by.
+import { readFileSync, writeSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 
 const [url, stepsArg] = process.argv.slice(2);
 const token = process.env.MCP_TOKEN ?? '';
@@ -30,6 +49,8 @@ if (!url) {
     process.exit(2);
 }
 const steps = JSON.parse(stepsArg ?? readFileSync(0, 'utf8'));
+const oauth = process.env.MCP_OAUTH ? JSON.parse(process.env.MCP_OAUTH) : null;
+const origins = new Map(Object.entries(JSON.parse(process.env.MCP_ORIGINS || '{}')));
 
 const print = line => process.stdout.write(JSON.stringify(line) + '\n');
 // code is a JSON-RPC error's code, or a failed HTTP exchange's status.
@@ -41,14 +62,21 @@ let requestCount = 0;
 const asyncErrors = [];
 async function observedFetch(input, init = {}) {
     const headers = new Headers(init.headers);
+    const target = new URL(input instanceof Request ? input.url : String(input));
     const seen = {
         method: init.method ?? 'GET',
+        path: target.pathname,
         rpc: rpcMethod(init.body),
         sessionId: headers.has('mcp-session-id'),
         protocolVersion: headers.get('mcp-protocol-version'),
         status: null
     };
     if (requestCount++ < 100) requests.push(seen);
+    const routed = origins.get(target.origin);
+    if (routed) {
+        const u = new URL(target.pathname + target.search, routed);
+        input = input instanceof Request ? new Request(u, input) : u;
+    }
     const response = await fetch(input, init);
     seen.status = response.status;
     seen.contentType = response.headers.get('content-type');
@@ -62,24 +90,81 @@ function rpcMethod(body) {
     }
 }
 
-const transport = new StreamableHTTPClientTransport(new URL(url), {
-    requestInit: token ? { headers: { Authorization: `Bearer ${token}` } } : undefined,
-    fetch: observedFetch
-});
-const client = new Client({ name: 'tsagent', version: '1' });
+// The person's side of the OAuth flow: a loopback listener for the
+// redirect, and what the SDK asks an OAuthClientProvider to keep.
+let callback;
+let authProvider;
+const authorizations = [];
+if (oauth && !token) {
+    callback = await loopbackRedirect();
+    const state = randomBytes(16).toString('hex');
+    let tokens;
+    let verifier;
+    authProvider = {
+        get redirectUrl() {
+            return callback.url;
+        },
+        get clientMetadata() {
+            return { client_name: 'tsagent', redirect_uris: [callback.url], grant_types: ['authorization_code'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+        },
+        state: () => state,
+        // Registered in advance: without saveClientInformation the SDK
+        // never tries dynamic registration.
+        clientInformation: () => ({ client_id: oauth.clientId }),
+        tokens: () => tokens,
+        saveTokens: t => {
+            tokens = t;
+        },
+        redirectToAuthorization: authorizationUrl => {
+            const u = new URL(authorizationUrl);
+            authorizations.push({ resource: u.searchParams.get('resource'), scope: u.searchParams.get('scope'), codeChallengeMethod: u.searchParams.get('code_challenge_method'), state: u.searchParams.get('state') === state });
+            writeSync(3, u.href + '\n');
+        },
+        saveCodeVerifier: v => {
+            verifier = v;
+        },
+        codeVerifier: () => verifier,
+        tokenType: () => tokens?.token_type ?? null
+    };
+    callback.state = state;
+}
+
+function newClient() {
+    const t = new StreamableHTTPClientTransport(new URL(url), {
+        requestInit: token ? { headers: { Authorization: `Bearer ${token}` } } : undefined,
+        fetch: observedFetch,
+        authProvider
+    });
+    const c = new Client({ name: 'tsagent', version: '1' });
+    // The first 100 are kept: an agent that floods may see thousands.
+    c.onerror = err => closing || (asyncErrors.length < 100 && asyncErrors.push(failure(err).error));
+    return [t, c];
+}
 // Errors once closing are of the agent's own making: closing aborts the
 // SDK's open streams.
 let closing = false;
-// The first 100 are kept: an agent that floods may see thousands.
-client.onerror = err => closing || (asyncErrors.length < 100 && asyncErrors.push(failure(err).error));
+let [transport, client] = newClient();
 
 try {
-    await client.connect(transport);
-    print({ op: 'connect', protocolVersion: transport.protocolVersion ?? null, sessionId: transport.sessionId !== undefined, server: client.getServerVersion() ?? null });
+    try {
+        await client.connect(transport);
+    } catch (err) {
+        if (!(err instanceof UnauthorizedError) || !authProvider || authorizations.length === 0) throw err;
+        // The SDK sent the person to the authorization endpoint: wait for
+        // the code at the redirect URI, let the SDK exchange it, and
+        // connect again, now with the token.
+        const code = await callback.code;
+        await transport.finishAuth(code);
+        [transport, client] = newClient();
+        await client.connect(transport);
+    }
+    const auth = authProvider ? { oauth: { authorizations, tokenType: authProvider.tokenType() } } : {};
+    print({ op: 'connect', protocolVersion: transport.protocolVersion ?? null, sessionId: transport.sessionId !== undefined, server: client.getServerVersion() ?? null, ...auth });
 } catch (err) {
-    print({ op: 'connect', ...failure(err) });
+    print({ op: 'connect', ...failure(err), ...(authProvider ? { oauth: { authorizations } } : {}) });
     await finish(0);
 }
+callback?.server.close();
 
 const run = {
     async list() {
@@ -186,6 +271,37 @@ for (const step of steps) {
 closing = true;
 await client.close();
 await finish(0);
+
+// loopbackRedirect listens on a free loopback port for the authorization
+// response (RFC 8252): code resolves with the code of the first response
+// whose state is the agent's, and rejects on an error response.
+function loopbackRedirect() {
+    return new Promise((resolve, reject) => {
+        const r = {};
+        r.code = new Promise((ok, fail) => {
+            r.server = createServer((req, res) => {
+                const q = new URL(req.url, 'http://127.0.0.1').searchParams;
+                if (q.get('state') !== r.state) {
+                    res.writeHead(400).end('unexpected state');
+                    return;
+                }
+                if (q.get('error')) {
+                    res.writeHead(200).end('authorization refused');
+                    fail(new Error(`authorization refused: ${q.get('error')}: ${q.get('error_description') ?? ''}`));
+                    return;
+                }
+                res.writeHead(200).end('signed in; you may close this window');
+                ok(q.get('code'));
+            });
+        });
+        r.code.catch(() => {});
+        r.server.on('error', reject);
+        r.server.listen(0, '127.0.0.1', () => {
+            r.url = `http://127.0.0.1:${r.server.address().port}/callback`;
+            resolve(r);
+        });
+    });
+}
 
 function finish(code) {
     // Standard output may be a pipe, which Node writes asynchronously:

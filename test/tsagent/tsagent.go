@@ -9,6 +9,7 @@
 package tsagent
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -82,6 +83,9 @@ type Result struct {
 	// Steps holds one outcome per step, in order; none when Connect failed.
 	Steps []Outcome
 	HTTP  HTTP
+	// BrowserError is what the browser (Options.OAuth) failed at after the
+	// agent had ended, such as a redirect to a listener already closed.
+	BrowserError string
 }
 
 // Connect is the outcome of initialize.
@@ -95,6 +99,28 @@ type Connect struct {
 		Name    string `json:"name"`
 		Version string `json:"version"`
 	} `json:"server"`
+	// OAuth is what the SDK's OAuth flow did, when Options.OAuth was set.
+	OAuth *OAuthOutcome `json:"oauth"`
+}
+
+// OAuthOutcome is what the SDK's OAuth client flow did.
+type OAuthOutcome struct {
+	// Authorizations are the authorization requests the SDK sent the
+	// person's browser with, as their parameters said.
+	Authorizations []Authorization `json:"authorizations"`
+	// TokenType is the token type of the tokens the SDK obtained.
+	TokenType string `json:"tokenType"`
+}
+
+// Authorization is one authorization request of the SDK.
+type Authorization struct {
+	// Resource is its RFC 8707 resource parameter.
+	Resource string `json:"resource"`
+	Scope    string `json:"scope"`
+	// CodeChallengeMethod is PKCE's (S256).
+	CodeChallengeMethod string `json:"codeChallengeMethod"`
+	// State says whether it carried the agent's state.
+	State bool `json:"state"`
 }
 
 // Outcome is the outcome of one step. Error is set when the step failed;
@@ -167,6 +193,9 @@ type HTTP struct {
 // Request is one HTTP request the agent made.
 type Request struct {
 	Method string `json:"method"`
+	// Path is the URL's path (the agent's requests to the authorization
+	// server are among them).
+	Path string `json:"path"`
 	// RPC is the JSON-RPC method of a POSTed request or notification.
 	RPC string `json:"rpc"`
 	// SessionID says whether it carried an Mcp-Session-Id.
@@ -196,6 +225,29 @@ type Options struct {
 	// {"nice", "-n", "19"}: every thread of the agent inherits what it
 	// sets. Empty runs node itself.
 	Wrapper []string
+	// OAuth, with no token, makes the agent obtain one with the SDK's own
+	// OAuth client flow.
+	OAuth *OAuth
+	// Origins sends the agent's requests for one origin (scheme, host and
+	// port, e.g. "http://localhost") to another, as a load balancer at the
+	// first name would: the agent connects to the URL a resource is named
+	// by while the server listens elsewhere.
+	Origins map[string]string
+}
+
+// OAuth is what the agent's OAuth client flow needs: its client, and the
+// person's browser.
+type OAuth struct {
+	// ClientID is a public client registered in advance at the
+	// authorization server.
+	ClientID string
+	// Browser opens an authorization URL as the person's browser would,
+	// signing in, until the authorization server redirects to the agent's
+	// redirect URI. An error stops the agent.
+	Browser func(ctx context.Context, authorizationURL string) error
+	// RootCAs is PEM the agent trusts besides Node's roots (the
+	// authorization server's certificate).
+	RootCAs string
 }
 
 // Agent is an agent that was started; Wait for what it saw.
@@ -203,6 +255,11 @@ type Agent struct {
 	cmd            *exec.Cmd
 	stdout, stderr bytes.Buffer
 	path           string
+	// browsing ends when the browser has opened every authorization URL;
+	// browserErr is the first error it had.
+	browsing   chan struct{}
+	browserErr error
+	cleanup    func()
 }
 
 // Start starts the agent as Run does, without waiting for it.
@@ -222,18 +279,115 @@ func Start(ctx context.Context, url, token string, opts Options, steps ...Step) 
 	a.cmd.Env = append(os.Environ(), "MCP_TOKEN="+token)
 	a.cmd.Stdin = bytes.NewReader(in)
 	a.cmd.Stdout, a.cmd.Stderr = &a.stdout, &a.stderr
+	a.cleanup = func() {}
+	if len(opts.Origins) > 0 {
+		o, err := json.Marshal(opts.Origins)
+		if err != nil {
+			return nil, err
+		}
+		a.cmd.Env = append(a.cmd.Env, "MCP_ORIGINS="+string(o))
+	}
+	var authURLs *os.File
+	if opts.OAuth != nil {
+		var err error
+		if authURLs, err = a.oauth(opts.OAuth); err != nil {
+			return nil, err
+		}
+	}
 	if err := a.cmd.Start(); err != nil {
+		a.cleanup()
 		return nil, fmt.Errorf("tsagent: %s: %w", strings.Join(args[:len(args)-1], " "), err)
+	}
+	if authURLs != nil {
+		a.browse(ctx, authURLs, opts.OAuth.Browser)
 	}
 	return a, nil
 }
 
+// oauth prepares the agent's OAuth flow: its client and trusted roots in
+// the environment, and a pipe on its file descriptor 3 for the
+// authorization URLs, whose reading end it returns.
+func (a *Agent) oauth(o *OAuth) (*os.File, error) {
+	conf, err := json.Marshal(map[string]string{"clientId": o.ClientID})
+	if err != nil {
+		return nil, err
+	}
+	a.cmd.Env = append(a.cmd.Env, "MCP_OAUTH="+string(conf))
+	var files []string
+	if o.RootCAs != "" {
+		f, err := os.CreateTemp("", "tsagent-roots-*.pem")
+		if err != nil {
+			return nil, fmt.Errorf("tsagent: %w", err)
+		}
+		files = append(files, f.Name())
+		_, werr := f.WriteString(o.RootCAs)
+		if err := errors.Join(werr, f.Close()); err != nil {
+			_ = os.Remove(f.Name())
+			return nil, fmt.Errorf("tsagent: %w", err)
+		}
+		a.cmd.Env = append(a.cmd.Env, "NODE_EXTRA_CA_CERTS="+f.Name())
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("tsagent: %w", err)
+	}
+	a.cmd.ExtraFiles = []*os.File{w}
+	a.cleanup = func() {
+		_ = w.Close()
+		for _, f := range files {
+			_ = os.Remove(f)
+		}
+	}
+	return r, nil
+}
+
+// browse opens each authorization URL the agent writes with the browser;
+// a failure stops the agent, which would otherwise wait for a redirect
+// that never comes.
+func (a *Agent) browse(ctx context.Context, urls *os.File, browser func(context.Context, string) error) {
+	// The agent holds the writing end now; the reader sees the end of the
+	// file when it exits.
+	_ = a.cmd.ExtraFiles[0].Close()
+	a.browsing = make(chan struct{})
+	go func() {
+		defer close(a.browsing)
+		defer urls.Close()
+		lines := bufio.NewScanner(urls)
+		for lines.Scan() {
+			if a.browserErr != nil {
+				continue
+			}
+			if err := browser(ctx, lines.Text()); err != nil {
+				a.browserErr = err
+				_ = a.cmd.Process.Kill()
+			}
+		}
+	}()
+}
+
 // Wait waits for the agent to end and returns what it saw.
 func (a *Agent) Wait() (*Result, error) {
-	if err := a.cmd.Wait(); err != nil {
+	err := a.cmd.Wait()
+	if a.browsing != nil {
+		<-a.browsing
+	}
+	a.cleanup()
+	if err != nil && a.browserErr != nil {
+		return nil, fmt.Errorf("tsagent: the browser, at the authorization URL: %w", a.browserErr)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("tsagent: node %s: %w; stderr:\n%s", filepath.Base(a.path), err, a.stderr.String())
 	}
-	return parse(a.stdout.Bytes())
+	r, err := parse(a.stdout.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	if a.browserErr != nil {
+		// The agent ended by itself, before the browser was done: an
+		// authorization it no longer waited for.
+		r.BrowserError = a.browserErr.Error()
+	}
+	return r, nil
 }
 
 // parse reads the agent's lines: connect, one per step, http.

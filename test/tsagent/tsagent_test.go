@@ -3,11 +3,14 @@ package tsagent_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcp-catalog/operator/test/mcpserver"
+	"github.com/mcp-catalog/operator/test/oidcprovider"
 	"github.com/mcp-catalog/operator/test/tsagent"
 )
 
@@ -164,4 +167,51 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// A person who cannot sign in: the browser fails at the provider's login
+// page, and the agent, which would wait for its redirect forever, is
+// stopped and says why.
+func TestAgentOAuthStopsWhenTheBrowserFails(t *testing.T) {
+	p := oidcprovider.Start(t)
+	p.AddPerson(oidcprovider.Person{Username: "ivan", Password: "right"})
+	p.AddPublicClient("agent", oidcprovider.PublicClient{
+		RedirectURIs: []string{"http://127.0.0.1/callback"}, Resources: []string{"http://127.0.0.1"}, Scopes: []string{"mcp.tools"},
+	})
+	// A protected resource that accepts no token: a 401 naming its
+	// metadata, which names the provider.
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/.well-known/oauth-protected-resource/mcp" {
+			_ = json.NewEncoder(w).Encode(map[string]any{"resource": srv.URL + "/mcp", "authorization_servers": []string{p.Issuer}, "scopes_supported": []string{"mcp.tools"}})
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+srv.URL+`/.well-known/oauth-protected-resource/mcp", scope="mcp.tools"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	opened := 0
+	a, err := tsagent.Start(ctx, srv.URL+"/mcp", "", tsagent.Options{OAuth: &tsagent.OAuth{
+		ClientID: "agent", RootCAs: p.CAPEM,
+		Browser: func(ctx context.Context, u string) error {
+			opened++
+			return p.SignIn(ctx, u, "ivan", "wrong")
+		},
+	}}, tsagent.List())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Wait()
+	if err == nil || !strings.Contains(err.Error(), "sign-in refused") {
+		t.Fatalf("err = %v, want the browser's failure", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the agent ran until the test's deadline")
+	}
+	if opened != 1 || p.Authorizations() != 1 {
+		t.Errorf("%d authorization URLs opened, %d authorization requests at the provider; want 1 and 1", opened, p.Authorizations())
+	}
 }

@@ -187,8 +187,14 @@ func (i *Identifier) verify(ctx context.Context, token string, r *http.Request) 
 // its Retry-After, and the token is not charged.
 func (i *Identifier) verifyAccessToken(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
 	resource := resourceOf(ctx)
-	fp := i.bad.fingerprint(token)
-	if !i.bad.none() && i.bad.knownBad(fp, i.clock.Now()) {
+	// As for a ServiceAccount token: while no token is remembered as bad,
+	// a good one costs no fingerprint.
+	var fp fingerprint
+	remembered := !i.bad.none()
+	if remembered {
+		fp = i.bad.fingerprint(token)
+	}
+	if remembered && i.bad.knownBad(fp, i.clock.Now()) {
 		metrics.GatewayRefusals.WithLabelValues(audit.RefusedUnauthenticated).Inc()
 		challenge(ctx, resource.InvalidTokenChallenge(nil))
 		return nil, auth.ErrInvalidToken
@@ -198,6 +204,9 @@ func (i *Identifier) verifyAccessToken(ctx context.Context, token string, r *htt
 	var unavailable *oauthresource.UnavailableError
 	switch {
 	case errors.As(err, &refused):
+		if !remembered {
+			fp = i.bad.fingerprint(token)
+		}
 		i.bad.failed(fp, i.clock.Now())
 		metrics.GatewayRefusals.WithLabelValues(audit.RefusedUnauthenticated).Inc()
 		challenge(ctx, resource.InvalidTokenChallenge(refused))
@@ -214,7 +223,9 @@ func (i *Identifier) verifyAccessToken(ctx context.Context, token string, r *htt
 		answer(ctx, http.StatusServiceUnavailable, reviewRetryAfter)
 		return nil, errReviewUnavailable
 	}
-	i.bad.forget(fp)
+	if remembered {
+		i.bad.forget(fp)
+	}
 	ns := r.PathValue(PathNamespace)
 	if ns == "" {
 		metrics.GatewayRefusals.WithLabelValues(audit.RefusedUnauthenticated).Inc()

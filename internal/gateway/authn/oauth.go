@@ -1,7 +1,6 @@
 package authn
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"net/url"
@@ -74,7 +73,7 @@ func serviceAccountShaped(token string) bool {
 	var claims struct {
 		Subject string `json:"sub"`
 	}
-	return json.NewDecoder(bytes.NewReader(raw)).Decode(&claims) == nil && strings.HasPrefix(claims.Subject, "system:serviceaccount:")
+	return json.Unmarshal(raw, &claims) == nil && strings.HasPrefix(claims.Subject, "system:serviceaccount:")
 }
 
 // personIdentity is the Identity of a validated access token, for

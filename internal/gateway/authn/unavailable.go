@@ -57,9 +57,10 @@ func challenge(ctx context.Context, value string) {
 }
 
 // withResource records that the request is for resource: its 401s
-// challenge with that resource's metadata.
+// challenge with that resource's metadata (made only for a 401: a request
+// that passes does not pay for it).
 func withResource(ctx context.Context, resource *oauthresource.Validator) context.Context {
-	return context.WithValue(ctx, outcomeKey{}, &outcome{resource: resource, challenge: resource.Challenge()})
+	return context.WithValue(ctx, outcomeKey{}, &outcome{resource: resource})
 }
 
 // resourceOf is the resource the request is for (withResource).
@@ -99,6 +100,8 @@ func (w *answerWriter) WriteHeader(code int) {
 		code = w.o.code
 	case code == http.StatusUnauthorized && w.o.challenge != "":
 		w.Header().Set("WWW-Authenticate", w.o.challenge)
+	case code == http.StatusUnauthorized && w.o.resource != nil:
+		w.Header().Set("WWW-Authenticate", w.o.resource.Challenge())
 	}
 	w.ResponseWriter.WriteHeader(code)
 }

@@ -123,3 +123,36 @@ func TestGatewaySectionsNotMeasured(t *testing.T) {
 		t.Error("a plot was drawn without the cost scenario's figures")
 	}
 }
+
+func TestOAuthIdentifySection(t *testing.T) {
+	section := func(out string) string {
+		r := results{}
+		r.parse(strings.NewReader(out))
+		var b strings.Builder
+		oauthSection(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, r)
+		return b.String()
+	}
+	line := func(cpu, during string) string {
+		return "BenchmarkOAuthIdentify-2 50000 14000 ns/op " + cpu + " cpu-ns/op " + during + " idp-requests 2.000 idp-requests-first 3995 B/op 38 allocs/op\n"
+	}
+	got := section(line("12450", "0") + line("13263", "0") + line("13437", "0"))
+	for _, want := range []string{
+		"| 13.26 µs | 14.00 µs | 3995 | 38 | 2 | 0 |",
+		"≤ 20 µs of CPU per request: 13.26 µs **met**",
+		"after the first: 0 **met**",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the section lacks %q:\n%s", want, got)
+		}
+	}
+	// One run that asked the provider is a miss, whatever the median.
+	got = section(line("12450", "0") + line("21000", "1") + line("23000", "0"))
+	for _, want := range []string{"21.00 µs **missed**", "after the first: 1 **missed**"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the section lacks %q:\n%s", want, got)
+		}
+	}
+	if got := section(""); !strings.Contains(got, "Not measured.") {
+		t.Errorf("without the benchmark: %s", got)
+	}
+}

@@ -1,0 +1,268 @@
+package oidcprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/zitadel/oidc/v3/example/server/storage"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
+)
+
+// This file makes the provider one a person signs in to: public clients
+// (an MCP client on the person's machine, registered in advance: zitadel's
+// OpenID Provider has no dynamic client registration), the authorization
+// code flow with PKCE, a login page, and the RFC 8707 resource indicator,
+// which zitadel does not read and this storage honours: the access token
+// of an authorization is issued for the resource it named.
+
+// Person is someone who signs in at the provider, and what their access
+// tokens say besides their subject.
+type Person struct {
+	Username, Password string
+	Claims             map[string]any
+}
+
+// PublicClient is a client without a secret that uses the authorization
+// code flow with PKCE.
+type PublicClient struct {
+	// RedirectURIs are its registered redirect URIs; a loopback one
+	// matches at any port (RFC 8252).
+	RedirectURIs []string
+	// Resources are the resource URIs it may ask tokens for, by prefix; an
+	// authorization naming any other is refused (invalid_target).
+	Resources []string
+	// Scopes are the scopes besides OpenID's it may be granted.
+	Scopes []string
+}
+
+// AddPerson adds someone who can sign in.
+func (p *Provider) AddPerson(ps Person) { p.store.addPerson(ps) }
+
+// AddPublicClient registers a public client under id.
+func (p *Provider) AddPublicClient(id string, c PublicClient) {
+	p.store.mu.Lock()
+	defer p.store.mu.Unlock()
+	p.store.public[id] = c
+}
+
+// Authorizations counts the authorization requests the provider took.
+func (p *Provider) Authorizations() int64 { return p.authorizations.Load() }
+
+// people is the storage's user store: the test's people.
+type people struct {
+	s *storageWithClients
+}
+
+func (u people) GetUserByID(id string) *storage.User {
+	u.s.mu.Lock()
+	defer u.s.mu.Unlock()
+	return u.s.people[id]
+}
+
+func (u people) GetUserByUsername(name string) *storage.User {
+	return u.GetUserByID(name)
+}
+
+func (people) ExampleClientID() string { return "" }
+
+func (s *storageWithClients) addPerson(ps Person) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.people[ps.Username] = &storage.User{ID: ps.Username, Username: ps.Username, Password: ps.Password}
+	s.personClaims[ps.Username] = ps.Claims
+}
+
+// publicClient is a PublicClient as zitadel sees it: native, issued JWT
+// access tokens.
+type publicClient struct {
+	op.Client
+	scopes []string
+}
+
+func (publicClient) AccessTokenType() op.AccessTokenType { return op.AccessTokenTypeJWT }
+func (c publicClient) IsScopeAllowed(scope string) bool {
+	for _, s := range c.scopes {
+		if s == scope {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *storageWithClients) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
+	s.mu.Lock()
+	c, ok := s.public[id]
+	s.mu.Unlock()
+	if ok {
+		return publicClient{Client: storage.NativeClient(id, c.RedirectURIs...), scopes: c.Scopes}, nil
+	}
+	return s.Storage.GetClientByClientID(ctx, id)
+}
+
+// resourceKey carries an authorization request's resource parameters
+// from the HTTP request to CreateAuthRequest.
+type resourceKey struct{}
+
+// authorization is an authorization request with the audience of the
+// resource it named.
+type authorization struct {
+	*storage.AuthRequest
+	audience []string
+}
+
+func (a authorization) GetAudience() []string {
+	if len(a.audience) == 0 {
+		return a.AuthRequest.GetAudience()
+	}
+	return a.audience
+}
+
+func (s *storageWithClients) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, userID string) (op.AuthRequest, error) {
+	resources, _ := ctx.Value(resourceKey{}).([]string)
+	s.mu.Lock()
+	c, public := s.public[req.ClientID]
+	s.mu.Unlock()
+	for _, r := range resources {
+		if !public || !allowed(c.Resources, r) {
+			return nil, oidc.ErrInvalidRequest().WithDescription("invalid_target: the resource %q is not one this client may ask for", r)
+		}
+	}
+	created, err := s.Storage.CreateAuthRequest(ctx, req, userID)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.resources[created.GetID()] = resources
+	s.mu.Unlock()
+	return s.withResource(created)
+}
+
+func allowed(prefixes []string, resource string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(resource, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *storageWithClients) withResource(req op.AuthRequest) (op.AuthRequest, error) {
+	r, ok := req.(*storage.AuthRequest)
+	if !ok {
+		return req, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return authorization{AuthRequest: r, audience: s.resources[r.ID]}, nil
+}
+
+func (s *storageWithClients) AuthRequestByID(ctx context.Context, id string) (op.AuthRequest, error) {
+	req, err := s.Storage.AuthRequestByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.withResource(req)
+}
+
+func (s *storageWithClients) AuthRequestByCode(ctx context.Context, code string) (op.AuthRequest, error) {
+	req, err := s.Storage.AuthRequestByCode(ctx, code)
+	if err != nil {
+		return nil, err
+	}
+	return s.withResource(req)
+}
+
+// CreateAccessToken records the token as the example storage does, for
+// the authorization itself rather than its wrapper.
+func (s *storageWithClients) CreateAccessToken(ctx context.Context, req op.TokenRequest) (string, time.Time, error) {
+	if a, ok := req.(authorization); ok {
+		req = a.AuthRequest
+	}
+	return s.Storage.CreateAccessToken(ctx, req)
+}
+
+// login serves the provider's login page, where zitadel sends the
+// person's browser: a form, and on its POST the check of the username
+// and password, then back to zitadel's callback.
+func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	id := r.Form.Get("authRequestID")
+	if r.Method != http.MethodPost {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = fmt.Fprintf(w, `<form method="POST" action="/login/username"><input type="hidden" name="authRequestID" value="%s">`+
+			`<input name="username"><input type="password" name="password"><button>Sign in</button></form>`, html.EscapeString(id))
+		return
+	}
+	if err := p.store.CheckUsernamePassword(r.Form.Get("username"), r.Form.Get("password"), id); err != nil {
+		http.Error(w, "sign-in refused", http.StatusUnauthorized)
+		return
+	}
+	http.Redirect(w, r, p.Issuer+"/authorize/callback?id="+url.QueryEscape(id), http.StatusFound)
+}
+
+// SignIn is the person's browser: it opens authorizeURL (an authorization
+// request to this provider), signs in on the login page as username with
+// password, and follows the redirects to the client's redirect URI, which
+// it opens too (the client's loopback listener takes the code there).
+func (p *Provider) SignIn(ctx context.Context, authorizeURL, username, password string) error {
+	browser := &http.Client{
+		Transport:     p.srv.Client().Transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	next, err := url.Parse(authorizeURL)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(next.String(), p.Issuer+"/") {
+		return fmt.Errorf("the authorization URL %s is not this provider's", next.Redacted())
+	}
+	var form url.Values
+	for range 10 {
+		var req *http.Request
+		if form != nil {
+			req, err = http.NewRequestWithContext(ctx, http.MethodPost, next.String(), strings.NewReader(form.Encode()))
+			if req != nil {
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			}
+			form = nil
+		} else {
+			req, err = http.NewRequestWithContext(ctx, http.MethodGet, next.String(), nil)
+		}
+		if err != nil {
+			return err
+		}
+		resp, err := browser.Do(req)
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusFound || resp.StatusCode == http.StatusSeeOther:
+			loc, err := next.Parse(resp.Header.Get("Location"))
+			if err != nil {
+				return err
+			}
+			next = loc
+		case resp.StatusCode == http.StatusOK && next.Path == "/login/username" && req.Method == http.MethodGet:
+			form = url.Values{"authRequestID": {next.Query().Get("authRequestID")}, "username": {username}, "password": {password}}
+		case resp.StatusCode == http.StatusOK && !strings.HasPrefix(next.String(), p.Issuer+"/"):
+			// The redirect URI answered: the client has its code.
+			return nil
+		default:
+			return fmt.Errorf("%s %s: %d %s", req.Method, next.Path, resp.StatusCode, strings.TrimSpace(string(body)))
+		}
+	}
+	return errors.New("too many redirects")
+}
