@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/x509"
 	"errors"
 	"flag"
@@ -12,11 +13,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/budget"
+	"github.com/mcp-catalog/operator/internal/guardrail"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/oauthresource"
@@ -37,15 +40,16 @@ const (
 type commandLine struct {
 	opts manager.Options
 
-	watchNamespaces               string
-	privateCIDRs, namespaceCIDRs  string
-	tokenProxy, tokenCAFile       string
-	oauthIssuersFile, oauthScopes string
-	maxTools                      int
-	apiQPS, reviewQPS             float64
-	apiBurst                      int
-	auditPath                     string
-	version                       bool
+	watchNamespaces                  string
+	privateCIDRs, namespaceCIDRs     string
+	tokenProxy, tokenCAFile          string
+	oauthIssuersFile, oauthScopes    string
+	guardrailKeyFile, failClosedFrom string
+	maxTools                         int
+	apiQPS, reviewQPS                float64
+	apiBurst                         int
+	auditPath                        string
+	version                          bool
 }
 
 // newCommandLine binds every flag of the manager onto fs.
@@ -60,6 +64,7 @@ func newCommandLine(fs *flag.FlagSet) *commandLine {
 	c.bindAPIClients(fs)
 	c.bindGateway(fs)
 	c.bindGatewayOAuth(fs)
+	c.bindGatewayGuardrail(fs)
 	c.bindGatewayApprovals(fs)
 	c.bindGatewayAudit(fs)
 	c.bindGatewayBudgets(fs)
@@ -175,6 +180,43 @@ func (c *commandLine) bindGatewayOAuth(fs *flag.FlagSet) {
 	fs.DurationVar(&o.KeyRefreshInterval, "gateway-oauth-key-refresh-interval", o.KeyRefreshInterval, "Shortest time between two fetches of one issuer's keys, or two attempts at its discovery: a token naming an unknown key waits for it.")
 }
 
+// bindGatewayGuardrail: the administrator's guardrail webhook, asked
+// about every call and result (docs/gateway.md).
+func (c *commandLine) bindGatewayGuardrail(fs *flag.FlagSet) {
+	o := &c.opts.GatewayGuardrail
+	fs.StringVar(&o.URL, "gateway-guardrail-url", o.URL, "URL of a guardrail webhook the gateway asks about every tool call before it is sent and every result before the agent reads it; empty asks none.")
+	fs.StringVar(&c.guardrailKeyFile, "gateway-guardrail-key-file", "", "File holding the key (at least 32 bytes) that signs every request to the guardrail webhook (header "+guardrail.SignatureHeader+").")
+	fs.DurationVar(&o.Timeout, "gateway-guardrail-timeout", guardrail.DefaultTimeout, "How long the gateway waits for the guardrail webhook's answer.")
+	fs.Float64Var(&o.Rate, "gateway-guardrail-rate", guardrail.DefaultRate, "Guardrail checks per second each namespace may cause; past its burst, a check is treated as unanswered.")
+	fs.IntVar(&o.Burst, "gateway-guardrail-burst", guardrail.DefaultBurst, "Burst of each namespace's guardrail checks.")
+	fs.StringVar(&c.failClosedFrom, "gateway-guardrail-fail-closed-from", string(mcpv1alpha1.DataClassConfidential), "Lowest data class whose calls and results are refused while the guardrail gives no answer (Public, Internal, Confidential or Restricted); below it they go on without it.")
+}
+
+// guardrail completes the guardrail's options: its key and the class from
+// which it fails closed.
+func (c *commandLine) guardrail(o *manager.Options) error {
+	class := mcpv1alpha1.DataClass(c.failClosedFrom)
+	if !class.Valid() {
+		return fmt.Errorf("--gateway-guardrail-fail-closed-from is %q, none of Public, Internal, Confidential, Restricted", c.failClosedFrom)
+	}
+	o.GatewayGuardrailFailClosedFrom = class
+	if o.GatewayGuardrail.URL == "" {
+		return nil
+	}
+	if c.guardrailKeyFile == "" {
+		return errors.New("--gateway-guardrail-url needs --gateway-guardrail-key-file: every request to the guardrail is signed")
+	}
+	key, err := os.ReadFile(c.guardrailKeyFile)
+	if err != nil {
+		return fmt.Errorf("reading --gateway-guardrail-key-file: %w", err)
+	}
+	o.GatewayGuardrail.Key = bytes.TrimSpace(key)
+	if len(o.GatewayGuardrail.Key) < guardrail.MinKeyLength {
+		return fmt.Errorf("--gateway-guardrail-key-file holds %d bytes; the key needs at least %d", len(o.GatewayGuardrail.Key), guardrail.MinKeyLength)
+	}
+	return nil
+}
+
 // bindGatewayApprovals: calls that wait for a person's approval.
 func (c *commandLine) bindGatewayApprovals(fs *flag.FlagSet) {
 	o := &c.opts
@@ -261,6 +303,9 @@ func (c *commandLine) options() (manager.Options, error) {
 		}
 	}
 	if err := c.oauth(&o); err != nil {
+		return o, err
+	}
+	if err := c.guardrail(&o); err != nil {
 		return o, err
 	}
 	return o, nil

@@ -17,10 +17,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/budget"
+	"github.com/mcp-catalog/operator/internal/guardrail"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/oauthresource"
 )
@@ -88,6 +90,17 @@ func asRead(o manager.Options) manager.Options {
 	or(&o.GatewayCredentialTTL, credentials.DefaultCacheTTL) // credentials.CachedReader.store
 	if o.GatewayMaxIdleConnections <= 0 {                    // gateway.newIdleConns
 		o.GatewayMaxIdleConnections = gateway.DefaultMaxIdleConnections
+	}
+	g := &o.GatewayGuardrail // guardrail.New
+	or(&g.Timeout, guardrail.DefaultTimeout)
+	if g.Rate <= 0 {
+		g.Rate = guardrail.DefaultRate
+	}
+	if g.Burst <= 0 {
+		g.Burst = guardrail.DefaultBurst
+	}
+	if !o.GatewayGuardrailFailClosedFrom.Valid() { // gateway.failsClosed
+		o.GatewayGuardrailFailClosedFrom = mcpv1alpha1.DataClassConfidential
 	}
 	if o.LeaderElectionID == "" { // manager.New
 		o.LeaderElectionID = manager.LeaderElectionID

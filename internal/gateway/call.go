@@ -92,6 +92,9 @@ func (g *Gateway) callDecided(ctx context.Context, req *sdk.CallToolRequest, ref
 	if answer := g.applyRules(ctx, c); answer != nil {
 		return answer, nil
 	}
+	if answer := g.guardRequest(ctx, id, c); answer != nil {
+		return answer, nil
+	}
 	if answer, err := g.approve(ctx, req, id, c); answer != nil || err != nil {
 		return answer, err
 	}

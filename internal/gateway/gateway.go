@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/authz"
 	"github.com/mcp-catalog/operator/internal/gateway/budget"
 	"github.com/mcp-catalog/operator/internal/governance"
+	"github.com/mcp-catalog/operator/internal/guardrail"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/oauthresource"
 	"github.com/mcp-catalog/operator/internal/toolview"
@@ -131,6 +132,13 @@ type Options struct {
 	// 046): the same as the controllers', so that the gateway grants what
 	// their conditions report. The zero value trusts every key.
 	SharingTrust governance.SelectorTrust
+	// Guardrail, when not nil, is asked about every call before it is sent
+	// and about its result before the agent reads it (guardrail.go).
+	// GuardrailFailClosedFrom is the lowest data class whose calls are
+	// refused while it gives no answer; below it calls go on without it.
+	// Empty: Confidential.
+	Guardrail               *guardrail.Client
+	GuardrailFailClosedFrom mcpv1alpha1.DataClass
 	// PublicURL is the gateway's MCP endpoint as agents reach it (e.g.
 	// https://mcp.example.com/mcp). When set, the catalog each caller may
 	// call is also served as a read-only MCP Registry at RegistryPath,

@@ -193,11 +193,15 @@ func (g *Gateway) record(ctx context.Context, id *authn.Identity, c *callScope, 
 		c.obs.end(audit.OutcomeToolError, "")
 		result.IsError = true
 		text, _ := g.inspectResult(id, c, out.Text)
+		text, _ = g.guardResult(ctx, id, c, text)
 		result.Content = []sdk.Content{&sdk.TextContent{Text: text}}
 	default:
 		c.rec.Outcome = audit.OutcomeSucceeded
 		c.obs.end(audit.OutcomeSucceeded, "")
 		text, withheld := g.inspectResult(id, c, out.Text)
+		if !withheld {
+			text, withheld = g.guardResult(ctx, id, c, text)
+		}
 		result.IsError = withheld
 		result.Content = []sdk.Content{&sdk.TextContent{Text: text}}
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/gateway/authz"
+	"github.com/mcp-catalog/operator/internal/guardrail"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/metrics"
@@ -258,6 +259,11 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	if err != nil {
 		return fmt.Errorf("configuring the gateway's OAuth access tokens: %w", err)
 	}
+	// Nil when no URL is configured: no guardrail.
+	guard, err := guardrail.New(opts.GatewayGuardrail)
+	if err != nil {
+		return fmt.Errorf("configuring the gateway's guardrail: %w", err)
+	}
 	gw, err := gateway.New(gateway.Options{
 		Reader:    mgr.GetClient(),
 		Authn:     &authn.TokenReviewAuthenticator{Client: reviews, Audience: opts.GatewayAudience},
@@ -285,6 +291,8 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		MaxRequestBytesInFlight: opts.GatewayMaxRequestBytesInFlight,
 		PublicURL:               opts.GatewayPublicURL,
 		SharingTrust:            opts.SharingTrust,
+		Guardrail:               guard,
+		GuardrailFailClosedFrom: opts.GatewayGuardrailFailClosedFrom,
 		// The cache holds these namespaces only: a caller of another is
 		// refused before any read (a gateway pool).
 		Namespaces: opts.WatchNamespaces,

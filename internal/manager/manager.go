@@ -33,6 +33,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway"
 	"github.com/mcp-catalog/operator/internal/gateway/budget"
 	"github.com/mcp-catalog/operator/internal/governance"
+	"github.com/mcp-catalog/operator/internal/guardrail"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/oauthresource"
 	"github.com/mcp-catalog/operator/internal/tenancy"
@@ -248,6 +249,12 @@ type Options struct {
 	// GatewayPublicURL is the gateway's MCP endpoint as agents reach it;
 	// when set the gateway also serves registry out (docs/registry.md).
 	GatewayPublicURL string
+	// GatewayGuardrail is the guardrail webhook the gateway asks about
+	// every call and result (docs/gateway.md); an empty URL asks none.
+	// GatewayGuardrailFailClosedFrom is the lowest data class refused while
+	// it gives no answer (empty: Confidential).
+	GatewayGuardrail               guardrail.Config
+	GatewayGuardrailFailClosedFrom mcpv1alpha1.DataClass
 	// GatewayMaxIdleConnections bounds the connections a gateway replica
 	// keeps open idle; 0 means gateway.DefaultMaxIdleConnections.
 	GatewayMaxIdleConnections int

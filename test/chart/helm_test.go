@@ -312,6 +312,11 @@ gateway:
       rate: 2.5
       burst: 5000000
       concurrency: 8
+  guardrail:
+    url: https://guard.example.com/check
+    secretName: guardrail-key
+    failClosedFrom: Internal
+    ratePerNamespace: 12.5
   tracing:
     otlpEndpoint: http://otel-collector.monitoring:4317
     env:

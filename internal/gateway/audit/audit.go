@@ -52,6 +52,10 @@ type Record struct {
 	// is what was done with the result (Annotate, Redact, Refuse).
 	Inspection       []string `json:"inspection,omitempty"`
 	InspectionAction string   `json:"inspectionAction,omitempty"`
+	// Guardrail is what the guardrail webhook said of the call (in
+	// before and denied records) or of its result (in after): Allowed,
+	// Refused, Replaced, or Unavailable when it gave no answer.
+	Guardrail string `json:"guardrail,omitempty"`
 	// Repeated is, on a denied record, how many more denials of the same
 	// caller, tool and reason came in the window before it and were not
 	// written on their own (denials.go); they carry no call ID or

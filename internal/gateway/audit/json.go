@@ -55,6 +55,7 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 		b = append(b, ']')
 	}
 	b = appendMember(b, "inspectionAction", r.InspectionAction, true)
+	b = appendMember(b, "guardrail", r.Guardrail, true)
 	if r.Repeated != 0 {
 		b = append(b, `,"repeated":`...)
 		b = strconv.AppendInt(b, int64(r.Repeated), 10)

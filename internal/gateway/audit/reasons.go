@@ -33,6 +33,19 @@ const (
 	// person's decision on an McpCallApproval.
 	DenyApprovalPending = "ApprovalPending"
 	DenyAuditFailed     = "AuditUnavailable"
+	// DenyGuardrail records a call the guardrail webhook refused, and
+	// DenyGuardrailUnavailable one of a class that fails closed while it
+	// gave no answer.
+	DenyGuardrail            = "GuardrailRefused"
+	DenyGuardrailUnavailable = "GuardrailUnavailable"
+)
+
+// What the guardrail said (Record.Guardrail).
+const (
+	GuardrailAllowed     = "Allowed"
+	GuardrailRefused     = "Refused"
+	GuardrailReplaced    = "Replaced"
+	GuardrailUnavailable = "Unavailable"
 )
 
 // Denial reasons of the rules stage: the argument rules' refusal kinds.

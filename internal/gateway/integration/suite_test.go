@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mcp-catalog/operator/internal/guardrail"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/test/capture"
 	"github.com/mcp-catalog/operator/test/oauthserver"
@@ -87,6 +88,9 @@ var _ = BeforeSuite(func() {
 	// certificate is trusted the way --token-endpoint-ca-file trusts one.
 	tokenEndpoint = oauthserver.Start(GinkgoT(), delegationClientID, delegationClientSecret)
 	people = oidcprovider.Start(GinkgoT())
+	// The guardrail webhook every call of the suite is checked by: it
+	// allows all but what a spec asks of it for its namespace.
+	guard = startGuard()
 	unreachable = oidcprovider.Start(GinkgoT())
 
 	// The admission policy and approver role the operator ships: the API
@@ -110,6 +114,7 @@ var _ = BeforeSuite(func() {
 
 var _ = AfterSuite(func() {
 	mgr.Stop()
+	guard.srv.Close()
 	plane.Stop()
 })
 
@@ -127,6 +132,7 @@ func gatewayOptions(ready chan<- string) manager.Options {
 	opts.GatewayClock = clock
 	opts.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	opts.GatewayOAuth = oauthOptions()
+	opts.GatewayGuardrail = guardrail.Config{URL: guard.srv.URL, Key: guardKey}
 	return opts
 }
 

@@ -1,0 +1,112 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
+	"github.com/mcp-catalog/operator/internal/guardrail"
+	"github.com/mcp-catalog/operator/internal/logging"
+)
+
+// guardRequest is the guardrail stage of a call, after its argument rules:
+// the administrator's guardrail webhook, when there is one, is asked about
+// the call with the arguments as they would be sent. It refuses a call the
+// webhook refuses, and one of a class that fails closed while the webhook
+// gives no answer; below that class the call goes on, and the record says
+// the webhook was unavailable.
+func (g *Gateway) guardRequest(ctx context.Context, id *authn.Identity, c *callScope) *sdk.CallToolResult {
+	if g.Guardrail == nil {
+		return nil
+	}
+	args, err := json.Marshal(c.args)
+	if err != nil {
+		// Every value came from JSON, so they marshal again.
+		return g.deny(ctx, c.rec, c.tool, audit.DenyArgumentRuleNotEvaluated, "", "the arguments could not be prepared for the guardrail")
+	}
+	req := g.guardrailRequest(id, c, guardrail.PhaseRequest)
+	req.Arguments = args
+	v, err := g.Guardrail.Check(ctx, req)
+	switch {
+	case err != nil:
+		c.rec.Guardrail = audit.GuardrailUnavailable
+		logUnavailable(ctx, err)
+		if g.failsClosed(c.class) {
+			return g.deny(ctx, c.rec, c.tool, audit.DenyGuardrailUnavailable, "",
+				"the guardrail could not be asked about this call, and calls of "+string(c.class)+" tools are not made without it; try again later")
+		}
+	case !v.Allow:
+		c.rec.Guardrail = audit.GuardrailRefused
+		return g.deny(ctx, c.rec, c.tool, audit.DenyGuardrail, "", "the guardrail refused this call"+reasonOf(v))
+	default:
+		c.rec.Guardrail = audit.GuardrailAllowed
+	}
+	return nil
+}
+
+// guardResult asks the guardrail webhook about a result's text, once
+// result inspection passed it: the text the agent reads (the webhook's
+// replacement, if it gave one), and whether the result is withheld.
+func (g *Gateway) guardResult(ctx context.Context, id *authn.Identity, c *callScope, text string) (string, bool) {
+	if g.Guardrail == nil {
+		return text, false
+	}
+	req := g.guardrailRequest(id, c, guardrail.PhaseResult)
+	req.Result = &text
+	v, err := g.Guardrail.Check(ctx, req)
+	switch {
+	case err != nil:
+		c.rec.Guardrail = audit.GuardrailUnavailable
+		logUnavailable(ctx, err)
+		if g.failsClosed(c.class) {
+			return "The gateway withheld this result: the guardrail could not be asked about it, and results of " + string(c.class) + " tools are not passed on without it.", true
+		}
+		return text, false
+	case !v.Allow:
+		c.rec.Guardrail = audit.GuardrailRefused
+		return "The gateway withheld this result: the guardrail refused it" + reasonOf(v) + ".", true
+	case v.Result != nil:
+		c.rec.Guardrail = audit.GuardrailReplaced
+		return *v.Result, false
+	}
+	c.rec.Guardrail = audit.GuardrailAllowed
+	return text, false
+}
+
+func (g *Gateway) guardrailRequest(id *authn.Identity, c *callScope, phase string) guardrail.Request {
+	server := c.tool.Spec.ServerRef.Name
+	return guardrail.Request{Phase: phase, CallID: c.rec.CallID, Namespace: id.Namespace, Caller: id.Username,
+		Tool: c.tool.Namespace + "/" + c.tool.Name, Server: c.tool.Namespace + "/" + server, DataClass: string(c.class)}
+}
+
+// failsClosed reports whether calls of class are refused while the
+// guardrail gives no answer.
+func (g *Gateway) failsClosed(class mcpv1alpha1.DataClass) bool {
+	from := g.GuardrailFailClosedFrom
+	if !from.Valid() {
+		from = mcpv1alpha1.DataClassConfidential
+	}
+	return class.Rank() >= from.Rank()
+}
+
+// reasonOf is the webhook's reason, for the agent, or nothing.
+func reasonOf(v guardrail.Verdict) string {
+	if v.Reason == "" {
+		return ""
+	}
+	return ": " + v.Reason
+}
+
+func logUnavailable(ctx context.Context, err error) {
+	var ue *guardrail.UnavailableError
+	why := "Unavailable"
+	if errors.As(err, &ue) {
+		why = ue.Why
+	}
+	logging.FromContext(ctx, logging.Gateway).Info("the guardrail gave no answer", "why", why)
+}
