@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/guardrail"
 	"github.com/mcp-catalog/operator/test/mcpserver"
+	"github.com/mcp-catalog/operator/test/tsagent"
 )
 
 // guardKey signs the gateway's requests to the suite's guardrail.
@@ -142,5 +144,23 @@ var _ = Describe("The guardrail webhook", func() {
 		Expect(secret.Calls(echo)).To(Equal(calls))
 		recs = auditFor(ns, secret.object(echo))
 		Expect([]string{recs[len(recs)-1].Phase, recs[len(recs)-1].Reason}).To(Equal([]string{audit.PhaseDenied, audit.DenyGuardrailUnavailable}))
+	})
+
+	It("fails closed for the TypeScript SDK's client as for any other", func() {
+		ns := newNamespace()
+		secret := newUpstream(ns, "hr", mcpserver.Options{}, []string{echo}, func(s *mcpv1alpha1.McpServerSpec) { s.DataClass = mcpv1alpha1.DataClassConfidential })
+		a := newAgent(ns, "ts-agent")
+		a.grant(secret.object(echo))
+		a.ceiling(mcpv1alpha1.DataClassConfidential)
+		guard.set(ns, guardBehaviour{down: true})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err := tsagent.Run(ctx, gatewayURL, a.token, tsagent.Call(secret.local(echo), map[string]any{"text": "payroll"}))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Steps).To(HaveLen(1))
+		Expect(res.Steps[0].Error).To(BeNil())
+		Expect(res.Steps[0].IsError).To(BeTrue())
+		Expect(res.Steps[0].Text()).To(ContainSubstring("calls of Confidential tools are not made without it"))
+		Expect(secret.Calls(echo)).To(BeZero())
 	})
 })
