@@ -87,7 +87,9 @@ func TestEveryFailureIsUnavailableWithAFixedWord(t *testing.T) {
 		{"an unknown field", func(Request) (int, string) { return 200, `{"allow":true,"allowAll":true}` }, PhaseRequest, "BadAnswer"},
 		{"a replacement for a request", func(Request) (int, string) { return 200, `{"allow":true,"result":"x"}` }, PhaseRequest, "BadAnswer"},
 		{"a replacement of a refused result", func(Request) (int, string) { return 200, `{"allow":false,"result":"x"}` }, PhaseResult, "BadAnswer"},
-		{"too large", func(Request) (int, string) { return 200, `{"allow":true,"reason":"` + strings.Repeat("a", MaxAnswerBytes) + `"}` }, PhaseRequest, "BadAnswer"},
+		{"too large", func(Request) (int, string) {
+			return 200, `{"allow":true,"reason":"` + strings.Repeat("a", MaxAnswerBytes) + `"}`
+		}, PhaseRequest, "BadAnswer"},
 		{"too slow", func(Request) (int, string) { <-slow; return 200, `{"allow":true}` }, PhaseRequest, "Timeout"},
 	} {
 		srv, _ := service(t, tc.answer)
