@@ -192,14 +192,21 @@ func (g *Gateway) record(ctx context.Context, id *authn.Identity, c *callScope, 
 		c.rec.Outcome = audit.OutcomeToolError
 		c.obs.end(audit.OutcomeToolError, "")
 		result.IsError = true
-		text, _ := g.inspectResult(id, c, out.Text)
+		text, withheld := g.inspectResult(id, c, out.Text)
 		result.Content = []sdk.Content{&sdk.TextContent{Text: text}}
+		if !withheld && !g.raiseMark(ctx, id, c) {
+			result = withheldUnrecorded()
+		}
 	default:
 		c.rec.Outcome = audit.OutcomeSucceeded
 		c.obs.end(audit.OutcomeSucceeded, "")
 		text, withheld := g.inspectResult(id, c, out.Text)
 		result.IsError = withheld
 		result.Content = []sdk.Content{&sdk.TextContent{Text: text}}
+		// What the agent reads raises its mark first (writedown.go).
+		if !withheld && !g.raiseMark(ctx, id, c) {
+			result = withheldUnrecorded()
+		}
 	}
 	if err := g.Audit.Write(context.WithoutCancel(ctx), c.rec); err != nil {
 		// The call has happened; the before record stands for it.

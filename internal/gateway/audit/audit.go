@@ -52,6 +52,16 @@ type Record struct {
 	// is what was done with the result (Annotate, Redact, Refuse).
 	Inspection       []string `json:"inspection,omitempty"`
 	InspectionAction string   `json:"inspectionAction,omitempty"`
+	// WriteDown is what the write-down rule did to the call: Refused,
+	// ApprovalRequired, Raised (its result raised the caller's mark) or
+	// Unrecorded (the mark could not be raised; the result was withheld).
+	// MarkClass is the class of the mark, and for a call the mark held
+	// back MarkTool and MarkReadAt name the read that set it, never its
+	// value.
+	WriteDown  string `json:"writeDown,omitempty"`
+	MarkClass  string `json:"markClass,omitempty"`
+	MarkTool   string `json:"markTool,omitempty"`
+	MarkReadAt string `json:"markReadAt,omitempty"`
 	// Repeated is, on a denied record, how many more denials of the same
 	// caller, tool and reason came in the window before it and were not
 	// written on their own (denials.go); they carry no call ID or

@@ -33,6 +33,9 @@ const (
 	// person's decision on an McpCallApproval.
 	DenyApprovalPending = "ApprovalPending"
 	DenyAuditFailed     = "AuditUnavailable"
+	// DenyWriteDown refuses a call the caller's read mark holds back
+	// (McpAccessPolicy spec.writeDown): the detail is the mark's class.
+	DenyWriteDown = "WriteDown"
 )
 
 // Denial reasons of the rules stage: the argument rules' refusal kinds.
