@@ -52,15 +52,15 @@ func (g *Gateway) holdWriteDown(ctx context.Context, id *authn.Identity, c *call
 		return nil
 	}
 	effects := governance.EffectsOf(c.tool)
-	if !effects.OpenWorld && c.class == mcpv1alpha1.DataClassRestricted {
-		// Nothing is above Restricted: no mark holds it back.
-		return nil
-	}
+	// Only a mark of a class this caller can be served now could have
+	// been raised since the cache was told: a closed-world tool of that
+	// class or higher needs no read at the API server.
+	readable := ceilingFor(id, c.policies).For(governance.Effects{Reviewed: true, ReadOnly: true, Idempotent: true})
+	fresh := effects.OpenWorld || c.class.Rank() < readable.Rank()
 	now := g.now()
-	mark, held, err := g.markHolding(ctx, id, rule, c.class, effects, now)
+	mark, held, err := g.markHolding(ctx, id, rule, c.class, effects, now, fresh)
 	if err != nil {
-		logging.FromContext(ctx, logging.Gateway).Error(err, "reading the caller's read mark failed", "tool", c.key.String())
-		return refusal("the gateway could not read what this caller has read (McpReadMark), which the write-down rule needs; try again")
+		return undecided(ctx, err)
 	}
 	if !held {
 		return nil
@@ -76,8 +76,8 @@ func (g *Gateway) holdWriteDown(ctx context.Context, id *authn.Identity, c *call
 
 // markHolding reads the caller's mark and reports the mark that holds a
 // call of a tool of class with effects back, if one does: from the cache,
-// and when the cache has none, from the API server.
-func (g *Gateway) markHolding(ctx context.Context, id *authn.Identity, rule governance.WriteDown, class mcpv1alpha1.DataClass, effects governance.Effects, now time.Time) (mcpv1alpha1.ReadMark, bool, error) {
+// and when the cache has none and fresh is set, from the API server.
+func (g *Gateway) markHolding(ctx context.Context, id *authn.Identity, rule governance.WriteDown, class mcpv1alpha1.DataClass, effects governance.Effects, now time.Time, fresh bool) (mcpv1alpha1.ReadMark, bool, error) {
 	key := types.NamespacedName{Namespace: id.Namespace, Name: governance.ReadMarkName(id.Username)}
 	holding := func(m *mcpv1alpha1.McpReadMark) (mcpv1alpha1.ReadMark, bool) {
 		hw, ok := rule.HighWater(m, now)
@@ -92,7 +92,7 @@ func (g *Gateway) markHolding(ctx context.Context, id *authn.Identity, rule gove
 	case !apierrors.IsNotFound(err):
 		return mcpv1alpha1.ReadMark{}, false, fmt.Errorf("reading the read mark from the cache: %w", err)
 	}
-	if g.Marks == nil {
+	if !fresh || g.Marks == nil {
 		return mcpv1alpha1.ReadMark{}, false, nil
 	}
 	m = &mcpv1alpha1.McpReadMark{}
@@ -133,13 +133,20 @@ func (g *Gateway) raiseMark(ctx context.Context, id *authn.Identity, c *callScop
 		name = c.key.Name
 	}
 	key := types.NamespacedName{Namespace: id.Namespace, Name: governance.ReadMarkName(id.Username)}
-	// The cache says whether the mark must rise; a write that finds the
-	// object changed reads it again from the API server.
+	// The cache says whether the mark must rise (most reads of a caller
+	// that goes on reading need no write, and no copy); a write that finds
+	// the object changed reads it again from the API server.
 	m := &mcpv1alpha1.McpReadMark{}
-	err := g.Reader.Get(ctx, key, m)
+	err := g.Reader.Get(ctx, key, m, readOnly)
 	exists := err == nil
 	if err != nil && !apierrors.IsNotFound(err) {
 		return g.unrecorded(ctx, c, fmt.Errorf("reading the read mark from the cache: %w", err))
+	}
+	if exists && m.Spec.Caller == id.Username && !rule.MustRaise(&m.Spec, c.class, now) {
+		return true
+	}
+	if exists {
+		m = m.DeepCopy()
 	}
 	for attempt := 0; ; attempt++ {
 		if !exists {

@@ -113,14 +113,8 @@ func HoldsBack(markClass, class mcpv1alpha1.DataClass, e Effects) bool {
 // once every half window, and every read is held back for at least the
 // window. Marks that have passed are dropped.
 func (w WriteDown) RaiseMark(spec *mcpv1alpha1.McpReadMarkSpec, class mcpv1alpha1.DataClass, tool string, now time.Time) bool {
-	if !w.Counts(class) {
+	if !w.MustRaise(spec, class, now) {
 		return false
-	}
-	needed := now.Add(w.Window)
-	for _, e := range spec.Marks {
-		if e.DataClass.Rank() >= class.Rank() && !e.ExpiresAt.Time.Before(needed) {
-			return false
-		}
 	}
 	kept := spec.Marks[:0]
 	for _, e := range spec.Marks {
@@ -134,6 +128,21 @@ func (w WriteDown) RaiseMark(spec *mcpv1alpha1.McpReadMarkSpec, class mcpv1alpha
 		ReadAt:    metav1.NewTime(now.UTC().Truncate(time.Second)),
 		ExpiresAt: metav1.NewTime(now.Add(w.Window + w.Window/2).UTC().Truncate(time.Second).Add(time.Second)),
 	})
+	return true
+}
+
+// MustRaise reports whether a read of class at now must be written to
+// spec (RaiseMark), without changing it.
+func (w WriteDown) MustRaise(spec *mcpv1alpha1.McpReadMarkSpec, class mcpv1alpha1.DataClass, now time.Time) bool {
+	if !w.Counts(class) {
+		return false
+	}
+	needed := now.Add(w.Window)
+	for _, e := range spec.Marks {
+		if e.DataClass.Rank() >= class.Rank() && !e.ExpiresAt.Time.Before(needed) {
+			return false
+		}
+	}
 	return true
 }
 
