@@ -80,6 +80,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.McpDelegationProfileSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpDelegationProfileStatus"):
 		return &apiv1alpha1.McpDelegationProfileStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpReadMark"):
+		return &apiv1alpha1.McpReadMarkApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpReadMarkSpec"):
+		return &apiv1alpha1.McpReadMarkSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpServer"):
 		return &apiv1alpha1.McpServerApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpServerAuth"):
@@ -108,6 +112,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.OwnerServerRefApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ParameterText"):
 		return &apiv1alpha1.ParameterTextApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReadMark"):
+		return &apiv1alpha1.ReadMarkApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResultInspection"):
 		return &apiv1alpha1.ResultInspectionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReviewedEffects"):
@@ -136,6 +142,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ToolHintsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("URLSource"):
 		return &apiv1alpha1.URLSourceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WriteDownRule"):
+		return &apiv1alpha1.WriteDownRuleApplyConfiguration{}
 
 	}
 	return nil

@@ -96,7 +96,53 @@ type McpAccessPolicySpec struct {
 	// applies to each kind.
 	// +optional
 	ResultInspection *ResultInspection `json:"resultInspection,omitempty"`
+
+	// writeDown keeps these callers from writing down: once one has
+	// received a result of class fromDataClass or higher, a call of a tool
+	// of a lower class, or of one whose reviewed effects are open-world,
+	// is refused or needs a person's approval until the window has passed
+	// since that read. Where several policies name a caller, Refuse wins,
+	// and the longest window and the lowest fromDataClass apply. Reads
+	// before a caller is named are not counted.
+	// +optional
+	WriteDown *WriteDownRule `json:"writeDown,omitempty"`
 }
+
+// WriteDownRule is the no-write-down rule of an McpAccessPolicy.
+type WriteDownRule struct {
+	// action is what happens to a call the rule holds back: Refuse (the
+	// default), or RequireApproval (a person's approval, as section 6 of
+	// the gateway's documentation describes, in the policy's approvalMode).
+	// +optional
+	// +default="Refuse"
+	Action WriteDownAction `json:"action,omitempty"`
+
+	// window is how long a read counts. Between 1m and 720h; default 1h.
+	// +optional
+	// +default="1h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('720h')",message="spec.writeDown.window must be between 1m and 720h"
+	Window *metav1.Duration `json:"window,omitempty"`
+
+	// fromDataClass is the lowest class whose results raise the mark;
+	// default Internal. Public never does.
+	// +optional
+	// +default="Internal"
+	// +kubebuilder:validation:XValidation:rule="self != 'Public'",message="Public data raises no mark; fromDataClass is Internal or higher"
+	FromDataClass DataClass `json:"fromDataClass,omitempty"`
+}
+
+// WriteDownAction is what happens to a call the write-down rule holds
+// back.
+// +kubebuilder:validation:Enum=Refuse;RequireApproval
+type WriteDownAction string
+
+const (
+	// WriteDownRefuse refuses the call.
+	WriteDownRefuse WriteDownAction = "Refuse"
+	// WriteDownRequireApproval makes the call need a person's approval.
+	WriteDownRequireApproval WriteDownAction = "RequireApproval"
+)
 
 // ResultInspection is the action for each kind of finding in a result.
 type ResultInspection struct {

@@ -111,7 +111,7 @@ func (g *Gateway) decideFront(ctx context.Context, id *authn.Identity, req *sdk.
 		return nil, false, false
 	case pre == nil:
 		return nil, true, true
-	case pre.v.approval:
+	case pre.v.approval, g.writeDownAsks(id, pre):
 		return nil, false, false
 	}
 	return pre, false, true

@@ -53,6 +53,9 @@ func (g *Gateway) decide(ctx context.Context, id *authn.Identity, c *callScope) 
 	}
 	c.policies, c.class, c.approval, c.terms = policies, v.class, v.approval, v.terms
 	c.obs.of(t)
+	if answer := g.holdWriteDown(ctx, id, c); answer != nil {
+		return answer
+	}
 	var hash string
 	if c.args, hash, c.argsErr = arguments(c.rawArgs); c.argsErr != nil {
 		return g.deny(ctx, c.rec, t, audit.RefusedInvalidArguments, "", c.argsErr.Error())

@@ -70,6 +70,10 @@ type Options struct {
 	// API server (not a cache). Nil refuses every call that needs a
 	// person's approval.
 	Approvals client.Client
+	// Marks reads and writes McpReadMarks straight at the API server, for
+	// the write-down rule (writedown.go); the Reader's cache answers
+	// first. Nil withholds every result that would raise a mark.
+	Marks client.Client
 	// ApprovalPolicy names the ValidatingAdmissionPolicy that keeps a caller
 	// from deciding its own McpCallApproval and a decider from forging
 	// decidedBy (config/policy, the chart). When set, calls that need a

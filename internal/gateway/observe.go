@@ -191,19 +191,11 @@ func (g *Gateway) record(ctx context.Context, id *authn.Identity, c *callScope, 
 	case out.IsError:
 		c.rec.Outcome = audit.OutcomeToolError
 		c.obs.end(audit.OutcomeToolError, "")
-		result.IsError = true
-		text, _ := g.inspectResult(id, c, out.Text)
-		text, _ = g.guardResult(ctx, id, c, text)
-		result.Content = []sdk.Content{&sdk.TextContent{Text: text}}
+		result = g.readable(ctx, id, c, out.Text, true)
 	default:
 		c.rec.Outcome = audit.OutcomeSucceeded
 		c.obs.end(audit.OutcomeSucceeded, "")
-		text, withheld := g.inspectResult(id, c, out.Text)
-		if !withheld {
-			text, withheld = g.guardResult(ctx, id, c, text)
-		}
-		result.IsError = withheld
-		result.Content = []sdk.Content{&sdk.TextContent{Text: text}}
+		result = g.readable(ctx, id, c, out.Text, false)
 	}
 	if err := g.Audit.Write(context.WithoutCancel(ctx), c.rec); err != nil {
 		// The call has happened; the before record stands for it.
@@ -211,6 +203,21 @@ func (g *Gateway) record(ctx context.Context, id *authn.Identity, c *callScope, 
 		metrics.GatewayAuditFailures.WithLabelValues(audit.PhaseAfter).Inc()
 	}
 	return result
+}
+
+// readable is what the agent reads of the upstream's text (a tool error when
+// toolError): screened (inspect.go), asked of the guardrail webhook
+// (guardrail.go), and, before it is returned, recorded in the caller's
+// read mark (writedown.go); withheld when any of them says so.
+func (g *Gateway) readable(ctx context.Context, id *authn.Identity, c *callScope, text string, toolError bool) *sdk.CallToolResult {
+	text, withheld := g.inspectResult(id, c, text)
+	if !withheld {
+		text, withheld = g.guardResult(ctx, id, c, text)
+	}
+	if !withheld && !g.raiseMark(ctx, id, c) {
+		return withheldUnrecorded()
+	}
+	return &sdk.CallToolResult{IsError: toolError || withheld, Content: []sdk.Content{&sdk.TextContent{Text: text}}}
 }
 
 // metaCarrier reads W3C trace context from a request's _meta, where the

@@ -51,6 +51,7 @@ var Version = version.Get()
 // +kubebuilder:rbac:groups=core,resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpcallapprovals,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpcallapprovals/status,verbs=update
+// +kubebuilder:rbac:groups=mcp.catalog.dev,resources=mcpreadmarks,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
@@ -205,7 +206,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	// informers now makes a missing permission show in the log at start,
 	// not as a stalled agent later.
 	for _, obj := range []client.Object{&mcpv1alpha1.McpAccessPolicy{}, &mcpv1alpha1.McpTool{}, &mcpv1alpha1.McpServer{}, &mcpv1alpha1.McpDelegationProfile{},
-		&mcpv1alpha1.McpSharedServer{}, &corev1.Namespace{}} {
+		&mcpv1alpha1.McpSharedServer{}, &mcpv1alpha1.McpReadMark{}, &corev1.Namespace{}} {
 		if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {
 			return fmt.Errorf("registering the gateway's informers: %w", err)
 		}
@@ -277,6 +278,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 
 		ApprovalKeys:   keys,
 		Approvals:      approvalsClient,
+		Marks:          approvalsClient,
 		ApprovalPolicy: opts.GatewayApprovalPolicy,
 		ApprovalTTL:    opts.GatewayApprovalTTL,
 		ApprovalURL:    approvalURL(opts.GatewayApprovalURL, mgr.GetConfig().Host),

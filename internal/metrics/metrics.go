@@ -38,6 +38,15 @@ var (
 		Help: "Tool results in which the gateway's inspection found something, by namespace, kind and the action taken.",
 	}, []string{"namespace", "kind", "action"})
 
+	// GatewayReadMarkWrites counts the writes of McpReadMarks, by the
+	// caller's namespace: a caller's mark is written when it rises or its
+	// expiry must be extended (at most once per class and half window), never
+	// per call.
+	GatewayReadMarkWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_catalog_gateway_read_mark_writes_total",
+		Help: "Writes of callers' read marks for the write-down rule, by namespace.",
+	}, []string{"namespace"})
+
 	// GatewayBudgetRefusals counts requests refused because the caller's
 	// ServiceAccount or namespace was over a gateway budget, by the
 	// caller's namespace (authenticated, never what a caller sent), the
@@ -219,7 +228,7 @@ var (
 // the names they describe.
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		GatewayCalls, GatewayRefusals, GatewayBudgetRefusals, GatewayResultFindings, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals, GatewayLastContact,
+		GatewayCalls, GatewayRefusals, GatewayBudgetRefusals, GatewayResultFindings, GatewayReadMarkWrites, GatewayCallDuration, GatewayUpstreamDuration, GatewayApprovalEvents, GatewayApprovals, GatewayLastContact,
 		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, ToolDrift, Tools, LastContact, GatewayAuditFailures, GatewayAuditAggregated, Notifications, State,
 		ToolListeners, ToolListenersRefused, ToolListChanges,
 		GatewayToolListWatchers, GatewayToolListWatchersRefused, GatewayToolListNotifications,

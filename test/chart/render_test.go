@@ -911,10 +911,12 @@ func checkGatewayScoped(t *testing.T, objs []*unstructured.Unstructured) {
 			t.Errorf("the gateway role does not grant get, list, watch on %s", res)
 		}
 	}
-	// It writes Events and the McpCallApprovals of calls that wait for a
-	// person (created, used through status, swept), and nothing else: no
-	// McpServer or McpTool status, which the controllers own.
-	writable := [][]string{{"events"}, {"mcpcallapprovals"}, {"mcpcallapprovals/status"}}
+	// It writes Events, the McpCallApprovals of calls that wait for a
+	// person (created, used through status, swept) and the McpReadMarks of
+	// the write-down rule (created and raised, never deleted: a reset is a
+	// person's), and nothing else: no McpServer or McpTool status, which
+	// the controllers own.
+	writable := [][]string{{"events"}, {"mcpcallapprovals"}, {"mcpcallapprovals/status"}, {"mcpreadmarks"}}
 	for _, r := range role.Rules {
 		for _, v := range r.Verbs {
 			if !slices.Contains([]string{"get", "list", "watch", "create", "patch", "update", "delete"}, v) {
@@ -928,6 +930,9 @@ func checkGatewayScoped(t *testing.T, objs []*unstructured.Unstructured) {
 	}
 	if !grants(role.Rules, "mcp.catalog.dev", "mcpcallapprovals", "create", "delete") || !grants(role.Rules, "mcp.catalog.dev", "mcpcallapprovals/status", "update") {
 		t.Error("the gateway role cannot create, use and sweep McpCallApprovals")
+	}
+	if !grants(role.Rules, "mcp.catalog.dev", "mcpreadmarks", "get", "list", "watch", "create", "update") || grants(role.Rules, "mcp.catalog.dev", "mcpreadmarks", "delete") {
+		t.Error("the gateway role must read, create and raise McpReadMarks, and not delete them")
 	}
 	for _, ns := range []string{"team-a", "team-b"} {
 		var rb *rbacv1.RoleBinding

@@ -130,7 +130,8 @@ var ourResources = []string{
 	"mcpservers", "mcpserver", "mcptools", "mcptool",
 	"mcpdelegationprofiles", "mcpdelegationprofile", "mcpaccesspolicies", "mcpaccesspolicy",
 	"mcpcallapprovals", "mcpcallapproval", "mcpsharedservers", "mcpsharedserver",
-	"mcps", "mcpt", "mcpdp", "mcpap", "mcpca", "mcpss", "mcp",
+	"mcpreadmarks", "mcpreadmark",
+	"mcps", "mcpt", "mcpdp", "mcpap", "mcpca", "mcpss", "mcprm", "mcp",
 }
 
 // TestShownCommandsAreQualified reads every document, sample, chart note and
@@ -205,6 +206,8 @@ func qualified(name string) string {
 		return "mcpcallapprovals." + group
 	case "mcpss", "mcpsharedserver", "mcpsharedservers":
 		return "mcpsharedservers." + group
+	case "mcprm", "mcpreadmark", "mcpreadmarks":
+		return "mcpreadmarks." + group
 	default: // the shared category
 		return "mcp-catalog, the category no other project shares"
 	}

@@ -306,6 +306,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: associative
+    - name: writeDown
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.WriteDownRule
 - name: com.github.mcp-catalog.operator.api.v1alpha1.McpAccessPolicyStatus
   map:
     fields:
@@ -471,6 +474,35 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: observedGeneration
       type:
         scalar: numeric
+- name: com.github.mcp-catalog.operator.api.v1alpha1.McpReadMark
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+    - name: spec
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.McpReadMarkSpec
+- name: com.github.mcp-catalog.operator.api.v1alpha1.McpReadMarkSpec
+  map:
+    fields:
+    - name: caller
+      type:
+        scalar: string
+    - name: marks
+      type:
+        list:
+          elementType:
+            namedType: com.github.mcp-catalog.operator.api.v1alpha1.ReadMark
+          elementRelationship: associative
+          keys:
+          - dataClass
 - name: com.github.mcp-catalog.operator.api.v1alpha1.McpServer
   map:
     fields:
@@ -813,6 +845,21 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: name
       type:
         scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ReadMark
+  map:
+    fields:
+    - name: dataClass
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.DataClass
+    - name: expiresAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: readAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: tool
+      type:
+        scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ResultInspection
   map:
     fields:
@@ -1036,6 +1083,23 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: secretRef
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.SecretKeySelector
+- name: com.github.mcp-catalog.operator.api.v1alpha1.WriteDownAction
+  scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.WriteDownRule
+  map:
+    fields:
+    - name: action
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.WriteDownAction
+      default: Refuse
+    - name: fromDataClass
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.DataClass
+      default: Internal
+    - name: window
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+      default: 1h
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
   map:
     fields:

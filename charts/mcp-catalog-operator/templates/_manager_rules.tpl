@@ -77,6 +77,16 @@
 - apiGroups:
   - mcp.catalog.dev
   resources:
+  - mcpreadmarks
+  verbs:
+  - create
+  - get
+  - list
+  - update
+  - watch
+- apiGroups:
+  - mcp.catalog.dev
+  resources:
   - mcptools
   verbs:
   - create

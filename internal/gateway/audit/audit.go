@@ -56,6 +56,16 @@ type Record struct {
 	// before and denied records) or of its result (in after): Allowed,
 	// Refused, Replaced, or Unavailable when it gave no answer.
 	Guardrail string `json:"guardrail,omitempty"`
+	// WriteDown is what the write-down rule did to the call: Refused,
+	// ApprovalRequired, Raised (its result raised the caller's mark) or
+	// Unrecorded (the mark could not be raised; the result was withheld).
+	// MarkClass is the class of the mark, and for a call the mark held
+	// back MarkTool and MarkReadAt name the read that set it, never its
+	// value.
+	WriteDown  string `json:"writeDown,omitempty"`
+	MarkClass  string `json:"markClass,omitempty"`
+	MarkTool   string `json:"markTool,omitempty"`
+	MarkReadAt string `json:"markReadAt,omitempty"`
 	// Repeated is, on a denied record, how many more denials of the same
 	// caller, tool and reason came in the window before it and were not
 	// written on their own (denials.go); they carry no call ID or

@@ -56,6 +56,10 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 	}
 	b = appendMember(b, "inspectionAction", r.InspectionAction, true)
 	b = appendMember(b, "guardrail", r.Guardrail, true)
+	b = appendMember(b, "writeDown", r.WriteDown, true)
+	b = appendMember(b, "markClass", r.MarkClass, true)
+	b = appendMember(b, "markTool", r.MarkTool, true)
+	b = appendMember(b, "markReadAt", r.MarkReadAt, true)
 	if r.Repeated != 0 {
 		b = append(b, `,"repeated":`...)
 		b = strconv.AppendInt(b, int64(r.Repeated), 10)

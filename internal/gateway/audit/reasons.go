@@ -38,6 +38,9 @@ const (
 	// gave no answer.
 	DenyGuardrail            = "GuardrailRefused"
 	DenyGuardrailUnavailable = "GuardrailUnavailable"
+	// DenyWriteDown refuses a call the caller's read mark holds back
+	// (McpAccessPolicy spec.writeDown): the detail is the mark's class.
+	DenyWriteDown = "WriteDown"
 )
 
 // What the guardrail said (Record.Guardrail).

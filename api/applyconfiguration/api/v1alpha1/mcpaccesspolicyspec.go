@@ -78,6 +78,14 @@ type McpAccessPolicySpecApplyConfiguration struct {
 	// several policies name a caller, the strictest action of those set
 	// applies to each kind.
 	ResultInspection *ResultInspectionApplyConfiguration `json:"resultInspection,omitempty"`
+	// writeDown keeps these callers from writing down: once one has
+	// received a result of class fromDataClass or higher, a call of a tool
+	// of a lower class, or of one whose reviewed effects are open-world,
+	// is refused or needs a person's approval until the window has passed
+	// since that read. Where several policies name a caller, Refuse wins,
+	// and the longest window and the lowest fromDataClass apply. Reads
+	// before a caller is named are not counted.
+	WriteDown *WriteDownRuleApplyConfiguration `json:"writeDown,omitempty"`
 }
 
 // McpAccessPolicySpecApplyConfiguration constructs a declarative configuration of the McpAccessPolicySpec type for use with
@@ -160,5 +168,13 @@ func (b *McpAccessPolicySpecApplyConfiguration) WithMaxDataClassByEffect(values 
 // If called multiple times, the ResultInspection field is set to the value of the last call.
 func (b *McpAccessPolicySpecApplyConfiguration) WithResultInspection(value *ResultInspectionApplyConfiguration) *McpAccessPolicySpecApplyConfiguration {
 	b.ResultInspection = value
+	return b
+}
+
+// WithWriteDown sets the WriteDown field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the WriteDown field is set to the value of the last call.
+func (b *McpAccessPolicySpecApplyConfiguration) WithWriteDown(value *WriteDownRuleApplyConfiguration) *McpAccessPolicySpecApplyConfiguration {
+	b.WriteDown = value
 	return b
 }
