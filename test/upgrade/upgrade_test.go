@@ -175,7 +175,7 @@ func TestUpgradeFromV010(t *testing.T) {
 	fetches := s.catalogFetches()
 
 	helm(t, s.helm, s.kubeconfig, repoRoot, upgradeCommand...)
-	s.checkCRDs(t, append(slices.Clone(v010Kinds), "McpCallApproval", "McpSharedServer"))
+	s.checkCRDs(t, currentKinds(t))
 	controllers := runContainer(t, s.c, s.cs, cp.Config, bins.current, "manager", "current-controllers", s.work)
 	gateway := runContainer(t, s.c, s.cs, cp.Config, bins.current, "gateway", "current-gateway", s.work)
 	s.awaitCurrent(t, controllers)
@@ -304,6 +304,24 @@ func checkDocs(t *testing.T) {
 
 // checkCRDs checks the installed CRDs are the kinds named, each serving
 // and storing v1alpha1 only, and having stored nothing else.
+// currentKinds are the kinds of the current CRDs (config/crd/bases).
+func currentKinds(t *testing.T) []string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(repoRoot, "config", "crd", "bases", "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no current CRDs found: %v", err)
+	}
+	var kinds []string
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, decodeCRD(t, p, b).Spec.Names.Kind)
+	}
+	return kinds
+}
+
 func (s *suite) checkCRDs(t *testing.T, kinds []string) {
 	t.Helper()
 	var crds apiextensionsv1.CustomResourceDefinitionList
@@ -793,12 +811,12 @@ func text(res *sdk.CallToolResult) string {
 }
 
 // checkRolledBack checks what helm rollback did to the API: the four
-// v0.1.0 CRDs are v0.1.0's again, and the two later ones stay, with their
+// v0.1.0 CRDs are v0.1.0's again, and the later ones stay, with their
 // objects, because the chart marks its CRDs to be kept
 // (helm.sh/resource-policy: keep).
 func (s *suite) checkRolledBack(t *testing.T) {
 	t.Helper()
-	s.checkCRDs(t, append(slices.Clone(v010Kinds), "McpCallApproval", "McpSharedServer"))
+	s.checkCRDs(t, currentKinds(t))
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := s.c.Get(context.Background(), client.ObjectKey{Name: "mcptools.mcp.catalog.dev"}, crd); err != nil {
 		t.Fatal(err)
