@@ -108,6 +108,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.OwnerServerRefApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ParameterText"):
 		return &apiv1alpha1.ParameterTextApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PerPersonAuth"):
+		return &apiv1alpha1.PerPersonAuthApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResultInspection"):
 		return &apiv1alpha1.ResultInspectionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReviewedEffects"):

@@ -503,6 +503,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: header
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.HeaderAuth
+    - name: perPerson
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.PerPersonAuth
 - name: com.github.mcp-catalog.operator.api.v1alpha1.McpServerSpec
   map:
     fields:
@@ -813,6 +816,27 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: name
       type:
         scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.PerPersonAuth
+  map:
+    fields:
+    - name: authorizationServer
+      type:
+        scalar: string
+    - name: clientID
+      type:
+        scalar: string
+    - name: clientSecretRef
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.SecretKeySelector
+    - name: discoverySecretRef
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.SecretKeySelector
+    - name: scopes
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ResultInspection
   map:
     fields:
