@@ -258,6 +258,10 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	if err != nil {
 		return fmt.Errorf("configuring the gateway's OAuth access tokens: %w", err)
 	}
+	personAuth, err := newPersonAuth(approvalsClient, keys, opts, gatewayClock)
+	if err != nil {
+		return err
+	}
 	gw, err := gateway.New(gateway.Options{
 		Reader:    mgr.GetClient(),
 		Authn:     &authn.TokenReviewAuthenticator{Client: reviews, Audience: opts.GatewayAudience},
@@ -284,6 +288,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		MaxRequestBytes:         opts.GatewayMaxRequestBytes,
 		MaxRequestBytesInFlight: opts.GatewayMaxRequestBytesInFlight,
 		PublicURL:               opts.GatewayPublicURL,
+		PersonAuth:              personAuth,
 		SharingTrust:            opts.SharingTrust,
 		// The cache holds these namespaces only: a caller of another is
 		// refused before any read (a gateway pool).

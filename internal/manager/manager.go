@@ -248,6 +248,13 @@ type Options struct {
 	// GatewayPublicURL is the gateway's MCP endpoint as agents reach it;
 	// when set the gateway also serves registry out (docs/registry.md).
 	GatewayPublicURL string
+	// GatewayCallbackURL is the gateway's /oauth/callback as people's
+	// browsers reach it, the redirect URI of per-person servers' clients
+	// (ADR 056); empty refuses calls of per-person servers.
+	GatewayCallbackURL string
+	// GatewayPersonAuthRootCAs, when set, replace the system roots for
+	// per-person servers' authorization servers (tests).
+	GatewayPersonAuthRootCAs *x509.CertPool
 	// GatewayMaxIdleConnections bounds the connections a gateway replica
 	// keeps open idle; 0 means gateway.DefaultMaxIdleConnections.
 	GatewayMaxIdleConnections int
