@@ -188,6 +188,9 @@ type Provider struct {
 	CAPEM string
 	srv   *httptest.Server
 	store *storageWithClients
+	op    op.OpenIDProvider
+	// codeClients are the authorization code clients (codeflow.go).
+	codeClients map[string]*storage.Client
 
 	// Down cuts every connection but the test's own token requests: an
 	// unreachable provider.
@@ -215,6 +218,11 @@ func Start(t TB) *Provider {
 	p := &Provider{}
 	var handler atomic.Value
 	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == LoginPath {
+			// The person's login and consent (codeflow.go).
+			p.login(w, r)
+			return
+		}
 		if r.URL.Path == "/oauth/token" {
 			// The test minting a token, not the validator.
 			handler.Load().(http.Handler).ServeHTTP(w, r)
@@ -252,8 +260,9 @@ func Start(t TB) *Provider {
 	p.CAPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.srv.Certificate().Raw}))
 
 	first := newSigningKey(t)
+	p.codeClients = map[string]*storage.Client{}
 	p.store = &storageWithClients{
-		Storage:   storage.NewStorageWithClients(storage.NewUserStore(p.Issuer), map[string]*storage.Client{}),
+		Storage:   storage.NewStorageWithClients(storage.NewUserStore(p.Issuer), p.codeClients),
 		clients:   map[string]Client{},
 		current:   first,
 		published: []*SigningKey{first},
@@ -262,10 +271,11 @@ func Start(t TB) *Provider {
 	if _, err := rand.Read(key[:]); err != nil {
 		t.Fatal(err)
 	}
-	provider, err := op.NewProvider(&op.Config{CryptoKey: sha256.Sum256(key[:])}, p.store, op.StaticIssuer(p.Issuer))
+	provider, err := op.NewProvider(&op.Config{CryptoKey: sha256.Sum256(key[:]), CodeMethodS256: true, GrantTypeRefreshToken: true}, p.store, op.StaticIssuer(p.Issuer))
 	if err != nil {
 		t.Fatalf("zitadel NewProvider: %v", err)
 	}
+	p.op = provider
 	handler.Store(http.Handler(provider))
 	return p
 }

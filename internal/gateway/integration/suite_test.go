@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -88,6 +89,7 @@ var _ = BeforeSuite(func() {
 	tokenEndpoint = oauthserver.Start(GinkgoT(), delegationClientID, delegationClientSecret)
 	people = oidcprovider.Start(GinkgoT())
 	unreachable = oidcprovider.Start(GinkgoT())
+	upstreamAS = oidcprovider.Start(GinkgoT())
 
 	// The admission policy and approver role the operator ships: the API
 	// server, not the gateway, decides who may decide an approval.
@@ -127,6 +129,7 @@ func gatewayOptions(ready chan<- string) manager.Options {
 	opts.GatewayClock = clock
 	opts.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	opts.GatewayOAuth = oauthOptions()
+	opts.GatewayCallbackURL, opts.GatewayPersonAuthRootCAs = callbackURL, upstreamAS.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	return opts
 }
 
