@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -106,6 +107,18 @@ func (ps *personServer) userinfo(token string) string {
 	return body.Sub
 }
 
+// connectAtEra opens a session at ns's endpoint with token in era.
+func connectAtEra(ns, token string, copts *sdk.ClientOptions, era string) *sdk.ClientSession {
+	GinkgoHelper()
+	c := sdk.NewClient(&sdk.Implementation{Name: "person-agent", Version: "1"}, copts)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpointOf(ns), HTTPClient: httpClient(token)}, &sdk.ClientSessionOptions{ProtocolVersion: era})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(cs.Close)
+	return cs
+}
+
 func (ps *personServer) seen() []string {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -192,6 +205,10 @@ var _ = Describe("Per-person upstream authorization", func() {
 		}
 		peopleCeiling(ns, mcpv1alpha1.DataClassInternal, []string{alice.email, bob.email}, nil)
 		args := map[string]any{"text": "hello"}
+		// Every token value the spec sees, for the leak search at its end.
+		var values []string
+		keep := func(v ...string) { values = append(values, v...); secretsUsed.Add(v...) }
+		keep(clientSecret, ps.discovery)
 
 		By("alice's first call: a URL elicitation with the consent link, and nothing sent upstream")
 		var cs = connectAt(ns, alice.token(people), (&urlCapable{}).options(false))
@@ -217,8 +234,7 @@ var _ = Describe("Per-person upstream authorization", func() {
 		aliceAccess, aliceRefresh := string(s.Data["access-token"]), string(s.Data["refresh-token"])
 		Expect(aliceAccess).NotTo(BeEmpty())
 		Expect(aliceRefresh).NotTo(BeEmpty())
-		secretsUsed.Add(aliceAccess)
-		secretsUsed.Add(aliceRefresh)
+		keep(aliceAccess, aliceRefresh)
 
 		By("her retried call reaches the server with her own token")
 		isErr, out := call(cs, tool, args)
@@ -244,6 +260,36 @@ var _ = Describe("Per-person upstream authorization", func() {
 		Expect(isErr).To(BeTrue())
 		Expect(out).To(ContainSubstring("consent to this MCP server was refused"))
 		Expect(ps.seen()).To(HaveLen(sent))
+
+		By("in 2026-07-28, bob is asked with an input-required result, and a declined link is a clear refusal")
+		ms := connectAtEra(ns, bob.token(people), (&urlCapable{}).options(false), modernEra)
+		res, err := ms.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.NeedsInput()).To(BeTrue(), text(res))
+		asked, ok := res.InputRequests["authorization"].(*sdk.ElicitParams)
+		Expect(ok).To(BeTrue())
+		Expect([]string{asked.Mode, asked.Message}).To(HaveExactElements("url", ContainSubstring("refused")))
+		res, err = ms.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args,
+			InputResponses: sdk.InputResponseMap{"authorization": &sdk.ElicitResult{Action: "decline"}}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.IsError).To(BeTrue())
+		Expect(text(res)).To(ContainSubstring("declined to open the authorization link"))
+		Expect(ps.seen()).To(HaveLen(sent))
+
+		By("alice's access token expires: it is refreshed, stored, and her call goes on in 2026-07-28 too")
+		s = authorization(ns, "records", alice.email)
+		s.Data["expiry"] = []byte(time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
+		Expect(k8sClient.Update(ctx, s)).To(Succeed())
+		res, err = connectAtEra(ns, alice.token(people), nil, modernEra).CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.IsError).To(BeFalse(), text(res))
+		s = authorization(ns, "records", alice.email)
+		Expect(string(s.Data["access-token"])).NotTo(Equal(aliceAccess), "a new access token was stored")
+		aliceAccess, aliceRefresh = string(s.Data["access-token"]), string(s.Data["refresh-token"])
+		keep(aliceAccess, aliceRefresh)
+		Expect(ps.seen()).To(HaveEach(oidcprovider.FirstSubject))
+		Expect(len(ps.seen())).To(BeNumerically(">", sent))
+		sent = len(ps.seen())
 
 		By("alice's refresh token is revoked upstream and her access token has expired: a clear answer with a new link")
 		form := url.Values{"token": {aliceRefresh}, "token_type_hint": {"refresh_token"}}
@@ -275,7 +321,7 @@ var _ = Describe("Per-person upstream authorization", func() {
 			"status":        string(status),
 		}
 		for where, text := range haystacks {
-			for _, v := range []string{aliceAccess, aliceRefresh, clientSecret, ps.discovery} {
+			for _, v := range values {
 				Expect(strings.Contains(text, v)).To(BeFalse(), "a token appears in the %s", where)
 			}
 		}
