@@ -280,6 +280,9 @@ var _ = Describe("Per-person upstream authorization", func() {
 		s = authorization(ns, "records", alice.email)
 		s.Data["expiry"] = []byte(time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
 		Expect(k8sClient.Update(ctx, s)).To(Succeed())
+		// A replica keeps a usable token for TokenTTL before reading the
+		// Secret again.
+		clock.advance(personauth.TokenTTL + time.Second)
 		res, err = connectAtEra(ns, alice.token(people), nil, modernEra).CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.IsError).To(BeFalse(), text(res))
@@ -303,6 +306,9 @@ var _ = Describe("Per-person upstream authorization", func() {
 		s = authorization(ns, "records", alice.email)
 		s.Data["expiry"] = []byte(time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
 		Expect(k8sClient.Update(ctx, s)).To(Succeed())
+		// A replica keeps a usable token for TokenTTL before reading the
+		// Secret again.
+		clock.advance(personauth.TokenTTL + time.Second)
 		e = callWaiting(cs, legacyEra, tool, args)
 		Expect(e.Message).To(ContainSubstring("refresh token was revoked"))
 		s = authorization(ns, "records", alice.email)

@@ -94,7 +94,9 @@ func codeOf(err error) string {
 // read. Its text names no URL.
 type DiscoveryError struct{ What string }
 
-func (e *DiscoveryError) Error() string { return "could not discover the authorization server: " + e.What }
+func (e *DiscoveryError) Error() string {
+	return "could not discover the authorization server: " + e.What
+}
 
 // Options configure an Authorizer.
 type Options struct {
@@ -123,6 +125,8 @@ type Authorizer struct {
 	Options
 	signer signer
 	trust  *egress.Trust
+	tokens ttlMap[stored]
+	metas  ttlMap[discovered]
 }
 
 // New builds an Authorizer.
@@ -187,16 +191,21 @@ func (a *Authorizer) endpointFor(ctx context.Context, srv *mcpv1alpha1.McpServer
 		return nil, err
 	}
 	ctx = egress.WithGrant(ctx, a.Egress.Grant(srv.Namespace, srv.Spec.AllowPrivateNetwork))
-	issuer := pp.AuthorizationServer
-	if issuer == "" {
-		if issuer, err = discoverIssuer(ctx, srv, hc); err != nil {
+	metaKey := fmt.Sprintf("%s/%s/%s/%d", srv.Namespace, srv.Name, srv.UID, srv.Generation)
+	d, ok := a.metas.get(metaKey, a.now())
+	if !ok {
+		d.issuer = pp.AuthorizationServer
+		if d.issuer == "" {
+			if d.issuer, err = discoverIssuer(ctx, srv, hc); err != nil {
+				return nil, err
+			}
+		}
+		if d.meta, err = authServerMeta(ctx, d.issuer, hc); err != nil {
 			return nil, err
 		}
+		a.metas.put(metaKey, d, a.now().Add(MetadataTTL))
 	}
-	meta, err := authServerMeta(ctx, issuer, hc)
-	if err != nil {
-		return nil, err
-	}
+	issuer, meta := d.issuer, d.meta
 	var clientSecret string
 	style := oauth2.AuthStyleInParams
 	if pp.ClientSecretRef != nil {
@@ -293,6 +302,12 @@ const refreshSkew = 30 * time.Second
 // authorize (again); any other error is a failure to read, write or reach
 // the authorization server.
 func (a *Authorizer) Token(ctx context.Context, srv *mcpv1alpha1.McpServer, p Person) (*secret.Credential, error) {
+	now := a.now()
+	key := srv.Namespace + "/" + SecretName(srv.Name, p.User)
+	if st, ok := a.tokens.get(key, now); ok && a.current(srv, &st) && fresh(&st, now) {
+		return credential(&st), nil
+	}
+	a.tokens.drop(key)
 	st, prev, err := a.read(ctx, srv, p.User)
 	if err != nil {
 		return nil, err
@@ -304,13 +319,11 @@ func (a *Authorizer) Token(ctx context.Context, srv *mcpv1alpha1.McpServer, p Pe
 		return nil, &ConsentError{Reason: ReasonConsentRefused}
 	case st.state == StateRevoked:
 		return nil, &ConsentError{Reason: ReasonRefreshRevoked}
-	case st.state != StateAuthorized || st.access == "" || st.clientID != srv.Spec.Auth.PerPerson.ClientID:
-		return nil, &ConsentError{Reason: ReasonNotAuthorized}
-	case srv.Spec.Auth.PerPerson.AuthorizationServer != "" && st.issuer != srv.Spec.Auth.PerPerson.AuthorizationServer:
+	case st.state != StateAuthorized || st.access == "" || !a.current(srv, st):
 		return nil, &ConsentError{Reason: ReasonNotAuthorized}
 	}
-	now := a.now()
-	if st.expiry.IsZero() || now.Add(refreshSkew).Before(st.expiry) {
+	if fresh(st, now) {
+		a.tokens.put(key, *st, now.Add(TokenTTL))
 		return credential(st), nil
 	}
 	if st.refresh == "" {
@@ -342,12 +355,26 @@ func (a *Authorizer) Token(ctx context.Context, srv *mcpv1alpha1.McpServer, p Pe
 	if err := a.write(ctx, srv, p.User, next, prev); err != nil {
 		// Another replica refreshed at the same moment: its tokens are as
 		// good, and the one it stored is read next time.
-		if cur, _, rerr := a.read(ctx, srv, p.User); rerr == nil && cur != nil && cur.state == StateAuthorized && now.Add(refreshSkew).Before(cur.expiry) {
+		if cur, _, rerr := a.read(ctx, srv, p.User); rerr == nil && cur != nil && cur.state == StateAuthorized && a.current(srv, cur) && fresh(cur, now) {
 			return credential(cur), nil
 		}
 		return nil, err
 	}
+	a.tokens.put(key, next, now.Add(TokenTTL))
 	return credential(&next), nil
+}
+
+// current reports whether st was obtained from the client (and the
+// authorization server, when the spec names one) srv names now.
+func (a *Authorizer) current(srv *mcpv1alpha1.McpServer, st *stored) bool {
+	pp := srv.Spec.Auth.PerPerson
+	return st.clientID == pp.ClientID && (pp.AuthorizationServer == "" || st.issuer == pp.AuthorizationServer)
+}
+
+// fresh reports whether st's access token can be sent at now without a
+// refresh.
+func fresh(st *stored, now time.Time) bool {
+	return st.expiry.IsZero() || now.Add(refreshSkew).Before(st.expiry)
 }
 
 // storedFrom is what a token response is kept as; refresh is kept when

@@ -77,6 +77,7 @@ func (a *Authorizer) CallbackHandler() http.Handler {
 				answer(w, http.StatusBadGateway, "Authorization failed", "The authorization server did not authorize the MCP server"+code+". Nothing was stored; call the tool again to try again.")
 				return
 			}
+			a.tokens.drop(srv.Namespace + "/" + SecretName(srv.Name, st.User))
 			if err := a.write(ctx, &srv, st.User, stored{state: StateRefused, issuer: st.Issuer, clientID: st.ClientID}, nil); err != nil {
 				log.Error(err, "recording a refused consent failed", "namespace", srv.Namespace, "server", srv.Name)
 			}
@@ -109,6 +110,7 @@ func (a *Authorizer) CallbackHandler() http.Handler {
 			return
 		}
 		next, err := storedFrom(tok, st.Issuer, st.ClientID, "")
+		a.tokens.drop(srv.Namespace + "/" + SecretName(srv.Name, st.User))
 		if err == nil {
 			err = a.write(ctx, &srv, st.User, next, nil)
 		}

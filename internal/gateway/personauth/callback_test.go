@@ -16,6 +16,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
@@ -172,5 +173,48 @@ func TestTokenUsesOnlyThePersonsOwn(t *testing.T) {
 	cred, err := a.Token(ctx, srv, Person{User: "bob"})
 	if err != nil || cred.Value.Reveal() != "tok-of-bob" {
 		t.Fatalf("bob's own token: %v", err)
+	}
+}
+
+// A usable token is read from the API server once per TokenTTL, and the
+// kept copy is never another person's.
+func TestTokenIsKeptBrieflyAndPerPerson(t *testing.T) {
+	ctx, now := context.Background(), time.Unix(1_800_000_000, 0)
+	clk := clocktesting.NewFakePassiveClock(now)
+	secretFor := func(user string) *corev1.Secret {
+		return &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: SecretName("records", user),
+				Labels:      map[string]string{LabelAuthorization: "true"},
+				Annotations: map[string]string{AnnotationUser: user, AnnotationServer: "records", AnnotationState: StateAuthorized}},
+			Data: map[string][]byte{keyAccessToken: []byte("tok-of-" + user), keyIssuer: []byte("https://as.example.com"), keyClientID: []byte("gw")},
+		}
+	}
+	reads := 0
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(secretFor("alice")).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			reads++
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}).Build()
+	a, err := New(Options{Client: c, Keys: approvals.StaticKeys{Current: keyA}, CallbackURL: "https://gw.example.com" + CallbackPath, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := perPersonServer()
+	for range 3 {
+		if cred, err := a.Token(ctx, srv, Person{User: "alice"}); err != nil || cred.Value.Reveal() != "tok-of-alice" {
+			t.Fatalf("alice: %v", err)
+		}
+	}
+	if reads != 1 {
+		t.Fatalf("%d reads within TokenTTL, want 1", reads)
+	}
+	var ce *ConsentError
+	if _, err := a.Token(ctx, srv, Person{User: "bob"}); !errors.As(err, &ce) {
+		t.Fatalf("bob got %v, want a ConsentError", err)
+	}
+	clk.SetTime(now.Add(TokenTTL))
+	if _, err := a.Token(ctx, srv, Person{User: "alice"}); err != nil || reads != 3 {
+		t.Fatalf("after TokenTTL: %v, %d reads", err, reads)
 	}
 }
