@@ -271,6 +271,8 @@ type PerPersonAuth struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('https://') || self.startsWith('http://')",message="spec.auth.perPerson.authorizationServer must be an http(s) URL"
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getHostname() != ''",message="spec.auth.perPerson.authorizationServer must be an absolute URL with a host"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*@') && !self.contains('?') && !self.contains('#')",message="spec.auth.perPerson.authorizationServer is an issuer identifier: no user information, query or fragment (RFC 8414)"
 	AuthorizationServer string `json:"authorizationServer,omitempty"`
 
 	// scopes are requested at consent. Add offline_access (or what the

@@ -182,7 +182,11 @@ func (in *DelegationActor) DeepCopyInto(out *DelegationActor) {
 		*out = new(bool)
 		**out = **in
 	}
-	out.SubjectTokenSecretRef = in.SubjectTokenSecretRef
+	if in.SubjectTokenSecretRef != nil {
+		in, out := &in.SubjectTokenSecretRef, &out.SubjectTokenSecretRef
+		*out = new(SecretKeySelector)
+		**out = **in
+	}
 	if in.AllowedAudiences != nil {
 		in, out := &in.AllowedAudiences, &out.AllowedAudiences
 		*out = make([]string, len(*in))

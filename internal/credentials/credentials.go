@@ -49,6 +49,12 @@ type Actor struct {
 	// Groups are the caller's groups. They never create a delegation
 	// mapping; they are carried for audit only.
 	Groups []string
+	// SubjectToken is the OAuth access token a person presented at the
+	// gateway for this call, and Issuer its issuer; both empty for a
+	// ServiceAccount. Only an actor entry with subjectTokenFrom: Caller
+	// uses it.
+	SubjectToken secret.Secret
+	Issuer       string
 }
 
 // Exchanger exchanges a subject token for one bound to an audience

@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/secret"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
@@ -56,8 +57,10 @@ type callScope struct {
 	srv *mcpv1alpha1.McpServer
 
 	// Learnt by authorizeUpstream: the calling person's own token, for a
-	// per-person server (upstreamauth.go).
-	personCred *mcp.Credential
+	// per-person server, and the access token a person presented, for a
+	// delegation that takes it (upstreamauth.go).
+	personCred  *mcp.Credential
+	callerToken secret.Secret
 }
 
 // call makes one tool call, stage by stage, each stage in the file named

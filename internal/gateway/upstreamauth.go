@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,6 +16,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/personauth"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/secret"
 )
 
 // authorizationInput is the id of the consent link in a multi-round-trip
@@ -35,6 +37,7 @@ type personUpstreams interface {
 // otherwise. Other servers pass through. The token is kept in the scope
 // for send; it is never the discovery credential nor anyone else's.
 func (g *Gateway) authorizeUpstream(ctx context.Context, req *sdk.CallToolRequest, id *authn.Identity, c *callScope) (*sdk.CallToolResult, error) {
+	c.callerToken = callerToken(req, id)
 	srv := &mcpv1alpha1.McpServer{}
 	if err := g.Reader.Get(ctx, types.NamespacedName{Namespace: c.tool.Namespace, Name: c.tool.Spec.ServerRef.Name}, srv, readOnly); err != nil {
 		return g.deny(ctx, c.rec, c.tool, audit.DenyNotServable, mcpv1alpha1.ReasonServerNotFound, "the tool's server no longer exists"), nil
@@ -95,11 +98,26 @@ func (g *Gateway) askConsent(ctx context.Context, req *sdk.CallToolRequest, c *c
 	return refusal("the call was not made. " + msg + " Link: " + link), nil
 }
 
+// callerToken is the OAuth access token a person presented for this
+// request, which a delegation profile's actor entry may take as its
+// subject token (subjectTokenFrom: Caller); empty for a ServiceAccount,
+// whose token never leaves the gateway.
+func callerToken(req *sdk.CallToolRequest, id *authn.Identity) secret.Secret {
+	if id.IsServiceAccount() || id.Issuer == "" || req.Extra == nil || req.Extra.Header == nil {
+		return secret.Secret{}
+	}
+	scheme, token, ok := strings.Cut(req.Extra.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return secret.Secret{}
+	}
+	return secret.New(strings.TrimSpace(token))
+}
+
 // upstreamFor is the endpoint send calls: the person's token for a
 // per-person server, the server's own (or exchanged) credential otherwise.
 func (g *Gateway) upstreamFor(ctx context.Context, id *authn.Identity, c *callScope) (mcp.Endpoint, error) {
 	if c.personCred == nil {
-		return g.Upstreams.Call(ctx, c.srv, credentials.Actor{Username: id.Username, Groups: id.Groups})
+		return g.Upstreams.Call(ctx, c.srv, credentials.Actor{Username: id.Username, Groups: id.Groups, SubjectToken: c.callerToken, Issuer: id.Issuer})
 	}
 	as, ok := g.Upstreams.(personUpstreams)
 	if !ok {

@@ -163,6 +163,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: identity
       type:
         scalar: string
+    - name: subjectTokenFrom
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.SubjectTokenSource
     - name: subjectTokenSecretRef
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.SecretKeySelector
@@ -978,6 +981,8 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: reason
       type:
         scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.SubjectTokenSource
+  scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.TLSSettings
   map:
     fields:
