@@ -21,8 +21,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/personauth"
 	"github.com/mcp-catalog/operator/test/mcpserver"
@@ -331,5 +333,42 @@ var _ = Describe("Per-person upstream authorization", func() {
 				Expect(strings.Contains(text, v)).To(BeFalse(), "a token appears in the %s", where)
 			}
 		}
+	})
+})
+
+var _ = Describe("A person's own token as a delegation's subject token", func() {
+	It("is taken from the person's request, never a ServiceAccount's, and sent to no token endpoint off its issuer's origin", func() {
+		ns := newNamespace()
+		ctx := context.Background()
+		bot := "system:serviceaccount:" + ns + ":bot"
+		alice := newHuman(people, ns, "alice")
+		// The suite's token endpoint is not on the origin of the people's
+		// issuer: the person's token must not reach it.
+		up, _, _ := delegated(ns, bot, map[string]string{})
+		var p mcpv1alpha1.McpDelegationProfile
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "idp"}, &p)).To(Succeed())
+		p.Spec.Actors = []mcpv1alpha1.DelegationActor{
+			{Identity: alice.email, Enabled: ptr.To(true), SubjectTokenFrom: mcpv1alpha1.SubjectTokenFromCaller},
+			{Identity: bot, Enabled: ptr.To(true), SubjectTokenFrom: mcpv1alpha1.SubjectTokenFromCaller},
+		}
+		Expect(k8sClient.Update(ctx, &p)).To(Succeed())
+		grantSubject(ns, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: alice.email}, alice.email)
+		peopleCeiling(ns, mcpv1alpha1.DataClassInternal, []string{alice.email}, nil)
+		agent := newAgent(ns, "bot").allowInternal()
+		before, callsBefore := tokenEndpoint.Requests(), up.Stats().Methods["tools/call"]
+
+		By("alice's call: her token was found in her request, and refused for a token endpoint elsewhere")
+		Eventually(func(g Gomega) string {
+			isErr, out := call(connectAt(ns, alice.token(people), nil), "mcp_records_echo", map[string]any{"text": "x"})
+			g.Expect(isErr).To(BeTrue())
+			return out
+		}, 20*time.Second, 250*time.Millisecond).Should(ContainSubstring(credentials.ReasonCallerTokenElsewhere))
+
+		By("the ServiceAccount's call: its gateway token is never a subject token")
+		isErr, out := call(agent.connect(nil, legacyEra), "mcp_records_echo", map[string]any{"text": "x"})
+		Expect(isErr).To(BeTrue())
+		Expect(out).To(ContainSubstring(credentials.ReasonCallerTokenUnavailable))
+		Expect(tokenEndpoint.Requests()).To(Equal(before), "no token request was made")
+		Expect(up.Stats().Methods["tools/call"]).To(Equal(callsBefore), "the upstream received nothing")
 	})
 })
