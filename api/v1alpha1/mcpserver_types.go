@@ -250,18 +250,21 @@ type McpServerAuth struct {
 // PerPersonAuth is per-person upstream authorization: the gateway is an
 // OAuth client of the server's authorization server, each person consents
 // once, and their calls present their own token.
+// +kubebuilder:validation:XValidation:rule="!has(self.clientSecretRef) || has(self.clientID)",message="spec.auth.perPerson.clientSecretRef is the secret of a pre-registered client: name its clientID too"
 type PerPersonAuth struct {
 	// clientID is the gateway's client at the authorization server,
 	// registered beforehand with the gateway's callback URL as its
-	// redirect URI.
-	// +required
+	// redirect URI. Unset: the gateway registers a client of its own at
+	// the authorization server's registration endpoint (RFC 7591) and
+	// keeps it in a Secret of this namespace.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
-	ClientID string `json:"clientID"`
+	ClientID string `json:"clientID,omitempty"`
 
-	// clientSecretRef names the Secret key that holds the client's secret,
-	// sent with HTTP Basic at the token endpoint. Unset: a public client,
-	// protected by PKCE alone.
+	// clientSecretRef names the Secret key that holds the pre-registered
+	// client's secret, sent with HTTP Basic at the token endpoint. Unset
+	// with clientID: a public client, protected by PKCE alone.
 	// +optional
 	ClientSecretRef *SecretKeySelector `json:"clientSecretRef,omitempty"`
 

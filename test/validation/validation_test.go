@@ -157,7 +157,7 @@ var _ = Describe("the API server rejects bad manifests", func() {
 			"spec.auth={bearer: {secretRef: {name: s, key: k}}, perPerson: {clientID: gw}}",
 		}, "spec.auth", "at most one of bearer, header, delegated or perPerson"),
 		Entry("McpServer with a per-person authorization server carrying user information", validServer, []string{"spec.auth={perPerson: {clientID: gw, authorizationServer: 'https://u:p@idp.example.com'}}"}, "spec.auth.perPerson.authorizationServer", "no user information, query or fragment"),
-		Entry("McpServer with per-person auth but no client", validServer, []string{"spec.auth={perPerson: {}}"}, "spec.auth.perPerson.clientID", "Required value"),
+		Entry("McpServer with a per-person client secret but no client", validServer, []string{"spec.auth={perPerson: {clientSecretRef: {name: s, key: k}}}"}, "spec.auth.perPerson", "name its clientID too"),
 		Entry("McpServer with a per-person authorization server that is no http(s) URL", validServer, []string{"spec.auth={perPerson: {clientID: gw, authorizationServer: 'javascript:alert(1)'}}"}, "spec.auth.perPerson.authorizationServer", "must be an http(s) URL"),
 		Entry("McpServer with bearer auth but no Secret reference", validServer, []string{"spec.auth={bearer: {}}"}, "spec.auth.bearer.secretRef", "Required value"),
 		Entry("McpServer with header auth but no Secret reference", validServer, []string{"spec.auth={header: {name: X-Key}}"}, "spec.auth.header.secretRef", "Required value"),

@@ -206,22 +206,30 @@ func (a *Authorizer) endpointFor(ctx context.Context, srv *mcpv1alpha1.McpServer
 		a.metas.put(metaKey, d, a.now().Add(MetadataTTL))
 	}
 	issuer, meta := d.issuer, d.meta
-	var clientSecret string
-	style := oauth2.AuthStyleInParams
-	if pp.ClientSecretRef != nil {
+	c := oauthClient{id: pp.ClientID}
+	switch {
+	case pp.ClientID == "":
+		if c, err = a.registeredClient(ctx, srv, issuer, meta, hc); err != nil {
+			return nil, err
+		}
+	case pp.ClientSecretRef != nil:
 		v, err := credentials.SecretValue(ctx, a.Client, srv.Namespace, *pp.ClientSecretRef)
 		if err != nil {
 			return nil, err
 		}
-		clientSecret, style = v.Reveal(), oauth2.AuthStyleInHeader
+		c.secret = v.Reveal()
+	}
+	style := oauth2.AuthStyleInParams
+	if c.secret != "" {
+		style = oauth2.AuthStyleInHeader
 	}
 	return &endpoint{
 		ctx:    context.WithValue(ctx, oauth2.HTTPClient, hc),
 		issuer: issuer,
 		meta:   meta,
 		cfg: oauth2.Config{
-			ClientID:     pp.ClientID,
-			ClientSecret: clientSecret,
+			ClientID:     c.id,
+			ClientSecret: c.secret,
 			Endpoint:     oauth2.Endpoint{AuthURL: meta.AuthorizationEndpoint, TokenURL: meta.TokenEndpoint, AuthStyle: style},
 			RedirectURL:  a.CallbackURL,
 			Scopes:       pp.Scopes,
@@ -365,10 +373,14 @@ func (a *Authorizer) Token(ctx context.Context, srv *mcpv1alpha1.McpServer, p Pe
 }
 
 // current reports whether st was obtained from the client (and the
-// authorization server, when the spec names one) srv names now.
+// authorization server, when the spec names one) srv names now. A client
+// the gateway registered itself is any it registered: a token of an
+// earlier registration stops working at its refresh, which then asks the
+// person again.
 func (a *Authorizer) current(srv *mcpv1alpha1.McpServer, st *stored) bool {
 	pp := srv.Spec.Auth.PerPerson
-	return st.clientID == pp.ClientID && (pp.AuthorizationServer == "" || st.issuer == pp.AuthorizationServer)
+	return (st.clientID == pp.ClientID || pp.ClientID == "" && st.clientID != "") &&
+		(pp.AuthorizationServer == "" || st.issuer == pp.AuthorizationServer)
 }
 
 // fresh reports whether st's access token can be sent at now without a

@@ -58,7 +58,8 @@ func (a *Authorizer) CallbackHandler() http.Handler {
 		}
 		var srv mcpv1alpha1.McpServer
 		if err := a.Client.Get(ctx, types.NamespacedName{Namespace: st.Namespace, Name: st.Server}, &srv); err != nil ||
-			string(srv.UID) != st.ServerUID || srv.Spec.Auth == nil || srv.Spec.Auth.PerPerson == nil || srv.Spec.Auth.PerPerson.ClientID != st.ClientID {
+			string(srv.UID) != st.ServerUID || srv.Spec.Auth == nil || srv.Spec.Auth.PerPerson == nil ||
+			srv.Spec.Auth.PerPerson.ClientID != "" && srv.Spec.Auth.PerPerson.ClientID != st.ClientID {
 			answer(w, http.StatusBadRequest, "Server changed", "The MCP server this link was for no longer exists or has changed how it is authorized. Call the tool again to get a new link.")
 			return
 		}
@@ -90,6 +91,10 @@ func (a *Authorizer) CallbackHandler() http.Handler {
 			return
 		}
 		ep, err := a.endpointFor(ctx, &srv)
+		if err == nil && ep.cfg.ClientID != st.ClientID {
+			answer(w, http.StatusBadRequest, "Server changed", "The gateway's client at the authorization server changed since the link was made. Call the tool again to get a new link.")
+			return
+		}
 		if err != nil || ep.issuer != st.Issuer {
 			log.Info("the authorization server could not be used for a callback", "namespace", srv.Namespace, "server", srv.Name, "reason", reasonOf(err))
 			answer(w, http.StatusBadGateway, "Authorization server unavailable", "The gateway could not use the MCP server's authorization server to finish. Call the tool again to get a new link.")

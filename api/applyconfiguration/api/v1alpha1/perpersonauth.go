@@ -27,11 +27,13 @@ package v1alpha1
 type PerPersonAuthApplyConfiguration struct {
 	// clientID is the gateway's client at the authorization server,
 	// registered beforehand with the gateway's callback URL as its
-	// redirect URI.
+	// redirect URI. Unset: the gateway registers a client of its own at
+	// the authorization server's registration endpoint (RFC 7591) and
+	// keeps it in a Secret of this namespace.
 	ClientID *string `json:"clientID,omitempty"`
-	// clientSecretRef names the Secret key that holds the client's secret,
-	// sent with HTTP Basic at the token endpoint. Unset: a public client,
-	// protected by PKCE alone.
+	// clientSecretRef names the Secret key that holds the pre-registered
+	// client's secret, sent with HTTP Basic at the token endpoint. Unset
+	// with clientID: a public client, protected by PKCE alone.
 	ClientSecretRef *SecretKeySelectorApplyConfiguration `json:"clientSecretRef,omitempty"`
 	// authorizationServer is the issuer URL of the authorization server
 	// (RFC 8414). Unset: the one the server's protected resource metadata
