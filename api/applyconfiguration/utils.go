@@ -112,6 +112,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.OwnerServerRefApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ParameterText"):
 		return &apiv1alpha1.ParameterTextApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PerPersonAuth"):
+		return &apiv1alpha1.PerPersonAuthApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReadMark"):
 		return &apiv1alpha1.ReadMarkApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResultInspection"):

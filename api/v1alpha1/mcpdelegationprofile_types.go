@@ -79,7 +79,22 @@ type McpDelegationProfileSpec struct {
 	Actors []DelegationActor `json:"actors,omitempty"`
 }
 
+// SubjectTokenSource says where an actor's subject token comes from.
+// +kubebuilder:validation:Enum=Secret;Caller
+type SubjectTokenSource string
+
+const (
+	// SubjectTokenFromSecret: the Secret subjectTokenSecretRef names.
+	SubjectTokenFromSecret SubjectTokenSource = "Secret"
+	// SubjectTokenFromCaller: the OAuth access token the person presented
+	// at the gateway for the call being made. Only a person's token is
+	// used (a ServiceAccount's never leaves the gateway), and only at a
+	// token endpoint on the origin of the issuer that issued it.
+	SubjectTokenFromCaller SubjectTokenSource = "Caller"
+)
+
 // DelegationActor maps one Kubernetes identity to its subject token.
+// +kubebuilder:validation:XValidation:rule="(has(self.subjectTokenFrom) && self.subjectTokenFrom == 'Caller') != has(self.subjectTokenSecretRef)",message="an actor names subjectTokenSecretRef, or takes the caller's token with subjectTokenFrom: Caller, not both"
 type DelegationActor struct {
 	// identity is the Kubernetes user name as authentication reports it,
 	// for a ServiceAccount "system:serviceaccount:<namespace>:<name>".
@@ -93,9 +108,16 @@ type DelegationActor struct {
 	Enabled *bool `json:"enabled"`
 
 	// subjectTokenSecretRef names the Secret key holding this actor's
-	// subject token.
-	// +required
-	SubjectTokenSecretRef SecretKeySelector `json:"subjectTokenSecretRef"`
+	// subject token; required unless subjectTokenFrom is Caller.
+	// +optional
+	SubjectTokenSecretRef *SecretKeySelector `json:"subjectTokenSecretRef,omitempty"`
+
+	// subjectTokenFrom is where the subject token comes from: Secret (the
+	// default, subjectTokenSecretRef) or Caller, the OAuth access token the
+	// person (this identity) presented at the gateway for the call. Caller
+	// sends that token only to a token endpoint on its issuer's origin.
+	// +optional
+	SubjectTokenFrom SubjectTokenSource `json:"subjectTokenFrom,omitempty"`
 
 	// allowedAudiences narrows the profile's audiences for this actor;
 	// unset means all of the profile's.

@@ -223,7 +223,7 @@ type URLSource struct {
 // McpServerAuth holds at most one authentication mode. Every credential is a
 // reference to a Secret in the McpServer's namespace; no field here can hold
 // a token.
-// +kubebuilder:validation:XValidation:rule="[has(self.bearer), has(self.header), has(self.delegated)].filter(x, x).size() <= 1",message="spec.auth allows at most one of bearer, header or delegated"
+// +kubebuilder:validation:XValidation:rule="[has(self.bearer), has(self.header), has(self.delegated), has(self.perPerson)].filter(x, x).size() <= 1",message="spec.auth allows at most one of bearer, header, delegated or perPerson"
 type McpServerAuth struct {
 	// bearer sends the Secret's value as "Authorization: Bearer <value>".
 	// +optional
@@ -237,6 +237,63 @@ type McpServerAuth struct {
 	// server (RFC 8693) through a McpDelegationProfile.
 	// +optional
 	Delegated *DelegatedAuth `json:"delegated,omitempty"`
+
+	// perPerson calls each tool with the calling person's own token at the
+	// server, which each person obtains once by authorizing the server at
+	// its authorization server (OAuth authorization code with PKCE). The
+	// gateway stores the tokens, refreshes them and uses each for its
+	// person only (docs/adr/056-per-person-upstream-authorization.md).
+	// +optional
+	PerPerson *PerPersonAuth `json:"perPerson,omitempty"`
+}
+
+// PerPersonAuth is per-person upstream authorization: the gateway is an
+// OAuth client of the server's authorization server, each person consents
+// once, and their calls present their own token.
+// +kubebuilder:validation:XValidation:rule="!has(self.clientSecretRef) || has(self.clientID)",message="spec.auth.perPerson.clientSecretRef is the secret of a pre-registered client: name its clientID too"
+type PerPersonAuth struct {
+	// clientID is the gateway's client at the authorization server,
+	// registered beforehand with the gateway's callback URL as its
+	// redirect URI. Unset: the gateway registers a client of its own at
+	// the authorization server's registration endpoint (RFC 7591) and
+	// keeps it in a Secret of this namespace.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	ClientID string `json:"clientID,omitempty"`
+
+	// clientSecretRef names the Secret key that holds the pre-registered
+	// client's secret, sent with HTTP Basic at the token endpoint. Unset
+	// with clientID: a public client, protected by PKCE alone.
+	// +optional
+	ClientSecretRef *SecretKeySelector `json:"clientSecretRef,omitempty"`
+
+	// authorizationServer is the issuer URL of the authorization server
+	// (RFC 8414). Unset: the one the server's protected resource metadata
+	// names (RFC 9728), the first when it names several.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('https://') || self.startsWith('http://')",message="spec.auth.perPerson.authorizationServer must be an http(s) URL"
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getHostname() != ''",message="spec.auth.perPerson.authorizationServer must be an absolute URL with a host"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*@') && !self.contains('?') && !self.contains('#')",message="spec.auth.perPerson.authorizationServer is an issuer identifier: no user information, query or fragment (RFC 8414)"
+	AuthorizationServer string `json:"authorizationServer,omitempty"`
+
+	// scopes are requested at consent. Add offline_access (or what the
+	// authorization server asks for) to be issued a refresh token.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:items:Pattern=`^[\x21\x23-\x5B\x5D-\x7E]+$`
+	Scopes []string `json:"scopes,omitempty"`
+
+	// discoverySecretRef names the Secret key holding the bearer token used
+	// for imports and health probes, which act for no person. Unset: they
+	// present nothing, and a server that requires a token is reported
+	// reachable but not imported (ReachableUnauthenticated).
+	// +optional
+	DiscoverySecretRef *SecretKeySelector `json:"discoverySecretRef,omitempty"`
 }
 
 // BearerAuth authenticates with a bearer token read from a Secret.

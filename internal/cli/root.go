@@ -106,7 +106,8 @@ func NewRootCommand(s Streams) *cobra.Command {
 		newRequestCommand(s, testRequest, "test [NAME...]", "Probe McpServers now and print their latency"),
 		newEnableCommand(s, true), newEnableCommand(s, false), newDiffCommand(s), newApproveCommand(s), newEffectsCommand(s), newDescribeAsCommand(s), newVersionCommand(),
 		newApprovalsCommand(s), newDecideCommand(s, mcpv1alpha1.CallApproved), newDecideCommand(s, mcpv1alpha1.CallDenied),
-		newConsoleCommand(s), newRegistryCommand(s), newResetMarkCommand(s))
+		newConsoleCommand(s), newRegistryCommand(s), newResetMarkCommand(s),
+		newAuthorizationsCommand(s), newRevokeAuthorizationCommand(s))
 	return root
 }
 

@@ -25,7 +25,7 @@ func profile(ns string) {
 			ClientSecretRef:  mcpv1alpha1.SecretKeySelector{Name: "idp", Key: "token"},
 			AllowedAudiences: []string{"records-api"},
 			Actors: []mcpv1alpha1.DelegationActor{{Identity: "system:serviceaccount:a:b", Enabled: ptr.To(true),
-				SubjectTokenSecretRef: mcpv1alpha1.SecretKeySelector{Name: "subject", Key: "token"}}},
+				SubjectTokenSecretRef: &mcpv1alpha1.SecretKeySelector{Name: "subject", Key: "token"}}},
 		},
 	})).To(Succeed())
 }

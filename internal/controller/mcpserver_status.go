@@ -98,11 +98,16 @@ func setReachable(srv *mcpv1alpha1.McpServer, res *mcp.ProbeResult, err error, n
 		fmt.Sprintf("handshake completed (protocol %s)", res.ProtocolVersion), now)
 }
 
-// unauthenticatedButUp reports a challenged 401 from a delegated server
-// that has no discovery credential to present.
+// unauthenticatedButUp reports a challenged 401 from a delegated or
+// per-person server that has no discovery credential to present.
 func unauthenticatedButUp(srv *mcpv1alpha1.McpServer, err error) bool {
 	a := srv.Spec.Auth
-	if a == nil || a.Delegated == nil || a.Delegated.DiscoverySecretRef != nil {
+	switch {
+	case a == nil:
+		return false
+	case a.Delegated != nil && a.Delegated.DiscoverySecretRef == nil:
+	case a.PerPerson != nil && a.PerPerson.DiscoverySecretRef == nil:
+	default:
 		return false
 	}
 	var me *mcp.Error

@@ -49,6 +49,12 @@ type Actor struct {
 	// Groups are the caller's groups. They never create a delegation
 	// mapping; they are carried for audit only.
 	Groups []string
+	// SubjectToken is the OAuth access token a person presented at the
+	// gateway for this call, and Issuer its issuer; both empty for a
+	// ServiceAccount. Only an actor entry with subjectTokenFrom: Caller
+	// uses it.
+	SubjectToken secret.Secret
+	Issuer       string
 }
 
 // Exchanger exchanges a subject token for one bound to an audience
@@ -161,14 +167,28 @@ func (r *Resolver) Discovery(ctx context.Context, srv *mcpv1alpha1.McpServer) (*
 			return nil, err
 		}
 		return &secret.Credential{Value: v}, nil
+	case a.PerPerson != nil && a.PerPerson.DiscoverySecretRef != nil:
+		v, err := SecretValue(ctx, r.Secrets, srv.Namespace, *a.PerPerson.DiscoverySecretRef)
+		if err != nil {
+			return nil, err
+		}
+		return &secret.Credential{Value: v}, nil
 	}
 	return nil, nil
 }
+
+// ErrPerPersonCall is returned by ForCall for a per-person server: its
+// calls present the calling person's own token, which only the gateway
+// holds (Endpoints.CallAs), never the discovery credential.
+var ErrPerPersonCall = errors.New("a per-person server's tool calls present the calling person's own token")
 
 // ForCall returns the credential a tool call made for actor presents: the
 // server's own credential, or for a delegated server a token exchanged for
 // the actor. A delegated call never falls back to the discovery credential.
 func (r *Resolver) ForCall(ctx context.Context, srv *mcpv1alpha1.McpServer, actor Actor) (*secret.Credential, error) {
+	if a := srv.Spec.Auth; a != nil && a.PerPerson != nil {
+		return nil, ErrPerPersonCall
+	}
 	if a := srv.Spec.Auth; a != nil && a.Delegated != nil {
 		if r.Exchanger == nil {
 			return nil, ErrDelegationUnavailable

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +24,14 @@ const (
 	ReasonActorDisabled = "ActorDisabled"
 	// ReasonExchangeFailed: the token endpoint refused or failed.
 	ReasonExchangeFailed = "TokenExchangeFailed"
+	// ReasonCallerTokenUnavailable: the actor's entry takes the caller's
+	// token (subjectTokenFrom: Caller), and the call carries none: a
+	// ServiceAccount, whose gateway token never leaves the gateway.
+	ReasonCallerTokenUnavailable = "CallerTokenUnavailable"
+	// ReasonCallerTokenElsewhere: the profile's token endpoint is not on the
+	// origin of the issuer of the caller's token, which is sent nowhere
+	// else.
+	ReasonCallerTokenElsewhere = "CallerTokenNotForEndpoint"
 )
 
 // DelegationError explains why no token could be had for an actor. Its
@@ -58,7 +68,7 @@ func (r *Resolver) exchange(ctx context.Context, srv *mcpv1alpha1.McpServer, act
 	if err != nil {
 		return nil, err
 	}
-	subject, err := SecretValue(ctx, r.Secrets, srv.Namespace, entry.SubjectTokenSecretRef)
+	subject, err := r.subjectToken(ctx, srv.Namespace, p, entry, actor)
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +106,39 @@ func (r *Resolver) exchange(ctx context.Context, srv *mcpv1alpha1.McpServer, act
 		return nil, &DelegationError{Reason: ReasonExchangeFailed, Err: err}
 	}
 	return &cred, nil
+}
+
+// subjectToken is the actor's subject token: its Secret's, or with
+// subjectTokenFrom: Caller the access token the person presented at the
+// gateway, which is sent only to a token endpoint on its issuer's origin.
+func (r *Resolver) subjectToken(ctx context.Context, ns string, p *mcpv1alpha1.McpDelegationProfile, entry *mcpv1alpha1.DelegationActor, actor Actor) (secret.Secret, error) {
+	if entry.SubjectTokenFrom != mcpv1alpha1.SubjectTokenFromCaller {
+		if entry.SubjectTokenSecretRef == nil {
+			return secret.Secret{}, &MissingError{Reason: mcpv1alpha1.ReasonSecretNotFound,
+				Err: fmt.Errorf("the entry of %q in McpDelegationProfile %q names no subject token Secret", actor.Username, p.Name)}
+		}
+		return SecretValue(ctx, r.Secrets, ns, *entry.SubjectTokenSecretRef)
+	}
+	if actor.SubjectToken.IsZero() || actor.Issuer == "" {
+		return secret.Secret{}, &DelegationError{Reason: ReasonCallerTokenUnavailable,
+			Err: fmt.Errorf("the entry of %q in McpDelegationProfile %q takes the caller's access token, and this call carries none (only a person with an OAuth access token has one)", actor.Username, p.Name)}
+	}
+	if !sameOrigin(p.Spec.TokenEndpoint, actor.Issuer) {
+		return secret.Secret{}, &DelegationError{Reason: ReasonCallerTokenElsewhere,
+			Err: fmt.Errorf("McpDelegationProfile %q's token endpoint is not on the origin of the issuer of the caller's token, which is sent nowhere else", p.Name)}
+	}
+	return actor.SubjectToken, nil
+}
+
+// sameOrigin reports whether two absolute URLs have the same scheme, host
+// and port.
+func sameOrigin(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	if err1 != nil || err2 != nil || ua.Host == "" {
+		return false
+	}
+	return strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host)
 }
 
 // Profile reads the McpDelegationProfile a delegated server names; a

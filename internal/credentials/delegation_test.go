@@ -32,6 +32,10 @@ const (
 	subjectToken = "subject-token-a9c2f7"
 	actor        = "system:serviceaccount:agents:triage"
 	audience     = "records-api"
+	// person is a person who reaches the gateway with an OAuth access
+	// token, personToken.
+	person      = "alice@example.com"
+	personToken = "person-access-token-7e31"
 )
 
 var kube client.Client
@@ -85,8 +89,10 @@ func setup(t *testing.T, scopes []string, actorScopes []string, enabled bool) *f
 			ClientSecretRef:  mcpv1alpha1.SecretKeySelector{Name: "idp", Key: "secret"},
 			AllowedAudiences: []string{audience}, AllowedScopes: []string{"records.read", "records.write"},
 			Actors: []mcpv1alpha1.DelegationActor{
-				{Identity: actor, Enabled: &enabled, SubjectTokenSecretRef: mcpv1alpha1.SecretKeySelector{Name: "triage-subject", Key: "token"}, AllowedScopes: actorScopes},
-				{Identity: "system:serviceaccount:agents:retired", Enabled: ptr(false), SubjectTokenSecretRef: mcpv1alpha1.SecretKeySelector{Name: "triage-subject", Key: "token"}},
+				{Identity: actor, Enabled: &enabled, SubjectTokenSecretRef: &mcpv1alpha1.SecretKeySelector{Name: "triage-subject", Key: "token"}, AllowedScopes: actorScopes},
+				{Identity: "system:serviceaccount:agents:retired", Enabled: ptr(false), SubjectTokenSecretRef: &mcpv1alpha1.SecretKeySelector{Name: "triage-subject", Key: "token"}},
+				{Identity: person, Enabled: ptr(true), SubjectTokenFrom: mcpv1alpha1.SubjectTokenFromCaller},
+				{Identity: "system:serviceaccount:agents:caller-mode", Enabled: ptr(true), SubjectTokenFrom: mcpv1alpha1.SubjectTokenFromCaller},
 			},
 		},
 	}))
@@ -359,5 +365,48 @@ func TestProfileCABundleTrustsTheTokenEndpoint(t *testing.T) {
 	}
 	if out, err := f.call(t, cred); err != nil || out.Text != "hello" {
 		t.Fatalf("delegated call: %+v, %v", out, err)
+	}
+}
+
+// A profile entry with subjectTokenFrom: Caller exchanges the access token
+// the person presented at the gateway, and only at a token endpoint on
+// its issuer's origin; a caller without one (a ServiceAccount) is refused
+// before anything is sent.
+func TestCallerTokenAsSubject(t *testing.T) {
+	scopes := []string{"records.read"}
+	f := setup(t, scopes, nil, true)
+	f.as.AddSubject(personToken, person)
+	f.secrets = append(f.secrets, personToken)
+	issuer := strings.TrimSuffix(f.as.URL, "/token") // the token endpoint's origin
+	cred, err := f.resolver.ForCall(context.Background(), f.server, credentials.Actor{Username: person, SubjectToken: secret.New(personToken), Issuer: issuer})
+	if err != nil {
+		t.Fatalf("ForCall: %v", err)
+	}
+	if got := f.as.LastForm().Get("subject_token"); got != personToken {
+		t.Errorf("the subject token sent is not the caller's")
+	}
+	if cred.Value.Reveal() != oauthserver.TokenFor(person, audience, scopes) {
+		t.Errorf("the credential is not the token exchanged for the person")
+	}
+	sent := f.as.Requests()
+	for name, c := range map[string]struct {
+		actor  credentials.Actor
+		reason string
+	}{
+		"a ServiceAccount, whose gateway token is never sent": {credentials.Actor{Username: "system:serviceaccount:agents:caller-mode"}, credentials.ReasonCallerTokenUnavailable},
+		"a person's token of an issuer on another origin":     {credentials.Actor{Username: person, SubjectToken: secret.New(personToken), Issuer: "https://idp.example.com"}, credentials.ReasonCallerTokenElsewhere},
+		"a person without their token":                        {credentials.Actor{Username: person, Issuer: issuer}, credentials.ReasonCallerTokenUnavailable},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := f.resolver.ForCall(context.Background(), f.server, c.actor)
+			var de *credentials.DelegationError
+			if !errors.As(err, &de) || de.Reason != c.reason {
+				t.Fatalf("err = %v, want reason %s", err, c.reason)
+			}
+			if n := f.as.Requests(); n != sent {
+				t.Errorf("the token endpoint received %d more requests", n-sent)
+			}
+			f.noSecrets(t, err)
+		})
 	}
 }

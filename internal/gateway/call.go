@@ -12,6 +12,8 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/governance"
+	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/secret"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
@@ -53,11 +55,17 @@ type callScope struct {
 
 	// Learnt by auditBefore: the server the call is sent to.
 	srv *mcpv1alpha1.McpServer
+
+	// Learnt by authorizeUpstream: the calling person's own token, for a
+	// per-person server, and the access token a person presented, for a
+	// delegation that takes it (upstreamauth.go).
+	personCred  *mcp.Credential
+	callerToken secret.Secret
 }
 
 // call makes one tool call, stage by stage, each stage in the file named
 // for it: identify (identity.go), decide (decision.go), applyRules
-// (rules.go), approve (approval.go), auditBefore (audit.go), send (send.go)
+// (rules.go), authorizeUpstream (upstreamauth.go), approve (approval.go), auditBefore (audit.go), send (send.go)
 // and record (observe.go). Every stage acts for the caller, whose identity it is
 // given; the scope carries what the stages before it learnt. A stage that
 // ends the call returns the answer the agent gets, having recorded it; the
@@ -94,6 +102,9 @@ func (g *Gateway) callDecided(ctx context.Context, req *sdk.CallToolRequest, ref
 	}
 	if answer := g.guardRequest(ctx, id, c); answer != nil {
 		return answer, nil
+	}
+	if answer, err := g.authorizeUpstream(ctx, req, id, c); answer != nil || err != nil {
+		return answer, err
 	}
 	if answer, err := g.approve(ctx, req, id, c); answer != nil || err != nil {
 		return answer, err

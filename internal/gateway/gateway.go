@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/gateway/authz"
 	"github.com/mcp-catalog/operator/internal/gateway/budget"
+	"github.com/mcp-catalog/operator/internal/gateway/personauth"
 	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/guardrail"
 	"github.com/mcp-catalog/operator/internal/mcp"
@@ -149,6 +150,10 @@ type Options struct {
 	// every entry naming this one endpoint (docs/registry.md); empty
 	// serves no registry.
 	PublicURL string
+	// PersonAuth holds people's authorizations of per-person servers and
+	// serves the callback of their consent (ADR 056); nil refuses calls of
+	// per-person servers.
+	PersonAuth *personauth.Authorizer
 	// Clock is the gateway's clock; nil is the real one.
 	Clock clock.PassiveClock
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/gateway/budget"
+	"github.com/mcp-catalog/operator/internal/gateway/personauth"
 	"github.com/mcp-catalog/operator/internal/registry"
 )
 
@@ -109,6 +110,11 @@ func New(o Options) (*Gateway, error) {
 		for _, p := range g.identifier.MetadataPatterns() {
 			mux.Handle(p, meta)
 		}
+	}
+	if o.PersonAuth != nil {
+		// Reached by a person's browser, without a gateway token: the
+		// signed state is what it is checked by.
+		mux.Handle(personauth.CallbackPath, o.PersonAuth.CallbackHandler())
 	}
 	if o.PublicURL != "" {
 		reg, err := registry.NewHandler(registry.CatalogFunc(g.registryCatalog), registry.HandlerOptions{EndpointURL: o.PublicURL})

@@ -28,7 +28,7 @@ const xMCPHeader = `"x-mcp-header"`
 // the caller), then the remote tool called with the arguments, under a
 // client span of its own.
 func (g *Gateway) send(ctx context.Context, id *authn.Identity, c *callScope) (*mcp.CallOutcome, error) {
-	ep, err := g.Upstreams.Call(ctx, c.srv, credentials.Actor{Username: id.Username, Groups: id.Groups})
+	ep, err := g.upstreamFor(ctx, id, c)
 	if err != nil {
 		return nil, err
 	}

@@ -265,6 +265,10 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	if err != nil {
 		return fmt.Errorf("configuring the gateway's guardrail: %w", err)
 	}
+	personAuth, err := newPersonAuth(approvalsClient, keys, opts, gatewayClock)
+	if err != nil {
+		return err
+	}
 	gw, err := gateway.New(gateway.Options{
 		Reader:    mgr.GetClient(),
 		Authn:     &authn.TokenReviewAuthenticator{Client: reviews, Audience: opts.GatewayAudience},
@@ -292,6 +296,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 		MaxRequestBytes:         opts.GatewayMaxRequestBytes,
 		MaxRequestBytesInFlight: opts.GatewayMaxRequestBytesInFlight,
 		PublicURL:               opts.GatewayPublicURL,
+		PersonAuth:              personAuth,
 		SharingTrust:            opts.SharingTrust,
 		Guardrail:               guard,
 		GuardrailFailClosedFrom: opts.GatewayGuardrailFailClosedFrom,

@@ -255,6 +255,13 @@ type Options struct {
 	// it gives no answer (empty: Confidential).
 	GatewayGuardrail               guardrail.Config
 	GatewayGuardrailFailClosedFrom mcpv1alpha1.DataClass
+	// GatewayCallbackURL is the gateway's /oauth/callback as people's
+	// browsers reach it, the redirect URI of per-person servers' clients
+	// (ADR 056); empty refuses calls of per-person servers.
+	GatewayCallbackURL string
+	// GatewayPersonAuthRootCAs, when set, replace the system roots for
+	// per-person servers' authorization servers (tests).
+	GatewayPersonAuthRootCAs *x509.CertPool
 	// GatewayMaxIdleConnections bounds the connections a gateway replica
 	// keeps open idle; 0 means gateway.DefaultMaxIdleConnections.
 	GatewayMaxIdleConnections int

@@ -71,6 +71,19 @@ func (e *Endpoints) Call(ctx context.Context, srv *mcpv1alpha1.McpServer, actor 
 	return e.withTrust(ctx, srv, ep)
 }
 
+// CallAs returns the endpoint a tool call presenting cred uses: a
+// per-person server's call, with the token the gateway holds for the
+// calling person.
+func (e *Endpoints) CallAs(ctx context.Context, srv *mcpv1alpha1.McpServer, cred *mcp.Credential) (mcp.Endpoint, error) {
+	u, err := e.Credentials.URL(ctx, srv)
+	if err != nil {
+		return mcp.Endpoint{}, err
+	}
+	ep := Endpoint(srv, cred)
+	ep.URL = u
+	return e.withTrust(ctx, srv, ep)
+}
+
 // withTrust adds the CA bundle spec.tls.caBundleRef names, read at every
 // operation like a credential, so a rotated bundle is used at once.
 func (e *Endpoints) withTrust(ctx context.Context, srv *mcpv1alpha1.McpServer, ep mcp.Endpoint) (mcp.Endpoint, error) {

@@ -100,6 +100,13 @@ func TestGatewayRBACWithWatchNamespaces(t *testing.T) {
 		if !can(ns, "get", "", "secrets") || can(ns, "list", "", "secrets") {
 			t.Errorf("in %s the gateway must get Secrets by name and never list them", ns)
 		}
+		// People's authorizations of per-person servers (ADR 056).
+		if !can(ns, "create", "", "secrets") || !can(ns, "update", "", "secrets") || can(ns, "delete", "", "secrets") {
+			t.Errorf("in %s the gateway must create and update Secrets, and never delete them", ns)
+		}
+	}
+	if can("elsewhere", "create", "", "secrets") {
+		t.Error("the gateway can create Secrets in a namespace it does not watch")
 	}
 	if can("elsewhere", "list", "mcp.catalog.dev", "mcptools") {
 		t.Error("the gateway can list McpTools in a namespace it does not watch")

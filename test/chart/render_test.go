@@ -912,12 +912,17 @@ func checkGatewayScoped(t *testing.T, objs []*unstructured.Unstructured) {
 		}
 	}
 	// It writes Events, the McpCallApprovals of calls that wait for a
-	// person (created, used through status, swept) and the McpReadMarks of
+	// person (created, used through status, swept), the McpReadMarks of
 	// the write-down rule (created and raised, never deleted: a reset is a
-	// person's), and nothing else: no McpServer or McpTool status, which
-	// the controllers own.
-	writable := [][]string{{"events"}, {"mcpcallapprovals"}, {"mcpcallapprovals/status"}, {"mcpreadmarks"}}
+	// person's) and people's authorizations of per-person servers
+	// (Secrets, created and replaced by name, never deleted, listed or
+	// watched), and nothing else: no McpServer or McpTool status, which the
+	// controllers own.
+	writable := [][]string{{"events"}, {"mcpcallapprovals"}, {"mcpcallapprovals/status"}, {"mcpreadmarks"}, {"secrets"}}
 	for _, r := range role.Rules {
+		if slices.Equal(r.Resources, []string{"secrets"}) && slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "create" && v != "update" }) {
+			t.Errorf("the gateway role grants %v on Secrets; only get, create and update", r.Verbs)
+		}
 		for _, v := range r.Verbs {
 			if !slices.Contains([]string{"get", "list", "watch", "create", "patch", "update", "delete"}, v) {
 				t.Errorf("the gateway role grants %s on %v", v, r.Resources)

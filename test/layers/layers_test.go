@@ -52,6 +52,9 @@ func TestLayers(t *testing.T) {
 		{pkg: "internal/gateway/authz", not: []string{"internal/gateway"}},
 		{pkg: "internal/gateway/budget", not: []string{"internal/gateway", "internal/gateway/authz"}},
 		{pkg: "internal/gateway/approvals", not: []string{"internal/gateway", "internal/gateway/authn", "internal/gateway/authz"}},
+		// People's upstream authorizations are the gateway's to use: they
+		// know nothing of who calls or what RBAC allows, nor the MCP client.
+		{pkg: "internal/gateway/personauth", not: []string{"internal/gateway", "internal/gateway/authn", "internal/gateway/authz", "internal/mcp"}},
 		// The protected resource is the gateway's to call, never the
 		// other way round: it stands alone while the gateway changes.
 		{pkg: "internal/oauthresource", not: []string{"internal/gateway", "internal/manager"}},

@@ -199,6 +199,9 @@ type Provider struct {
 	CAPEM string
 	srv   *httptest.Server
 	store *storageWithClients
+	op    op.OpenIDProvider
+	// codeClients are the authorization code clients (codeflow.go).
+	codeClients map[string]*storage.Client
 
 	// Down cuts every connection but the test's own token requests: an
 	// unreachable provider.
@@ -235,7 +238,8 @@ func Start(t TB) *Provider {
 			// not the validator.
 			handler.Load().(http.Handler).ServeHTTP(w, r)
 			return
-		case r.URL.Path == "/login/username":
+		case r.URL.Path == LoginPath:
+			// The person's login and consent (codeflow.go).
 			p.login(w, r)
 			return
 		case r.URL.Path == "/authorize":
@@ -278,6 +282,7 @@ func Start(t TB) *Provider {
 	p.CAPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.srv.Certificate().Raw}))
 
 	first := newSigningKey(t)
+	p.codeClients = map[string]*storage.Client{}
 	p.store = &storageWithClients{
 		clients:      map[string]Client{},
 		current:      first,
@@ -287,15 +292,16 @@ func Start(t TB) *Provider {
 		personClaims: map[string]map[string]any{},
 		resources:    map[string][]string{},
 	}
-	p.store.Storage = storage.NewStorageWithClients(people{p.store}, map[string]*storage.Client{})
+	p.store.Storage = storage.NewStorageWithClients(people{s: p.store, example: storage.NewUserStore(p.Issuer)}, p.codeClients)
 	var key [32]byte
 	if _, err := rand.Read(key[:]); err != nil {
 		t.Fatal(err)
 	}
-	provider, err := op.NewProvider(&op.Config{CryptoKey: sha256.Sum256(key[:])}, p.store, op.StaticIssuer(p.Issuer))
+	provider, err := op.NewProvider(&op.Config{CryptoKey: sha256.Sum256(key[:]), CodeMethodS256: true, GrantTypeRefreshToken: true}, p.store, op.StaticIssuer(p.Issuer))
 	if err != nil {
 		t.Fatalf("zitadel NewProvider: %v", err)
 	}
+	p.op = provider
 	handler.Store(http.Handler(provider))
 	return p
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"html"
 	"io"
 	"net/http"
 	"net/url"
@@ -56,22 +55,34 @@ func (p *Provider) AddPublicClient(id string, c PublicClient) {
 // Authorizations counts the authorization requests the provider took.
 func (p *Provider) Authorizations() int64 { return p.authorizations.Load() }
 
-// people is the storage's user store: the test's people.
+// people is the storage's user store: the test's people, and zitadel's
+// example users (codeflow.go) besides.
 type people struct {
-	s *storageWithClients
+	s       *storageWithClients
+	example storage.UserStore
 }
 
 func (u people) GetUserByID(id string) *storage.User {
 	u.s.mu.Lock()
-	defer u.s.mu.Unlock()
-	return u.s.people[id]
+	p, ok := u.s.people[id]
+	u.s.mu.Unlock()
+	if ok {
+		return p
+	}
+	return u.example.GetUserByID(id)
 }
 
 func (u people) GetUserByUsername(name string) *storage.User {
-	return u.GetUserByID(name)
+	u.s.mu.Lock()
+	p, ok := u.s.people[name]
+	u.s.mu.Unlock()
+	if ok {
+		return p
+	}
+	return u.example.GetUserByUsername(name)
 }
 
-func (people) ExampleClientID() string { return "" }
+func (u people) ExampleClientID() string { return u.example.ExampleClientID() }
 
 func (s *storageWithClients) addPerson(ps Person) {
 	s.mu.Lock()
@@ -131,7 +142,9 @@ func (s *storageWithClients) CreateAuthRequest(ctx context.Context, req *oidc.Au
 	c, public := s.public[req.ClientID]
 	s.mu.Unlock()
 	for _, r := range resources {
-		if !public || !allowed(c.Resources, r) {
+		// A public client may ask for the resources it was registered
+		// with; a confidential one (codeflow.go) for any.
+		if public && !allowed(c.Resources, r) {
 			return nil, oidc.ErrInvalidRequest().WithDescription("invalid_target: the resource %q is not one this client may ask for", r)
 		}
 	}
@@ -187,28 +200,6 @@ func (s *storageWithClients) CreateAccessToken(ctx context.Context, req op.Token
 		req = a.AuthRequest
 	}
 	return s.Storage.CreateAccessToken(ctx, req)
-}
-
-// login serves the provider's login page, where zitadel sends the
-// person's browser: a form, and on its POST the check of the username
-// and password, then back to zitadel's callback.
-func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	id := r.Form.Get("authRequestID")
-	if r.Method != http.MethodPost {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = fmt.Fprintf(w, `<form method="POST" action="/login/username"><input type="hidden" name="authRequestID" value="%s">`+
-			`<input name="username"><input type="password" name="password"><button>Sign in</button></form>`, html.EscapeString(id))
-		return
-	}
-	if err := p.store.CheckUsernamePassword(r.Form.Get("username"), r.Form.Get("password"), id); err != nil {
-		http.Error(w, "sign-in refused", http.StatusUnauthorized)
-		return
-	}
-	http.Redirect(w, r, p.Issuer+"/authorize/callback?id="+url.QueryEscape(id), http.StatusFound)
 }
 
 // SignIn is the person's browser: it opens authorizeURL (an authorization

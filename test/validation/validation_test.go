@@ -152,7 +152,13 @@ var _ = Describe("the API server rejects bad manifests", func() {
 		Entry("McpServer with a catalog budget below 64 KiB", validServer, []string{"spec.import.maxCatalogBytes=1024"}, "spec.import.maxCatalogBytes", "greater than or equal to 65536"),
 		Entry("McpServer with two auth modes", validServer, []string{
 			"spec.auth={bearer: {secretRef: {name: s, key: k}}, header: {name: X-Key, secretRef: {name: s, key: k}}}",
-		}, "spec.auth", "at most one of bearer, header or delegated"),
+		}, "spec.auth", "at most one of bearer, header, delegated or perPerson"),
+		Entry("McpServer with per-person and bearer auth", validServer, []string{
+			"spec.auth={bearer: {secretRef: {name: s, key: k}}, perPerson: {clientID: gw}}",
+		}, "spec.auth", "at most one of bearer, header, delegated or perPerson"),
+		Entry("McpServer with a per-person authorization server carrying user information", validServer, []string{"spec.auth={perPerson: {clientID: gw, authorizationServer: 'https://u:p@idp.example.com'}}"}, "spec.auth.perPerson.authorizationServer", "no user information, query or fragment"),
+		Entry("McpServer with a per-person client secret but no client", validServer, []string{"spec.auth={perPerson: {clientSecretRef: {name: s, key: k}}}"}, "spec.auth.perPerson", "name its clientID too"),
+		Entry("McpServer with a per-person authorization server that is no http(s) URL", validServer, []string{"spec.auth={perPerson: {clientID: gw, authorizationServer: 'javascript:alert(1)'}}"}, "spec.auth.perPerson.authorizationServer", "must be an http(s) URL"),
 		Entry("McpServer with bearer auth but no Secret reference", validServer, []string{"spec.auth={bearer: {}}"}, "spec.auth.bearer.secretRef", "Required value"),
 		Entry("McpServer with header auth but no Secret reference", validServer, []string{"spec.auth={header: {name: X-Key}}"}, "spec.auth.header.secretRef", "Required value"),
 		Entry("McpServer with a Secret reference without a key", validServer, []string{"spec.auth={bearer: {secretRef: {name: s}}}"}, "spec.auth.bearer.secretRef.key", "Required value"),
@@ -230,6 +236,12 @@ var _ = Describe("the API server rejects bad manifests", func() {
 		Entry("McpDelegationProfile actor without an explicit enabled flag", validProfile, []string{
 			"spec.actors=[{identity: 'system:serviceaccount:a:b', subjectTokenSecretRef: {name: s, key: k}}]",
 		}, "spec.actors[0].enabled", "Required value"),
+		Entry("McpDelegationProfile actor with neither a subject token Secret nor the caller's token", validProfile, []string{
+			"spec.actors=[{identity: 'alice@example.com', enabled: true}]",
+		}, "spec.actors[0]", "names subjectTokenSecretRef, or takes the caller's token"),
+		Entry("McpDelegationProfile actor with both a subject token Secret and the caller's token", validProfile, []string{
+			"spec.actors=[{identity: 'alice@example.com', enabled: true, subjectTokenFrom: Caller, subjectTokenSecretRef: {name: s, key: k}}]",
+		}, "spec.actors[0]", "names subjectTokenSecretRef, or takes the caller's token"),
 		Entry("McpDelegationProfile with an unknown subject token type", validProfile, []string{"spec.subjectTokenType=urn:example:other"}, "spec.subjectTokenType", "supported values"),
 		Entry("McpAccessPolicy naming no one", validPolicy, []string{"spec.serviceAccounts=<delete>"}, "spec", "name at least one of serviceAccounts, users or groups"),
 		Entry("McpAccessPolicy naming a user in system:", validPolicy, []string{"spec.users=['system:admin']"}, "spec.users[0]", "never an OAuth identity"),

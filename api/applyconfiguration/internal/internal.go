@@ -163,6 +163,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: identity
       type:
         scalar: string
+    - name: subjectTokenFrom
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.SubjectTokenSource
     - name: subjectTokenSecretRef
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.SecretKeySelector
@@ -535,6 +538,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: header
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.HeaderAuth
+    - name: perPerson
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.PerPersonAuth
 - name: com.github.mcp-catalog.operator.api.v1alpha1.McpServerSpec
   map:
     fields:
@@ -845,6 +851,27 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: name
       type:
         scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.PerPersonAuth
+  map:
+    fields:
+    - name: authorizationServer
+      type:
+        scalar: string
+    - name: clientID
+      type:
+        scalar: string
+    - name: clientSecretRef
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.SecretKeySelector
+    - name: discoverySecretRef
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.SecretKeySelector
+    - name: scopes
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ReadMark
   map:
     fields:
@@ -1001,6 +1028,8 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: reason
       type:
         scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.SubjectTokenSource
+  scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.TLSSettings
   map:
     fields:

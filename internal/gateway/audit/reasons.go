@@ -32,7 +32,12 @@ const (
 	// DenyApprovalPending records a call not made because it waits for a
 	// person's decision on an McpCallApproval.
 	DenyApprovalPending = "ApprovalPending"
-	DenyAuditFailed     = "AuditUnavailable"
+	// DenyUpstreamAuthorization: a per-person server's call waits for the
+	// person to authorize the server (the detail says why: NotAuthorized,
+	// ConsentRefused, RefreshRevoked, Expired), or their token could not
+	// be had (Unavailable, NotConfigured, ConsentDeclined).
+	DenyUpstreamAuthorization = "UpstreamAuthorizationRequired"
+	DenyAuditFailed           = "AuditUnavailable"
 	// DenyGuardrail records a call the guardrail webhook refused, and
 	// DenyGuardrailUnavailable one of a class that fails closed while it
 	// gave no answer.

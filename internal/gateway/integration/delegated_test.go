@@ -43,7 +43,7 @@ func delegated(ns, mapped string, actors map[string]string) (up *mcpserver.Serve
 		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{mcpv1alpha1.LabelCredential: mcpv1alpha1.LabelCredentialValue}}, StringData: map[string]string{"token": subject}})).To(Succeed())
 		tokenEndpoint.AddSubject(subject, identity)
 		secretsUsed.Add(subject)
-		entries = append(entries, mcpv1alpha1.DelegationActor{Identity: identity, Enabled: ptr.To(true), SubjectTokenSecretRef: mcpv1alpha1.SecretKeySelector{Name: name, Key: "token"}})
+		entries = append(entries, mcpv1alpha1.DelegationActor{Identity: identity, Enabled: ptr.To(true), SubjectTokenSecretRef: &mcpv1alpha1.SecretKeySelector{Name: name, Key: "token"}})
 	}
 	Expect(k8sClient.Create(ctx, &mcpv1alpha1.McpDelegationProfile{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idp", Labels: map[string]string{mcpv1alpha1.LabelCredential: mcpv1alpha1.LabelCredentialValue}},

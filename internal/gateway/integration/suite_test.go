@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -92,6 +93,7 @@ var _ = BeforeSuite(func() {
 	// allows all but what a spec asks of it for its namespace.
 	guard = startGuard()
 	unreachable = oidcprovider.Start(GinkgoT())
+	upstreamAS = oidcprovider.Start(GinkgoT())
 
 	// The admission policy and approver role the operator ships: the API
 	// server, not the gateway, decides who may decide an approval.
@@ -133,6 +135,7 @@ func gatewayOptions(ready chan<- string) manager.Options {
 	opts.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	opts.GatewayOAuth = oauthOptions()
 	opts.GatewayGuardrail = guardrail.Config{URL: guard.srv.URL, Key: guardKey}
+	opts.GatewayCallbackURL, opts.GatewayPersonAuthRootCAs = callbackURL, upstreamAS.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	return opts
 }
 

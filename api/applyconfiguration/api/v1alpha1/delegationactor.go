@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	apiv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+)
+
 // DelegationActorApplyConfiguration represents a declarative configuration of the DelegationActor type for use
 // with apply.
 //
@@ -29,8 +33,13 @@ type DelegationActorApplyConfiguration struct {
 	// enabled must be true for the actor to be served.
 	Enabled *bool `json:"enabled,omitempty"`
 	// subjectTokenSecretRef names the Secret key holding this actor's
-	// subject token.
+	// subject token; required unless subjectTokenFrom is Caller.
 	SubjectTokenSecretRef *SecretKeySelectorApplyConfiguration `json:"subjectTokenSecretRef,omitempty"`
+	// subjectTokenFrom is where the subject token comes from: Secret (the
+	// default, subjectTokenSecretRef) or Caller, the OAuth access token the
+	// person (this identity) presented at the gateway for the call. Caller
+	// sends that token only to a token endpoint on its issuer's origin.
+	SubjectTokenFrom *apiv1alpha1.SubjectTokenSource `json:"subjectTokenFrom,omitempty"`
 	// allowedAudiences narrows the profile's audiences for this actor;
 	// unset means all of the profile's.
 	AllowedAudiences []string `json:"allowedAudiences,omitempty"`
@@ -66,6 +75,14 @@ func (b *DelegationActorApplyConfiguration) WithEnabled(value bool) *DelegationA
 // If called multiple times, the SubjectTokenSecretRef field is set to the value of the last call.
 func (b *DelegationActorApplyConfiguration) WithSubjectTokenSecretRef(value *SecretKeySelectorApplyConfiguration) *DelegationActorApplyConfiguration {
 	b.SubjectTokenSecretRef = value
+	return b
+}
+
+// WithSubjectTokenFrom sets the SubjectTokenFrom field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SubjectTokenFrom field is set to the value of the last call.
+func (b *DelegationActorApplyConfiguration) WithSubjectTokenFrom(value apiv1alpha1.SubjectTokenSource) *DelegationActorApplyConfiguration {
+	b.SubjectTokenFrom = &value
 	return b
 }
 

@@ -32,6 +32,12 @@ type McpServerAuthApplyConfiguration struct {
 	// delegated exchanges the calling actor's token for one scoped to this
 	// server (RFC 8693) through a McpDelegationProfile.
 	Delegated *DelegatedAuthApplyConfiguration `json:"delegated,omitempty"`
+	// perPerson calls each tool with the calling person's own token at the
+	// server, which each person obtains once by authorizing the server at
+	// its authorization server (OAuth authorization code with PKCE). The
+	// gateway stores the tokens, refreshes them and uses each for its
+	// person only (docs/adr/056-per-person-upstream-authorization.md).
+	PerPerson *PerPersonAuthApplyConfiguration `json:"perPerson,omitempty"`
 }
 
 // McpServerAuthApplyConfiguration constructs a declarative configuration of the McpServerAuth type for use with
@@ -61,5 +67,13 @@ func (b *McpServerAuthApplyConfiguration) WithHeader(value *HeaderAuthApplyConfi
 // If called multiple times, the Delegated field is set to the value of the last call.
 func (b *McpServerAuthApplyConfiguration) WithDelegated(value *DelegatedAuthApplyConfiguration) *McpServerAuthApplyConfiguration {
 	b.Delegated = value
+	return b
+}
+
+// WithPerPerson sets the PerPerson field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PerPerson field is set to the value of the last call.
+func (b *McpServerAuthApplyConfiguration) WithPerPerson(value *PerPersonAuthApplyConfiguration) *McpServerAuthApplyConfiguration {
+	b.PerPerson = value
 	return b
 }
