@@ -70,7 +70,7 @@ func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PostForm.Get(FormRequest)
 	if err := p.store.CheckUsernamePassword(r.PostForm.Get(FormUser), r.PostForm.Get(FormPassword), id); err != nil {
-		http.Error(w, "wrong user name or password", http.StatusUnauthorized)
+		http.Error(w, "sign-in refused: wrong user name or password", http.StatusUnauthorized)
 		return
 	}
 	// A form without a consent answer (a person signing in to their own

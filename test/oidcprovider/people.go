@@ -257,3 +257,14 @@ func (p *Provider) SignIn(ctx context.Context, authorizeURL, username, password 
 	}
 	return errors.New("too many redirects")
 }
+
+// CreateAccessAndRefreshTokens records the tokens as the example storage
+// does, for the authorization itself rather than its wrapper: the example
+// storage reads the client and the time of the sign-in from it, and a
+// refresh token recorded without them could not be used.
+func (s *storageWithClients) CreateAccessAndRefreshTokens(ctx context.Context, req op.TokenRequest, currentRefreshToken string) (string, string, time.Time, error) {
+	if a, ok := req.(authorization); ok {
+		req = a.AuthRequest
+	}
+	return s.Storage.CreateAccessAndRefreshTokens(ctx, req, currentRefreshToken)
+}
