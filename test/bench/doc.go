@@ -48,6 +48,12 @@
 //     rules, and compiling the five. Its target is absolute (≤ 20 µs per
 //     call), as issue #21 states it: the stage runs in the gateway's own
 //     process, so no peer does the same work to compare against.
+//   - BenchmarkSoak: SOAK_DURATION (an hour by default) of flapping
+//     upstreams, churning catalogs, agents of both eras calling through two
+//     gateway replicas and a person approving calls, with every process's
+//     resident set, heap and goroutines sampled and judged for a slope, and
+//     error counters per bucket judged for a spike (soakstat). Only `make
+//     soak` runs it; it writes its samples to SOAK_RESULTS for the report.
 //
 // Figures that are not times are reported with b.ReportMetric; the report
 // program (./report) reads the benchmark output and writes
