@@ -75,11 +75,16 @@ const (
 	soakImportInterval = time.Minute
 	soakCatalogTools   = 20
 	// soakAgentsPerEra go-sdk agents per replica and protocol era call
-	// one after another with soakAgentPause between calls; every
-	// soakApprovalEvery-th call is of the tool that needs approval.
-	soakAgentsPerEra  = 1
-	soakAgentPause    = 250 * time.Millisecond
-	soakApprovalEvery = 10
+	// one after another with soakAgentPause between calls; once every
+	// soakApprovalPeriod an agent's call is of the tool that needs
+	// approval. That is a person's pace, not a machine's: approvals are
+	// kept an hour past their expiry (docs/adr/012-call-approvals.md), so
+	// every one made in the run is still in the caches at its end, and at
+	// a call in ten (1.5 a second) they alone made the controllers' heap
+	// rise (docs/adr/052-soak-judged-by-slope.md).
+	soakAgentsPerEra   = 1
+	soakAgentPause     = 250 * time.Millisecond
+	soakApprovalPeriod = time.Minute
 	// soakPerson is the user who decides approvals and re-approves
 	// drifted definitions, someone other than the agents' ServiceAccount.
 	soakPerson = "soak-approver@example.com"
@@ -262,12 +267,14 @@ func (a *soakAgent) awaitDecision(ctx context.Context, ns, name string) error {
 	})
 }
 
-// run calls until ctx ends: the echo of steady-0, and every
-// soakApprovalEvery-th call the echo of steady-1, which waits for the
-// person. Each call's text is new, so each approval is a new one.
-func (a *soakAgent) run(ctx context.Context) {
+// run calls until ctx ends: the echo of steady-0, and once every
+// soakApprovalPeriod, from first (into the run), the echo of steady-1,
+// which waits for the person. Each call's text is new, so each approval
+// is a new one.
+func (a *soakAgent) run(ctx context.Context, first time.Duration) {
 	tick := time.NewTicker(soakAgentPause)
 	defer tick.Stop()
+	next := time.Now().Add(first)
 	for i := 1; ; i++ {
 		select {
 		case <-ctx.Done():
@@ -275,8 +282,9 @@ func (a *soakAgent) run(ctx context.Context) {
 		case <-tick.C:
 		}
 		server := soakServerName(false, 0)
-		if i%soakApprovalEvery == 0 {
+		if time.Now().After(next) {
 			server = soakServerName(false, 1)
+			next = next.Add(soakApprovalPeriod)
 		}
 		text := fmt.Sprintf("%s call %d", a.name, i)
 		err := a.call(ctx, toolname.LocalName(server, mcpserver.ToolEcho), text)
@@ -537,8 +545,8 @@ func round(v float64) float64 { return math.Round(v*1e4) / 1e4 }
 // flapping upstream MCP servers, each a process of this binary, whose
 // catalogs churn so that imports keep finding changes and drift; agents
 // (go-sdk clients, one per protocol era per replica) calling through both
-// replicas without pause but a short one; and a person who approves the
-// calls that need approval (through the admission policy of
+// replicas without pause but a short one, once a minute a tool that needs
+// approval; and a person who approves those calls (through the admission policy of
 // config/policy) and re-approves drifted definitions.
 //
 // Every few seconds it samples each process's resident set (/proc) and,
@@ -668,8 +676,9 @@ func BenchmarkSoak(b *testing.B) {
 		soakProc{name: "etcd", pid: etcdPID},
 	)
 
-	for _, a := range agents {
-		wg.Go(func() { a.run(ctx) })
+	for i, a := range agents {
+		// Staggered, so that the person decides one at a time.
+		wg.Go(func() { a.run(ctx, time.Duration(i)*soakApprovalPeriod/time.Duration(len(agents))) })
 	}
 	rec := &soakRecorder{series: map[string]*soakstat.Series{}, counts: map[string]*soakstat.Count{}}
 	mhc := &http.Client{Timeout: 10 * time.Second}
@@ -781,7 +790,7 @@ func BenchmarkSoak(b *testing.B) {
 			Replicas: soakReplicas, SteadyUpstreams: soakSteady, FlapUpstreams: soakFlapping,
 			FlapPeriod: soakstat.Seconds(soakFlapPeriod.Seconds()), FlapDown: soakstat.Seconds(soakFlapDown.Seconds()),
 			ChurnPeriod: soakstat.Seconds(soakChurnPeriod.Seconds()), ImportInterval: soakstat.Seconds(soakImportInterval.Seconds()),
-			AgentsPerEra: soakAgentsPerEra, AgentPause: soakstat.Seconds(soakAgentPause.Seconds()), ApprovalEvery: soakApprovalEvery,
+			AgentsPerEra: soakAgentsPerEra, AgentPause: soakstat.Seconds(soakAgentPause.Seconds()), ApprovalPeriod: soakstat.Seconds(soakApprovalPeriod.Seconds()),
 			Calls: int(tally.calls.Load()), Approvals: int(tally.approvals.Load()), Flaps: flaps, Reapprovals: int(tally.reapprovals.Load()),
 		},
 	}

@@ -88,7 +88,11 @@ func soakBody(p printer, res *soakstat.Results, path string) {
 	p("(one enabled tool's description, one tool added and one removed), found by\n")
 	p("imports every %s and on a flapping server's return. Agents, go-sdk clients,\n", s.ImportInterval.D())
 	p("%d per protocol era (2025-11-25 and 2026-07-28) on each replica, call an echo\n", s.AgentsPerEra)
-	p("tool one call after another with %s between; every %s call is of a tool\n", s.AgentPause.D(), ordinal(s.ApprovalEvery))
+	if s.ApprovalPeriod > 0 {
+		p("tool one call after another with %s between, and once every %s a tool\n", s.AgentPause.D(), s.ApprovalPeriod.D())
+	} else {
+		p("tool one call after another with %s between; every %s call is of a tool\n", s.AgentPause.D(), ordinal(s.ApprovalEvery))
+	}
 	p("that needs approval, which a person (another user, through the admission\n")
 	p("policy of `config/policy`) approves; the same person re-approves each drifted\n")
 	p("definition. Over the run: %d calls answered, %d approvals decided, %d flaps,\n", s.Calls, s.Approvals, s.Flaps)

@@ -75,7 +75,10 @@ type Setup struct {
 	ImportInterval  Seconds `json:"importIntervalSeconds"`
 	AgentsPerEra    int     `json:"agentsPerEra"`
 	AgentPause      Seconds `json:"agentPauseSeconds"`
-	ApprovalEvery   int     `json:"approvalEvery"`
+	// ApprovalPeriod is how often each agent calls the tool that needs
+	// approval; ApprovalEvery, in older results, was every how many calls.
+	ApprovalPeriod Seconds `json:"approvalPeriodSeconds,omitempty"`
+	ApprovalEvery  int     `json:"approvalEvery,omitempty"`
 	// Totals over the run: calls answered, approvals decided, flaps
 	// (an upstream stopped and started again), definitions re-approved.
 	Calls       int `json:"calls"`
