@@ -98,7 +98,12 @@ func soakBody(p printer, res *soakstat.Results, path string) {
 	p("definition. Over the run: %d calls answered, %d approvals decided, %d flaps,\n", s.Calls, s.Approvals, s.Flaps)
 	p("%d drifted definitions re-approved.\n\n", s.Reapprovals)
 
-	p("Every %s, each process's resident set (`VmRSS` of `/proc/PID/status`) and,\n", res.Sample.D())
+	p("Every %s, each process's resident set (`VmRSS` of `/proc/PID/status`", res.Sample.D())
+	if hasMetric(res, "rss-anon") {
+		p(",\nand its anonymous part `RssAnon`: the rest is file pages, nearly all\n")
+		p("the binary's code, paged in as code paths first run")
+	}
+	p(") and,\n")
 	p("from its metrics, Go heap in use (`go_memstats_heap_inuse_bytes`) and\n")
 	p("goroutines (`go_goroutines`) are sampled; kube-apiserver and etcd by their\n")
 	p("resident set only; the flapping upstreams not at all (each lives at most one\n")
@@ -178,10 +183,23 @@ func soakBody(p printer, res *soakstat.Results, path string) {
 	p("No error spike: %s.\n\n", yesNo(noSpike))
 }
 
+// hasMetric reports whether any series of res is of metric m (older
+// results lack some).
+func hasMetric(res *soakstat.Results, m string) bool {
+	for _, s := range res.Series {
+		if s.Metric == m {
+			return true
+		}
+	}
+	return false
+}
+
 func metricName(m string) string {
 	switch m {
 	case "rss":
 		return "resident set"
+	case "rss-anon":
+		return "resident set, anonymous"
 	case "heap":
 		return "Go heap in use"
 	}

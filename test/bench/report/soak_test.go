@@ -39,7 +39,9 @@ func soakRun() *soakstat.Results {
 		recErrs.T, recErrs.V = append(recErrs.T, t), append(recErrs.V, e)
 		imports.T, imports.V = append(imports.T, t), append(imports.V, float64(4*i))
 	}
-	res.Series = []soakstat.Series{heap, rss}
+	anon := rss
+	anon.Metric = "rss-anon"
+	res.Series = []soakstat.Series{heap, rss, anon}
 	res.Counts = []soakstat.Count{calls, recErrs, imports}
 	return res
 }
@@ -60,12 +62,14 @@ func TestSoakSectionJudgesEverySeriesAndBucket(t *testing.T) {
 		"| gateway-0 | Go heap in use | 20.5 MiB |",
 		"| flat |",
 		"| controllers | resident set | 71.0 MiB | +60.00 MiB/h | +18.00 MiB |",
+		"| controllers | resident set, anonymous | 71.0 MiB |",
+		"and its anonymous part `RssAnon`: the rest is file pages",
 		"| **rising** |",
 		"| counter | 5m0s | 10m0s | 15m0s | 20m0s | spike |",
 		"| agents: calls failed | 0 | 0 | 0 | 0 | none |",
 		"| controllers: reconcile errors | 0 | 0 | 30 | 0 | **bucket 3** |",
 		"| controllers: imports | 20 | 20 | 20 | 20 | (events) |",
-		"Rising beyond noise: controllers resident set. No error spike: **no**.",
+		"Rising beyond noise: controllers resident set; controllers resident set, anonymous. No error spike: **no**.",
 		soakEnd,
 	} {
 		if !strings.Contains(got, want) {
