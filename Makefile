@@ -187,6 +187,21 @@ bench: ## Run the benchmark harness (test/bench) and regenerate docs/benchmarks.
 	$(GO) run ./test/bench/report -o docs/benchmarks.md -svg docs/images/gateway-cost.svg -elapsed $$(( $$(date +%s) - start ))s $$out/*.txt; \
 	echo ">> wrote docs/benchmarks.md and docs/images/gateway-cost.svg"; exit $$status
 
+# SOAK_DURATION is how long `make soak` runs the load (an hour by default;
+# 5m tries it); SOAK_TIMEOUT bounds the whole go test, start-up included,
+# and must be raised with it.
+SOAK_DURATION ?= 1h
+SOAK_TIMEOUT  ?= 2h
+SOAK_RESULTS  ?= test/bench/testdata/soak.json
+.PHONY: soak
+soak: ## Run the soak (test/bench: SOAK_DURATION of flapping servers, re-imports, agents and approvals) and rewrite its section of docs/benchmarks.md.
+	@assets=$$(hack/envtest.sh); \
+	echo ">> soak: $(SOAK_DURATION), results to $(SOAK_RESULTS)"; \
+	KUBEBUILDER_ASSETS=$$assets SOAK_DURATION=$(SOAK_DURATION) SOAK_RESULTS=$(CURDIR)/$(SOAK_RESULTS) \
+		$(GO) test -v -run '^$$' -bench '^BenchmarkSoak$$' -benchtime 1x -timeout $(SOAK_TIMEOUT) ./test/bench/; \
+	$(GO) run ./test/bench/report -soak-only -soak $(SOAK_RESULTS) -o docs/benchmarks.md; \
+	echo ">> wrote $(SOAK_RESULTS) and section 12 of docs/benchmarks.md"
+
 ##@ Build and run
 
 .PHONY: build

@@ -53,6 +53,12 @@
 //     before, against a real OpenID Provider (test/oidcprovider): the CPU
 //     per request, absolute as issue #33 states it (≤ 20 µs), and the
 //     requests the provider received after the first (none).
+//   - BenchmarkSoak: SOAK_DURATION (an hour by default) of flapping
+//     upstreams, churning catalogs, agents of both eras calling through two
+//     gateway replicas and a person approving calls, with every process's
+//     resident set, heap and goroutines sampled and judged for a slope, and
+//     error counters per bucket judged for a spike (soakstat). Only `make
+//     soak` runs it; it writes its samples to SOAK_RESULTS for the report.
 //
 // Figures that are not times are reported with b.ReportMetric; the report
 // program (./report) reads the benchmark output and writes

@@ -319,6 +319,8 @@ type gatewaySetup struct {
 	chartBudgets bool
 	// pprof serves its profiles on a loopback port (gatewayProc.pprof).
 	pprof bool
+	// args are further flags, after (and so over) the ones above.
+	args []string
 }
 
 // startGateway runs the manager binary as a gateway only, bound to cpus,
@@ -355,6 +357,7 @@ func startGatewayWith(b *testing.B, g gatewaySetup) *gatewayProc {
 		s.args = append(s.args, "--pprof-bind-address="+pprof)
 		fmt.Fprintf(os.Stderr, "gateway (audit %s): profiles on http://%s/debug/pprof/\n", g.auditFile, pprof)
 	}
+	s.args = append(s.args, g.args...)
 	if g.gogc != "" {
 		s.env = append(s.env, "GOGC="+g.gogc)
 	}

@@ -21,13 +21,35 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcp-catalog/operator/test/bench/soakstat"
 )
 
 func main() {
 	out := flag.String("o", "docs/benchmarks.md", "file to write")
 	elapsed := flag.Duration("elapsed", 0, "how long `make bench` took, if known")
 	svg := flag.String("svg", "", "file to draw the gateway's cost per request in; empty: images/gateway-cost.svg beside -o")
+	soakFile := flag.String("soak", "test/bench/testdata/soak.json", "the soak's results (`make soak` writes them), rendered as its section")
+	soakOnly := flag.Bool("soak-only", false, "rewrite only the soak's section of -o, from -soak")
 	flag.Parse()
+	soak, err := readSoak(*soakFile)
+	if err != nil {
+		fatal(err)
+	}
+	if *soakOnly {
+		doc, err := os.ReadFile(*out)
+		if err != nil {
+			fatal(err)
+		}
+		next, err := replaceSoak(string(doc), soak, filepath.ToSlash(*soakFile))
+		if err != nil {
+			fatal(fmt.Errorf("%s: %w", *out, err))
+		}
+		if err := os.WriteFile(*out, []byte(next), 0o644); err != nil {
+			fatal(err)
+		}
+		return
+	}
 	plot := *svg
 	if plot == "" {
 		plot = filepath.Join(filepath.Dir(*out), "images", "gateway-cost.svg")
@@ -46,7 +68,7 @@ func main() {
 		f.Close()
 	}
 	var b strings.Builder
-	write(&b, res, *elapsed, filepath.ToSlash(link))
+	write(&b, res, soak, filepath.ToSlash(*soakFile), *elapsed, filepath.ToSlash(link))
 	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
 		fatal(err)
 	}
@@ -142,8 +164,9 @@ func machine() (cpu string, cores int) {
 	return cpu, cores
 }
 
-// write writes the report; plot is the cost plot's path, relative to it.
-func write(w *strings.Builder, r results, elapsed time.Duration, plot string) {
+// write writes the report; plot is the cost plot's path, relative to it,
+// and soak the soak's results (nil: none recorded) read from soakFile.
+func write(w *strings.Builder, r results, soak *soakstat.Results, soakFile string, elapsed time.Duration, plot string) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	cpu, cores := machine()
 	p("# Benchmarks\n\n")
@@ -176,6 +199,7 @@ func write(w *strings.Builder, r results, elapsed time.Duration, plot string) {
 	inspectSection(p, r)
 	oauthSection(p, r)
 	fleetSection(p, r)
+	soakSection(p, soak, soakFile)
 	targetsSection(p, r)
 
 	p("## How to reproduce\n\n")
@@ -193,6 +217,7 @@ func write(w *strings.Builder, r results, elapsed time.Duration, plot string) {
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleShards  -benchtime 1x -timeout 30m ./test/bench/\n")
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleNoisyNeighbour -benchtime 1x -timeout 30m ./test/bench/\n")
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleFleet -benchtime 1x -timeout 30m ./test/bench/\n")
+	p("make soak                  # section 12: an hour (SOAK_DURATION), then rewrites that section\n")
 	p("```\n\n")
 	p("Profiles: add `-cpuprofile cpu.out -memprofile mem.out` to a `go test` line\n")
 	p("above and read them with `go tool pprof -top`. The gateway of section 7 is\n")
