@@ -105,7 +105,15 @@ func soakBody(p printer, res *soakstat.Results, path string) {
 	}
 	p(") and,\n")
 	p("from its metrics, Go heap in use (`go_memstats_heap_inuse_bytes`) and\n")
-	p("goroutines (`go_goroutines`) are sampled; kube-apiserver and etcd by their\n")
+	p("goroutines (`go_goroutines`) are sampled")
+	if hasMetric(res, "go-held") {
+		p(", and where the rest of a Go process's memory\n")
+		p("sits: heap idle and kept from the kernel (`heap_idle` less `heap_released`),\n")
+		p("goroutine stacks (`stack_inuse`), the runtime's own structures (`sys` less\n")
+		p("`heap_sys` and `stack_sys`) and all it holds from the kernel (`sys` less\n")
+		p("`heap_released`)")
+	}
+	p("; kube-apiserver and etcd by their\n")
 	p("resident set only; the flapping upstreams not at all (each lives at most one\n")
 	p("flap period). The first %s (a tenth of the run) is warm-up, sampled\n", res.Warmup.D())
 	p("but not fitted. A series is **flat** when the growth its\n")
@@ -202,6 +210,14 @@ func metricName(m string) string {
 		return "resident set, anonymous"
 	case "heap":
 		return "Go heap in use"
+	case "heap-kept":
+		return "Go heap idle, kept from the kernel"
+	case "stacks":
+		return "goroutine stacks"
+	case "runtime-other":
+		return "Go runtime's own structures"
+	case "go-held":
+		return "all the Go runtime holds from the kernel"
 	}
 	return m
 }
