@@ -92,6 +92,13 @@ func withinArgumentBounds(raw []byte) bool {
 
 // arguments decodes the call's arguments and hashes their canonical form.
 func arguments(raw any) (map[string]any, string, error) {
+	m, _, h, err := encodedArguments(raw)
+	return m, h, err
+}
+
+// encodedArguments is arguments with the canonical form itself, which later
+// stages (the guardrail) are handed rather than encoding the map again.
+func encodedArguments(raw any) (map[string]any, []byte, string, error) {
 	var m map[string]any
 	switch v := raw.(type) {
 	case nil:
@@ -100,24 +107,24 @@ func arguments(raw any) (map[string]any, string, error) {
 		if len(v) == 0 || string(v) == "null" {
 			m = map[string]any{}
 		} else if !withinArgumentBounds(v) {
-			return nil, "", errArgumentsTooLarge
+			return nil, nil, "", errArgumentsTooLarge
 		} else if err := decodeObject(v, &m); err != nil || m == nil {
-			return nil, "", errArgumentsNotObject
+			return nil, nil, "", errArgumentsNotObject
 		}
 	case map[string]any:
 		m = v
 	default:
 		b, err := json.Marshal(v)
 		if err != nil || decodeObject(b, &m) != nil || m == nil {
-			return nil, "", errArgumentsNotObject
+			return nil, nil, "", errArgumentsNotObject
 		}
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	sum := sha256.Sum256(b)
-	return m, "sha256:" + hex.EncodeToString(sum[:]), nil
+	return m, b, "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
 // decodeObject decodes a JSON object keeping numbers as written

@@ -34,11 +34,13 @@ type callScope struct {
 	// of the call, which every later stage fills in, its hash that of the
 	// arguments' bytes. decide decodes them only once the call is allowed
 	// (args, or argsErr) and hashes their canonical form; applyRules makes
-	// them the arguments sent upstream, and the record's hash theirs.
-	rawArgs any
-	args    map[string]any
-	argsErr error
-	rec     audit.Record
+	// them the arguments sent upstream, and the record's hash theirs;
+	// argsJSON is always the canonical form args was hashed in.
+	rawArgs  any
+	args     map[string]any
+	argsJSON []byte
+	argsErr  error
+	rec      audit.Record
 
 	// Learnt by decide: the tool as the cache holds it now, the access
 	// policies of the caller's namespace, which give the ceiling and the

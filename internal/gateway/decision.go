@@ -57,7 +57,7 @@ func (g *Gateway) decide(ctx context.Context, id *authn.Identity, c *callScope) 
 		return answer
 	}
 	var hash string
-	if c.args, hash, c.argsErr = arguments(c.rawArgs); c.argsErr != nil {
+	if c.args, c.argsJSON, hash, c.argsErr = encodedArguments(c.rawArgs); c.argsErr != nil {
 		return g.deny(ctx, c.rec, t, audit.RefusedInvalidArguments, "", c.argsErr.Error())
 	}
 	c.rec.ArgumentsHash = hash

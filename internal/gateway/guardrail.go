@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,13 +23,10 @@ func (g *Gateway) guardRequest(ctx context.Context, id *authn.Identity, c *callS
 	if g.Guardrail == nil {
 		return nil
 	}
-	args, err := json.Marshal(c.args)
-	if err != nil {
-		// Every value came from JSON, so they marshal again.
-		return g.deny(ctx, c.rec, c.tool, audit.DenyArgumentRuleNotEvaluated, "", "the arguments could not be prepared for the guardrail")
-	}
+	// The canonical form the decision (or the rules stage) hashed: the
+	// webhook judges exactly what the record names.
 	req := g.guardrailRequest(id, c, guardrail.PhaseRequest)
-	req.Arguments = args
+	req.Arguments = c.argsJSON
 	v, err := g.Guardrail.Check(ctx, req)
 	switch {
 	case err != nil:

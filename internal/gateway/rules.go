@@ -70,11 +70,11 @@ func (g *Gateway) applyRules(ctx context.Context, c *callScope) *sdk.CallToolRes
 	if refused != nil {
 		return g.deny(ctx, c.rec, c.tool, refused.Kind, refused.Name, refused.Text())
 	}
-	_, hash, err := arguments(upstream)
+	_, encoded, hash, err := encodedArguments(upstream)
 	if err != nil {
 		// Every value came from JSON, so they marshal again.
 		return g.deny(ctx, c.rec, c.tool, audit.DenyArgumentRuleNotEvaluated, "", "the arguments could not be prepared for the server")
 	}
-	c.args, c.rec.ArgumentsHash = upstream, hash
+	c.args, c.argsJSON, c.rec.ArgumentsHash = upstream, encoded, hash
 	return nil
 }

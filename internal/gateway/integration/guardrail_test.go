@@ -2,6 +2,8 @@ package integration_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -99,6 +101,10 @@ var _ = Describe("The guardrail webhook", func() {
 		Expect(asked[1].Phase).To(Equal(guardrail.PhaseResult))
 		Expect(*asked[1].Result).To(Equal("hello"))
 		Expect(asked[0].CallID).To(Equal(asked[1].CallID))
+		// The webhook judged the very bytes the audit record's hash names.
+		sum := sha256.Sum256(asked[0].Arguments)
+		first := auditFor(ns, docs.object(echo))
+		Expect(first[len(first)-1].ArgumentsHash).To(Equal("sha256:" + hex.EncodeToString(sum[:])))
 
 		guard.set(ns, guardBehaviour{replaceResult: "[summarised by the guardrail]"})
 		isErr, txt = call(bot.connect(nil, legacyEra), docs.local(echo), map[string]any{"text": "hello"})
