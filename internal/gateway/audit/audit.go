@@ -113,10 +113,33 @@ type JSONLines struct {
 	waiting []*auditLine
 }
 
-// auditLine is one record on its way to the writer.
+// auditLine is one record on its way to the writer. Lines are reused
+// (linePool): a line whose write told it how it went is back to empty, its
+// channel drained; one given up on is left to the collector, because the
+// write that took it may still answer.
 type auditLine struct {
 	b    []byte
 	done chan error
+}
+
+var linePool = sync.Pool{New: func() any { return &auditLine{b: make([]byte, 0, 512), done: make(chan error, 1)} }}
+
+// timerPool holds stopped timers for the writes' deadlines.
+var timerPool sync.Pool
+
+func deadline(d time.Duration) *time.Timer {
+	if t, ok := timerPool.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func release(t *time.Timer) {
+	// Since Go 1.23 a stopped timer's channel holds nothing stale, so it
+	// can be reset for the next write.
+	t.Stop()
+	timerPool.Put(t)
 }
 
 // NewJSONLines returns a sink writing to w with DefaultAuditTimeout.
@@ -143,19 +166,23 @@ func NewJSONLinesTimeout(w io.Writer, timeout time.Duration) *JSONLines {
 // Write encodes r as one line. A short write, a failed write and a write
 // that does not finish within the deadline are errors.
 func (s *JSONLines) Write(ctx context.Context, r Record) error {
-	b, err := appendRecord(make([]byte, 0, 512), &r)
+	line := linePool.Get().(*auditLine)
+	b, err := appendRecord(line.b[:0], &r)
 	if err != nil {
+		line.b = b
+		linePool.Put(line)
 		return err
 	}
-	line := &auditLine{b: append(b, '\n'), done: make(chan error, 1)}
+	line.b = append(b, '\n')
 	s.mu.Lock()
 	s.waiting = append(s.waiting, line)
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
+	t := deadline(s.timeout)
+	defer release(t)
 	for {
 		select {
 		case err := <-line.done:
+			linePool.Put(line)
 			return err
 		case s.lock <- struct{}{}:
 			// This caller starts the next write, of everything waiting;
@@ -167,14 +194,22 @@ func (s *JSONLines) Write(ctx context.Context, r Record) error {
 			}
 			go s.flush(batch)
 		case <-ctx.Done():
-			// A line no write has taken is dropped: it never lands. One
-			// taken already may land after its call was refused.
-			s.mu.Lock()
-			s.waiting = slices.DeleteFunc(s.waiting, func(l *auditLine) bool { return l == line })
-			s.mu.Unlock()
-			return fmt.Errorf("writing the audit record: %w", ErrAuditTimeout)
+			return s.giveUp(line)
+		case <-t.C:
+			return s.giveUp(line)
 		}
 	}
+}
+
+// giveUp is a Write that did not hear from the writer in time, or whose
+// call ended first. A line no
+// write has taken is dropped: it never lands. One taken already may land
+// after its call was refused.
+func (s *JSONLines) giveUp(line *auditLine) error {
+	s.mu.Lock()
+	s.waiting = slices.DeleteFunc(s.waiting, func(l *auditLine) bool { return l == line })
+	s.mu.Unlock()
+	return fmt.Errorf("writing the audit record: %w", ErrAuditTimeout)
 }
 
 // take removes and returns every waiting line.

@@ -15,7 +15,11 @@ import (
 // encoding/json.
 func appendRecord(b []byte, r *Record) ([]byte, error) {
 	if _, offset := r.Time.Zone(); r.Time.Year() < 0 || r.Time.Year() > 9999 || offset%60 != 0 || offset <= -24*3600 || offset >= 24*3600 {
-		enc, err := json.Marshal(r)
+		// A copy, so that only this rare branch puts a record on the heap:
+		// handing r itself to the encoder would make every caller's record
+		// escape.
+		odd := *r
+		enc, err := json.Marshal(&odd)
 		return append(b, enc...), err
 	}
 	b = append(b, `{"time":"`...)
