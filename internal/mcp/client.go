@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcp-catalog/operator/internal/egress"
@@ -104,11 +105,13 @@ type Client struct {
 	hc            *http.Client
 	clientName    string
 	clientVersion string
-	userAgent     string
-	now           func() time.Time
-	egress        egress.Policy
-	eras          *eraCache
-	ids           *idSource
+	// metas holds encodedMeta's answers by revision.
+	metas     sync.Map
+	userAgent string
+	now       func() time.Time
+	egress    egress.Policy
+	eras      *eraCache
+	ids       *idSource
 	// trust holds one HTTP client per CA bundle, built from hc.
 	trust *egress.Trust
 }
@@ -567,12 +570,34 @@ func (o *operation) withMeta(params map[string]any) map[string]any {
 	if params == nil {
 		params = map[string]any{}
 	}
+	if o.trace.Traceparent == "" {
+		// The same for every request of this client and revision: encoded
+		// once, not built and sorted per request. A traced request adds
+		// to it (callTool), so it gets the map.
+		params["_meta"] = o.c.encodedMeta(o.version)
+		return params
+	}
 	params["_meta"] = map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    o.version,
 		"io.modelcontextprotocol/clientInfo":         map[string]string{"name": o.c.clientName, "version": o.c.clientVersion},
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 	}
 	return params
+}
+
+// encodedMeta is withMeta's metadata for version, encoded as json.Marshal
+// would encode the map (members in key order), once per revision.
+func (c *Client) encodedMeta(version string) rawJSON {
+	if v, ok := c.metas.Load(version); ok {
+		return v.(rawJSON)
+	}
+	b, _ := json.Marshal(map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    version,
+		"io.modelcontextprotocol/clientInfo":         map[string]string{"name": c.clientName, "version": c.clientVersion},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+	})
+	v, _ := c.metas.LoadOrStore(version, rawJSON(b))
+	return v.(rawJSON)
 }
 
 // requestMessage performs a leg whose answer must be a JSON-RPC result

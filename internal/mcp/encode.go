@@ -41,6 +41,8 @@ func appendMarshalValue(dst []byte, v any) ([]byte, error) {
 		return appendMarshalString(dst, t), nil
 	case bool:
 		return strconv.AppendBool(dst, t), nil
+	case rawJSON:
+		return append(dst, t...), nil
 	case map[string]any:
 		if t == nil {
 			return append(dst, "null"...), nil
@@ -93,3 +95,10 @@ func appendMarshalMap[V any](dst []byte, m map[string]V, value func([]byte, V) (
 
 // appendMarshalString quotes s as json.Marshal does (HTML escaping on).
 func appendMarshalString(dst []byte, s string) []byte { return appendQuoted(dst, s, true) }
+
+// rawJSON is JSON this package encoded itself (compact and valid), which
+// the request encoder appends as it is.
+type rawJSON []byte
+
+// MarshalJSON makes encoding/json agree with the request encoder.
+func (r rawJSON) MarshalJSON() ([]byte, error) { return r, nil }

@@ -77,3 +77,32 @@ func FuzzEncodeRequestString(f *testing.F) {
 		}
 	})
 }
+
+// The metadata encoded once per revision is, byte for byte, what the map
+// it replaces encodes to, whichever encoder writes the request.
+func TestEncodedMetaMatchesTheMap(t *testing.T) {
+	c := New(Options{ClientName: `name "quoted" <x>`, ClientVersion: "v1\u2028"})
+	for _, version := range []string{"2026-07-28", "2099-01-01"} {
+		o := &operation{c: c, version: version}
+		traced := &operation{c: c, version: version, trace: TraceContext{Traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}
+		want := traced.withMeta(nil)["_meta"].(map[string]any)
+		delete(want, "traceparent")
+		for _, p := range []map[string]any{o.withMeta(nil), o.withMeta(nil)} {
+			got, err := encodeRequest(rpcRequest{JSONRPC: "2.0", Method: "m", Params: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			viaJSON, err := json.Marshal(rpcRequest{JSONRPC: "2.0", Method: "m", Params: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantJSON, err := json.Marshal(rpcRequest{JSONRPC: "2.0", Method: "m", Params: map[string]any{"_meta": want}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, wantJSON) || !bytes.Equal(viaJSON, wantJSON) {
+				t.Errorf("revision %s:\n got %s\n via encoding/json %s\nwant %s", version, got, viaJSON, wantJSON)
+			}
+		}
+	}
+}

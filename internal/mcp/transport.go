@@ -180,7 +180,7 @@ func (o *operation) readResponse(ctx, legCtx context.Context, cancel context.Can
 	if mediaType == "text/event-stream" {
 		return o.readStream(ctx, legCtx, cancel, method, id, body)
 	}
-	buf, err := readBody(body)
+	buf, err := readBody(body, resp.ContentLength)
 	if err != nil {
 		putBody(buf)
 		return nil, o.readErr(ctx, legCtx, method, err)
@@ -206,8 +206,14 @@ func (o *operation) readResponse(ctx, legCtx context.Context, cancel context.Can
 // readBody reads r to its end. A large body's buffer comes from bodyPool;
 // the caller hands it back with putBody (or passes it on with
 // message.own).
-func readBody(r io.Reader) ([]byte, error) {
+func readBody(r io.Reader, size int64) ([]byte, error) {
 	var b []byte
+	if size > 0 && size < largeInput {
+		// A body of a known small size (a server that wrote its answer
+		// whole has one) is read into a buffer of that size, and one byte
+		// more for the read that finds its end, not into a 4 KiB one.
+		b = make([]byte, 0, size+1)
+	}
 	for {
 		b = growBody(b, 4<<10)
 		n, err := r.Read(b[len(b):cap(b)])
