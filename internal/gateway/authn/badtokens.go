@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"hash"
 	"math"
 	"net/http"
 	"strconv"
@@ -51,7 +52,7 @@ type badTokens struct {
 	burst int
 	ttl   time.Duration
 	max   int
-	key   []byte
+	key   *fingerprinter
 
 	mu      sync.Mutex
 	entries map[fingerprint]*badToken
@@ -74,19 +75,48 @@ func newBadTokens(limit rate.Limit, burst int, ttl time.Duration) *badTokens {
 	if burst <= 0 {
 		burst = DefaultUnauthenticatedBurst
 	}
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	return &badTokens{limit: limit, burst: burst, ttl: ttlOr(ttl, DefaultDenyTTL), max: maxBadTokens, key: key, entries: map[fingerprint]*badToken{}}
+	return &badTokens{limit: limit, burst: burst, ttl: ttlOr(ttl, DefaultDenyTTL), max: maxBadTokens, key: newFingerprinter(), entries: map[fingerprint]*badToken{}}
 }
 
-func (b *badTokens) fingerprint(token string) fingerprint { return fingerprintOf(b.key, token) }
+func (b *badTokens) fingerprint(token string) fingerprint { return b.key.of(token) }
 
-// fingerprintOf is token's fingerprint under key.
-func fingerprintOf(key []byte, token string) fingerprint {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(token))
+// fingerprinter computes tokens' fingerprints: HMAC-SHA256 under a key of
+// its own, drawn at random, so a fingerprint names a token only within this
+// process. Its hashers are reused, keyed once, since every request of every
+// agent fingerprints its token.
+type fingerprinter struct {
+	key  []byte
+	pool sync.Pool
+}
+
+// keyedHash is one reusable hasher, with a buffer the token is copied
+// through (a token's bytes are not allocated per request).
+type keyedHash struct {
+	h   hash.Hash
+	buf [512]byte
+	sum [sha256.Size]byte
+}
+
+func newFingerprinter() *fingerprinter {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	f := &fingerprinter{key: key}
+	f.pool.New = func() any { return &keyedHash{h: hmac.New(sha256.New, key)} }
+	return f
+}
+
+// of is token's fingerprint.
+func (f *fingerprinter) of(token string) fingerprint {
+	k := f.pool.Get().(*keyedHash)
+	defer f.pool.Put(k)
+	k.h.Reset()
+	for len(token) > 0 {
+		n := copy(k.buf[:], token)
+		k.h.Write(k.buf[:n])
+		token = token[n:]
+	}
 	var fp fingerprint
-	copy(fp[:], m.Sum(nil))
+	copy(fp[:], k.h.Sum(k.sum[:0]))
 	return fp
 }
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +36,60 @@ type Identity struct {
 	// Issuer is the issuer of a person's access token; empty for a
 	// ServiceAccount.
 	Issuer string
+
+	// subject is SubjectKey, computed once when the identity is made from
+	// a review or a token; the fields above are not changed after that.
+	subject string
+}
+
+// SubjectKey names the subject an authorisation review is made as: user
+// name, UID, groups and extra, each length-prefixed so that no two
+// subjects share a key. An identity made by the authenticators carries it
+// computed; one written out by hand (a test's) computes it on each call.
+func (id *Identity) SubjectKey() string {
+	if id.subject != "" {
+		return id.subject
+	}
+	return subjectKey(id)
+}
+
+func subjectKey(id *Identity) string {
+	n := 32 + len(id.Username) + len(id.UID)
+	for _, g := range id.Groups {
+		n += len(g) + 4
+	}
+	for k, vs := range id.Extra {
+		n += len(k) + 8
+		for _, v := range vs {
+			n += len(v) + 4
+		}
+	}
+	b := make([]byte, 0, n)
+	b = AppendKeyField(b, id.Username)
+	b = AppendKeyField(b, id.UID)
+	b = strconv.AppendInt(b, int64(len(id.Groups)), 10)
+	b = append(b, ';')
+	for _, g := range id.Groups {
+		b = AppendKeyField(b, g)
+	}
+	b = strconv.AppendInt(b, int64(len(id.Extra)), 10)
+	b = append(b, ';')
+	for _, k := range slices.Sorted(maps.Keys(id.Extra)) {
+		b = AppendKeyField(b, k)
+		b = strconv.AppendInt(b, int64(len(id.Extra[k])), 10)
+		b = append(b, ';')
+		for _, v := range id.Extra[k] {
+			b = AppendKeyField(b, v)
+		}
+	}
+	return string(b)
+}
+
+// AppendKeyField appends s length-prefixed, as the fields of a key are.
+func AppendKeyField(b []byte, s string) []byte {
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, ':')
+	return append(b, s...)
 }
 
 // IsServiceAccount reports whether the caller is a ServiceAccount.
@@ -190,7 +247,9 @@ func identityFrom(tr *authenticationv1.TokenReview, audience string) *Identity {
 	for k, v := range st.User.Extra {
 		extra[k] = append([]string(nil), v...)
 	}
-	return &Identity{Username: st.User.Username, UID: st.User.UID, Groups: st.User.Groups, Extra: extra, Namespace: ns, ServiceAccount: sa}
+	id := &Identity{Username: st.User.Username, UID: st.User.UID, Groups: st.User.Groups, Extra: extra, Namespace: ns, ServiceAccount: sa}
+	id.subject = subjectKey(id)
+	return id
 }
 
 func serviceAccountOf(username string) (namespace, name string, ok bool) {

@@ -83,8 +83,10 @@ func personIdentity(id *oauthresource.Identity, namespace string) *Identity {
 	for k, v := range id.Extra {
 		extra[k] = append([]string(nil), v...)
 	}
-	return &Identity{
+	out := &Identity{
 		Username: id.Username, UID: id.UID, Groups: append([]string(nil), id.Groups...), Extra: extra,
 		Namespace: namespace, Issuer: id.Issuer,
 	}
+	out.subject = subjectKey(out)
+	return out
 }

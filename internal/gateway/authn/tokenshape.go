@@ -2,7 +2,6 @@ package authn
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -108,7 +107,7 @@ const maxShapes = 65536
 // Only tokens that passed are kept: a stream of garbage tokens fills
 // nothing.
 type shapes struct {
-	key      []byte
+	key      *fingerprinter
 	audience string
 
 	mu sync.Mutex
@@ -116,9 +115,7 @@ type shapes struct {
 }
 
 func newShapes(audience string) *shapes {
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	return &shapes{key: key, audience: audience, m: map[fingerprint]tokenWindow{}}
+	return &shapes{key: newFingerprinter(), audience: audience, m: map[fingerprint]tokenWindow{}}
 }
 
 // plausible reports whether token has the shape of a ServiceAccount token
@@ -127,7 +124,7 @@ func (s *shapes) plausible(token string, now time.Time) bool {
 	if len(token) > maxTokenBytes {
 		return false
 	}
-	fp := fingerprintOf(s.key, token)
+	fp := s.key.of(token)
 	s.mu.Lock()
 	w, ok := s.m[fp]
 	s.mu.Unlock()
@@ -192,7 +189,7 @@ const maxKnownTokens = 65536
 // their review's answer could no longer be reused; and limits the reviews
 // of all other tokens.
 type knownTokens struct {
-	key []byte
+	key *fingerprinter
 	lim *rate.Limiter
 
 	mu      sync.Mutex
@@ -206,12 +203,10 @@ func newKnownTokens(limit rate.Limit, burst int) *knownTokens {
 	if burst <= 0 {
 		burst = DefaultNewTokenReviewBurst
 	}
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	return &knownTokens{key: key, lim: rate.NewLimiter(limit, burst), entries: map[fingerprint]time.Time{}}
+	return &knownTokens{key: newFingerprinter(), lim: rate.NewLimiter(limit, burst), entries: map[fingerprint]time.Time{}}
 }
 
-func (k *knownTokens) fingerprint(token string) fingerprint { return fingerprintOf(k.key, token) }
+func (k *knownTokens) fingerprint(token string) fingerprint { return k.key.of(token) }
 
 // mayReview reports whether token may be reviewed now: always when it
 // has authenticated before, otherwise within the new-token rate.

@@ -3,9 +3,6 @@ package authz
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -192,35 +189,11 @@ func (a *SubjectAccessReviewAuthorizer) review(ctx context.Context, id *authn.Id
 // length-prefixed so that no two reviews share a key, the extra
 // attributes in order of their names.
 func accessKey(id *authn.Identity, namespace, tool string) string {
-	n := 64 + len(id.Username) + len(id.UID) + len(namespace) + len(tool)
-	for _, g := range id.Groups {
-		n += len(g) + 4
-	}
-	b := make([]byte, 0, n)
-	field := func(s string) {
-		b = strconv.AppendInt(b, int64(len(s)), 10)
-		b = append(b, ':')
-		b = append(b, s...)
-	}
-	field(id.Username)
-	field(id.UID)
-	field(namespace)
-	field(tool)
-	b = strconv.AppendInt(b, int64(len(id.Groups)), 10)
-	b = append(b, ';')
-	for _, g := range id.Groups {
-		field(g)
-	}
-	b = strconv.AppendInt(b, int64(len(id.Extra)), 10)
-	b = append(b, ';')
-	for _, k := range slices.Sorted(maps.Keys(id.Extra)) {
-		field(k)
-		b = strconv.AppendInt(b, int64(len(id.Extra[k])), 10)
-		b = append(b, ';')
-		for _, v := range id.Extra[k] {
-			field(v)
-		}
-	}
+	subject := id.SubjectKey()
+	b := make([]byte, 0, len(subject)+len(namespace)+len(tool)+16)
+	b = append(b, subject...)
+	b = authn.AppendKeyField(b, namespace)
+	b = authn.AppendKeyField(b, tool)
 	return string(b)
 }
 
