@@ -215,7 +215,9 @@ func readBody(r io.Reader, size int64) ([]byte, error) {
 		b = make([]byte, 0, size+1)
 	}
 	for {
-		b = growBody(b, 4<<10)
+		if len(b) == cap(b) {
+			b = growBody(b, 4<<10)
+		}
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
 		if err != nil {
