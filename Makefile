@@ -73,8 +73,8 @@ verify-gen: ## Fail when generated files are not current (fast).
 	@hack/verify-gen.sh
 
 .PHONY: verify-fmt
-verify-fmt: ## Fail when gofmt would change a file.
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+verify-fmt: ## Fail when gofmt would change a file, tracked or new (ignored files aside).
+	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 .PHONY: verify-modules
 verify-modules: ## Fail when go mod tidy would change the module or a tool module.
