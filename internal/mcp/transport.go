@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"syscall"
 	"time"
@@ -127,7 +128,7 @@ func (o *operation) exchange(ctx context.Context, l leg) (*legResult, error) {
 	share := o.budget.legTimeout()
 	legCtx, cancel := context.WithTimeout(withLegShare(egress.WithGrant(ctx, o.grant), share), share)
 	defer cancel()
-	req, err := http.NewRequestWithContext(legCtx, httpMethod, o.url.String(), body)
+	req, err := newRequest(legCtx, httpMethod, o.url, body)
 	if err != nil {
 		return nil, o.fail(KindInvalidEndpoint, l.method, nil)
 	}
@@ -137,7 +138,7 @@ func (o *operation) exchange(ctx context.Context, l leg) (*legResult, error) {
 	}
 	res := &legResult{sentSession: req.Header.Get(headerSessionID) != ""}
 
-	resp, err := o.hc.Do(req)
+	resp, err := roundTrip(o.hc, req)
 	if err != nil {
 		return nil, o.transportErr(ctx, legCtx, l.method, err)
 	}
@@ -496,4 +497,42 @@ func withLegShare(ctx context.Context, d time.Duration) context.Context {
 func legShareOf(ctx context.Context) (time.Duration, bool) {
 	d, ok := ctx.Value(legShareKey{}).(time.Duration)
 	return d, ok
+}
+
+// newRequest is http.NewRequestWithContext for a URL already parsed (the
+// endpoint's, parsed once per operation, not written out and parsed again
+// for every leg). The request gets its own copy of it.
+func newRequest(ctx context.Context, method string, u *url.URL, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "", body)
+	if err != nil {
+		return nil, err
+	}
+	own := *u
+	if u.User != nil {
+		user := *u.User
+		own.User = &user
+	}
+	req.URL, req.Host = &own, own.Host
+	return req, nil
+}
+
+// roundTrip sends one request and returns its response, redirects not
+// followed: what hc.Do does for this client's HTTP clients (which follow
+// none and keep no cookies) without its per-request copy of the headers for
+// redirects that never happen. An error is wrapped as Do wraps it, so
+// what callers and people read does not change. A client given a timeout
+// of its own goes through Do, which enforces it.
+func roundTrip(hc *http.Client, req *http.Request) (*http.Response, error) {
+	if hc.Timeout != 0 || hc.Jar != nil {
+		return hc.Do(req)
+	}
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return nil, &url.Error{Op: req.Method[:1] + strings.ToLower(req.Method[1:]), URL: req.URL.Redacted(), Err: err}
+	}
+	return resp, nil
 }
