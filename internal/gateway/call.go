@@ -49,8 +49,10 @@ type callScope struct {
 	tool     *mcpv1alpha1.McpTool
 	shared   *mcpv1alpha1.McpSharedServer
 	policies []mcpv1alpha1.McpAccessPolicy
-	class    mcpv1alpha1.DataClass
-	approval bool
+	// decidedServer is the tool's server as the decision read it.
+	decidedServer *mcpv1alpha1.McpServer
+	class         mcpv1alpha1.DataClass
+	approval      bool
 	// terms are the owner's terms for approving a shared tool's call
 	// (governance.ApprovalTerms); zero for the namespace's own tools.
 	terms governance.ApprovalTerms

@@ -51,7 +51,7 @@ func (g *Gateway) decide(ctx context.Context, id *authn.Identity, c *callScope) 
 			return refused
 		}
 	}
-	c.policies, c.class, c.approval, c.terms = policies, v.class, v.approval, v.terms
+	c.policies, c.class, c.approval, c.terms, c.decidedServer = policies, v.class, v.approval, v.terms, v.server
 	c.obs.of(t)
 	if answer := g.holdWriteDown(ctx, id, c); answer != nil {
 		return answer
@@ -108,6 +108,11 @@ type verdict struct {
 	// terms are the owner's terms for approving a consumer's call of a
 	// shared tool the owner requires approval for; zero otherwise.
 	terms governance.ApprovalTerms
+	// server is the tool's McpServer as the decision read it, on an
+	// allowed verdict: the later stages of the same call that need the
+	// server's spec read it here, not from the cache again. The audit
+	// stage still reads it afresh, after any wait for a person.
+	server *mcpv1alpha1.McpServer
 }
 
 func (v verdict) allowed() bool { return v.reason == "" }
@@ -292,7 +297,7 @@ func (g *Gateway) verdictFor(ctx context.Context, id *authn.Identity, o toolOffe
 	if !governance.WithinCeiling(class, limit) {
 		return verdict{reason: audit.DenyAboveCeiling, class: class, approval: approval}, nil
 	}
-	return verdict{class: class, approval: approval, terms: terms}, nil
+	return verdict{class: class, approval: approval, terms: terms, server: srv}, nil
 }
 
 // inNamespace reports whether the offer belongs to namespace: a tool of

@@ -38,9 +38,12 @@ type personUpstreams interface {
 // for send; it is never the discovery credential nor anyone else's.
 func (g *Gateway) authorizeUpstream(ctx context.Context, req *sdk.CallToolRequest, id *authn.Identity, c *callScope) (*sdk.CallToolResult, error) {
 	c.callerToken = callerToken(req, id)
-	srv := &mcpv1alpha1.McpServer{}
-	if err := g.Reader.Get(ctx, types.NamespacedName{Namespace: c.tool.Namespace, Name: c.tool.Spec.ServerRef.Name}, srv, readOnly); err != nil {
-		return g.deny(ctx, c.rec, c.tool, audit.DenyNotServable, mcpv1alpha1.ReasonServerNotFound, "the tool's server no longer exists"), nil
+	srv := c.decidedServer
+	if srv == nil {
+		srv = &mcpv1alpha1.McpServer{}
+		if err := g.Reader.Get(ctx, types.NamespacedName{Namespace: c.tool.Namespace, Name: c.tool.Spec.ServerRef.Name}, srv, readOnly); err != nil {
+			return g.deny(ctx, c.rec, c.tool, audit.DenyNotServable, mcpv1alpha1.ReasonServerNotFound, "the tool's server no longer exists"), nil
+		}
 	}
 	if srv.Spec.Auth == nil || srv.Spec.Auth.PerPerson == nil {
 		return nil, nil
