@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/gateway/personauth"
 	"github.com/mcp-catalog/operator/internal/review"
 )
@@ -146,20 +145,13 @@ func newRevokeAuthorizationCommand(s Streams) *cobra.Command {
 	return cmd
 }
 
-// privateRanges are the private networks a revocation from this machine
-// may reach for a server that opts in with spec.allowPrivateNetwork: the
-// cluster's own ranges are the gateway's flags, which kubectl does not
-// know, so the server's opt-in alone decides here. Link-local and metadata
-// addresses stay refused.
-var privateRanges, _ = egress.ParseCIDRs("10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,127.0.0.0/8,fc00::/7,::1/128")
-
 // revokeAuthorization revokes user's authorization of server in ns: its
 // tokens at the authorization server (with the credentials of whoever runs
 // kubectl, whose RBAC must let them read the Secret), then the Secret,
 // after checking from its metadata that it is one: the name alone could
 // be anyone's Secret.
 func revokeAuthorization(ctx context.Context, c client.Client, ns, server, user string) (personauth.Revocation, error) {
-	r := &personauth.Revoker{Client: c, Egress: egress.Policy{PrivateCIDRs: privateRanges}}
+	r := &personauth.Revoker{Client: c, Egress: personauth.LocalEgress()}
 	out, err := r.Revoke(ctx, ns, server, user)
 	var (
 		notStored *personauth.NotStoredError

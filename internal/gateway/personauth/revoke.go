@@ -101,6 +101,17 @@ type Revoker struct {
 	Egress egress.Policy
 }
 
+// localRanges are the private networks a revocation from a person's
+// machine may reach for a server that opts in with allowPrivateNetwork.
+var localRanges, _ = egress.ParseCIDRs("10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,127.0.0.0/8,fc00::/7,::1/128")
+
+// LocalEgress is the egress policy of a revocation from a person's machine
+// (kubectl mcp and its console): the cluster's own ranges are the
+// gateway's flags, which kubectl does not know, so the McpServer's opt-in
+// alone lets a private address be dialled; link-local and metadata
+// addresses stay refused.
+func LocalEgress() egress.Policy { return egress.Policy{PrivateCIDRs: localRanges} }
+
 // revokeTimeout bounds the whole conversation with the authorization
 // server.
 const revokeTimeout = 20 * time.Second
