@@ -164,6 +164,115 @@ func metaServer(t *testing.T, status int) (*httptest.Server, *x509.CertPool) {
 	return srv, roots
 }
 
+// The revocation authenticates as the client the tokens were issued to:
+// the gateway's registered client with its secret (HTTP Basic), or, when
+// the spec has moved to another client since, the recorded one without a
+// secret, which the endpoint refuses (and the Secret goes all the same).
+func TestRevokeAuthenticatesAsTheTokensClient(t *testing.T) {
+	ctx := context.Background()
+	var srv *httptest.Server
+	var asked atomic.Int32
+	srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/.well-known/oauth-authorization-server":
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"issuer": srv.URL, "authorization_endpoint": srv.URL + "/authorize", "token_endpoint": srv.URL + "/token",
+				"revocation_endpoint": srv.URL + "/revoke", "response_types_supported": []string{"code"}, "code_challenge_methods_supported": []string{"S256"}})
+		case "/revoke":
+			asked.Add(1)
+			id, secret, ok := r.BasicAuth()
+			_ = r.ParseForm()
+			if !ok || id != "reg-1" || secret != "reg-s3cret-1" || r.PostForm.Get("token") == "" {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = w.Write([]byte(`{"error":"invalid_client"}`))
+				return
+			}
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	server := registeringServer(srv.URL)
+	registered := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: ClientSecretName("records"),
+			Labels: map[string]string{LabelClient: "true"}, Annotations: map[string]string{AnnotationServer: "records"}},
+		Data: map[string][]byte{keyClientID: []byte("reg-1"), keyClientSecret: []byte("reg-s3cret-1")},
+	}
+	stored := func(clientID string) *corev1.Secret {
+		return &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: SecretName("records", "alice"),
+				Labels:      map[string]string{LabelAuthorization: "true"},
+				Annotations: map[string]string{AnnotationUser: "alice", AnnotationServer: "records", AnnotationState: StateAuthorized}},
+			Data: map[string][]byte{keyAccessToken: []byte("a"), keyRefreshToken: []byte("r"), keyIssuer: []byte(srv.URL), keyClientID: []byte(clientID)},
+		}
+	}
+	for name, c := range map[string]struct {
+		clientID, upstream, reason string
+		calls                      int32
+	}{
+		"the registered client":           {"reg-1", UpstreamRevoked, "", 2},
+		"a client the spec no longer has": {"old-client", UpstreamFailed, "invalid_client", 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			asked.Store(0)
+			cl := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(server.DeepCopy(), registered.DeepCopy(), stored(c.clientID)).Build()
+			out, err := (&Revoker{Client: cl, RootCAs: roots, Egress: egress.Policy{AllowAllPrivate: true}}).Revoke(ctx, "team-a", "records", "alice")
+			if err != nil || out.Upstream != c.upstream || !strings.Contains(out.Reason, c.reason) || asked.Load() != c.calls {
+				t.Fatalf("Revoke = %+v, %v after %d requests; want %s %q after %d", out, err, asked.Load(), c.upstream, c.reason, c.calls)
+			}
+			if err := cl.Get(ctx, types.NamespacedName{Namespace: "team-a", Name: SecretName("records", "alice")}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+				t.Fatalf("the Secret is still there: %v", err)
+			}
+		})
+	}
+}
+
+// An attack: a namespace admin points the server at an authorization
+// server of theirs after the person authorized it. Revoking sends the
+// person's tokens to the issuer recorded with them, and the admin's server
+// sees no request.
+func TestRevokeSendsTokensOnlyWhereTheyCameFrom(t *testing.T) {
+	ctx := context.Background()
+	counting := func(received *atomic.Int32) *httptest.Server {
+		var srv *httptest.Server
+		srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			received.Add(1)
+			if r.URL.Path == "/.well-known/oauth-authorization-server" {
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(map[string]any{"issuer": srv.URL, "authorization_endpoint": srv.URL + "/authorize", "token_endpoint": srv.URL + "/token",
+					"revocation_endpoint": srv.URL + "/revoke", "response_types_supported": []string{"code"}, "code_challenge_methods_supported": []string{"S256"}})
+			}
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	var atIssuer, atAdmins atomic.Int32
+	issuer, admins := counting(&atIssuer), counting(&atAdmins)
+	roots := x509.NewCertPool()
+	roots.AddCert(issuer.Certificate())
+	roots.AddCert(admins.Certificate())
+	server := perPersonServer()
+	server.Spec.AllowPrivateNetwork = true
+	server.Spec.Auth.PerPerson.AuthorizationServer = admins.URL
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: SecretName("records", "alice"),
+			Labels:      map[string]string{LabelAuthorization: "true"},
+			Annotations: map[string]string{AnnotationUser: "alice", AnnotationServer: "records", AnnotationState: StateAuthorized}},
+		Data: map[string][]byte{keyAccessToken: []byte("a"), keyRefreshToken: []byte("r"), keyIssuer: []byte(issuer.URL), keyClientID: []byte("gw")},
+	}
+	cl := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(server, s).Build()
+	out, err := (&Revoker{Client: cl, RootCAs: roots, Egress: egress.Policy{AllowAllPrivate: true}}).Revoke(ctx, "team-a", "records", "alice")
+	if err != nil || out.Upstream != UpstreamRevoked {
+		t.Fatalf("Revoke = %+v, %v", out, err)
+	}
+	if atAdmins.Load() != 0 || atIssuer.Load() != 3 {
+		t.Fatalf("requests: %d at the admin's server, %d at the tokens' issuer (want 0 and metadata plus two revocations)", atAdmins.Load(), atIssuer.Load())
+	}
+}
+
 // Whatever the authorization server answers, the Secret is deleted and
 // the outcome says what happened without a token; a Secret that merely
 // has the name is left alone; a person who may delete but not read is
