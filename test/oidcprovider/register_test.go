@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -76,5 +77,37 @@ func TestBadRegistrationsAreRefusedClearly(t *testing.T) {
 	}
 	if p.Registered() != 0 {
 		t.Fatalf("%d clients registered", p.Registered())
+	}
+}
+
+// An attack: a client that registers itself asks for a resource the
+// provider's policy does not give registered clients. Registering granted
+// it nothing: the authorization request is refused (invalid_target),
+// while one for a resource of the policy goes on to the login page.
+func TestARegisteredClientGetsOnlyWhatThePolicyGives(t *testing.T) {
+	p := oidcprovider.Start(t)
+	p.SetRegistrationPolicy(oidcprovider.PublicClient{Resources: []string{"https://gateway.example.com/namespaces/team-a/"}})
+	const redirect = "http://127.0.0.1:40000/callback"
+	status, reg := post(t, p, "application/json", `{"redirect_uris":["`+redirect+`"],"token_endpoint_auth_method":"none"}`)
+	id, _ := reg["client_id"].(string)
+	if status != http.StatusCreated || id == "" {
+		t.Fatalf("registration: %d %v", status, reg)
+	}
+	browser := &http.Client{Transport: p.Client().Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	authorize := func(resource string) string {
+		q := url.Values{"client_id": {id}, "redirect_uri": {redirect}, "response_type": {"code"}, "scope": {"openid"}, "state": {"s"},
+			"code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"}, "resource": {resource}}
+		resp, err := browser.Get(p.Issuer + "/authorize?" + q.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.Header.Get("Location")
+	}
+	if loc := authorize("https://gateway.example.com/namespaces/team-b/mcp"); !strings.HasPrefix(loc, redirect) || !strings.Contains(loc, "invalid_target") {
+		t.Fatalf("another resource was answered with a redirect to %q", loc)
+	}
+	if loc := authorize("https://gateway.example.com/namespaces/team-a/mcp"); !strings.Contains(loc, oidcprovider.LoginPath) {
+		t.Fatalf("the policy's resource was answered with a redirect to %q", loc)
 	}
 }
