@@ -109,8 +109,8 @@ func newRevokeAuthorizationCommand(s Streams) *cobra.Command {
 			"per-person McpServers at the authorization server that issued them (RFC 7009), then\n" +
 			"deletes them. The Secret is deleted whatever the authorization server answers; the output\n" +
 			"says whether the tokens were revoked there, the server offers no revocation endpoint, or\n" +
-			"revoking failed and why. Reading the tokens takes your RBAC: get on the Secret (and on\n" +
-			"the client's secret); with delete alone the Secret goes and its tokens stay valid upstream.\n" +
+			"revoking failed and why. It acts with your RBAC: get and delete on the Secret (get is what\n" +
+			"reading its metadata needed already) and get on the client's secret, if it has one.\n" +
 			"The person's next call of the server's tools asks them to authorize it again.",
 		Example: `  kubectl mcp revoke-authorization records -n team-a
   kubectl mcp revoke-authorization records -n team-a --person alice@example.com`,
