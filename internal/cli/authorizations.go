@@ -9,9 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcp-catalog/operator/internal/gateway/personauth"
@@ -107,10 +105,13 @@ func newRevokeAuthorizationCommand(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "revoke-authorization SERVER...",
 		Short: "Delete a person's stored authorization of per-person McpServers",
-		Long: "revoke-authorization deletes the gateway's stored tokens of a person (you by default) for\n" +
-			"the named per-person McpServers. The person's next call of their tools asks them to\n" +
-			"authorize the server again. The tokens are not revoked at the authorization server:\n" +
-			"do that there too when they may have leaked.",
+		Long: "revoke-authorization revokes a person's (by default your) stored tokens for the named\n" +
+			"per-person McpServers at the authorization server that issued them (RFC 7009), then\n" +
+			"deletes them. The Secret is deleted whatever the authorization server answers; the output\n" +
+			"says whether the tokens were revoked there, the server offers no revocation endpoint, or\n" +
+			"revoking failed and why. It acts with your RBAC: get and delete on the Secret (get is what\n" +
+			"reading its metadata needed already) and get on the client's secret, if it has one.\n" +
+			"The person's next call of the server's tools asks them to authorize it again.",
 		Example: `  kubectl mcp revoke-authorization records -n team-a
   kubectl mcp revoke-authorization records -n team-a --person alice@example.com`,
 		Args: cobra.MinimumNArgs(1),
@@ -126,11 +127,12 @@ func newRevokeAuthorizationCommand(s Streams) *cobra.Command {
 			}
 			var errs []error
 			for _, server := range args {
-				if err := revokeAuthorization(cmd.Context(), c, ns, server, user); err != nil {
+				out, err := revokeAuthorization(cmd.Context(), c, ns, server, user)
+				if err != nil {
 					errs = append(errs, fmt.Errorf("%s: %w", server, err))
 					continue
 				}
-				fmt.Fprintf(s.Out, "authorization of mcpserver/%s for %s revoked\n", server, user)
+				fmt.Fprintf(s.Out, "authorization of mcpserver/%s for %s revoked; %s\n", server, user, out.Words())
 			}
 			if len(errs) > 0 {
 				return &exitError{code: ExitFailed, err: errors.Join(errs...)}
@@ -143,24 +145,23 @@ func newRevokeAuthorizationCommand(s Streams) *cobra.Command {
 	return cmd
 }
 
-// revokeAuthorization deletes user's authorization Secret of server in ns,
-// after checking from its metadata that it is one: the name alone could be
-// anyone's Secret.
-func revokeAuthorization(ctx context.Context, c client.Client, ns, server, user string) error {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	key := types.NamespacedName{Namespace: ns, Name: personauth.SecretName(server, user)}
-	if err := c.Get(ctx, key, m); err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("no stored authorization of %q for %s in namespace %q", server, user, ns)
-		}
-		return clusterError(err, "reading the authorization's metadata")
+// revokeAuthorization revokes user's authorization of server in ns: its
+// tokens at the authorization server (with the credentials of whoever runs
+// kubectl, whose RBAC must let them read the Secret), then the Secret,
+// after checking from its metadata that it is one: the name alone could
+// be anyone's Secret.
+func revokeAuthorization(ctx context.Context, c client.Client, ns, server, user string) (personauth.Revocation, error) {
+	r := &personauth.Revoker{Client: c, Egress: personauth.LocalEgress()}
+	out, err := r.Revoke(ctx, ns, server, user)
+	var (
+		notStored *personauth.NotStoredError
+		notAuth   *personauth.NotAnAuthorizationError
+	)
+	switch {
+	case err == nil:
+		return out, nil
+	case errors.As(err, &notStored), errors.As(err, &notAuth):
+		return out, err
 	}
-	if m.Labels[personauth.LabelAuthorization] != "true" || m.Annotations[personauth.AnnotationUser] != user || m.Annotations[personauth.AnnotationServer] != server {
-		return fmt.Errorf("the Secret %s is not the gateway's authorization of %q for %s; it was left alone", key.Name, server, user)
-	}
-	if err := c.Delete(ctx, m, client.Preconditions{UID: &m.UID}); err != nil && !apierrors.IsNotFound(err) {
-		return clusterError(err, "deleting the authorization")
-	}
-	return nil
+	return out, clusterError(err, "revoking the authorization")
 }

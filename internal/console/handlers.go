@@ -27,6 +27,8 @@ func (c *Console) routes() http.Handler {
 	mux.HandleFunc("POST /api/tools/approve", c.approveDefinition)
 	mux.HandleFunc("POST /api/tools/enable", c.enableTool)
 	mux.HandleFunc("POST /api/calls/decide", c.decideCall)
+	mux.HandleFunc("GET /api/authorizations", c.listAuthorizations)
+	mux.HandleFunc("POST /api/authorizations/revoke", c.revokeAuthorization)
 	return mux
 }
 

@@ -72,6 +72,9 @@ type storageWithClients struct {
 	people       map[string]*storage.User
 	personClaims map[string]map[string]any
 	resources    map[string][]string
+	// registration is what a client registered at RegistrationPath may
+	// ask for (register.go).
+	registration PublicClient
 }
 
 func newSigningKey(t TB) *SigningKey {
@@ -218,6 +221,7 @@ type Provider struct {
 	Keys      atomic.Int64
 
 	authorizations atomic.Int64
+	registered     atomic.Int64
 }
 
 // Start runs a provider until the test ends, with one signing key and
@@ -237,6 +241,10 @@ func Start(t TB) *Provider {
 			// The test minting a token, or a client exchanging its code,
 			// not the validator.
 			handler.Load().(http.Handler).ServeHTTP(w, r)
+			return
+		case r.URL.Path == RegistrationPath:
+			// A client registering itself (register.go).
+			p.register(w, r)
 			return
 		case r.URL.Path == LoginPath:
 			// The person's login and consent (codeflow.go).
@@ -271,6 +279,10 @@ func Start(t TB) *Provider {
 				w.Header().Set("Location", "https://elsewhere.example.test/")
 			}
 			http.Error(w, "<html>provider maintenance page</html>", int(code))
+			return
+		}
+		if r.URL.Path == "/.well-known/openid-configuration" || r.URL.Path == oidc.AuthorizationServerMetadataEndpoint {
+			p.withRegistration(handler.Load().(http.Handler), w, r)
 			return
 		}
 		handler.Load().(http.Handler).ServeHTTP(w, r)

@@ -16,8 +16,9 @@ import (
 )
 
 // This file makes the provider one a person signs in to: public clients
-// (an MCP client on the person's machine, registered in advance: zitadel's
-// OpenID Provider has no dynamic client registration), the authorization
+// (an MCP client on the person's machine, registered in advance, or by
+// itself at the registration endpoint of register.go, since zitadel's
+// OpenID Provider has none), the authorization
 // code flow with PKCE, a login page, and the RFC 8707 resource indicator,
 // which zitadel does not read and this storage honours: the access token
 // of an authorization is issued for the resource it named.
@@ -40,6 +41,10 @@ type PublicClient struct {
 	Resources []string
 	// Scopes are the scopes besides OpenID's it may be granted.
 	Scopes []string
+
+	// grants are the grant types of a client registered at
+	// RegistrationPath; nil is both of a native client's.
+	grants []string
 }
 
 // AddPerson adds someone who can sign in.
@@ -96,6 +101,18 @@ func (s *storageWithClients) addPerson(ps Person) {
 type publicClient struct {
 	op.Client
 	scopes []string
+	grants []string
+}
+
+func (c publicClient) GrantTypes() []oidc.GrantType {
+	if c.grants == nil {
+		return c.Client.GrantTypes()
+	}
+	out := make([]oidc.GrantType, len(c.grants))
+	for i, g := range c.grants {
+		out[i] = oidc.GrantType(g)
+	}
+	return out
 }
 
 func (publicClient) AccessTokenType() op.AccessTokenType { return op.AccessTokenTypeJWT }
@@ -113,7 +130,7 @@ func (s *storageWithClients) GetClientByClientID(ctx context.Context, id string)
 	c, ok := s.public[id]
 	s.mu.Unlock()
 	if ok {
-		return publicClient{Client: storage.NativeClient(id, c.RedirectURIs...), scopes: c.Scopes}, nil
+		return publicClient{Client: storage.NativeClient(id, c.RedirectURIs...), scopes: c.Scopes, grants: c.grants}, nil
 	}
 	return s.Storage.GetClientByClientID(ctx, id)
 }

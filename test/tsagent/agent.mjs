@@ -25,7 +25,10 @@
 // the transport, whose auth() discovers the protected resource's metadata
 // from the 401, then the authorization server's, and sends the person to
 // the authorization endpoint with PKCE and the resource parameter). clientId
-// is a client registered in advance (public, no secret). The authorization
+// is a client registered in advance (public, no secret); with "clientId"
+// empty the SDK registers one itself at the authorization server's
+// registration endpoint (RFC 7591) and the agent keeps what it registered,
+// reported as {"oauth":{"registered":clientId}}. The authorization
 // URL is written as one line to file descriptor 3, where the test plays
 // the person's browser; the code comes back to the agent's loopback
 // redirect URI (http://127.0.0.1:<port>/callback), the SDK exchanges it,
@@ -100,6 +103,7 @@ if (oauth && !token) {
     const state = randomBytes(16).toString('hex');
     let tokens;
     let verifier;
+    let registered;
     authProvider = {
         get redirectUrl() {
             return callback.url;
@@ -108,9 +112,17 @@ if (oauth && !token) {
             return { client_name: 'tsagent', redirect_uris: [callback.url], grant_types: ['authorization_code'], response_types: ['code'], token_endpoint_auth_method: 'none' };
         },
         state: () => state,
-        // Registered in advance: without saveClientInformation the SDK
-        // never tries dynamic registration.
-        clientInformation: () => ({ client_id: oauth.clientId }),
+        // Registered in advance, without saveClientInformation the SDK
+        // never tries dynamic registration; otherwise it registers once
+        // and the agent keeps what it was given.
+        clientInformation: () => (oauth.clientId ? { client_id: oauth.clientId } : registered),
+        ...(oauth.clientId
+            ? {}
+            : {
+                  saveClientInformation: info => {
+                      registered = info;
+                  }
+              }),
         tokens: () => tokens,
         saveTokens: t => {
             tokens = t;
@@ -124,7 +136,8 @@ if (oauth && !token) {
             verifier = v;
         },
         codeVerifier: () => verifier,
-        tokenType: () => tokens?.token_type ?? null
+        tokenType: () => tokens?.token_type ?? null,
+        registeredId: () => registered?.client_id ?? null
     };
     callback.state = state;
 }
@@ -158,7 +171,7 @@ try {
         [transport, client] = newClient();
         await client.connect(transport);
     }
-    const auth = authProvider ? { oauth: { authorizations, tokenType: authProvider.tokenType() } } : {};
+    const auth = authProvider ? { oauth: { authorizations, tokenType: authProvider.tokenType(), registered: authProvider.registeredId() } } : {};
     print({ op: 'connect', protocolVersion: transport.protocolVersion ?? null, sessionId: transport.sessionId !== undefined, server: client.getServerVersion() ?? null, ...auth });
 } catch (err) {
     print({ op: 'connect', ...failure(err), ...(authProvider ? { oauth: { authorizations } } : {}) });

@@ -110,6 +110,9 @@ type OAuthOutcome struct {
 	Authorizations []Authorization `json:"authorizations"`
 	// TokenType is the token type of the tokens the SDK obtained.
 	TokenType string `json:"tokenType"`
+	// Registered is the client ID the SDK registered itself (RFC 7591),
+	// when OAuth.ClientID was empty.
+	Registered string `json:"registered"`
 }
 
 // Authorization is one authorization request of the SDK.
@@ -239,7 +242,8 @@ type Options struct {
 // person's browser.
 type OAuth struct {
 	// ClientID is a public client registered in advance at the
-	// authorization server.
+	// authorization server. Empty, the SDK registers one itself at the
+	// server's registration endpoint (RFC 7591).
 	ClientID string
 	// Browser opens an authorization URL as the person's browser would,
 	// signing in, until the authorization server redirects to the agent's

@@ -95,9 +95,10 @@ var _ = Describe("The MCP TypeScript SDK's client", func() {
 // the TypeScript SDK's own OAuth client flow finds the identity provider
 // from the gateway's 401, sends the person to sign in there (the test is
 // the person's browser), and obtains a token for that endpoint. The
-// provider (zitadel's OpenID Provider) has no dynamic client registration,
-// so the client is registered in advance, public and without a secret, as
-// the MCP authorization specification allows.
+// client is either registered in advance, public and without a secret, as
+// the MCP authorization specification allows, or registers itself at the
+// provider's RFC 7591 endpoint (which test/oidcprovider adds to zitadel's
+// OpenID Provider).
 var _ = Describe("The MCP TypeScript SDK's client with its own OAuth flow", func() {
 	It("finds the provider from the endpoint alone, signs the person in with PKCE for that endpoint, and calls as them only what their RoleBinding allows", func() {
 		ns := newNamespace()
@@ -193,6 +194,89 @@ var _ = Describe("The MCP TypeScript SDK's client with its own OAuth flow", func
 		Expect(denied).NotTo(BeEmpty())
 		last := denied[len(denied)-1]
 		Expect([]string{last.Phase, last.Reason, last.Caller}).To(Equal([]string{audit.PhaseDenied, audit.DenyForbidden, email}))
+	})
+
+	It("registers itself at the provider (RFC 7591) when it has no client, then runs the same flow and calls as the person", func() {
+		ns := newNamespace()
+		docs := newUpstream(ns, "docs", mcpserver.Options{}, []string{echo, fail})
+		name := fmt.Sprintf("ivan-%08x", rand.Uint32())
+		password := fmt.Sprintf("pw-%016x", rand.Uint64())
+		email := name + "@" + ns + ".example.test"
+		people.AddPerson(oidcprovider.Person{Username: name, Password: password,
+			Claims: map[string]any{"email": email, "email_verified": true, "groups": []string{"support"}}})
+		base, err := url.Parse(oauthResource)
+		Expect(err).NotTo(HaveOccurred())
+		listening, err := url.Parse(gatewayURL)
+		Expect(err).NotTo(HaveOccurred())
+		// What the provider lets a client that registers itself ask for:
+		// the request names only its redirect URIs.
+		people.SetRegistrationPolicy(oidcprovider.PublicClient{
+			Resources: []string{base.Scheme + "://" + base.Host + "/namespaces/"},
+			Scopes:    []string{"mcp.tools"},
+		})
+		grantPersonTools(ns, email, groupPrefix+"support", docs.object(echo))
+		peopleCeiling(ns, mcpv1alpha1.DataClassInternal, nil, []string{groupPrefix + "support"})
+		endpoint := authn.NamespacedResource(oauthResource, ns)
+		registered := people.Registered()
+
+		arg := fmt.Sprintf("from-a-registered-client-%016x", rand.Uint64())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var opened []string
+		agent, err := tsagent.Start(ctx, endpoint, "", tsagent.Options{
+			OAuth: &tsagent.OAuth{
+				RootCAs: people.CAPEM,
+				Browser: func(ctx context.Context, u string) error {
+					opened = append(opened, u)
+					return people.SignIn(ctx, u, name, password)
+				},
+			},
+			Origins: map[string]string{base.Scheme + "://" + base.Host: listening.Scheme + "://" + listening.Host},
+		},
+			tsagent.List(),
+			tsagent.Call(docs.local(echo), map[string]any{"text": arg}),
+		)
+		Expect(err).NotTo(HaveOccurred())
+		res, err := agent.Wait()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Connect.Error).To(BeNil(), "authorizations: %+v", res.Connect.OAuth)
+		Expect(res.BrowserError).To(BeEmpty())
+
+		By("the SDK registered one public client and sent the person's browser with it, PKCE and the endpoint as the resource")
+		Expect(people.Registered() - registered).To(BeEquivalentTo(1))
+		Expect(res.Connect.OAuth).NotTo(BeNil())
+		Expect(res.Connect.OAuth.Registered).To(HavePrefix("dyn-"))
+		Expect(opened).To(HaveLen(1))
+		link, err := url.Parse(opened[0])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(link.Query().Get("client_id")).To(Equal(res.Connect.OAuth.Registered))
+		Expect(res.Connect.OAuth.Authorizations).To(Equal([]tsagent.Authorization{{
+			Resource: endpoint, Scope: "mcp.tools", CodeChallengeMethod: "S256", State: true,
+		}}))
+
+		By("over HTTP: the 401, both metadata documents, the registration, the code exchanged, then initialize again")
+		var path []string
+		for _, r := range res.HTTP.Requests {
+			path = append(path, fmt.Sprintf("%s %s %d", r.Method, r.Path, r.Status))
+		}
+		Expect(path).To(ContainElements(
+			"POST /namespaces/"+ns+"/mcp 401",
+			"GET /.well-known/oauth-protected-resource/namespaces/"+ns+"/mcp 200",
+			"POST "+oidcprovider.RegistrationPath+" 201",
+			"POST /oauth/token 200",
+			"POST /namespaces/"+ns+"/mcp 200",
+		), "%s", strings.Join(path, "\n"))
+
+		By("as the person: the tool their RoleBinding allows is listed and called")
+		Expect(res.Steps).To(HaveLen(2))
+		Expect(res.Steps[0].Error).To(BeNil())
+		Expect(res.Steps[0].Tools).To(Equal([]string{docs.local(echo)}))
+		Expect(res.Steps[1].Error).To(BeNil())
+		Expect(res.Steps[1].IsError).To(BeFalse(), res.Steps[1].Text())
+		Expect(res.Steps[1].Text()).To(Equal(arg))
+		recs := auditFor(ns, docs.object(echo))
+		Expect(recs).NotTo(BeEmpty())
+		Expect(recs[0].Caller).To(Equal(email))
 	})
 
 	It("gets no token for another namespace's endpoint than the one the client may ask for", func() {

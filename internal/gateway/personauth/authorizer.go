@@ -360,6 +360,10 @@ func (a *Authorizer) Token(ctx context.Context, srv *mcpv1alpha1.McpServer, p Pe
 	if err != nil {
 		return nil, err
 	}
+	next.granted = st.granted
+	if next.scopes == "" {
+		next.scopes = st.scopes
+	}
 	if err := a.write(ctx, srv, p.User, next, prev); err != nil {
 		// Another replica refreshed at the same moment: its tokens are as
 		// good, and the one it stored is read next time.
@@ -401,6 +405,9 @@ func storedFrom(tok *oauth2.Token, issuer, clientID, refresh string) (stored, er
 	st := stored{state: StateAuthorized, access: tok.AccessToken, refresh: tok.RefreshToken, tokenType: "Bearer", expiry: tok.Expiry, issuer: issuer, clientID: clientID}
 	if st.refresh == "" {
 		st.refresh = refresh
+	}
+	if sc, ok := tok.Extra("scope").(string); ok {
+		st.scopes = sc
 	}
 	return st, nil
 }

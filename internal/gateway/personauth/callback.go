@@ -6,6 +6,7 @@ import (
 	"errors"
 	"html/template"
 	"net/http"
+	"strings"
 
 	"golang.org/x/oauth2"
 	"k8s.io/apimachinery/pkg/types"
@@ -115,6 +116,10 @@ func (a *Authorizer) CallbackHandler() http.Handler {
 			return
 		}
 		next, err := storedFrom(tok, st.Issuer, st.ClientID, "")
+		if next.scopes == "" {
+			// RFC 6749 §5.1: no scope in the answer is the scope asked.
+			next.scopes = strings.Join(srv.Spec.Auth.PerPerson.Scopes, " ")
+		}
 		a.tokens.drop(srv.Namespace + "/" + SecretName(srv.Name, st.User))
 		if err == nil {
 			err = a.write(ctx, &srv, st.User, next, nil)

@@ -37,6 +37,14 @@ const (
 	AnnotationState = "mcp.catalog.dev/authorization-state"
 	// AnnotationUpdated is when the state was last written (RFC 3339).
 	AnnotationUpdated = "mcp.catalog.dev/authorization-updated"
+	// AnnotationGranted is when the person consented (RFC 3339), kept
+	// through refreshes; AnnotationScopes the scopes granted, as the token
+	// response said (or as asked, when it said none); AnnotationExpires
+	// when the access token expires (RFC 3339; absent: not said). They are
+	// what a person is shown of an authorization without its tokens.
+	AnnotationGranted = "mcp.catalog.dev/authorization-granted"
+	AnnotationScopes  = "mcp.catalog.dev/authorization-scopes"
+	AnnotationExpires = "mcp.catalog.dev/access-token-expires"
 )
 
 // The states of a person's authorization.
@@ -84,7 +92,8 @@ type stored struct {
 	access, refresh, tokenType string
 	expiry                     time.Time
 	issuer, clientID           string
-	updated                    time.Time
+	updated, granted           time.Time
+	scopes                     string
 }
 
 // read returns the authorization user holds for srv, nil when there is
@@ -111,6 +120,8 @@ func (a *Authorizer) read(ctx context.Context, srv *mcpv1alpha1.McpServer, user 
 	}
 	st.expiry, _ = time.Parse(time.RFC3339, string(s.Data[keyExpiry]))
 	st.updated, _ = time.Parse(time.RFC3339, s.Annotations[AnnotationUpdated])
+	st.granted, _ = time.Parse(time.RFC3339, s.Annotations[AnnotationGranted])
+	st.scopes = s.Annotations[AnnotationScopes]
 	return st, &s, nil
 }
 
@@ -144,6 +155,17 @@ func (a *Authorizer) write(ctx context.Context, srv *mcpv1alpha1.McpServer, user
 		Data: map[string][]byte{keyIssuer: []byte(st.issuer), keyClientID: []byte(st.clientID)},
 	}
 	if st.state == StateAuthorized {
+		granted := st.granted
+		if granted.IsZero() {
+			granted = a.now()
+		}
+		s.Annotations[AnnotationGranted] = granted.UTC().Format(time.RFC3339)
+		if st.scopes != "" {
+			s.Annotations[AnnotationScopes] = st.scopes
+		}
+		if !st.expiry.IsZero() {
+			s.Annotations[AnnotationExpires] = st.expiry.UTC().Format(time.RFC3339)
+		}
 		s.Data[keyAccessToken] = []byte(st.access)
 		s.Data[keyTokenType] = []byte(st.tokenType)
 		if st.refresh != "" {

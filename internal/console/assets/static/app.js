@@ -260,6 +260,60 @@
         el('td', {}, c.usedAt ? new Date(c.usedAt).toLocaleTimeString() : '—'))))));
   }
 
+  // ---- your upstream authorizations ---------------------------------------------------
+  // Read on demand, not from the view: only the signed-in person's own,
+  // from the Secrets' metadata (the console's backend filters them).
+
+  function when(t) {
+    return t ? new Date(t).toLocaleString() : '—';
+  }
+
+  async function loadAuthorizations() {
+    const body = $('authorizations-body');
+    let res, out;
+    try {
+      res = await fetch('/api/authorizations', { credentials: 'same-origin' });
+      out = JSON.parse(await res.text());
+    } catch (e) {
+      body.replaceChildren(el('p', { class: 'empty' }, 'The console did not answer: ' + e));
+      return;
+    }
+    if (!res.ok) {
+      body.replaceChildren(el('p', { class: 'refused', 'data-refused': 'authorizations' }, out.error || ('HTTP ' + res.status)));
+      return;
+    }
+    renderAuthorizations(out.items || []);
+  }
+
+  function renderAuthorizations(items) {
+    const body = $('authorizations-body');
+    $('authorizations-count').textContent = items.length ? String(items.length) : '';
+    const refresh = el('button', { type: 'button', 'data-action': 'refresh-authorizations' }, 'Refresh');
+    refresh.addEventListener('click', loadAuthorizations);
+    if (!items.length) {
+      body.replaceChildren(el('p', { class: 'empty' }, 'You have no stored authorization of a per-person McpServer here.'), refresh);
+      return;
+    }
+    const rows = items.map((a) => {
+      const revoke = el('button', { type: 'button', class: 'deny', 'data-action': 'revoke-authorization' }, 'Revoke');
+      revoke.addEventListener('click', async () => {
+        if (await post('/api/authorizations/revoke', { namespace: a.namespace, name: a.name }, revoke)) loadAuthorizations();
+      });
+      return el('tr', { 'data-key': a.namespace + '/' + a.server, 'data-state': a.state },
+        el('td', {}, el('div', { class: 'strong' }, a.server), el('div', { class: 'sub' }, a.namespace)),
+        el('td', {}, el('span', { class: 'state state-' + a.state }, a.state)),
+        el('td', {}, when(a.granted)),
+        el('td', { class: 'mono' }, a.scopes || '—'),
+        el('td', {}, when(a.expires)),
+        el('td', {}, revoke));
+    });
+    body.replaceChildren(el('table', {},
+      el('thead', {}, el('tr', {}, ['Server', 'State', 'Granted', 'Scopes', 'Access token expires', ''].map((h) => el('th', {}, h)))),
+      el('tbody', {}, rows)),
+    el('p', { class: 'sub' }, 'Revoke revokes the tokens at the server\'s authorization server (when it offers revocation), then deletes them; your next call of the server\'s tools asks you to authorize it again.'),
+    refresh);
+  }
+
   // ---- the whole view -------------------------------------------------------------------
 
   let renders = 0;
@@ -306,6 +360,8 @@
     l.setAttribute('data-live', state);
     l.textContent = text;
   }
+
+  loadAuthorizations();
 
   const events = new EventSource('/events');
   events.addEventListener('open', () => setLive('live', 'live'));
