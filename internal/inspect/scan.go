@@ -172,15 +172,20 @@ func load64(s string, i int) uint64 {
 
 // letterRun is how many of the eight bytes of x, from the lowest, are
 // ASCII letters before the first that is not: the bytes are compared all
-// at once, seven bits each, with the top bit of each byte as its result.
+// at once, with the top bit of each byte as its result. A byte of 0x80 or
+// more may carry into the bytes above it, which it is before. (The word's
+// end is on the path from one word to the next, so the operations are
+// few and mostly side by side.)
 func letterRun(x uint64) int {
-	const low7, top = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
-	y := (x | 0x2020202020202020) & low7          // lower case, below 0x80
-	atLeastA := y + (0x80-'a')*0x0101010101010101 // top bit set when y >= 'a'
-	pastZ := y + (0x80-'z'-1)*0x0101010101010101  // top bit set when y > 'z'
-	letters := atLeastA &^ pastZ &^ x & top       // and x below 0x80
-	return bits.TrailingZeros64(^letters&top) / 8
+	const top = 0x8080808080808080
+	y := x | 0x2020202020202020                              // lower case
+	belowA := ^uint64((0x80-'a')*0x0101010101010101) - y     // top bit set when y < 'a': ^(y + c)
+	pastZOrHigh := (y + (0x80-'z'-1)*0x0101010101010101) | x // top bit set when y > 'z' or x >= 0x80
+	return bits.TrailingZeros64((belowA|pastZOrHigh)&top) / 8
 }
+
+// wordMask keeps the first l bytes of eight, for l up to 8.
+var wordMask = [9]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff, 0xffffffffffffffff}
 
 // Scan screens text in one pass.
 func Scan(text string) Result {
@@ -197,26 +202,32 @@ scan:
 			for {
 				// The word's end and key (keyOf): of a word of up to eight
 				// letters, from its eight bytes loaded at once.
-				var key uint64
-				j := i + 8
-				fast := false
-				if j <= n {
+				var key, pair uint64
+				j, fast := i, false
+				if i+8 <= n {
 					x := load64(text, i)
-					if l := letterRun(x); l < 8 || j == n || class[text[j]] != cLetter {
+					l := letterRun(x)
+					if l < 8 || i+8 == n || class[text[i+8]] != cLetter {
 						j, fast = i+l, true
-						key = (x | 0x2020202020202020) & (1<<(8*l) - 1)
+						key, pair = (x|0x2020202020202020)&wordMask[l], x
 					}
 				}
 				if !fast {
-					j = i + 1
 					for j < n && class[text[j]] == cLetter {
 						j++
 					}
 					key = keyOf(text[i:j])
+					if j-i >= 2 {
+						pair = uint64(text[i]) | uint64(text[i+1])<<8
+					}
+				}
+				if j == i {
+					// After a space, no word.
+					continue scan
 				}
 				// A credential starts at a word; its format decides where
 				// it ends.
-				if j-i >= 2 && secretPairs[b&63]>>(text[i+1]&63)&1 != 0 {
+				if j-i >= 2 && secretPairs[pair&63]>>(pair>>8&63)&1 != 0 {
 					if end, detail := secretAt(text, i); end > 0 {
 						r.add(Secret, detail, i, end)
 						w.reset()
@@ -228,15 +239,22 @@ scan:
 				// recorded (words.push), and most are not looked up.
 				if s := slotOf(key); w.open != 0 || mayOpen(s) {
 					if info := lookup(key, s); w.open|info&beginsMask != 0 {
-						w.push(&r, info, i, j)
+						// w.push(&r, info, i, j), written out.
+						slot := w.n % ringSize
+						w.refs[slot] = uint16(info >> infoRef)
+						w.starts[slot] = i
+						w.n++
+						w.open |= info & beginsMask
+						if ends := info >> infoEnds & w.open; ends != 0 {
+							w.ended(&r, ends, j)
+						}
 					}
 				}
 				i = j
-				if i+1 >= n || text[i] != ' ' || class[text[i+1]] != cLetter {
+				if i >= n || text[i] != ' ' {
 					continue scan
 				}
 				i++
-				b = text[i]
 			}
 		case cDigit:
 			j := i + 1

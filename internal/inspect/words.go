@@ -237,14 +237,10 @@ func (w *words) reset() { w.n, w.open = 0, 0 }
 
 // push records the word [start, end) of vocabulary information info
 // (lookup), and a finding when it ends an instruction-like phrase. While
-// no phrase is open, a word that begins none need not be recorded (and
-// the scanner does not call push for it): a phrase matches from its first
-// word on, so the words before the first that begins a phrase are never
-// read.
+// no phrase is open, a word that begins none need not be recorded, and
+// the scanner does not push it: a phrase matches from its first word on,
+// so the words before the first that begins a phrase are never read.
 func (w *words) push(r *Result, info uint64, start, end int) {
-	if w.open == 0 && info&beginsMask == 0 {
-		return
-	}
 	slot := w.n % ringSize
 	w.refs[slot] = uint16(info >> infoRef)
 	w.starts[slot] = start
