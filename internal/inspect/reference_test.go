@@ -320,3 +320,21 @@ func TestScanDecodesEveryRuneThatMayBeHidden(t *testing.T) {
 		}
 	}
 }
+
+// A word of nine letters and more is keyed by the scanner without a loop
+// (longKey): the same key as keyOf's, and none past maxWord.
+func TestLongKeyIsKeyOf(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 100000 {
+		b := make([]byte, 16)
+		l := 9 + rng.IntN(maxWord-8)
+		for i := range l {
+			b[i] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[rng.IntN(52)]
+		}
+		w := string(b[:l])
+		x, x2 := load64(string(b), 0), load64(string(b), 8)
+		if got, want := longKey(x, x2), keyOf(w); got != want {
+			t.Fatalf("%q: longKey %#x, keyOf %#x", w, got, want)
+		}
+	}
+}

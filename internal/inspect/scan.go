@@ -184,6 +184,22 @@ func letterRun(x uint64) int {
 	return bits.TrailingZeros64((belowA|pastZOrHigh)&top) / 8
 }
 
+// longKey is the key (keyOf) of a word of nine to sixteen letters whose
+// first eight bytes are x and the rest x2, with the bytes after the word
+// zero: the low five bits of each byte, packed without a loop.
+func longKey(x, x2 uint64) uint64 {
+	return 1<<63 | pack5(x) | pack5(x2)<<40
+}
+
+// pack5 packs the low five bits of each of the eight bytes of x, the first
+// lowest, into 40 bits.
+func pack5(x uint64) uint64 {
+	x &= 0x1f1f1f1f1f1f1f1f
+	x = x&0x001f001f001f001f | x&0x1f001f001f001f00>>3 // ten bits in each two bytes
+	x = x&0x000003ff000003ff | x&0x03ff000003ff0000>>6 // twenty bits in each four bytes
+	return x&0xfffff | x>>32&0xfffff<<20
+}
+
 // wordMask keeps the first l bytes of eight, for l up to 8.
 var wordMask = [9]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff, 0xffffffffffffffff}
 
@@ -204,12 +220,23 @@ scan:
 				// letters, from its eight bytes loaded at once.
 				var key, pair uint64
 				j, fast := i, false
-				if i+8 <= n {
+				if i+16 <= n {
 					x := load64(text, i)
-					l := letterRun(x)
-					if l < 8 || i+8 == n || class[text[i+8]] != cLetter {
+					if l := letterRun(x); l < 8 {
 						j, fast = i+l, true
 						key, pair = (x|0x2020202020202020)&wordMask[l], x
+					} else {
+						// Eight letters or more: the next eight bytes too.
+						x2 := load64(text, i+8)
+						if l2 := letterRun(x2); l2 < 8 {
+							j, fast, pair = i+8+l2, true, x
+							switch {
+							case l2 == 0:
+								key = x | 0x2020202020202020
+							case l2 <= maxWord-8:
+								key = longKey(x, x2&wordMask[l2])
+							}
+						}
 					}
 				}
 				if !fast {
