@@ -213,8 +213,8 @@ scan:
 		b := text[i]
 		switch class[b] {
 		case cLetter:
-			// Words, and the words after them that a space alone
-			// separates, without returning to the switch.
+			// Words, and the words after them that spaces or punctuation
+			// separate, without returning to the switch.
 			for {
 				// The word's end and key (keyOf): of a word of up to eight
 				// letters, from its eight bytes loaded at once.
@@ -248,10 +248,6 @@ scan:
 						pair = uint64(text[i]) | uint64(text[i+1])<<8
 					}
 				}
-				if j == i {
-					// After a space, no word.
-					continue scan
-				}
 				// A credential starts at a word; its format decides where
 				// it ends.
 				if j-i >= 2 && secretPairs[pair&63]>>(pair>>8&63)&1 != 0 {
@@ -277,11 +273,13 @@ scan:
 						}
 					}
 				}
-				i = j
-				if i >= n || text[i] != ' ' {
+				// Spaces and punctuation that neither end a sentence nor
+				// open anything; a word after them is read here.
+				for i = j; i < n && class[text[i]] == cOther; i++ {
+				}
+				if i >= n || class[text[i]] != cLetter {
 					continue scan
 				}
-				i++
 			}
 		case cDigit:
 			j := i + 1
