@@ -103,10 +103,11 @@ var class [256]uint8
 // decoding them.
 var hiddenBlocks [0xF0 - 0xC0]uint64
 
-// secretPairs has, for each ASCII letter (its low six bits), the bit of
-// each letter after it with which a word may begin a credential
-// (secretStart): a word is tested with one load.
-var secretPairs [64]uint64
+// secretPairs has, for each ASCII letter (its low six bits) and each byte
+// after it, the bit of the pair when a word may begin a credential with
+// them (secretStart): a word is tested with one load, whatever follows its
+// first letter.
+var secretPairs [64][4]uint64
 
 func init() {
 	for b := 0; b < 256; b++ {
@@ -152,7 +153,7 @@ func init() {
 	for a := 0; a < 256; a++ {
 		for b := 0; b < 256; b++ {
 			if class[a] == cLetter && class[b] == cLetter && secretStart(byte(a), byte(b)) {
-				secretPairs[a&63] |= 1 << (b & 63)
+				secretPairs[a&63][b>>6] |= 1 << (b & 63)
 			}
 		}
 	}
@@ -244,13 +245,14 @@ scan:
 						j++
 					}
 					key = keyOf(text[i:j])
-					if j-i >= 2 {
-						pair = uint64(text[i]) | uint64(text[i+1])<<8
+					pair = uint64(text[i])
+					if i+1 < n {
+						pair |= uint64(text[i+1]) << 8
 					}
 				}
 				// A credential starts at a word; its format decides where
 				// it ends.
-				if j-i >= 2 && secretPairs[pair&63]>>(pair>>8&63)&1 != 0 {
+				if secretPairs[pair&63][pair>>14&3]>>(pair>>8&63)&1 != 0 {
 					if end, detail := secretAt(text, i); end > 0 {
 						r.add(Secret, detail, i, end)
 						w.reset()
