@@ -204,6 +204,15 @@ func pack5(x uint64) uint64 {
 // wordMask keeps the first l bytes of eight, for l up to 8.
 var wordMask = [9]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff, 0xffffffffffffffff}
 
+// skipOther is the first byte from i that is not of class cOther, or the
+// end of the text.
+func skipOther(text string, i int) int {
+	for i < len(text) && class[text[i]] == cOther {
+		i++
+	}
+	return i
+}
+
 // Scan screens text in one pass.
 func Scan(text string) Result {
 	var r Result
@@ -277,8 +286,7 @@ scan:
 				}
 				// Spaces and punctuation that neither end a sentence nor
 				// open anything; a word after them is read here.
-				for i = j; i < n && class[text[i]] == cOther; i++ {
-				}
+				i = skipOther(text, j)
 				if i >= n || class[text[i]] != cLetter {
 					continue scan
 				}
@@ -291,13 +299,13 @@ scan:
 			if w.open != 0 {
 				w.push(&r, 0, i, j)
 			}
-			i = j
+			i = skipOther(text, j)
 		case cHigh:
 			if b < 0xF0 && i+1 < n {
 				if c := text[i+1]; c&0xC0 == 0x80 && plainPair(b, c) {
 					// The rest of the sequence is continuation bytes,
 					// passed as punctuation.
-					i += 2
+					i = skipOther(text, i+2)
 					continue
 				}
 			}
@@ -327,14 +335,11 @@ scan:
 			i++
 		case cStop:
 			w.reset()
-			i++
+			i = skipOther(text, i+1)
 		default:
 			// Spaces, other punctuation and bytes of other scripts
 			// separate words without breaking a phrase.
-			i++
-			for i < n && class[text[i]] == cOther {
-				i++
-			}
+			i = skipOther(text, i+1)
 		}
 	}
 	return r
