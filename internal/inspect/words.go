@@ -1,6 +1,9 @@
 package inspect
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // The instruction-like phrases of the drift detectors, matched word by
 // word: each word of the vocabulary belongs to groups, and a phrase is a
@@ -97,131 +100,163 @@ var phrases = [][]elem{
 // looked up.
 const maxWord = 12
 
-// entry is a word of the vocabulary: its signature (sigOf), its groups
-// and the phrases (by bit, in the order of phrases) it can end.
-type entry struct {
-	word string
-	sig  uint32
-	mask uint64
-	ends uint32
+// A word of at most maxWord ASCII letters is known by its key, which
+// tells two such words apart exactly whatever their case, so that a word
+// is looked up with one comparison and never lower-cased. A word of up to
+// eight letters is its bytes in lower case, the first lowest, as the
+// scanner loads them eight at a time; a longer one is the low five bits
+// of each letter (never zero), five bits a letter, the first lowest, with
+// the top bit set, which no key of a shorter word has (its top byte is a
+// lower-case letter or zero). A word longer than maxWord has key 0, which
+// no word of the vocabulary has.
+func keyOf(w string) uint64 {
+	var k uint64
+	switch {
+	case len(w) <= 8:
+		for i := len(w) - 1; i >= 0; i-- {
+			k = k<<8 | uint64(w[i]|0x20)
+		}
+	case len(w) <= maxWord:
+		k = 1 << 63
+		for i := 0; i < len(w); i++ {
+			k |= uint64(w[i]&31) << (5 * i)
+		}
+	}
+	return k
 }
 
-// table is the vocabulary by the hash of its signature, with linear
-// probing: a word is looked up with a few arithmetic operations, and
-// compared letter by letter only when its signature matches.
-var table = func() (t [tableSize]entry) {
-	for w, m := range vocabulary {
-		var ends uint32
+// vocabBits is the size of the vocabulary's table, which a
+// multiplicative hash of a word's key indexes: 1024 slots, in which a
+// multiplier that gives each of about a hundred words a slot of its own
+// is found in a few hundred tries.
+const vocabBits = 10
+
+var (
+	// vocabKeys is the key of the word in each slot, 0 in an empty one.
+	vocabKeys [1 << vocabBits]uint64
+	// vocabInfo is, for the word in each slot, the phrases (by bit, in the
+	// order of phrases) it can begin, those it can end, 16 bits each, and
+	// the slot's number above them: the word's reference, 0 for a word
+	// outside the vocabulary (slot 0 holds no word).
+	vocabInfo [1 << vocabBits]uint64
+	// vocabOpeners has the bit of each slot whose word may begin a phrase:
+	// while no phrase is open, a word whose slot's bit is clear (most
+	// words) is not looked up.
+	vocabOpeners [1 << vocabBits / 64]uint64
+	// vocabGroups are the groups of the word in each slot.
+	vocabGroups [1 << vocabBits]uint64
+	// vocabMul is the multiplier of the hash, chosen so that no two words
+	// of the vocabulary share a slot.
+	vocabMul uint64
+)
+
+const (
+	infoEnds   = 16
+	infoRef    = 32
+	beginsMask = 1<<infoEnds - 1
+)
+
+func slotOf(key uint64) uint64 { return key * vocabMul >> (64 - vocabBits) }
+
+func init() {
+	if len(phrases) > 16 {
+		panic("inspect: more phrases than the vocabulary's table has bits for")
+	}
+	list := make([]string, 0, len(vocabulary))
+	for w := range vocabulary {
+		list = append(list, w)
+	}
+	slices.Sort(list)
+	// Odd multipliers from a fixed sequence, the first that places every
+	// word in a slot of its own, never slot 0: the same on every start.
+	for mul := uint64(0x9E3779B97F4A7C15); ; mul += 0x2545F4914F6CDD1E {
+		vocabMul = mul | 1
+		clear(vocabKeys[:])
+		perfect := true
+		for _, w := range list {
+			s := slotOf(keyOf(w))
+			if s == 0 || vocabKeys[s] != 0 {
+				perfect = false
+				break
+			}
+			vocabKeys[s] = keyOf(w)
+		}
+		if perfect {
+			break
+		}
+	}
+	for _, w := range list {
+		m := vocabulary[w]
+		s := slotOf(keyOf(w))
+		var begins, ends uint64
 		for i, p := range phrases {
+			if p[0].mask&m != 0 {
+				begins |= 1 << i
+			}
 			if p[len(p)-1].mask&m != 0 {
 				ends |= 1 << i
 			}
 		}
-		sig := sigOf(w)
-		h := slotOf(sig)
-		for t[h].word != "" {
-			h = (h + 1) % tableSize
+		vocabInfo[s] = begins | ends<<infoEnds | s<<infoRef
+		if begins != 0 {
+			vocabOpeners[s/64] |= 1 << (s % 64)
 		}
-		t[h] = entry{word: w, sig: sig, mask: m, ends: ends}
-	}
-	return t
-}()
-
-const tableSize = 512
-
-// firstLast says, by a word's first and last letters (either case: the
-// low five bits of an ASCII letter), whether it may be of the vocabulary:
-// the cheapest test, made on every word.
-var firstLast = func() (t [32][32]bool) {
-	for w := range vocabulary {
-		t[w[0]&31][w[len(w)-1]&31] = true
-	}
-	return t
-}()
-
-// present has the bit (sig*K)>>20 set for each signature of the
-// vocabulary: a word whose bit is clear is not looked up.
-var present = func() (b [64]uint64) {
-	for w := range vocabulary {
-		k := presentBit(sigOf(w))
-		b[k/64] |= 1 << (k % 64)
-	}
-	return b
-}()
-
-func presentBit(sig uint32) uint32 { return (sig * 2246822519) >> 20 }
-
-// sigOf is a word's length and its first, middle and last letters, in
-// lower case.
-func sigOf(w string) uint32 {
-	l := len(w)
-	return uint32(l) | uint32(w[0]|0x20)<<8 | uint32(w[l/2]|0x20)<<16 | uint32(w[l-1]|0x20)<<24
-}
-
-func slotOf(sig uint32) uint32 { return (sig * 2654435761) >> 23 % tableSize }
-
-// lookupSig is the vocabulary's entry for word (ASCII letters, in any
-// case) whose signature (sigOf) is sig, or nil.
-func lookupSig(word string, sig uint32) *entry {
-	for h := slotOf(sig); ; h = (h + 1) % tableSize {
-		e := &table[h]
-		if e.word == "" {
-			return nil
-		}
-		if e.sig == sig && equalFold(e.word, word) {
-			return e
-		}
+		vocabGroups[s] = m
 	}
 }
 
-// equalFold compares a lower-case word with an ASCII-letter word in any
-// case.
-func equalFold(lower, word string) bool {
-	if len(lower) != len(word) {
-		return false
+// mayOpen reports whether a word of slot s (slotOf) may begin a phrase.
+func mayOpen(s uint64) bool { return vocabOpeners[s/64]>>(s%64)&1 != 0 }
+
+// lookup is what the vocabulary's table holds (vocabInfo) for a word whose
+// key is key, of slot s (slotOf): 0 for a word outside the vocabulary.
+func lookup(key, s uint64) uint64 {
+	info := vocabInfo[s]
+	if vocabKeys[s] != key {
+		info = 0
 	}
-	for i := 0; i < len(word); i++ {
-		if lower[i] != word[i]|0x20 {
-			return false
-		}
-	}
-	return true
+	return info
 }
 
-// ringSize is how many words back a phrase may reach.
+// ringSize is how many words back a phrase may reach: more than the
+// longest phrase has places.
 const ringSize = 8
 
 // words are the last words read in the current sentence.
 type words struct {
-	masks  [ringSize]uint64
+	refs   [ringSize]uint16 // the words' slots in the vocabulary's table, or 0
 	starts [ringSize]int
-	n      int // words read since the last reset
+	n      uint // words read since the last reset
+	// open are the phrases whose first place a word of the sentence can
+	// fill: a phrase not open cannot end at the word just read, and is not
+	// matched.
+	open uint64
 }
 
-func (w *words) reset() { w.n = 0 }
+func (w *words) reset() { w.n, w.open = 0, 0 }
 
-// other records a word outside the vocabulary (a number, say).
-func (w *words) other() {
-	w.masks[w.n%ringSize] = 0
-	w.n++
-}
-
-// push records the word text[start:end] (ASCII letters) of signature sig,
-// and a finding
-// when it ends an instruction-like phrase.
-func (w *words) push(r *Result, text string, start, end int, sig uint32) {
-	e := lookupSig(text[start:end], sig)
+// push records the word [start, end) of vocabulary information info
+// (lookup), and a finding when it ends an instruction-like phrase. While
+// no phrase is open, a word that begins none need not be recorded, and
+// the scanner does not push it: a phrase matches from its first word on,
+// so the words before the first that begins a phrase are never read.
+func (w *words) push(r *Result, info uint64, start, end int) {
 	slot := w.n % ringSize
+	w.refs[slot] = uint16(info >> infoRef)
 	w.starts[slot] = start
 	w.n++
-	if e == nil {
-		w.masks[slot] = 0
-		return
+	w.open |= info & beginsMask
+	if ends := info >> infoEnds & w.open; ends != 0 {
+		w.ended(r, ends, end)
 	}
-	w.masks[slot] = e.mask
-	for ends := e.ends; ends != 0; ends &= ends - 1 {
-		p := phrases[bits.TrailingZeros32(ends)]
-		if first, ok := w.match(p, len(p)-1, w.n-1); ok {
+}
+
+// ended makes a finding when one of the phrases of ends ends at the word
+// just read.
+func (w *words) ended(r *Result, ends uint64, end int) {
+	for ends &= beginsMask; ends != 0; ends &= ends - 1 {
+		p := phrases[bits.TrailingZeros64(ends)]
+		if first, ok := w.match(p, len(p)-1, int(w.n)-1); ok {
 			r.add(InstructionLike, detailInstruction, w.starts[first%ringSize], end)
 			w.reset()
 			return
@@ -237,8 +272,8 @@ func (w *words) match(p []elem, k, at int) (int, bool) {
 		return at + 1, true
 	}
 	e := p[k]
-	if at >= 0 && at > w.n-1-ringSize {
-		m := w.masks[at%ringSize]
+	if at >= 0 && at > int(w.n)-1-ringSize {
+		m := vocabGroups[w.refs[at%ringSize]]
 		if e.mask == 0 || m&e.mask != 0 {
 			if first, ok := w.match(p, k-1, at-1); ok {
 				return first, true
