@@ -513,6 +513,12 @@ func runtimeParts(rec *soakRecorder, process string, t float64, m []promSample) 
 	if ok2 && ok3 {
 		rec.level(process, "go-held", t, (sys-released)/(1<<20))
 	}
+	// The heap size the next collection is due at: the background
+	// scavenger keeps about this much (and a tenth more) from the kernel,
+	// so idle heap below it is kept by design, not leaked.
+	if v, ok := get("go_memstats_next_gc_bytes"); ok {
+		rec.level(process, "heap-goal", t, v/(1<<20))
+	}
 }
 
 // rssOf is the resident set of pid in MiB, or NaN if it cannot be read.

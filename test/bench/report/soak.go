@@ -110,8 +110,8 @@ func soakBody(p printer, res *soakstat.Results, path string) {
 		p(", and where the rest of a Go process's memory\n")
 		p("sits: heap idle and kept from the kernel (`heap_idle` less `heap_released`),\n")
 		p("goroutine stacks (`stack_inuse`), the runtime's own structures (`sys` less\n")
-		p("`heap_sys` and `stack_sys`) and all it holds from the kernel (`sys` less\n")
-		p("`heap_released`)")
+		p("`heap_sys` and `stack_sys`), all it holds from the kernel (`sys` less\n")
+		p("`heap_released`) and, where sampled, the heap goal (`next_gc`)")
 	}
 	p("; kube-apiserver and etcd by their\n")
 	p("resident set only; the flapping upstreams not at all (each lives at most one\n")
@@ -218,6 +218,8 @@ func metricName(m string) string {
 		return "Go runtime's own structures"
 	case "go-held":
 		return "all the Go runtime holds from the kernel"
+	case "heap-goal":
+		return "Go heap goal (next collection)"
 	}
 	return m
 }
