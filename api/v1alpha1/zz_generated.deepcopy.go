@@ -1179,6 +1179,11 @@ func (in *McpToolStatus) DeepCopyInto(out *McpToolStatus) {
 		*out = new(apiextensionsv1.JSON)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.OutputSchema != nil {
+		in, out := &in.OutputSchema, &out.OutputSchema
+		*out = new(apiextensionsv1.JSON)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Hints != nil {
 		in, out := &in.Hints, &out.Hints
 		*out = new(ToolHints)
@@ -1560,6 +1565,11 @@ func (in *ToolDefinition) DeepCopyInto(out *ToolDefinition) {
 	*out = *in
 	if in.InputSchema != nil {
 		in, out := &in.InputSchema, &out.InputSchema
+		*out = new(apiextensionsv1.JSON)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.OutputSchema != nil {
+		in, out := &in.OutputSchema, &out.OutputSchema
 		*out = new(apiextensionsv1.JSON)
 		(*in).DeepCopyInto(*out)
 	}

@@ -189,6 +189,9 @@ type Tool struct {
 	Description string
 	// InputSchema is the output of NormalizeSchema.
 	InputSchema json.RawMessage
+	// OutputSchema is the schema of the tool's structured results in its
+	// canonical form (CanonicalJSON), or nil when the server sent none.
+	OutputSchema json.RawMessage
 	// Annotations are the server's hints as sent: untrusted, never a basis
 	// for authorisation.
 	Annotations *ToolAnnotations
@@ -207,7 +210,9 @@ const (
 	// SkipDuplicateName: more than one definition carries the name; none of
 	// them is imported, since which one the server would run is unknowable.
 	SkipDuplicateName = "DuplicateName"
-	// SkipInvalidSchema: NormalizeSchema rejected the input schema.
+	// SkipInvalidSchema: NormalizeSchema rejected the input schema, or the
+	// output schema is not an object, repeats a member name or is too
+	// large.
 	SkipInvalidSchema = "InvalidSchema"
 	// SkipMissingSchema: the definition has no input schema.
 	SkipMissingSchema = "MissingSchema"
