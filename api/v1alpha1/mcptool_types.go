@@ -97,7 +97,23 @@ type McpToolSpec struct {
 	// treated as a destructive, non-idempotent, open-world write.
 	// +optional
 	ReviewedEffects *ReviewedEffects `json:"reviewedEffects,omitempty"`
+
+	// maxContentBytes bounds the bytes of a result's parts that are not
+	// text (images, audio, binary embedded resources), decoded, that the
+	// gateway passes to agents: a result with more is refused. 0 passes
+	// none (they are dropped, with a note). Unset: 1 MiB, except for a
+	// tool whose effective data class is Restricted, whose results carry
+	// no such parts unless this is set: they cannot be screened as text
+	// is.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=67108864
+	MaxContentBytes *int64 `json:"maxContentBytes,omitempty"`
 }
+
+// DefaultMaxContentBytes is the bound on a result's non-text parts when a
+// tool sets none (spec.maxContentBytes).
+const DefaultMaxContentBytes int64 = 1 << 20
 
 // ReviewedEffects are a person's review of what a tool's calls do. An
 // effect left unset is the unsafe answer: not read-only, destructive, not

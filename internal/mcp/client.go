@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -257,6 +258,11 @@ type CallOutcome struct {
 	Text string
 	// Dropped counts dropped non-text blocks by Dropped* name.
 	Dropped map[string]int
+	// Result is the tools/call result as the server sent it (a JSON
+	// object, already checked as Text was read from it), for a caller that
+	// asked for it (WithFullResult); nil otherwise. It is the caller's to
+	// distrust: nothing in it was screened.
+	Result json.RawMessage
 	// Latency is the time from the start of the operation to the answer.
 	Latency time.Duration
 }
@@ -268,6 +274,15 @@ type callOptions struct {
 	schema json.RawMessage
 	trace  TraceContext
 	info   *CallInfo
+	full   bool
+}
+
+// WithFullResult has CallTool keep the result as the server sent it in
+// CallOutcome.Result, beside the text this client reads of it. The
+// operator's own uses (import, probe, the CLI) read text only; a caller
+// that passes results on whole (the gateway) asks for the rest.
+func WithFullResult() CallOption {
+	return func(o *callOptions) { o.full = true }
 }
 
 // TraceContext is W3C trace context (traceparent and tracestate) to send
@@ -506,7 +521,7 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 	if err := o.connect(ctx, false); err != nil {
 		return nil, err
 	}
-	res, err := o.callTool(ctx, remoteName, args, params, co.info)
+	res, err := o.callTool(ctx, remoteName, args, params, co.info, co.full)
 	if err != nil && o.eraFromCache && o.era == eraModern && staleModern(err) {
 		// The remembered era may be wrong. Detect it again; only if the
 		// server now speaks another era or version is the (rejected, so
@@ -520,15 +535,15 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 		if o.era == eraModern && o.version == was {
 			return nil, err
 		}
-		res, err = o.callTool(ctx, remoteName, args, params, co.info)
+		res, err = o.callTool(ctx, remoteName, args, params, co.info, co.full)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &CallOutcome{IsError: res.IsError, Text: res.Text, Dropped: res.Dropped, Latency: o.budget.elapsed()}, nil
+	return &CallOutcome{IsError: res.IsError, Text: res.Text, Dropped: res.Dropped, Result: res.Raw, Latency: o.budget.elapsed()}, nil
 }
 
-func (o *operation) callTool(ctx context.Context, name string, args map[string]any, params http.Header, info *CallInfo) (*callResult, error) {
+func (o *operation) callTool(ctx context.Context, name string, args map[string]any, params http.Header, info *CallInfo, full bool) (*callResult, error) {
 	p := map[string]any{"name": name, "arguments": args}
 	l := o.workLeg("tools/call", p)
 	l.name = name
@@ -550,6 +565,9 @@ func (o *operation) callTool(ctx context.Context, name string, args map[string]a
 		return nil, err
 	}
 	res, err := flattenCallResult(msg.result)
+	if err == nil && full {
+		res.Raw = bytes.Clone(msg.result)
+	}
 	// The outcome holds copies only.
 	msg.release()
 	if err != nil {

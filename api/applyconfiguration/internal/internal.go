@@ -730,6 +730,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: boolean
       default: false
+    - name: maxContentBytes
+      type:
+        scalar: numeric
     - name: remoteName
       type:
         scalar: string
