@@ -44,6 +44,11 @@ func (g *Gateway) send(ctx context.Context, id *authn.Identity, c *callScope) (*
 	// The result is passed on whole (result.go), not as the text the
 	// operator's own client reads of it.
 	opts = append(opts, mcp.WithTraceContext(tc), mcp.WithCallInfo(&info), mcp.WithFullResult())
+	if bound := maxContentFor(c); bound > 0 {
+		// The parts that are not text travel in base64; the rest of the
+		// answer keeps the client's own cap.
+		opts = append(opts, mcp.WithMaxBodyBytes(mcp.MaxBodyBytes+(bound+2)/3*4))
+	}
 	start := time.Now()
 	out, err := g.MCP.CallTool(ctx, ep, c.tool.Spec.RemoteName, c.args, opts...)
 	c.obs.upstream, c.obs.sent = time.Since(start), true

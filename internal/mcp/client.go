@@ -275,6 +275,14 @@ type callOptions struct {
 	trace  TraceContext
 	info   *CallInfo
 	full   bool
+	body   int64
+}
+
+// WithMaxBodyBytes raises the cap on the call's response bodies to n bytes
+// (never below MaxBodyBytes), for a caller that passes results on whole
+// and bounds what they may carry itself.
+func WithMaxBodyBytes(n int64) CallOption {
+	return func(o *callOptions) { o.body = n }
 }
 
 // WithFullResult has CallTool keep the result as the server sent it in
@@ -357,6 +365,8 @@ type operation struct {
 	inflight string
 	// trace is sent with every request of the operation.
 	trace TraceContext
+	// maxBody raises the cap on response bodies above MaxBodyBytes.
+	maxBody int64
 }
 
 // begin validates the endpoint and starts the budget. Nothing is sent.
@@ -513,7 +523,7 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 			return nil, &Error{Kind: KindInvalidArgument, Server: ep.Name, Method: "tools/call", Detail: "input schema is invalid", Err: err}
 		}
 	}
-	o.trace = co.trace
+	o.trace, o.maxBody = co.trace, co.body
 	if co.info != nil {
 		defer func() { co.info.ProtocolVersion = o.version }()
 	}

@@ -237,6 +237,19 @@ var _ = Describe("Typed results", func() {
 			Expect(recs[len(recs)-1].Inspection).To(Equal([]string{"ContentTooLarge"}))
 			res = callTyped(cs, up.local(toolPicture), map[string]any{"bytes": 1000})
 			Expect(res.IsError).To(BeFalse(), "at the bound, it passes")
+
+			By("passing an image larger than the client's own cap on an answer, when the tool's bound allows it")
+			t = up.tool(toolPicture)
+			patch = client.MergeFrom(t.DeepCopy())
+			t.Spec.MaxContentBytes = ptr.To(int64(3 << 20))
+			Expect(k8sClient.Patch(context.Background(), t, patch)).To(Succeed())
+			const large = 5 << 19 // 2.5 MiB, 3.3 MiB in base64
+			Eventually(func(g Gomega) {
+				res := callTyped(cs, up.local(toolPicture), map[string]any{"bytes": large})
+				g.Expect(res.IsError).To(BeFalse(), text(res))
+				g.Expect(res.Content).To(HaveLen(2))
+				g.Expect(bytes.Equal(res.Content[0].(*sdk.ImageContent).Data, picture(large))).To(BeTrue())
+			}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 		},
 		Entry("agent 2025-11-25, upstream 2026-07-28", legacyEra),
 		Entry("agent 2026-07-28, upstream 2026-07-28", modernEra),
