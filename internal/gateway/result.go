@@ -50,8 +50,7 @@ type typedResult struct {
 // typedOf reads out's result when it is more than text: a block that is
 // not text, or structured content. It returns nil for a result of text
 // alone, or when the client was not asked for the result (a test's fake
-// client). A result the SDK cannot read (a block it does not know, data
-// that is not base64) is an invalid response.
+// client).
 func typedOf(out *mcp.CallOutcome) (*typedResult, error) {
 	if out == nil || out.Result == nil {
 		return nil, nil
@@ -67,31 +66,39 @@ func typedOf(out *mcp.CallOutcome) (*typedResult, error) {
 	if len(out.Dropped) == 0 && sc == nil {
 		return nil, nil
 	}
-	var res sdk.CallToolResult
-	if m["content"] != nil {
-		var wire struct {
-			Content json.RawMessage `json:"content"`
-		}
-		wire.Content = m["content"]
-		b, _ := json.Marshal(wire)
-		if err := json.Unmarshal(b, &res); err != nil {
-			return nil, &mcp.Error{Kind: mcp.KindInvalidResponse, Method: "tools/call", Detail: "content holds a block that cannot be read"}
-		}
+	var blocks []json.RawMessage
+	if m["content"] != nil && json.Unmarshal(m["content"], &blocks) != nil {
+		return nil, &mcp.Error{Kind: mcp.KindInvalidResponse, Method: "tools/call", Detail: "content is not a list"}
 	}
-	content, other := make([]sdk.Content, 0, len(res.Content)), 0
-	for _, c := range res.Content {
-		if !stripMeta(c) {
+	content, other := make([]sdk.Content, 0, len(blocks)), 0
+	for _, raw := range blocks {
+		c, ok := readBlock(raw)
+		if !ok {
 			other++
 			continue
 		}
 		content = append(content, c)
 	}
 	if other > 0 {
-		// Blocks of the kinds sampling uses (tool_use, tool_result) are not
-		// a tool's to return, and nothing here screens them.
+		// A block the SDK cannot read (a kind it does not know, data that
+		// is not base64), or of the kinds sampling uses (tool_use,
+		// tool_result), which are not a tool's to return: nothing here
+		// screens it, and it is dropped, as every such block was before.
 		content = append([]sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("[Note: %d content block(s) of a kind tool results do not carry dropped.]", other)}}, content...)
 	}
 	return &typedResult{content: content, structured: bytes.Clone(sc), isError: out.IsError}, nil
+}
+
+// readBlock reads one content block as the SDK does, without its _meta;
+// ok is false for one it cannot read or a tool result does not carry.
+func readBlock(raw json.RawMessage) (sdk.Content, bool) {
+	var res sdk.CallToolResult
+	b := make([]byte, 0, len(raw)+len(`{"content":[]}`))
+	b = append(append(append(b, `{"content":[`...), raw...), `]}`...)
+	if json.Unmarshal(b, &res) != nil || len(res.Content) != 1 || !stripMeta(res.Content[0]) {
+		return nil, false
+	}
+	return res.Content[0], true
 }
 
 // stripMeta drops a block's _meta, the server's own data about it, and
