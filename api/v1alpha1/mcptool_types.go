@@ -97,7 +97,23 @@ type McpToolSpec struct {
 	// treated as a destructive, non-idempotent, open-world write.
 	// +optional
 	ReviewedEffects *ReviewedEffects `json:"reviewedEffects,omitempty"`
+
+	// maxContentBytes bounds the bytes of a result's parts that are not
+	// text (images, audio, binary embedded resources), decoded, that the
+	// gateway passes to agents: a result with more is refused. 0 passes
+	// none (they are dropped, with a note). Unset: 1 MiB, except for a
+	// tool whose effective data class is Restricted, whose results carry
+	// no such parts unless this is set: they cannot be screened as text
+	// is.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=67108864
+	MaxContentBytes *int64 `json:"maxContentBytes,omitempty"`
 }
+
+// DefaultMaxContentBytes is the bound on a result's non-text parts when a
+// tool sets none (spec.maxContentBytes).
+const DefaultMaxContentBytes int64 = 1 << 20
 
 // ReviewedEffects are a person's review of what a tool's calls do. An
 // effect left unset is the unsafe answer: not read-only, destructive, not
@@ -307,6 +323,17 @@ type McpToolStatus struct {
 	// +mapType=atomic
 	InputSchema *apiextensionsv1.JSON `json:"inputSchema,omitempty"`
 
+	// outputSchema is the JSON Schema the server says the tool's
+	// structured results conform to, as it sent it (keys sorted, control
+	// characters removed); absent when it sent none. The gateway checks
+	// every structured result against the approved one.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +mapType=atomic
+	OutputSchema *apiextensionsv1.JSON `json:"outputSchema,omitempty"`
+
 	// hints are the server's annotations, untrusted.
 	// +optional
 	Hints *ToolHints `json:"hints,omitempty"`
@@ -374,11 +401,13 @@ type McpToolStatus struct {
 // characters present, or controls the import removed),
 // SchemaWidened (the input schema accepts arguments it refused),
 // SchemaChanged (the schema changed without accepting more),
+// OutputSchemaWidened (the output schema admits results it refused),
+// OutputSchemaChanged (the output schema changed without admitting more),
 // HintsRelaxed (read-only to writing, non-destructive to destructive,
 // closed to open world),
 // HintsChanged (a hint changed without promising less) and
 // HeadersChanged (the arguments mirrored into Mcp-Param-* headers changed).
-// +kubebuilder:validation:Enum=TextChanged;InstructionsAdded;HiddenCharacters;SchemaWidened;SchemaChanged;HintsRelaxed;HintsChanged;HeadersChanged
+// +kubebuilder:validation:Enum=TextChanged;InstructionsAdded;HiddenCharacters;SchemaWidened;SchemaChanged;OutputSchemaWidened;OutputSchemaChanged;HintsRelaxed;HintsChanged;HeadersChanged
 type DriftCategory string
 
 // DefinitionDrift explains a definition the importer recorded.
@@ -402,7 +431,7 @@ type DefinitionDrift struct {
 	// categories are the kinds of change found, sorted, each once.
 	// +required
 	// +listType=set
-	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:MaxItems=10
 	Categories []DriftCategory `json:"categories"`
 
 	// details say where each finding is (a field, or a JSON pointer into
@@ -444,6 +473,17 @@ type ToolDefinition struct {
 	// +kubebuilder:validation:Type=object
 	// +mapType=atomic
 	InputSchema *apiextensionsv1.JSON `json:"inputSchema,omitempty"`
+
+	// outputSchema is the JSON Schema the server says the tool's
+	// structured results conform to, as it sent it (keys sorted, control
+	// characters removed); absent when it sent none. The gateway checks
+	// every structured result against the approved one.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +mapType=atomic
+	OutputSchema *apiextensionsv1.JSON `json:"outputSchema,omitempty"`
 
 	// hints are the server's annotations, untrusted.
 	// +optional

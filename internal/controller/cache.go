@@ -59,7 +59,7 @@ func trim(in any, definitions bool) (any, error) {
 		}
 		if definitions {
 			t.Status.Title, t.Status.Description = "", ""
-			t.Status.InputSchema, t.Status.Hints = nil, nil
+			t.Status.InputSchema, t.Status.OutputSchema, t.Status.Hints = nil, nil, nil
 		}
 		return in, nil
 	}

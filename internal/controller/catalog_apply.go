@@ -231,6 +231,9 @@ func definitionOf(t mcp.Tool) (*mcpv1alpha1.ToolDefinition, []string) {
 	if len(t.InputSchema) > 0 {
 		d.InputSchema = &apiextensionsv1.JSON{Raw: t.InputSchema}
 	}
+	if len(t.OutputSchema) > 0 {
+		d.OutputSchema = &apiextensionsv1.JSON{Raw: t.OutputSchema}
+	}
 	return d, removed
 }
 

@@ -15,9 +15,10 @@ import (
 
 // withoutControls is t with the control characters (C0, C1 and DEL, but
 // newline and tab) removed from every string of it an agent reads: the
-// title, the description, the title hint, and every string in the input
+// title, the description, the title hint, every string in the input
 // schema (descriptions and enum values; property names and the other
-// strings the normaliser keeps cannot hold any). It returns the places it
+// strings the normaliser keeps cannot hold any), and every string of the
+// output schema. It returns the places it
 // removed some from, as drift names them, so that the record of the
 // definition says they were there (docs/adr/045-what-is-stored-is-what-is-served.md).
 // What is hashed, stored, served and shown is the text without them; the
@@ -36,17 +37,21 @@ func withoutControls(t mcp.Tool) (mcp.Tool, []string) {
 		strip("hints.title", &a.Title)
 		t.Annotations = &a
 	}
-	if schema, where := schemaWithoutControls(t.InputSchema); len(where) > 0 {
+	if schema, where := schemaWithoutControls(t.InputSchema, "inputSchema"); len(where) > 0 {
 		t.InputSchema, removed = schema, append(removed, where...)
+	}
+	if schema, where := schemaWithoutControls(t.OutputSchema, "outputSchema"); len(where) > 0 {
+		t.OutputSchema, removed = schema, append(removed, where...)
 	}
 	return t, removed
 }
 
-// schemaWithoutControls is a normalised schema with the control characters
-// removed from its strings, normalised again, and the places they were
+// schemaWithoutControls is a schema (the input schema, normalised, or the
+// output schema, canonical; root names which) with the control characters
+// removed from its strings, in its form again, and the places they were
 // removed from; the schema itself, and no places, when it has none. Only a
 // schema whose bytes hold a control (jsonHasControl) is decoded.
-func schemaWithoutControls(raw json.RawMessage) (json.RawMessage, []string) {
+func schemaWithoutControls(raw json.RawMessage, root string) (json.RawMessage, []string) {
 	if !jsonHasControl(raw) {
 		return raw, nil
 	}
@@ -57,7 +62,7 @@ func schemaWithoutControls(raw json.RawMessage) (json.RawMessage, []string) {
 		return raw, nil
 	}
 	var where []string
-	v = stripStrings(v, "inputSchema", &where)
+	v = stripStrings(v, root, &where)
 	if len(where) == 0 {
 		return raw, nil
 	}
@@ -69,8 +74,13 @@ func schemaWithoutControls(raw json.RawMessage) (json.RawMessage, []string) {
 	}
 	out := bytes.TrimRight(buf.Bytes(), "\n")
 	// Removing characters from strings keeps a valid schema valid; the
-	// normaliser writes it in its canonical form again.
-	if norm, err := mcp.NormalizeSchema(out); err == nil {
+	// normaliser (or, for an output schema, the canonical encoding) writes
+	// it in its form again.
+	if root == "outputSchema" {
+		if canon, ok := mcp.CanonicalJSON(out, len(out)); ok {
+			out = canon
+		}
+	} else if norm, err := mcp.NormalizeSchema(out); err == nil {
 		out = norm
 	}
 	return out, where
@@ -152,9 +162,12 @@ func stripStrings(v any, p string, where *[]string) any {
 }
 
 // definitionHash fingerprints what a human approves when enabling a tool:
-// its name, title, description, normalised input schema and hints. The JSON
-// is canonical (object keys sorted), so the hash does not change when a
-// server merely reorders keys.
+// its name, title, description, normalised input schema, hints and output
+// schema. The JSON is canonical (object keys sorted), so the hash does not
+// change when a server merely reorders keys. The output schema is hashed
+// only when the server sent one: a tool without one hashes exactly as it
+// did before output schemas were kept, so that keeping them re-gated no
+// tool whose definition did not change (docs/adr/062-typed-results.md).
 func definitionHash(t mcp.Tool) string {
 	var schema any
 	if len(t.InputSchema) > 0 {
@@ -167,6 +180,11 @@ func definitionHash(t mcp.Tool) string {
 		"description": t.Description,
 		"inputSchema": schema,
 		"hints":       hintsOf(t.Annotations),
+	}
+	if len(t.OutputSchema) > 0 {
+		var out any
+		_ = json.Unmarshal(t.OutputSchema, &out)
+		doc["outputSchema"] = out
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {

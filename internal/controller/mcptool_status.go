@@ -166,6 +166,7 @@ func setDefinition(t *mcpv1alpha1.McpTool, def *mcpv1alpha1.ToolDefinition, remo
 	reported := setDrift(t, def, removed, now)
 	s.ApprovedDefinition = approvedRecord(t, def.Hash)
 	s.DefinitionHash, s.Title, s.Description, s.InputSchema, s.Hints = def.Hash, def.Title, def.Description, def.InputSchema, def.Hints
+	s.OutputSchema = def.OutputSchema
 	setCondition(&s.Conditions, t.Generation, mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "offered by the server at the last import", now)
 	return reported
 }
@@ -218,7 +219,7 @@ func setDrift(t *mcpv1alpha1.McpTool, def *mcpv1alpha1.ToolDefinition, removed [
 // currentDefinition is the definition t's status records.
 func currentDefinition(t *mcpv1alpha1.McpTool) *mcpv1alpha1.ToolDefinition {
 	s := &t.Status
-	return &mcpv1alpha1.ToolDefinition{Hash: s.DefinitionHash, Title: s.Title, Description: s.Description, InputSchema: s.InputSchema, Hints: s.Hints}
+	return &mcpv1alpha1.ToolDefinition{Hash: s.DefinitionHash, Title: s.Title, Description: s.Description, InputSchema: s.InputSchema, OutputSchema: s.OutputSchema, Hints: s.Hints}
 }
 
 // driftDefinition is a recorded definition as package drift reads it.
@@ -226,6 +227,9 @@ func driftDefinition(name string, d *mcpv1alpha1.ToolDefinition) drift.Definitio
 	out := drift.Definition{Name: name, Title: d.Title, Description: d.Description}
 	if d.InputSchema != nil {
 		out.InputSchema = d.InputSchema.Raw
+	}
+	if d.OutputSchema != nil {
+		out.OutputSchema = d.OutputSchema.Raw
 	}
 	if h := d.Hints; h != nil {
 		out.Hints = &drift.Hints{Title: h.Title, ReadOnly: h.ReadOnlyHint, Destructive: h.DestructiveHint, Idempotent: h.IdempotentHint, OpenWorld: h.OpenWorldHint}
@@ -274,11 +278,12 @@ func approvedRecord(t *mcpv1alpha1.McpTool, newHash string) *mcpv1alpha1.ToolDef
 	case t.Status.DefinitionHash == approved:
 		// The approved definition is about to be replaced.
 		return &mcpv1alpha1.ToolDefinition{
-			Hash:        t.Status.DefinitionHash,
-			Title:       t.Status.Title,
-			Description: t.Status.Description,
-			InputSchema: t.Status.InputSchema,
-			Hints:       t.Status.Hints,
+			Hash:         t.Status.DefinitionHash,
+			Title:        t.Status.Title,
+			Description:  t.Status.Description,
+			InputSchema:  t.Status.InputSchema,
+			OutputSchema: t.Status.OutputSchema,
+			Hints:        t.Status.Hints,
 		}
 	case t.Status.ApprovedDefinition != nil && t.Status.ApprovedDefinition.Hash == approved:
 		// Kept by an earlier import; a record of a definition that is no

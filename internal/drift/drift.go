@@ -43,6 +43,13 @@ const (
 	// SchemaChanged: the input schema changed without accepting more (it
 	// was narrowed, or changed in a way that does not loosen it).
 	SchemaChanged Category = "SchemaChanged"
+	// OutputSchemaWidened: the output schema admits results it refused
+	// before (as SchemaWidened reads an input schema), or was removed, so
+	// that structured results are no longer checked.
+	OutputSchemaWidened Category = "OutputSchemaWidened"
+	// OutputSchemaChanged: the output schema changed without admitting
+	// more, or was added.
+	OutputSchemaChanged Category = "OutputSchemaChanged"
 	// HintsRelaxed: a hint promises less: read-only became writing,
 	// non-destructive became destructive, or closed world became open.
 	HintsRelaxed Category = "HintsRelaxed"
@@ -54,7 +61,7 @@ const (
 )
 
 // Categories is every category, in the order reports sort them.
-var Categories = []Category{HeadersChanged, HiddenCharacters, HintsChanged, HintsRelaxed, InstructionsAdded, SchemaChanged, SchemaWidened, TextChanged}
+var Categories = []Category{HeadersChanged, HiddenCharacters, HintsChanged, HintsRelaxed, InstructionsAdded, OutputSchemaChanged, OutputSchemaWidened, SchemaChanged, SchemaWidened, TextChanged}
 
 // Definition is what drift compares of a tool.
 type Definition struct {
@@ -63,7 +70,10 @@ type Definition struct {
 	Description string
 	// InputSchema is the JSON Schema of the arguments; empty means none.
 	InputSchema json.RawMessage
-	Hints       *Hints
+	// OutputSchema is the JSON Schema of the structured results; empty
+	// means the server sent none (results are then not checked).
+	OutputSchema json.RawMessage
+	Hints        *Hints
 	// Removed are the places (as reports name them: "description",
 	// "inputSchema/properties/q/description", ...) from which the import
 	// removed control characters the server sent (StripControls). The
@@ -145,7 +155,8 @@ func Compare(prev, next Definition) Report {
 	var f findings
 	ps, pok := parse(prev.InputSchema)
 	ns, nok := parse(next.InputSchema)
-	pt, nt := texts(prev, ps), texts(next, ns)
+	pall, nall := schemas{in: ps, out: parseOutput(prev.OutputSchema)}, schemas{in: ns, out: parseOutput(next.OutputSchema)}
+	pt, nt := texts(prev, pall), texts(next, nall)
 	for where, t := range nt {
 		if o, ok := pt[where]; !ok || o != t {
 			f.add(TextChanged, where, changeWord(ok, "changed", "added"))
@@ -156,8 +167,8 @@ func Compare(prev, next Definition) Report {
 			f.add(TextChanged, where, "removed")
 		}
 	}
-	hidden(&f, next, ns)
-	instructions(&f, strs(prev, ps), strs(next, ns))
+	hidden(&f, next, nall)
+	instructions(&f, strs(prev, pall), strs(next, nall))
 	switch {
 	case !pok || !nok:
 		if !slices.Equal(prev.InputSchema, next.InputSchema) {
@@ -167,6 +178,7 @@ func Compare(prev, next Definition) Report {
 		compareSchema(&f, "", ps, ns, 0)
 		compareHeaders(&f, headers(ps), headers(ns))
 	}
+	compareOutput(&f, prev.OutputSchema, next.OutputSchema)
 	compareHints(&f, prev.Hints, next.Hints)
 	if prev.Name != next.Name {
 		f.add(TextChanged, "name", "changed")
@@ -179,8 +191,9 @@ func Compare(prev, next Definition) Report {
 func Inspect(d Definition) Report {
 	var f findings
 	s, _ := parse(d.InputSchema)
-	hidden(&f, d, s)
-	instructions(&f, nil, strs(d, s))
+	all := schemas{in: s, out: parseOutput(d.OutputSchema)}
+	hidden(&f, d, all)
+	instructions(&f, nil, strs(d, all))
 	return f.report()
 }
 

@@ -7,8 +7,8 @@ import (
 
 // texts are the texts of a definition an agent reads as prose, by place:
 // the title, the description, the title hint, and every title and
-// description in the input schema.
-func texts(d Definition, schema any) map[string]string {
+// description in the input and output schemas.
+func texts(d Definition, schema schemas) map[string]string {
 	t := map[string]string{}
 	put := func(where, s string) {
 		if s != "" {
@@ -20,10 +20,12 @@ func texts(d Definition, schema any) map[string]string {
 	if d.Hints != nil {
 		put("hints.title", d.Hints.Title)
 	}
-	walk(schema, "", 0, func(p, key string, v any) {
-		if s, ok := v.(string); ok && (key == "title" || key == "description") {
-			put("inputSchema"+p, s)
-		}
+	schema.each(func(root string, sc any) {
+		walk(sc, "", 0, func(p, key string, v any) {
+			if s, ok := v.(string); ok && (key == "title" || key == "description") {
+				put(root+p, s)
+			}
+		})
 	})
 	return t
 }
@@ -33,14 +35,16 @@ func texts(d Definition, schema any) map[string]string {
 var notProse = map[string]bool{"$schema": true, "$id": true, "$ref": true, "$anchor": true, "$dynamicRef": true, "pattern": true, "format": true, "type": true}
 
 // strs are the strings of a definition that reach an agent, by place: its
-// texts, and every other string value in the input schema (enum values,
-// defaults, examples).
-func strs(d Definition, schema any) map[string]string {
+// texts, and every other string value in the input and output schemas
+// (enum values, defaults, examples).
+func strs(d Definition, schema schemas) map[string]string {
 	s := texts(d, schema)
-	walk(schema, "", 0, func(p, key string, v any) {
-		if str, ok := v.(string); ok && !notProse[key] && str != "" {
-			s["inputSchema"+p] = str
-		}
+	schema.each(func(root string, sc any) {
+		walk(sc, "", 0, func(p, key string, v any) {
+			if str, ok := v.(string); ok && !notProse[key] && str != "" {
+				s[root+p] = str
+			}
+		})
 	})
 	return s
 }
@@ -81,9 +85,9 @@ func itoa(i int) string {
 }
 
 // hidden reports the hidden characters anywhere in a definition: its
-// texts, the input schema's keys and string values, and its name; and the
-// places the import removed control characters from.
-func hidden(f *findings, d Definition, schema any) {
+// texts, the keys and string values of its input and output schemas, and
+// its name; and the places the import removed control characters from.
+func hidden(f *findings, d Definition, schema schemas) {
 	for _, where := range d.Removed {
 		f.add(HiddenCharacters, where, "control characters removed at import")
 	}
@@ -95,14 +99,16 @@ func hidden(f *findings, d Definition, schema any) {
 		}
 	}
 	check("name", d.Name)
-	for where, s := range texts(d, nil) {
+	for where, s := range texts(d, schemas{}) {
 		check(where, s)
 	}
-	walk(schema, "", 0, func(p, key string, v any) {
-		check("inputSchema"+p, key)
-		if s, ok := v.(string); ok {
-			check("inputSchema"+p, s)
-		}
+	schema.each(func(root string, sc any) {
+		walk(sc, "", 0, func(p, key string, v any) {
+			check(root+p, key)
+			if s, ok := v.(string); ok {
+				check(root+p, s)
+			}
+		})
 	})
 }
 

@@ -90,7 +90,7 @@ func (g *Gateway) serveEraCall(w http.ResponseWriter, r *http.Request, m *messag
 		return false
 	}
 	res, err := g.callThrough(r.Context(), req, pre, refused)
-	msg, ok := eraCallResult(res, err)
+	msg, ok := eraCallResult(resultForEra(res, m.era), err)
 	g.budgets.Charge(id, writeResponse(w, m.id, msg, ok))
 	g.eraAnswers.Add(1)
 	return true
@@ -373,4 +373,70 @@ func plainText(res *sdk.CallToolResult) bool {
 	}
 	text, ok := res.Content[0].(*sdk.TextContent)
 	return ok && text.Meta == nil && text.Annotations == nil
+}
+
+// The revisions that changed what a tools/call result may hold: structured
+// content and resource links came with 2025-06-18; structured content that
+// is not an object, with 2026-07-28.
+const (
+	structuredProtocol = "2025-06-18"
+)
+
+// resultForEra is res as a client speaking version may read it: the stages
+// build one result whatever the era, and the edge (each era's encoder, and
+// the SDK's path) asks for it in the era it answers. Of a result a
+// revision cannot hold, what it can hold is given:
+//   - structured content that is not an object, before 2026-07-28, and any
+//     structured content before 2025-06-18, is left out; its JSON is given
+//     as text when the result has no text block (the specification asks
+//     servers to mirror it there, so most results already carry it);
+//   - resource links before 2025-06-18 are left out, and a note says so.
+//
+// version "" is the oldest revision, as a request without the protocol
+// version header is read. A result that needs nothing changed is res.
+func resultForEra(res *sdk.CallToolResult, version string) *sdk.CallToolResult {
+	if res == nil || version >= modernProtocol || (res.StructuredContent == nil && !hasResourceLink(res)) {
+		return res
+	}
+	out := *res
+	if raw, ok := res.StructuredContent.(json.RawMessage); ok {
+		object := len(raw) > 0 && raw[0] == '{'
+		if !object || version < structuredProtocol {
+			out.StructuredContent = nil
+			if !hasText(res) {
+				out.Content = append(append([]sdk.Content{}, res.Content...), &sdk.TextContent{Text: string(raw)})
+			}
+		}
+	}
+	if version < structuredProtocol && hasResourceLink(res) {
+		kept, links := make([]sdk.Content, 0, len(out.Content)), 0
+		for _, c := range out.Content {
+			if _, ok := c.(*sdk.ResourceLink); ok {
+				links++
+				continue
+			}
+			kept = append(kept, c)
+		}
+		note := "[Note: " + strconv.Itoa(links) + " resource link(s) dropped; this client's protocol revision cannot carry them.]"
+		out.Content = append([]sdk.Content{&sdk.TextContent{Text: note}}, kept...)
+	}
+	return &out
+}
+
+func hasText(res *sdk.CallToolResult) bool {
+	for _, c := range res.Content {
+		if _, ok := c.(*sdk.TextContent); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func hasResourceLink(res *sdk.CallToolResult) bool {
+	for _, c := range res.Content {
+		if _, ok := c.(*sdk.ResourceLink); ok {
+			return true
+		}
+	}
+	return false
 }

@@ -41,10 +41,21 @@ func callUpstream(t *testing.T) *httptest.Server {
 			return &sdk.CallToolResult{IsError: name == "fails", Content: []sdk.Content{&sdk.TextContent{Text: name + " says no"}}}, nil
 		})
 	}
+	// A result that is more than text, whose structured content is not an
+	// object (the 2026-07-28 revision allows any JSON value).
+	srv.AddTool(&sdk.Tool{Name: "typed", InputSchema: schema, OutputSchema: json.RawMessage(typedOutputSchema)}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{
+			&sdk.ImageContent{Data: []byte("\x89PNG<&>"), MIMEType: "image/png"},
+			&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///a.txt", MIMEType: "text/plain", Text: "<a> & \u2028"}},
+			&sdk.ResourceLink{URI: "https://x.example/r", Name: "r"},
+		}, StructuredContent: []any{1, "two"}}, nil
+	})
 	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
 	t.Cleanup(hs.Close)
 	return hs
 }
+
+const typedOutputSchema = `{"type":"array"}`
 
 // auditLines takes the audit records written so far, one per line.
 func auditLines(b *capture.Buffer) []string {
@@ -97,19 +108,22 @@ func TestFastCallMatchesTheSDK(t *testing.T) {
 	failsLocal := fails.Status.LocalName
 	headed := docsTool(t, "headed")
 	headed.Status.InputSchema = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)}
+	typed := docsTool(t, "typed")
+	typed.Status.OutputSchema = &apiextensionsv1.JSON{Raw: []byte(typedOutputSchema)}
 	auditLog := &capture.Buffer{}
-	g, hs := catalogGatewayWith(t, up.URL, nil, allowList{echoObject: true, fails.Name: true, gated.Name: true, headed.Name: true}, 0,
+	g, hs := catalogGatewayWith(t, up.URL, nil, allowList{echoObject: true, fails.Name: true, gated.Name: true, headed.Name: true, typed.Name: true}, 0,
 		func(o *Options) {
 			o.Audit = audit.NewJSONLines(auditLog)
 			// Every denial written, none aggregated with the one before.
 			o.DenialWindow = time.Nanosecond
-		}, fails, gated, headed)
+		}, fails, gated, headed, typed)
 
 	cases := []struct{ name, tool, args string }{
 		{"escaped text", echoLocal, `"arguments":{"text":"<b>bold</b> & \u2028 ünïcode \"quoted\""},`},
 		{"no arguments", echoLocal, ``},
 		{"null arguments", echoLocal, `"arguments":null,`},
 		{"a tool error", failsLocal, `"arguments":{},`},
+		{"a typed result", typed.Status.LocalName, `"arguments":{},`},
 		{"arguments not an object", echoLocal, `"arguments":[1],`},
 		{"an unknown tool", toolname.LocalName("docs", "nothing"), `"arguments":{"text":"x"},`},
 		{"a tool RBAC does not allow", toolname.LocalName("docs", "secret"), `"arguments":{"text":"x"},`},
@@ -122,6 +136,13 @@ func TestFastCallMatchesTheSDK(t *testing.T) {
 			fast := postCall(t, hs.URL, tc.tool, body)
 			if g.fastCalls.Load() != before+1 {
 				t.Fatalf("%s, id %s: the plain call was not answered by the gateway's own path", tc.name, id)
+			}
+			if tc.name == "a typed result" {
+				for _, want := range []string{`"structuredContent":[1,"two"]`, `"type":"image"`, `"type":"resource"`, `"type":"resource_link"`} {
+					if !strings.Contains(fast.body, want) {
+						t.Errorf("id %s: the typed result lacks %s: %s", id, want, fast.body)
+					}
+				}
 			}
 			fastAudit := auditLines(auditLog)
 			g.noFastCall.Store(true)

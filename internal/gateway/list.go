@@ -225,6 +225,9 @@ func (g *Gateway) newOffer(s *sdk.Server, log logr.Logger, tools []presented) *o
 			var err error
 			if o.has(creq.Params.Name) {
 				res, err = next(ctx, method, req)
+				if r, ok := res.(*sdk.CallToolResult); ok && err == nil {
+					res = resultForEra(r, creq.ProtocolVersion())
+				}
 			} else {
 				res, err = g.refuseUnoffered(ctx, creq), nil
 			}
@@ -322,13 +325,18 @@ func addTool(s *sdk.Server, t *sdk.Tool, h sdk.ToolHandler) (err error) {
 func sdkTool(name string, v *toolview.View) *sdk.Tool {
 	e := v.Effects
 	destructive, openWorld := e.Destructive, e.OpenWorld
-	return &sdk.Tool{
+	t := &sdk.Tool{
 		Name:        name,
 		Title:       v.Title,
 		Description: v.Description,
 		InputSchema: json.RawMessage(v.InputSchema),
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: &destructive, IdempotentHint: e.Idempotent, ReadOnlyHint: e.ReadOnly, OpenWorldHint: &openWorld},
 	}
+	if v.OutputSchema != nil {
+		// Results are checked against it before agents get them (result.go).
+		t.OutputSchema = json.RawMessage(v.OutputSchema)
+	}
+	return t
 }
 
 // visibleTool is the tool of local name name, if the caller may see it,

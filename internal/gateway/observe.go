@@ -165,9 +165,16 @@ func (g *Gateway) endCall(o *callObs, err error) {
 func (g *Gateway) record(ctx context.Context, id *authn.Identity, c *callScope, sent time.Time, out *mcp.CallOutcome, err error) *sdk.CallToolResult {
 	end := g.now()
 	c.rec.Phase, c.rec.Time, c.rec.LatencyMillis = audit.PhaseAfter, end, end.Sub(sent).Milliseconds()
+	var typed *typedResult
 	if err == nil {
 		// The server answered (a tool error is an answer too).
 		metrics.GatewayLastContact.WithLabelValues(c.srv.Namespace, c.srv.Name).Set(float64(end.UnixMilli()) / 1e3)
+		// What it answered is passed on only as the approved definition
+		// says it may be (result.go).
+		typed, err = typedOf(out)
+		if err == nil {
+			err = checkStructured(outputSchemaOf(c.tool), typed, out.IsError)
+		}
 	}
 	result := &sdk.CallToolResult{}
 	switch {
@@ -191,11 +198,11 @@ func (g *Gateway) record(ctx context.Context, id *authn.Identity, c *callScope, 
 	case out.IsError:
 		c.rec.Outcome = audit.OutcomeToolError
 		c.obs.end(audit.OutcomeToolError, "")
-		result = g.readable(ctx, id, c, out.Text, true)
+		result = g.readable(ctx, id, c, out.Text, typed, true)
 	default:
 		c.rec.Outcome = audit.OutcomeSucceeded
 		c.obs.end(audit.OutcomeSucceeded, "")
-		result = g.readable(ctx, id, c, out.Text, false)
+		result = g.readable(ctx, id, c, out.Text, typed, false)
 	}
 	if err := g.Audit.Write(context.WithoutCancel(ctx), c.rec); err != nil {
 		// The call has happened; the before record stands for it.
@@ -205,11 +212,15 @@ func (g *Gateway) record(ctx context.Context, id *authn.Identity, c *callScope, 
 	return result
 }
 
-// readable is what the agent reads of the upstream's text (a tool error when
-// toolError): screened (inspect.go), asked of the guardrail webhook
-// (guardrail.go), and, before it is returned, recorded in the caller's
-// read mark (writedown.go); withheld when any of them says so.
-func (g *Gateway) readable(ctx context.Context, id *authn.Identity, c *callScope, text string, toolError bool) *sdk.CallToolResult {
+// readable is what the agent reads of the upstream's result (a tool error
+// when toolError): its text, or, for a result that is more than text
+// (typed), all of it; screened (inspect.go), asked of the guardrail
+// webhook (guardrail.go), and, before it is returned, recorded in the
+// caller's read mark (writedown.go); withheld when any of them says so.
+func (g *Gateway) readable(ctx context.Context, id *authn.Identity, c *callScope, text string, typed *typedResult, toolError bool) *sdk.CallToolResult {
+	if typed != nil {
+		return g.readableTyped(ctx, id, c, typed, toolError)
+	}
 	text, withheld := g.inspectResult(id, c, text)
 	if !withheld {
 		text, withheld = g.guardResult(ctx, id, c, text)
@@ -218,6 +229,44 @@ func (g *Gateway) readable(ctx context.Context, id *authn.Identity, c *callScope
 		return withheldUnrecorded()
 	}
 	return &sdk.CallToolResult{IsError: toolError || withheld, Content: []sdk.Content{&sdk.TextContent{Text: text}}}
+}
+
+// readableTyped is readable for a result that is more than text. The
+// guardrail webhook is asked about its texts joined; a webhook that
+// replaces them gives the agent its replacement alone, since it saw
+// nothing of the other parts.
+func (g *Gateway) readableTyped(ctx context.Context, id *authn.Identity, c *callScope, t *typedResult, toolError bool) *sdk.CallToolResult {
+	text, withheld := g.inspectTyped(id, c, t)
+	if !withheld {
+		var joined string
+		joined, withheld = g.guardResult(ctx, id, c, t.texts())
+		if withheld || c.rec.Guardrail == audit.GuardrailReplaced {
+			text, t = joined, nil
+		}
+	}
+	if !withheld && !g.raiseMark(ctx, id, c) {
+		return withheldUnrecorded()
+	}
+	if withheld || t == nil {
+		return &sdk.CallToolResult{IsError: toolError || withheld, Content: []sdk.Content{&sdk.TextContent{Text: text}}}
+	}
+	res := &sdk.CallToolResult{IsError: toolError, Content: t.content}
+	if t.structured != nil {
+		res.StructuredContent = t.structured
+	}
+	if res.Content == nil {
+		res.Content = []sdk.Content{}
+	}
+	return res
+}
+
+// outputSchemaOf is the tool's approved output schema; nil when it has
+// none.
+func outputSchemaOf(t *mcpv1alpha1.McpTool) []byte {
+	if s := t.Status.OutputSchema; s != nil {
+		return s.Raw
+	}
+	return nil
 }
 
 // metaCarrier reads W3C trace context from a request's _meta, where the

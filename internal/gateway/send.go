@@ -41,7 +41,14 @@ func (g *Gateway) send(ctx context.Context, id *authn.Identity, c *callScope) (*
 	}
 	ctx, span, tc := g.startUpstream(ctx, c.srv, c.tool)
 	var info mcp.CallInfo
-	opts = append(opts, mcp.WithTraceContext(tc), mcp.WithCallInfo(&info))
+	// The result is passed on whole (result.go), not as the text the
+	// operator's own client reads of it.
+	opts = append(opts, mcp.WithTraceContext(tc), mcp.WithCallInfo(&info), mcp.WithFullResult())
+	if bound := maxContentFor(c); bound > 0 {
+		// The parts that are not text travel in base64; the rest of the
+		// answer keeps the client's own cap.
+		opts = append(opts, mcp.WithMaxBodyBytes(mcp.MaxBodyBytes+(bound+2)/3*4))
+	}
 	start := time.Now()
 	out, err := g.MCP.CallTool(ctx, ep, c.tool.Spec.RemoteName, c.args, opts...)
 	c.obs.upstream, c.obs.sent = time.Since(start), true
@@ -126,7 +133,10 @@ func failureKind(err error) mcp.Kind {
 	var de *credentials.DelegationError
 	var me *credentials.MissingError
 	var ce *credentials.UnusableCABundleError
+	var re *resultError
 	switch {
+	case errors.As(err, &re):
+		return re.kind
 	case mcp.KindOf(err) != "":
 		return mcp.KindOf(err)
 	case errors.As(err, &de):

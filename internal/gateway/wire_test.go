@@ -49,15 +49,17 @@ func eraCallBody(id, name, args string) string {
 func TestInitializeEraMatchesTheSDK(t *testing.T) {
 	up := callUpstream(t)
 	fails := docsTool(t, "fails")
+	typed := docsTool(t, "typed")
+	typed.Status.OutputSchema = &apiextensionsv1.JSON{Raw: []byte(typedOutputSchema)}
 	auditLog := &capture.Buffer{}
-	g, hs := catalogGatewayWith(t, up.URL, nil, allowList{echoObject: true, fails.Name: true}, 0,
+	g, hs := catalogGatewayWith(t, up.URL, nil, allowList{echoObject: true, fails.Name: true, typed.Name: true}, 0,
 		func(o *Options) {
 			o.Stateless = true
 			o.Audit = audit.NewJSONLines(auditLog)
 			o.DenialWindow = time.Nanosecond
 			// Hundreds of requests in a moment, none of them over budget.
 			o.Budgets = budget.Budgets{ServiceAccountRate: 1e6, ServiceAccountBurst: 1e6, NamespaceRate: 1e6, NamespaceBurst: 1e6}
-		}, fails)
+		}, fails, typed)
 	failsLocal := fails.Status.LocalName
 
 	type request struct{ name, version, body string }
@@ -77,6 +79,7 @@ func TestInitializeEraMatchesTheSDK(t *testing.T) {
 				request{"no arguments", v, eraCallBody(id, echoLocal, ``)},
 				request{"null arguments", v, eraCallBody(id, echoLocal, `,"arguments":null`)},
 				request{"a tool error", v, eraCallBody(id, failsLocal, `,"arguments":{}`)},
+				request{"a typed result", v, eraCallBody(id, typed.Status.LocalName, `,"arguments":{}`)},
 				request{"arguments not an object", v, eraCallBody(id, echoLocal, `,"arguments":[1]`)},
 				request{"an unknown tool", v, eraCallBody(id, toolname.LocalName("docs", "nothing"), `,"arguments":{"text":"x"}`)},
 				request{"a tool RBAC does not allow", v, eraCallBody(id, toolname.LocalName("docs", "secret"), `,"arguments":{"text":"x"}`)},
@@ -93,6 +96,15 @@ func TestInitializeEraMatchesTheSDK(t *testing.T) {
 		own := postEra(t, hs.URL, tc.version, tc.body)
 		if g.eraAnswers.Load() != before+1 {
 			t.Fatalf("%s (%q): not answered by the gateway's own code: %+v", tc.name, tc.version, own)
+		}
+		if tc.name == "a typed result" {
+			// No revision of this era carries structured content that is
+			// not an object: its JSON is given as text, as the result has
+			// no text block; resource links only from 2025-06-18.
+			if strings.Contains(own.body, `"structuredContent"`) || !strings.Contains(own.body, `"text":"[1,\"two\"]"`) || !strings.Contains(own.body, `"type":"image"`) ||
+				strings.Contains(own.body, `"type":"resource_link"`) != (tc.version >= "2025-06-18") {
+				t.Errorf("%s (%q): %s", tc.name, tc.version, own.body)
+			}
 		}
 		ownAudit := auditLines(auditLog)
 		g.noInitializeEra.Store(true)

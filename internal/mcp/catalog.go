@@ -219,9 +219,10 @@ func (b *catalogBuilder) finish() ([]Tool, []SkippedTool) {
 
 // DefinitionSize is what one definition costs as stored: its name, title,
 // description, annotation title and normalised input schema (nested
-// descriptions included, since they survive normalisation).
+// descriptions included, since they survive normalisation), and its output
+// schema.
 func DefinitionSize(t Tool) int64 {
-	n := len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema)
+	n := len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema) + len(t.OutputSchema)
 	if t.Annotations != nil {
 		n += len(t.Annotations.Title)
 	}
@@ -236,7 +237,7 @@ func validateToolAt(n *normalizer, t *tape, i int) (Tool, string, string) {
 	if t.e[i].kind != kObject || t.hasDuplicate(i) {
 		return Tool{}, "", SkipInvalidDefinition
 	}
-	nameAt, titleAt, descAt, annAt, schemaAt := -1, -1, -1, -1, -1
+	nameAt, titleAt, descAt, annAt, schemaAt, outAt := -1, -1, -1, -1, -1, -1
 	for k, end := i+1, t.next(i); k < end; k = t.next(k + 1) {
 		var key []byte
 		if e := &t.e[k]; e.plain {
@@ -256,6 +257,8 @@ func validateToolAt(n *normalizer, t *tape, i int) (Tool, string, string) {
 			annAt = k + 1
 		case "inputSchema":
 			schemaAt = k + 1
+		case "outputSchema":
+			outAt = k + 1
 		}
 	}
 	// A missing, null or non-string name is an invalid one.
@@ -297,6 +300,13 @@ func validateToolAt(n *normalizer, t *tape, i int) (Tool, string, string) {
 		return Tool{}, name, SkipInvalidSchema
 	}
 	tool.InputSchema = norm
+	if outAt >= 0 && t.e[outAt].kind != kNull {
+		out, ok := outputSchemaAt(t, outAt)
+		if !ok {
+			return Tool{}, name, SkipInvalidSchema
+		}
+		tool.OutputSchema = out
+	}
 	return tool, name, ""
 }
 

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -192,6 +193,9 @@ type Tool struct {
 	Description string
 	// InputSchema is the output of NormalizeSchema.
 	InputSchema json.RawMessage
+	// OutputSchema is the schema of the tool's structured results in its
+	// canonical form (CanonicalJSON), or nil when the server sent none.
+	OutputSchema json.RawMessage
 	// Annotations are the server's hints as sent: untrusted, never a basis
 	// for authorisation.
 	Annotations *ToolAnnotations
@@ -210,7 +214,9 @@ const (
 	// SkipDuplicateName: more than one definition carries the name; none of
 	// them is imported, since which one the server would run is unknowable.
 	SkipDuplicateName = "DuplicateName"
-	// SkipInvalidSchema: NormalizeSchema rejected the input schema.
+	// SkipInvalidSchema: NormalizeSchema rejected the input schema, or the
+	// output schema is not an object, repeats a member name or is too
+	// large.
 	SkipInvalidSchema = "InvalidSchema"
 	// SkipMissingSchema: the definition has no input schema.
 	SkipMissingSchema = "MissingSchema"
@@ -255,6 +261,11 @@ type CallOutcome struct {
 	Text string
 	// Dropped counts dropped non-text blocks by Dropped* name.
 	Dropped map[string]int
+	// Result is the tools/call result as the server sent it (a JSON
+	// object, already checked as Text was read from it), for a caller that
+	// asked for it (WithFullResult); nil otherwise. It is the caller's to
+	// distrust: nothing in it was screened.
+	Result json.RawMessage
 	// Latency is the time from the start of the operation to the answer.
 	Latency time.Duration
 }
@@ -266,6 +277,23 @@ type callOptions struct {
 	schema json.RawMessage
 	trace  TraceContext
 	info   *CallInfo
+	full   bool
+	body   int64
+}
+
+// WithMaxBodyBytes raises the cap on the call's response bodies to n bytes
+// (never below MaxBodyBytes), for a caller that passes results on whole
+// and bounds what they may carry itself.
+func WithMaxBodyBytes(n int64) CallOption {
+	return func(o *callOptions) { o.body = n }
+}
+
+// WithFullResult has CallTool keep the result as the server sent it in
+// CallOutcome.Result, beside the text this client reads of it. The
+// operator's own uses (import, probe, the CLI) read text only; a caller
+// that passes results on whole (the gateway) asks for the rest.
+func WithFullResult() CallOption {
+	return func(o *callOptions) { o.full = true }
 }
 
 // TraceContext is W3C trace context (traceparent and tracestate) to send
@@ -340,6 +368,8 @@ type operation struct {
 	inflight string
 	// trace is sent with every request of the operation.
 	trace TraceContext
+	// maxBody raises the cap on response bodies above MaxBodyBytes.
+	maxBody int64
 }
 
 // begin validates the endpoint and starts the budget. Nothing is sent.
@@ -496,7 +526,7 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 			return nil, &Error{Kind: KindInvalidArgument, Server: ep.Name, Method: "tools/call", Detail: "input schema is invalid", Err: err}
 		}
 	}
-	o.trace = co.trace
+	o.trace, o.maxBody = co.trace, co.body
 	if co.info != nil {
 		defer func() { co.info.ProtocolVersion = o.version }()
 	}
@@ -504,7 +534,7 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 	if err := o.connect(ctx, false); err != nil {
 		return nil, err
 	}
-	res, err := o.callTool(ctx, remoteName, args, params, co.info)
+	res, err := o.callTool(ctx, remoteName, args, params, co.info, co.full)
 	if err != nil && o.eraFromCache && o.era == eraModern && staleModern(err) {
 		// The remembered era may be wrong. Detect it again; only if the
 		// server now speaks another era or version is the (rejected, so
@@ -518,15 +548,15 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 		if o.era == eraModern && o.version == was {
 			return nil, err
 		}
-		res, err = o.callTool(ctx, remoteName, args, params, co.info)
+		res, err = o.callTool(ctx, remoteName, args, params, co.info, co.full)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &CallOutcome{IsError: res.IsError, Text: res.Text, Dropped: res.Dropped, Latency: o.budget.elapsed()}, nil
+	return &CallOutcome{IsError: res.IsError, Text: res.Text, Dropped: res.Dropped, Result: res.Raw, Latency: o.budget.elapsed()}, nil
 }
 
-func (o *operation) callTool(ctx context.Context, name string, args map[string]any, params http.Header, info *CallInfo) (*callResult, error) {
+func (o *operation) callTool(ctx context.Context, name string, args map[string]any, params http.Header, info *CallInfo, full bool) (*callResult, error) {
 	p := map[string]any{"name": name, "arguments": args}
 	l := o.workLeg("tools/call", p)
 	l.name = name
@@ -548,6 +578,9 @@ func (o *operation) callTool(ctx context.Context, name string, args map[string]a
 		return nil, err
 	}
 	res, err := flattenCallResult(msg.result)
+	if err == nil && full {
+		res.Raw = bytes.Clone(msg.result)
+	}
 	// The outcome holds copies only.
 	msg.release()
 	if err != nil {

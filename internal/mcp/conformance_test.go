@@ -1151,6 +1151,23 @@ func checkOversized(t *testing.T, h *confHarness) {
 	_, err = h3.cl.CallTool(h.ctx(t), h3.ep, "alpha", nil)
 	confWantKind(t, h3, err, mcp.KindOversized)
 	h3.checkWire(t)
+	// A caller that raised the cap (the gateway, for a tool whose images
+	// may be large) is held to its own.
+	h4 := newHarness(t, h.p)
+	h4.srv.on("tools/call", func(r *seenRequest) *http.Response {
+		shell := fakeResponseFor(r, map[string]any{"content": []any{map[string]any{"type": "text", "text": ""}}})
+		pad := strings.Repeat(" ", (3<<20)-len(shell))
+		return fakeText(http.StatusOK, "application/json", shell+pad)
+	})
+	if _, err := h4.cl.CallTool(h.ctx(t), h4.ep, "alpha", nil, mcp.WithMaxBodyBytes(3<<20)); err != nil {
+		t.Fatalf("a body of 3 MiB under a cap of 3 MiB was refused: %v", err)
+	}
+	_, err = h4.cl.CallTool(h.ctx(t), h4.ep, "alpha", nil, mcp.WithMaxBodyBytes(3<<20-1))
+	e = confWantKind(t, h4, err, mcp.KindOversized)
+	confEqual(t, "raised limit", e.Limit, 3<<20-1)
+	if _, err := h4.cl.CallTool(h.ctx(t), h4.ep, "alpha", nil, mcp.WithMaxBodyBytes(1)); err == nil {
+		t.Fatal("a cap lowered below MaxBodyBytes let 3 MiB through")
+	}
 }
 
 func checkStreamWithoutResponse(t *testing.T, h *confHarness) {

@@ -29,6 +29,8 @@ type callResult struct {
 	Text    string
 	Dropped map[string]int
 	IsError bool
+	// Raw is the result as sent, when the caller asked for it.
+	Raw json.RawMessage
 }
 
 // flattenCallResult reads a tools/call result: text blocks concatenated,

@@ -165,7 +165,7 @@ func dump(p pageOutcome) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "err=%q kind=%d rpc=%+v next=%q more=%v\n", p.Err, p.Kind, p.RPCErr, p.Next, p.More)
 	for _, e := range p.Entries {
-		fmt.Fprintf(&b, "  %q %q schema=%s title=%q desc=%.40q ann=%s\n", e.name, e.reason, e.tool.InputSchema, e.tool.Title, e.tool.Description, annotationsString(e.tool.Annotations))
+		fmt.Fprintf(&b, "  %q %q schema=%s out=%s title=%q desc=%.40q ann=%s\n", e.name, e.reason, e.tool.InputSchema, e.tool.OutputSchema, e.tool.Title, e.tool.Description, annotationsString(e.tool.Annotations))
 	}
 	return b.String()
 }

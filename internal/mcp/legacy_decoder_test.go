@@ -375,7 +375,71 @@ func legacyValidateTool(raw json.RawMessage) (Tool, string, string) {
 		return Tool{}, name, SkipInvalidSchema
 	}
 	t.InputSchema = norm
+	if out, ok := m["outputSchema"]; ok && !isJSONNull(out) {
+		if _, err := decodeObject(out); err != nil || legacyHasDuplicate(out) {
+			return Tool{}, name, SkipInvalidSchema
+		}
+		canon, ok := CanonicalJSON(out, MaxOutputSchemaBytes)
+		if !ok {
+			return Tool{}, name, SkipInvalidSchema
+		}
+		t.OutputSchema = canon
+	}
 	return t, name, ""
+}
+
+// legacyHasDuplicate reports whether any object in raw, a JSON value,
+// repeats a member name, by reading its tokens.
+func legacyHasDuplicate(raw json.RawMessage) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	type frame struct {
+		keys  map[string]bool
+		isObj bool
+		inKey bool
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		top := (*frame)(nil)
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				if top != nil && top.isObj {
+					top.inKey = true
+				}
+				stack = append(stack, &frame{keys: map[string]bool{}, isObj: true, inKey: true})
+				continue
+			case '[':
+				if top != nil && top.isObj {
+					top.inKey = true
+				}
+				stack = append(stack, &frame{})
+				continue
+			default:
+				stack = stack[:len(stack)-1]
+				continue
+			}
+		case string:
+			if top != nil && top.isObj && top.inKey {
+				if top.keys[v] {
+					return true
+				}
+				top.keys[v] = true
+				top.inKey = false
+				continue
+			}
+		}
+		if top != nil && top.isObj {
+			top.inKey = true
+		}
+	}
 }
 
 // legacyIsJSONObject reports whether raw starts an object.

@@ -367,17 +367,39 @@ func TestPeerCallTool(t *testing.T) {
 			if strings.Contains(note, pngBase64Prefix) || strings.Contains(note, "image/png") {
 				t.Errorf("note %q repeats server bytes", note)
 			}
+			if out.Result != nil {
+				t.Errorf("the result as sent was kept for a caller that did not ask for it")
+			}
+		})
+
+		t.Run("the whole result, for a caller that asks", func(t *testing.T) {
+			out, err := c.CallTool(t.Context(), ep, mcpserver.ToolImageAndText, nil, mcp.WithFullResult())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The text rules hold still; the result as sent is beside them.
+			if !maps.Equal(out.Dropped, map[string]int{"image": 1}) || !strings.HasSuffix(out.Text, mcpserver.ImageCaption) {
+				t.Errorf("outcome = %+v", out)
+			}
+			var res struct {
+				Content []struct{ Type, Data, MIMEType string }
+			}
+			if err := json.Unmarshal(out.Result, &res); err != nil || len(res.Content) != 2 || res.Content[0].Type != "image" ||
+				!strings.HasPrefix(res.Content[0].Data, pngBase64Prefix) || res.Content[1].Type != "text" {
+				t.Errorf("result %s (%v)", out.Result, err)
+			}
 		})
 
 		st := srv.Stats()
-		for _, tool := range []string{mcpserver.ToolEcho, mcpserver.ToolNested, mcpserver.ToolFail, mcpserver.ToolImageAndText} {
-			if st.Calls[tool] != 1 {
-				t.Errorf("server ran %s %d times, want 1", tool, st.Calls[tool])
+		want := map[string]int{mcpserver.ToolEcho: 1, mcpserver.ToolNested: 1, mcpserver.ToolFail: 1, mcpserver.ToolImageAndText: 2}
+		for tool, n := range want {
+			if st.Calls[tool] != n {
+				t.Errorf("server ran %s %d times, want %d", tool, st.Calls[tool], n)
 			}
 		}
 		// Remote names go on the wire as they are.
-		if st.Methods["tools/call"] != 4 {
-			t.Errorf("server saw %d tools/call requests, want 4", st.Methods["tools/call"])
+		if st.Methods["tools/call"] != 5 {
+			t.Errorf("server saw %d tools/call requests, want 5", st.Methods["tools/call"])
 		}
 	})
 }

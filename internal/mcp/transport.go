@@ -177,7 +177,7 @@ func (o *operation) readResponse(ctx, legCtx context.Context, cancel context.Can
 	if mediaType == "text/html" {
 		return nil, o.fail(KindNotMCP, method, nil)
 	}
-	body := &cappedReader{r: resp.Body, limit: MaxBodyBytes}
+	body := &cappedReader{r: resp.Body, limit: o.bodyLimit()}
 	if mediaType == "text/event-stream" {
 		return o.readStream(ctx, legCtx, cancel, method, id, body)
 	}
@@ -436,9 +436,15 @@ func (o *operation) transportErr(ctx, legCtx context.Context, method string, err
 // readErr classifies a failure while reading a body.
 func (o *operation) readErr(ctx, legCtx context.Context, method string, err error) error {
 	if errors.Is(err, errOversized) {
-		return &Error{Kind: KindOversized, Server: o.ep.Name, Method: method, Limit: MaxBodyBytes}
+		return &Error{Kind: KindOversized, Server: o.ep.Name, Method: method, Limit: int(o.bodyLimit())}
 	}
 	return o.transportErr(ctx, legCtx, method, err)
+}
+
+// bodyLimit is the cap on a 2xx response body of the operation:
+// MaxBodyBytes, or more where the caller raised it (WithMaxBodyBytes).
+func (o *operation) bodyLimit() int64 {
+	return max(o.maxBody, MaxBodyBytes)
 }
 
 // unreachableDetail names the class of a transport failure in fixed words.

@@ -33,6 +33,12 @@ type View struct {
 	// parameter descriptions and no other prose of the server's
 	// (reviewedSchema).
 	InputSchema json.RawMessage
+	// OutputSchema is the server's output schema, when it has one whose
+	// root is an object schema (what every revision can carry) and no
+	// reviewed text replaces the server's: its descriptions are the
+	// server's prose, which reviewed text keeps from agents. The gateway
+	// checks results against the stored schema either way.
+	OutputSchema json.RawMessage
 	// Rules are applied to every call; never nil.
 	Rules *argrules.Program
 	// Effects are what agents are told the tool does: what a person
@@ -102,6 +108,9 @@ func Build(t *mcpv1alpha1.McpTool) (*View, error) {
 	v := &View{Title: t.Status.Title, Description: t.Status.Description, InputSchema: schema, Effects: governance.EffectsOf(t)}
 	if len(v.InputSchema) == 0 {
 		v.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	if out := t.Status.OutputSchema; out != nil && t.Spec.ReviewedText == nil && objectSchema(out.Raw) {
+		v.OutputSchema = out.Raw
 	}
 	if !decided(t) {
 		// The server's definition as it is: nothing to check or compile.
@@ -352,4 +361,13 @@ func (c *Cache) forget(name types.NamespacedName) {
 	c.weights.remove(name.Namespace, c.m[k].weight)
 	delete(c.m, k)
 	delete(c.byName, name)
+}
+
+// objectSchema reports whether a schema says its instances are objects:
+// "type" is "object".
+func objectSchema(raw []byte) bool {
+	var s struct {
+		Type any `json:"type"`
+	}
+	return json.Unmarshal(raw, &s) == nil && s.Type == "object"
 }

@@ -166,6 +166,9 @@ func (o Outcome) Text() string {
 type Content struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
+	// Data and MimeType are an image's or audio's (base64, as sent).
+	Data     string `json:"data,omitempty"`
+	MimeType string `json:"mimeType,omitempty"`
 }
 
 // Error is an error the SDK reported: a JSON-RPC error's code, or for a

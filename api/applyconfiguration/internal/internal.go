@@ -730,6 +730,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: boolean
       default: false
+    - name: maxContentBytes
+      type:
+        scalar: numeric
     - name: remoteName
       type:
         scalar: string
@@ -800,6 +803,20 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: observedGeneration
       type:
         scalar: numeric
+    - name: outputSchema
+      type:
+        map:
+          elementType:
+            scalar: untyped
+            list:
+              elementType:
+                namedType: __untyped_atomic_
+              elementRelationship: atomic
+            map:
+              elementType:
+                namedType: __untyped_deduced_
+              elementRelationship: separable
+          elementRelationship: atomic
     - name: requiresAdmin
       type:
         scalar: boolean
@@ -1070,6 +1087,20 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.ToolHints
     - name: inputSchema
+      type:
+        map:
+          elementType:
+            scalar: untyped
+            list:
+              elementType:
+                namedType: __untyped_atomic_
+              elementRelationship: atomic
+            map:
+              elementType:
+                namedType: __untyped_deduced_
+              elementRelationship: separable
+          elementRelationship: atomic
+    - name: outputSchema
       type:
         map:
           elementType:

@@ -122,9 +122,9 @@ var _ = Describe("Calling", func() {
 			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: docs.local(image)})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(res.IsError).To(BeFalse())
-			Expect(res.Content).To(HaveLen(1), "only text reaches the agent")
-			Expect(text(res)).To(HavePrefix("[Note: 1 non-text content block dropped (1 image)"), "the note leads the text")
-			Expect(text(res)).To(HaveSuffix(mcpserver.ImageCaption))
+			Expect(res.Content).To(HaveLen(2), "the image reaches the agent, beside its text (docs/adr/062-typed-results.md)")
+			Expect(res.Content[0]).To(BeAssignableToTypeOf(&sdk.ImageContent{}))
+			Expect(text(res)).To(Equal(mcpserver.ImageCaption))
 
 			for tool, outcome := range map[string]string{echo: "Succeeded", fail: "ToolError", image: "Succeeded"} {
 				recs := auditFor(ns, docs.object(tool))

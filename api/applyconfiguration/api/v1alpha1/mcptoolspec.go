@@ -81,6 +81,14 @@ type McpToolSpecApplyConfiguration struct {
 	// spec.approvedDefinitionHash; otherwise, or when unset, the tool is
 	// treated as a destructive, non-idempotent, open-world write.
 	ReviewedEffects *ReviewedEffectsApplyConfiguration `json:"reviewedEffects,omitempty"`
+	// maxContentBytes bounds the bytes of a result's parts that are not
+	// text (images, audio, binary embedded resources), decoded, that the
+	// gateway passes to agents: a result with more is refused. 0 passes
+	// none (they are dropped, with a note). Unset: 1 MiB, except for a
+	// tool whose effective data class is Restricted, whose results carry
+	// no such parts unless this is set: they cannot be screened as text
+	// is.
+	MaxContentBytes *int64 `json:"maxContentBytes,omitempty"`
 }
 
 // McpToolSpecApplyConfiguration constructs a declarative configuration of the McpToolSpec type for use with
@@ -158,5 +166,13 @@ func (b *McpToolSpecApplyConfiguration) WithArgumentRules(value *ArgumentRulesAp
 // If called multiple times, the ReviewedEffects field is set to the value of the last call.
 func (b *McpToolSpecApplyConfiguration) WithReviewedEffects(value *ReviewedEffectsApplyConfiguration) *McpToolSpecApplyConfiguration {
 	b.ReviewedEffects = value
+	return b
+}
+
+// WithMaxContentBytes sets the MaxContentBytes field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MaxContentBytes field is set to the value of the last call.
+func (b *McpToolSpecApplyConfiguration) WithMaxContentBytes(value int64) *McpToolSpecApplyConfiguration {
+	b.MaxContentBytes = &value
 	return b
 }

@@ -47,6 +47,11 @@ type McpToolStatusApplyConfiguration struct {
 	Description *string `json:"description,omitempty"`
 	// inputSchema is the normalised JSON Schema of the tool's arguments.
 	InputSchema *apiextensionsv1.JSON `json:"inputSchema,omitempty"`
+	// outputSchema is the JSON Schema the server says the tool's
+	// structured results conform to, as it sent it (keys sorted, control
+	// characters removed); absent when it sent none. The gateway checks
+	// every structured result against the approved one.
+	OutputSchema *apiextensionsv1.JSON `json:"outputSchema,omitempty"`
 	// hints are the server's annotations, untrusted.
 	Hints *ToolHintsApplyConfiguration `json:"hints,omitempty"`
 	// effectiveDataClass is the higher of the server's and the tool's class,
@@ -152,6 +157,14 @@ func (b *McpToolStatusApplyConfiguration) WithDescription(value string) *McpTool
 // If called multiple times, the InputSchema field is set to the value of the last call.
 func (b *McpToolStatusApplyConfiguration) WithInputSchema(value apiextensionsv1.JSON) *McpToolStatusApplyConfiguration {
 	b.InputSchema = &value
+	return b
+}
+
+// WithOutputSchema sets the OutputSchema field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the OutputSchema field is set to the value of the last call.
+func (b *McpToolStatusApplyConfiguration) WithOutputSchema(value apiextensionsv1.JSON) *McpToolStatusApplyConfiguration {
+	b.OutputSchema = &value
 	return b
 }
 

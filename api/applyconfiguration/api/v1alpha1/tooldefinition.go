@@ -35,6 +35,11 @@ type ToolDefinitionApplyConfiguration struct {
 	Description *string `json:"description,omitempty"`
 	// inputSchema is the normalised JSON Schema of the tool's arguments.
 	InputSchema *v1.JSON `json:"inputSchema,omitempty"`
+	// outputSchema is the JSON Schema the server says the tool's
+	// structured results conform to, as it sent it (keys sorted, control
+	// characters removed); absent when it sent none. The gateway checks
+	// every structured result against the approved one.
+	OutputSchema *v1.JSON `json:"outputSchema,omitempty"`
 	// hints are the server's annotations, untrusted.
 	Hints *ToolHintsApplyConfiguration `json:"hints,omitempty"`
 }
@@ -74,6 +79,14 @@ func (b *ToolDefinitionApplyConfiguration) WithDescription(value string) *ToolDe
 // If called multiple times, the InputSchema field is set to the value of the last call.
 func (b *ToolDefinitionApplyConfiguration) WithInputSchema(value v1.JSON) *ToolDefinitionApplyConfiguration {
 	b.InputSchema = &value
+	return b
+}
+
+// WithOutputSchema sets the OutputSchema field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the OutputSchema field is set to the value of the last call.
+func (b *ToolDefinitionApplyConfiguration) WithOutputSchema(value v1.JSON) *ToolDefinitionApplyConfiguration {
+	b.OutputSchema = &value
 	return b
 }
 
