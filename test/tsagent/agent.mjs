@@ -10,7 +10,7 @@
 // last one about the HTTP requests it made. Steps:
 //
 //   {"op":"list"}                                 -> {"tools":[names]}
-//   {"op":"call","name":N,"arguments":{...}}      -> {"isError":b,"content":[...]}
+//   {"op":"call","name":N,"arguments":{...}}      -> {"isError":b,"content":[...],"structuredContent":{...}}
 //   {"op":"ping"}                                 -> {}
 //   {"op":"calls","name":N,"arguments":{},"n":K}  -> {"n":K,"failed":f,"p50us":..,"p95us":..}
 //   {"op":"calls",...,"n":K,"everyMs":P}          -> the same, one call every P ms (see calls)
@@ -186,7 +186,7 @@ const run = {
     },
     async call(step) {
         const res = await client.callTool({ name: step.name, arguments: step.arguments ?? {} });
-        return { isError: res.isError === true, content: res.content };
+        return { isError: res.isError === true, content: res.content, structuredContent: res.structuredContent };
     },
     async ping() {
         await client.ping();

@@ -136,6 +136,10 @@ type Outcome struct {
 	// IsError and Content are the call's result (call).
 	IsError bool      `json:"isError"`
 	Content []Content `json:"content"`
+	// StructuredContent is the call's structured result, as the SDK's
+	// client passed it on after checking it against the tool's listed
+	// output schema; empty when there was none.
+	StructuredContent json.RawMessage `json:"structuredContent"`
 	// N, Failed, P50us and P95us are the timed calls' count, how many
 	// returned isError (or, paced, failed), and their latencies in
 	// microseconds (calls); for lists, the lists that succeeded, those that

@@ -2,12 +2,15 @@ package integration_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/test/tsagent"
@@ -20,7 +23,7 @@ import (
 // imports its catalog and the gateway serves it to agents of every client
 // and era we test with.
 var _ = Describe("The MCP TypeScript reference server behind the gateway", func() {
-	It("is imported and its text tools are called through the gateway by the go-sdk in both eras and by the TypeScript SDK's client", func() {
+	It("is imported and its tools are called through the gateway by the go-sdk in both eras and by the TypeScript SDK's client", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		srv, err := tsagent.StartEverything(ctx)
@@ -28,7 +31,7 @@ var _ = Describe("The MCP TypeScript reference server behind the gateway", func(
 		DeferCleanup(srv.Stop)
 
 		ns := newNamespace()
-		ref := declare(ns, "everything", srv.URL, []string{tsagent.EverythingEcho, tsagent.EverythingSum})
+		ref := declare(ns, "everything", srv.URL, []string{tsagent.EverythingEcho, tsagent.EverythingSum, tsagent.EverythingStructuredContent, tsagent.EverythingTinyImage})
 		bot := newAgent(ns, "bot").allowInternal()
 
 		By("the import: the tools it offers every client, each an McpTool with the server's schema")
@@ -64,9 +67,51 @@ var _ = Describe("The MCP TypeScript reference server behind the gateway", func(
 		for _, o := range res.Steps {
 			Expect(o.Error).To(BeNil(), o.Op)
 		}
-		Expect(res.Steps[0].Tools).To(ConsistOf(ref.local(tsagent.EverythingEcho), ref.local(tsagent.EverythingSum)))
+		Expect(res.Steps[0].Tools).To(ConsistOf(ref.local(tsagent.EverythingEcho), ref.local(tsagent.EverythingSum), ref.local(tsagent.EverythingStructuredContent), ref.local(tsagent.EverythingTinyImage)))
 		Expect(res.Steps[1].Text()).To(Equal("Echo: " + arg))
 		Expect(res.Steps[2].Text()).To(ContainSubstring("3"))
+
+		By("typed results, as the server answers them directly: structured content checked against its output schema, an image byte for byte")
+		direct := directSession(ctx, srv.URL)
+		wantWeather := callTyped(direct, tsagent.EverythingStructuredContent, map[string]any{"location": "Chicago"})
+		Expect(wantWeather.StructuredContent).NotTo(BeNil())
+		wantImage := callTyped(direct, tsagent.EverythingTinyImage, map[string]any{})
+		wantPNG := imageOf(wantImage)
+		Expect(wantPNG.MIMEType).To(Equal("image/png"))
+		Expect(direct.Close()).To(Succeed())
+		Expect(ref.tool(tsagent.EverythingStructuredContent).Status.OutputSchema).NotTo(BeNil(), "the import keeps the output schema")
+		for _, era := range []string{modernEra, legacyEra} {
+			cs := bot.connect(nil, era)
+			got := callTyped(cs, ref.local(tsagent.EverythingStructuredContent), map[string]any{"location": "Chicago"})
+			Expect(got.IsError).To(BeFalse(), era)
+			Expect(structured(got)).To(MatchJSON(structured(wantWeather)), era)
+			img := callTyped(cs, ref.local(tsagent.EverythingTinyImage), nil)
+			Expect(img.IsError).To(BeFalse(), era)
+			gotPNG := imageOf(img)
+			Expect(gotPNG.MIMEType).To(Equal("image/png"), era)
+			Expect(gotPNG.Data).To(Equal(wantPNG.Data), era)
+			Expect(cs.Close()).To(Succeed())
+		}
+		typed, err := tsagent.Run(ctx, gatewayURL, bot.token,
+			tsagent.List(),
+			tsagent.Call(ref.local(tsagent.EverythingStructuredContent), map[string]any{"location": "Chicago"}),
+			tsagent.Call(ref.local(tsagent.EverythingTinyImage), nil),
+		)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(typed.Steps).To(HaveLen(3))
+		for _, o := range typed.Steps {
+			Expect(o.Error).To(BeNil(), o.Op)
+		}
+		Expect(string(typed.Steps[1].StructuredContent)).To(MatchJSON(structured(wantWeather)), "the TypeScript client checked it against the listed output schema")
+		var pngs []tsagent.Content
+		for _, c := range typed.Steps[2].Content {
+			if c.Type == "image" {
+				pngs = append(pngs, c)
+			}
+		}
+		Expect(pngs).To(HaveLen(1))
+		Expect(pngs[0].MimeType).To(Equal("image/png"))
+		Expect(pngs[0].Data).To(Equal(base64.StdEncoding.EncodeToString(wantPNG.Data)))
 
 		By("every call audited as sent and answered")
 		recs := auditFor(ns, ref.object(tsagent.EverythingEcho))
@@ -78,3 +123,26 @@ var _ = Describe("The MCP TypeScript reference server behind the gateway", func(
 		}
 	})
 })
+
+// directSession is a go-sdk client session with the reference server
+// itself, not through the gateway: what the server answers.
+func directSession(ctx context.Context, url string) *sdk.ClientSession {
+	GinkgoHelper()
+	c := sdk.NewClient(&sdk.Implementation{Name: "direct", Version: "v1"}, nil)
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	return cs
+}
+
+// imageOf is a result's one image.
+func imageOf(res *sdk.CallToolResult) *sdk.ImageContent {
+	GinkgoHelper()
+	var out []*sdk.ImageContent
+	for _, c := range res.Content {
+		if img, ok := c.(*sdk.ImageContent); ok {
+			out = append(out, img)
+		}
+	}
+	Expect(out).To(HaveLen(1))
+	return out[0]
+}
