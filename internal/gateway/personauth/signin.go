@@ -230,8 +230,15 @@ func (a *Authorizer) signedIn(w http.ResponseWriter, r *http.Request, st state, 
 		return
 	}
 	var claims json.RawMessage
-	if err := idt.Claims(&claims); err != nil {
-		answer(w, http.StatusBadGateway, "Sign-in failed", "The identity provider's answer could not be read. Nothing was stored.")
+	var party struct {
+		AZP string `json:"azp"`
+	}
+	if err := idt.Claims(&claims); err != nil || json.Unmarshal(claims, &party) != nil ||
+		len(idt.Audience) > 1 && party.AZP != a.SignIn.ClientID {
+		// An ID token for several audiences is the gateway's only when it
+		// names the gateway as the party it was issued to (OpenID Connect
+		// Core, 3.1.3.7).
+		answer(w, http.StatusBadGateway, "Sign-in failed", "The identity provider's answer could not be read or was not issued to the gateway. Nothing was stored.")
 		return
 	}
 	id, err := a.SignIn.Issuer.MapClaims(claims)
