@@ -45,6 +45,7 @@ type commandLine struct {
 	tokenProxy, tokenCAFile          string
 	oauthIssuersFile, oauthScopes    string
 	guardrailKeyFile, failClosedFrom string
+	consentSecretFile                string
 	maxTools                         int
 	apiQPS, reviewQPS                float64
 	apiBurst                         int
@@ -178,6 +179,10 @@ func (c *commandLine) bindGatewayOAuth(fs *flag.FlagSet) {
 	fs.StringVar(&c.oauthScopes, "gateway-oauth-scopes", "", "Comma-separated scopes the gateway advertises in its protected resource metadata and its 401 challenge.")
 	fs.DurationVar(&o.ClockSkew, "gateway-oauth-clock-skew", o.ClockSkew, "Leeway given to an access token's exp, nbf and iat against the gateway's clock.")
 	fs.IntVar(&o.TokenCacheSize, "gateway-oauth-token-cache-size", o.TokenCacheSize, "Validated access tokens one gateway replica remembers, each until it expires.")
+	s := &c.opts.GatewayConsentSignIn
+	fs.StringVar(&s.ClientID, "gateway-consent-signin-client-id", "", "Client ID the gateway has at the OIDC issuer people sign in at, whose redirect URI is --gateway-callback-url: the browser that follows a per-person consent link signs in with it as the person the link is for before anything goes to the server's authorization server. Empty hands out no consent link (per-person calls are refused).")
+	fs.StringVar(&c.consentSecretFile, "gateway-consent-signin-client-secret-file", "", "File holding that client's secret; empty is a public client (PKCE alone).")
+	fs.StringVar(&s.Issuer, "gateway-consent-signin-issuer", "", "Issuer URL (one of --gateway-oauth-issuers-file) that client is registered at; empty is the only issuer there.")
 	fs.DurationVar(&o.KeyRefreshInterval, "gateway-oauth-key-refresh-interval", o.KeyRefreshInterval, "Shortest time between two fetches of one issuer's keys, or two attempts at its discovery: a token naming an unknown key waits for it.")
 }
 
@@ -305,6 +310,13 @@ func (c *commandLine) options() (manager.Options, error) {
 	}
 	if err := c.oauth(&o); err != nil {
 		return o, err
+	}
+	if c.consentSecretFile != "" {
+		v, err := os.ReadFile(c.consentSecretFile)
+		if err != nil {
+			return o, fmt.Errorf("reading --gateway-consent-signin-client-secret-file: %w", err)
+		}
+		o.GatewayConsentSignIn.ClientSecret = strings.TrimSpace(string(v))
 	}
 	if err := c.guardrail(&o); err != nil {
 		return o, err

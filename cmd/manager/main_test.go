@@ -348,3 +348,21 @@ func TestMainAssembles(t *testing.T) {
 		}
 	}
 }
+
+func TestConsentSignInFlags(t *testing.T) {
+	secret := t.TempDir() + "/client-secret"
+	if err := os.WriteFile(secret, []byte("s3cret-of-the-client\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, o, err := parse(t, "--gateway-consent-signin-client-id=mcp-gateway", "--gateway-consent-signin-issuer=https://idp.example.test",
+		"--gateway-consent-signin-client-secret-file="+secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := o.GatewayConsentSignIn; s.ClientID != "mcp-gateway" || s.Issuer != "https://idp.example.test" || s.ClientSecret != "s3cret-of-the-client" {
+		t.Errorf("%+v", s)
+	}
+	if _, _, err := parse(t, "--gateway-consent-signin-client-id=mcp-gateway", "--gateway-consent-signin-client-secret-file="+secret+".missing"); err == nil {
+		t.Error("a missing secret file is accepted")
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/egress"
 	"github.com/mcp-catalog/operator/internal/gateway/approvals"
 	"github.com/mcp-catalog/operator/internal/gateway/personauth"
+	"github.com/mcp-catalog/operator/internal/oauthresource"
 	"github.com/mcp-catalog/operator/internal/review"
 	"github.com/mcp-catalog/operator/test/oidcprovider"
 )
@@ -111,18 +112,25 @@ func TestRevokeAuthorizationRevokesUpstream(t *testing.T) {
 	var handler atomic.Value
 	cb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.Load().(http.Handler).ServeHTTP(w, r) }))
 	t.Cleanup(cb.Close)
+	// The browser signs in as the person first, at the same provider
+	// here, named by its subject.
+	none := ""
 	a, err := personauth.New(personauth.Options{Client: e.c, Keys: approvals.StaticKeys{Current: []byte(strings.Repeat("k", 32))},
-		CallbackURL: cb.URL + personauth.CallbackPath, Egress: egress.Policy{AllowAllPrivate: true}})
+		CallbackURL: cb.URL + personauth.CallbackPath, Egress: egress.Policy{AllowAllPrivate: true},
+		SignIn: &personauth.SignIn{ClientID: "gateway-signin", Issuer: oauthresource.Issuer{URL: p.Issuer, CertificateAuthority: p.CAPEM,
+			ClaimMappings: oauthresource.ClaimMappings{Username: oauthresource.PrefixedClaim{Claim: "sub", Prefix: &none}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	handler.Store(a.CallbackHandler())
 	p.AddPublicClient("gateway-public", oidcprovider.PublicClient{RedirectURIs: []string{cb.URL + personauth.CallbackPath}, Resources: []string{srv.Spec.URL}})
+	p.AddPublicClient("gateway-signin", oidcprovider.PublicClient{RedirectURIs: []string{cb.URL + personauth.CallbackPath}})
+	p.AddPerson(oidcprovider.Person{Username: person, Password: oidcprovider.UserPassword})
 	link, err := a.ConsentURL(ctx, srv, personauth.Person{User: person})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.SignIn(ctx, link, p.FirstUser(), oidcprovider.UserPassword); err != nil {
+	if err := p.SignIn(ctx, link, person, oidcprovider.UserPassword); err != nil {
 		t.Fatal(err)
 	}
 	var s corev1.Secret

@@ -71,6 +71,10 @@ func (g *Gateway) authorizeUpstream(ctx context.Context, req *sdk.CallToolReques
 			"the gateway could not obtain your token for this tool's server now ("+err.Error()+"); try again"), nil
 	}
 	link, err := g.PersonAuth.ConsentURL(ctx, srv, p)
+	var setup *personauth.SetupError
+	if errors.As(err, &setup) {
+		return g.deny(ctx, c.rec, c.tool, audit.DenyUpstreamAuthorization, "NotConfigured", need.Error()+", and "+setup.Error()+"; the call was not made"), nil
+	}
 	if err != nil {
 		logging.FromContext(ctx, logging.Gateway).Info("no consent link could be made", "server", srv.Namespace+"/"+srv.Name, "reason", err.Error())
 		return g.deny(ctx, c.rec, c.tool, audit.DenyUpstreamAuthorization, need.Reason,

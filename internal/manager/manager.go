@@ -259,6 +259,11 @@ type Options struct {
 	// browsers reach it, the redirect URI of per-person servers' clients
 	// (ADR 056); empty refuses calls of per-person servers.
 	GatewayCallbackURL string
+	// GatewayConsentSignIn is the gateway's client at the identity
+	// provider where the browser that follows a consent link signs in as
+	// the person (ADR 063); without a client ID no consent link is handed
+	// out. Its issuer must be one of GatewayOAuth's; empty is the only one.
+	GatewayConsentSignIn ConsentSignIn
 	// GatewayPersonAuthRootCAs, when set, replace the system roots for
 	// per-person servers' authorization servers (tests).
 	GatewayPersonAuthRootCAs *x509.CertPool

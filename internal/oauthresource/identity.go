@@ -170,3 +170,19 @@ func (is *issuer) identity(c claimSet, subject string, expiry time.Time) (*Ident
 	}
 	return id, nil
 }
+
+// MapClaims is the identity verified claims (a JSON object whose
+// signature, issuer, audience and expiry the caller has checked, such as
+// an ID token go-oidc verified) stand for under is's claim mappings: the
+// same name an access token with these claims would be given.
+func (is Issuer) MapClaims(claims []byte) (*Identity, error) {
+	var c claimSet
+	if err := json.Unmarshal(claims, &c); err != nil {
+		return nil, refused(ReasonClaims, is.URL, "the claims are not a JSON object")
+	}
+	sub, ok := c.str("sub")
+	if !ok || sub == "" {
+		return nil, refused(ReasonClaims, is.URL, "the claims have no sub")
+	}
+	return (&issuer{cfg: is}).identity(c, sub, time.Time{})
+}

@@ -25,6 +25,10 @@ gateway:
         groups: {claim: groups, prefix: "oidc:"}
     - url: https://login.example.org/tenant-a/v2.0
       audiences: [api://mcp-gateway]
+    consentSignIn:
+      clientID: mcp-gateway-consent
+      issuer: https://keycloak.example.com/realms/platform
+      secretName: consent-signin
 `
 
 // checkGatewayOAuth: the gateway is given the resource, the scopes and
@@ -40,6 +44,21 @@ func checkGatewayOAuth(t *testing.T, objs []*unstructured.Unstructured) {
 	if f["--gateway-oauth-resource"] != "https://mcp.example.com/mcp" || f["--gateway-oauth-issuers-file"] != path ||
 		f["--gateway-oauth-scopes"] != "mcp.tools,mcp.approvals" {
 		t.Errorf("gateway OAuth flags: %v", f)
+	}
+	// The sign-in client for consent links (ADR 063), its secret mounted
+	// from the administrator's Secret.
+	const secretPath = "/etc/mcp-catalog-operator/gateway-consent-signin/client-secret"
+	if f["--gateway-consent-signin-client-id"] != "mcp-gateway-consent" || f["--gateway-consent-signin-issuer"] != "https://keycloak.example.com/realms/platform" ||
+		f["--gateway-consent-signin-client-secret-file"] != secretPath {
+		t.Errorf("consent sign-in flags: %v", f)
+	}
+	if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == "gateway-consent-signin" && m.MountPath+"/client-secret" == secretPath && m.ReadOnly
+	}) || !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.Name == "gateway-consent-signin" && v.Secret != nil && v.Secret.SecretName == "consent-signin" &&
+			len(v.Secret.Items) == 1 && v.Secret.Items[0].Key == "client-secret" && v.Secret.Items[0].Path == "client-secret"
+	}) {
+		t.Errorf("the sign-in client's secret is not mounted at %s", secretPath)
 	}
 	_, mc := manager(t, objs)
 	if _, ok := flags(t, mc)["--gateway-oauth-resource"]; ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"strings"
 	"time"
@@ -220,23 +221,31 @@ func (s *storageWithClients) CreateAccessToken(ctx context.Context, req op.Token
 }
 
 // SignIn is the person's browser: it opens authorizeURL (an authorization
-// request to this provider), signs in on the login page as username with
-// password, and follows the redirects to the client's redirect URI, which
-// it opens too (the client's loopback listener takes the code there).
+// request to this provider, or a link of the client's that leads to one),
+// signs in on the login page as username with password, as often as the
+// provider asks (a gateway's consent link has the person sign in, then
+// consent), and follows the redirects to the client's redirect URI, which
+// it opens too (the client's loopback listener takes the code there). It
+// keeps cookies, as a browser does.
 func (p *Provider) SignIn(ctx context.Context, authorizeURL, username, password string) error {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return err
+	}
 	browser := &http.Client{
 		Transport:     p.srv.Client().Transport,
+		Jar:           jar,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	next, err := url.Parse(authorizeURL)
 	if err != nil {
 		return err
 	}
-	if !strings.HasPrefix(next.String(), p.Issuer+"/") {
-		return fmt.Errorf("the authorization URL %s is not this provider's", next.Redacted())
+	if next.Scheme != "https" && next.Scheme != "http" || next.Host == "" {
+		return fmt.Errorf("the authorization URL %s is not an absolute http(s) URL", next.Redacted())
 	}
 	var form url.Values
-	for range 10 {
+	for range 20 {
 		var req *http.Request
 		if form != nil {
 			req, err = http.NewRequestWithContext(ctx, http.MethodPost, next.String(), strings.NewReader(form.Encode()))
@@ -284,4 +293,29 @@ func (s *storageWithClients) CreateAccessAndRefreshTokens(ctx context.Context, r
 		req = a.AuthRequest
 	}
 	return s.Storage.CreateAccessAndRefreshTokens(ctx, req, currentRefreshToken)
+}
+
+// SetUserinfoFromScopes is the example storage's, with the person's own
+// claims (AddPerson) added, so that an ID token of a person's sign-in
+// carries what the person's access tokens do (an email the gateway names
+// them by, say).
+func (s *storageWithClients) SetUserinfoFromScopes(ctx context.Context, info *oidc.UserInfo, userID, clientID string, scopes []string) error {
+	if err := s.Storage.SetUserinfoFromScopes(ctx, info, userID, clientID, scopes); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	claims := s.personClaims[userID]
+	s.mu.Unlock()
+	for k, v := range claims {
+		switch k {
+		case "email":
+			info.Email, _ = v.(string)
+		case "email_verified":
+			b, _ := v.(bool)
+			info.EmailVerified = oidc.Bool(b)
+		default:
+			info.AppendClaims(k, v)
+		}
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -27,6 +29,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/personauth"
+	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 	"github.com/mcp-catalog/operator/test/oidcprovider"
 )
@@ -127,8 +130,35 @@ func (ps *personServer) seen() []string {
 	return append([]string(nil), ps.subjects...)
 }
 
-// browser is the person's browser: it trusts upstreamAS and reaches the
-// gateway at callbackURL's host.
+// The gateway's sign-in client at people, where the browser that follows
+// a consent link signs in as the person the link is for.
+const (
+	signInClientID     = "gateway-consent-signin"
+	signInClientSecret = "gateway-consent-signin-s3cret"
+)
+
+// consentSignIn registers the gateway's sign-in client at people and
+// configures the gateway with it.
+func consentSignIn() manager.ConsentSignIn {
+	people.AddCodeClient(signInClientID, signInClientSecret, callbackURL)
+	secretsUsed.Add(signInClientSecret)
+	return manager.ConsentSignIn{Issuer: people.Issuer, ClientID: signInClientID, ClientSecret: signInClientSecret}
+}
+
+// signInPassword is the password of every person who signs in at people.
+const signInPassword = "people-pa55word"
+
+// canSignIn lets h sign in at people with a browser, as the email the
+// gateway names them by.
+func (h *human) canSignIn() *human {
+	people.AddPerson(oidcprovider.Person{Username: h.email, Password: signInPassword,
+		Claims: map[string]any{"email": h.email, "email_verified": true}})
+	return h
+}
+
+// browser is a person's browser, with its own cookies: it trusts the
+// providers (httptest's certificate) and reaches the gateway at
+// callbackURL's host.
 func browser() *http.Client {
 	gw, err := url.Parse(gatewayURL)
 	Expect(err).NotTo(HaveOccurred())
@@ -139,32 +169,61 @@ func browser() *http.Client {
 		}
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	}
-	return &http.Client{Transport: t, Timeout: 20 * time.Second}
+	jar, err := cookiejar.New(nil)
+	Expect(err).NotTo(HaveOccurred())
+	return &http.Client{Transport: t, Timeout: 20 * time.Second, Jar: jar}
 }
 
-// consent follows link as user's browser: the login page, then the form
-// posted with consent allowed or not. It returns the gateway's page.
-func consent(link, user string, allow bool) (int, string) {
+// login posts the login form of the provider page is at, as user with
+// password, consenting or not (a sign-in's form has no consent answer).
+func login(b *http.Client, page *url.URL, user, password, decision string) *http.Response {
 	GinkgoHelper()
-	b := browser()
+	Expect(page.Path).To(Equal(oidcprovider.LoginPath), "at a provider's login page")
+	form := url.Values{oidcprovider.FormRequest: {page.Query().Get(oidcprovider.FormRequest)}, oidcprovider.FormUser: {user}, oidcprovider.FormPassword: {password}}
+	if decision != "" {
+		form.Set(oidcprovider.FormConsent, decision)
+	}
+	resp, err := b.PostForm(page.String(), form)
+	Expect(err).NotTo(HaveOccurred())
+	return resp
+}
+
+// page reads resp as the page the browser shows.
+func page(resp *http.Response) (int, string) {
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// signIn follows link in b and signs in at people as email: the browser
+// ends at the upstream authorization server's login page when the gateway
+// took the sign-in, or at the gateway's page when it did not.
+func signIn(b *http.Client, link, email string) *http.Response {
+	GinkgoHelper()
 	resp, err := b.Get(link)
 	Expect(err).NotTo(HaveOccurred())
 	_ = resp.Body.Close()
-	Expect(resp.Request.URL.Path).To(Equal(oidcprovider.LoginPath), "the link leads to the authorization server's login")
-	id := resp.Request.URL.Query().Get(oidcprovider.FormRequest)
+	Expect(resp.Request.URL.String()).To(HavePrefix(people.Issuer+"/"), "the link leads to the sign-in at the person's identity provider first")
+	return login(b, resp.Request.URL, email, signInPassword, "")
+}
+
+// consent follows link as the person with email's browser: the sign-in
+// at people, then the upstream login page, posted as user with consent
+// allowed or not. It returns the gateway's page.
+func consent(link, email, user string, allow bool) (int, string) {
+	GinkgoHelper()
+	b := browser()
+	resp := signIn(b, link, email)
+	_ = resp.Body.Close()
+	Expect(resp.Request.URL.String()).To(HavePrefix(upstreamAS.Issuer+"/"), "after the sign-in, the browser is at the server's authorization server")
 	decision := "deny"
 	if allow {
 		decision = "allow"
 	}
-	resp, err = b.PostForm(resp.Request.URL.String(), url.Values{
-		oidcprovider.FormRequest: {id}, oidcprovider.FormUser: {user}, oidcprovider.FormPassword: {oidcprovider.UserPassword},
-		oidcprovider.FormConsent: {decision},
-	})
-	Expect(err).NotTo(HaveOccurred())
+	resp = login(b, resp.Request.URL, user, oidcprovider.UserPassword, decision)
 	defer func() { _ = resp.Body.Close() }()
 	Expect(resp.Request.URL.Host).To(Equal("gateway.test"), "the browser ends at the gateway's callback")
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return page(resp)
 }
 
 // authorization reads user's authorization Secret of server in ns.
@@ -200,8 +259,8 @@ var _ = Describe("Per-person upstream authorization", func() {
 			}}
 		})
 		tool := up.local(echo)
-		alice := newHuman(people, ns, "alice")
-		bob := newHuman(people, ns, "bob")
+		alice := newHuman(people, ns, "alice").canSignIn()
+		bob := newHuman(people, ns, "bob").canSignIn()
 		for _, h := range []*human{alice, bob} {
 			grantSubject(ns, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: h.email}, h.email)
 		}
@@ -218,16 +277,13 @@ var _ = Describe("Per-person upstream authorization", func() {
 		cs = connectAt(ns, alice.token(people), (&urlCapable{}).options(false))
 		e := callWaiting(cs, legacyEra, tool, args)
 		Expect(e.Message).To(ContainSubstring("has not authorized"))
-		link, err := url.Parse(e.URL)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(link.Query().Get("code_challenge_method")).To(Equal("S256"))
-		Expect(link.Query().Get("resource")).To(Equal(ps.URL))
+		Expect(e.URL).To(HavePrefix(callbackURL+"?"), "the link leads to the gateway, which has the browser sign in first")
 		Expect(ps.seen()).To(BeEmpty())
 		recs := auditFor(ns, up.object(echo))
 		Expect([]string{recs[len(recs)-1].Reason, recs[len(recs)-1].Detail}).To(Equal([]string{audit.DenyUpstreamAuthorization, personauth.ReasonNotAuthorized}))
 
 		By("alice consents in her browser: the callback stores her token")
-		code, page := consent(e.URL, upstreamAS.FirstUser(), true)
+		code, page := consent(e.URL, alice.email, upstreamAS.FirstUser(), true)
 		Expect(code).To(Equal(http.StatusOK), page)
 		Expect(page).To(ContainSubstring("Authorized"))
 		s := authorization(ns, "records", alice.email)
@@ -255,7 +311,7 @@ var _ = Describe("Per-person upstream authorization", func() {
 		Expect(ps.seen()).To(HaveLen(sent))
 
 		By("bob refuses at the authorization server: his next call says so")
-		code, page = consent(bobLink, oidcprovider.SecondUser, false)
+		code, page = consent(bobLink, bob.email, oidcprovider.SecondUser, false)
 		Expect(code).To(Equal(http.StatusOK), page)
 		Expect(page).To(ContainSubstring("refused"))
 		isErr, out = call(bs, tool, args)
@@ -332,6 +388,116 @@ var _ = Describe("Per-person upstream authorization", func() {
 			for _, v := range values {
 				Expect(strings.Contains(text, v)).To(BeFalse(), "a token appears in the %s", where)
 			}
+		}
+	})
+})
+
+// The attack of ADR 063: Mallory's agent gets a consent link for Mallory
+// and she sends it to Bob. Whoever follows a link must first sign in as
+// the person it names, and every later step must happen in the browser
+// that signed in.
+var _ = Describe("Per-person upstream authorization: who follows a consent link", func() {
+	It("stores nothing for alice when bob follows her link or finishes it in another browser, and alice's own sign-in and consent work", func() {
+		ns := newNamespace()
+		ctx := context.Background()
+		ps := startPersonServer()
+		clientID := fmt.Sprintf("gateway-%08x", rand.Uint32())
+		clientSecret := newSecretValue()
+		upstreamAS.AddCodeClient(clientID, clientSecret, callbackURL)
+		for name, v := range map[string]string{"discovery": ps.discovery, "client": clientSecret} {
+			Expect(k8sClient.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{mcpv1alpha1.LabelCredential: mcpv1alpha1.LabelCredentialValue}},
+				Data:       map[string][]byte{"v": []byte(v)},
+			})).To(Succeed())
+		}
+		up := declare(ns, "records", ps.URL, []string{echo}, func(s *mcpv1alpha1.McpServerSpec) {
+			s.AllowCredentialOverHTTP, s.AllowPrivateNetwork = true, true
+			s.Auth = &mcpv1alpha1.McpServerAuth{PerPerson: &mcpv1alpha1.PerPersonAuth{
+				ClientID:           clientID,
+				ClientSecretRef:    &mcpv1alpha1.SecretKeySelector{Name: "client", Key: "v"},
+				Scopes:             []string{"openid", "offline_access"},
+				DiscoverySecretRef: &mcpv1alpha1.SecretKeySelector{Name: "discovery", Key: "v"},
+			}}
+		})
+		tool := up.local(echo)
+		alice := newHuman(people, ns, "alice").canSignIn()
+		bob := newHuman(people, ns, "bob").canSignIn()
+		for _, h := range []*human{alice, bob} {
+			grantSubject(ns, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: h.email}, h.email)
+		}
+		peopleCeiling(ns, mcpv1alpha1.DataClassInternal, []string{alice.email, bob.email}, nil)
+		args := map[string]any{"text": "hello"}
+		secretsUsed.Add(clientSecret, ps.discovery)
+		cs := connectAt(ns, alice.token(people), nil)
+		Eventually(func() []string { return toolNames(cs) }, 20*time.Second, 250*time.Millisecond).Should(ContainElement(tool))
+		aliceLink := func() string {
+			GinkgoHelper()
+			isErr, out := call(cs, tool, args)
+			Expect(isErr).To(BeTrue())
+			Expect(out).To(ContainSubstring("has not authorized"))
+			return out[strings.Index(out, "Link: ")+len("Link: "):]
+		}
+		nothingFor := func(user string) {
+			GinkgoHelper()
+			err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: personauth.SecretName("records", user)}, &corev1.Secret{})
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing is stored for %s (%v)", user, err)
+		}
+
+		By("bob follows alice's link and signs in as himself: refused before the upstream authorization server, nothing stored")
+		asked := upstreamAS.Authorizations()
+		code, text := page(signIn(browser(), aliceLink(), bob.email))
+		Expect(code).To(Equal(http.StatusForbidden), text)
+		Expect(text).To(ContainSubstring("another person"))
+		Expect(upstreamAS.Authorizations()).To(Equal(asked), "bob's browser never reached the upstream authorization server")
+		nothingFor(alice.email)
+		nothingFor(bob.email)
+		Expect(aliceLink()).NotTo(BeEmpty(), "alice's next call still gets a link")
+
+		By("alice signs in, but the consent page is finished in bob's browser (without her cookie): nothing stored")
+		resp := signIn(browser(), aliceLink(), alice.email)
+		_ = resp.Body.Close()
+		Expect(resp.Request.URL.String()).To(HavePrefix(upstreamAS.Issuer + "/"))
+		code, text = page(login(browser(), resp.Request.URL, oidcprovider.SecondUser, oidcprovider.UserPassword, "allow"))
+		Expect(code).To(Equal(http.StatusForbidden), text)
+		Expect(text).To(ContainSubstring("did not start in this browser"))
+		nothingFor(alice.email)
+
+		By("alice's sign-in answer replayed in another browser: refused, nothing stored")
+		ab := browser()
+		first, err := ab.Get(aliceLink())
+		Expect(err).NotTo(HaveOccurred())
+		_ = first.Body.Close()
+		ab.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
+			if req.URL.Host == "gateway.test" {
+				return http.ErrUseLastResponse
+			}
+			return nil
+		}
+		resp = login(ab, first.Request.URL, alice.email, signInPassword, "")
+		_ = resp.Body.Close()
+		back := resp.Header.Get("Location")
+		Expect(back).To(HavePrefix(callbackURL+"?"), "the identity provider sends the browser back with the sign-in's code")
+		replayed, err := browser().Get(back)
+		Expect(err).NotTo(HaveOccurred())
+		code, text = page(replayed)
+		Expect(code).To(Equal(http.StatusForbidden), text)
+		Expect(text).To(ContainSubstring("did not start in this browser"))
+		nothingFor(alice.email)
+
+		By("alice follows her own link, signs in as herself and consents: her next call goes through with her token")
+		code, text = consent(aliceLink(), alice.email, upstreamAS.FirstUser(), true)
+		Expect(code).To(Equal(http.StatusOK), text)
+		Expect(text).To(ContainSubstring("Authorized"))
+		s := authorization(ns, "records", alice.email)
+		secretsUsed.Add(string(s.Data["access-token"]), string(s.Data["refresh-token"]))
+		isErr, out := call(cs, tool, args)
+		Expect(isErr).To(BeFalse(), out)
+		Expect(ps.seen()).To(HaveEach(oidcprovider.FirstSubject))
+
+		By("no token appears in the logs or audit records")
+		for _, v := range []string{string(s.Data["access-token"]), string(s.Data["refresh-token"]), signInClientSecret, clientSecret} {
+			Expect(logs.String()).NotTo(ContainSubstring(v))
+			Expect(strings.Join(auditLog.all(), "\n")).NotTo(ContainSubstring(v))
 		}
 	})
 })

@@ -135,6 +135,7 @@ func gatewayOptions(ready chan<- string) manager.Options {
 	opts.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	opts.GatewayOAuth = oauthOptions()
 	opts.GatewayGuardrail = guardrail.Config{URL: guard.srv.URL, Key: guardKey}
+	opts.GatewayConsentSignIn = consentSignIn()
 	opts.GatewayCallbackURL, opts.GatewayPersonAuthRootCAs = callbackURL, upstreamAS.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	return opts
 }

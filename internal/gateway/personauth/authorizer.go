@@ -114,6 +114,9 @@ type Options struct {
 	// RootCAs, when set, replace the system roots for authorization
 	// servers (tests); a server's spec.tls.caBundleRef is trusted too.
 	RootCAs *x509.CertPool
+	// SignIn is where the browser that follows a consent link signs in as
+	// the person; nil hands out no link (a *SetupError).
+	SignIn *SignIn
 	// StateTTL is how long a consent link can be used (DefaultStateTTL).
 	StateTTL time.Duration
 	// Clock is nil for the real one.
@@ -127,6 +130,7 @@ type Authorizer struct {
 	trust  *egress.Trust
 	tokens ttlMap[stored]
 	metas  ttlMap[discovered]
+	signIn signInProvider
 }
 
 // New builds an Authorizer.
@@ -137,6 +141,9 @@ func New(o Options) (*Authorizer, error) {
 	u, err := url.Parse(o.CallbackURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, errors.New("personauth: the callback URL must be an absolute http(s) URL without query or fragment")
+	}
+	if o.SignIn != nil && (o.SignIn.Issuer.URL == "" || o.SignIn.ClientID == "") {
+		return nil, errNoSignIn
 	}
 	if o.StateTTL <= 0 {
 		o.StateTTL = DefaultStateTTL
@@ -279,27 +286,29 @@ func authServerMeta(ctx context.Context, issuer string, hc *http.Client) (*oauth
 	return nil, &DiscoveryError{What: "the authorization server publishes no metadata (RFC 8414 or OpenID Connect discovery)"}
 }
 
-// ConsentURL is the link person follows to authorize srv: the
-// authorization server's authorization endpoint with a signed state, the
-// PKCE S256 challenge and the server as resource (RFC 8707).
+// ConsentURL is the link person follows to authorize srv: the gateway's
+// callback with a signed state of the link step, naming srv, its
+// authorization server and client, and the person. Following it, the
+// browser signs in as the person first (signin.go); only then is it sent
+// to the authorization server. A *SetupError says no link can be made for
+// p at this gateway.
 func (a *Authorizer) ConsentURL(ctx context.Context, srv *mcpv1alpha1.McpServer, p Person) (string, error) {
+	if err := a.checkLinkable(p); err != nil {
+		return "", err
+	}
 	ep, err := a.endpointFor(ctx, srv)
 	if err != nil {
 		return "", err
 	}
 	st := state{
-		Namespace: srv.Namespace, Server: srv.Name, ServerUID: string(srv.UID), User: p.User,
+		Kind: kindLink, Namespace: srv.Namespace, Server: srv.Name, ServerUID: string(srv.UID), User: p.User,
 		Issuer: ep.issuer, ClientID: ep.cfg.ClientID, Nonce: newNonce(), Expires: a.now().Add(a.StateTTL).Unix(),
 	}
-	token, verifier, err := a.signer.sign(ctx, st)
+	token, _, err := a.signer.sign(ctx, st)
 	if err != nil {
 		return "", fmt.Errorf("signing the consent link: %w", err)
 	}
-	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}
-	if srv.Spec.URL != "" {
-		opts = append(opts, oauth2.SetAuthURLParam("resource", srv.Spec.URL))
-	}
-	return ep.cfg.AuthCodeURL(token, opts...), nil
+	return a.CallbackURL + "?" + url.Values{LinkParam: {token}}.Encode(), nil
 }
 
 // refreshSkew is how long before its expiry a token is refreshed.

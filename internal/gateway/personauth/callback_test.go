@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway/approvals"
+	"golang.org/x/oauth2"
 )
 
 func perPersonServer() *mcpv1alpha1.McpServer {
@@ -44,8 +45,45 @@ func testAuthorizer(t *testing.T, now time.Time, objs ...client.Object) (*Author
 
 func visit(a *Authorizer, q url.Values) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()
-	a.CallbackHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, CallbackPath+"?"+q.Encode(), nil))
+	inTestBrowser(a.CallbackHandler()).ServeHTTP(w, httptest.NewRequest(http.MethodGet, CallbackPath+"?"+q.Encode(), nil))
 	return w
+}
+
+// The test browser's flow and cookie: the states of these tests name
+// them, as a state made after the browser signed in does.
+const (
+	testFlow   = "flow-1"
+	testCookie = "cookie-of-the-browser-that-signed-in"
+)
+
+// inTestBrowser is h reached by the browser that followed the test
+// states' link.
+func inTestBrowser(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.AddCookie(&http.Cookie{Name: cookiePrefix + testFlow, Value: testCookie})
+		h.ServeHTTP(w, r)
+	})
+}
+
+// upstreamURL is the authorization server's link a browser that signed in
+// as user is sent to: what the sign-in step (signin.go) redirects to.
+func upstreamURL(ctx context.Context, a *Authorizer, srv *mcpv1alpha1.McpServer, user string) (string, error) {
+	ep, err := a.endpointFor(ctx, srv)
+	if err != nil {
+		return "", err
+	}
+	st := state{Kind: kindUpstream, Namespace: srv.Namespace, Server: srv.Name, ServerUID: string(srv.UID), User: user,
+		Issuer: ep.issuer, ClientID: ep.cfg.ClientID, Nonce: newNonce(), Expires: a.now().Add(a.StateTTL).Unix(),
+		Flow: testFlow, Browser: browserHash(testCookie)}
+	token, verifier, err := a.signer.sign(ctx, st)
+	if err != nil {
+		return "", err
+	}
+	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}
+	if srv.Spec.URL != "" {
+		opts = append(opts, oauth2.SetAuthURLParam("resource", srv.Spec.URL))
+	}
+	return ep.cfg.AuthCodeURL(token, opts...), nil
 }
 
 // The callback stores nothing for a state it did not sign, for a server
@@ -55,6 +93,12 @@ func TestCallback(t *testing.T) {
 	ctx, now := context.Background(), time.Unix(1_800_000_000, 0)
 	st := testState(now)
 	valid, _, err := signer{keys: approvals.StaticKeys{Current: keyA}}.sign(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	linkState := st
+	linkState.Kind = kindLink
+	link, _, err := signer{keys: approvals.StaticKeys{Current: keyA}}.sign(ctx, linkState)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +113,8 @@ func TestCallback(t *testing.T) {
 		stored string
 	}{
 		"a forged state":                 {perPersonServer(), url.Values{"state": {"x.y"}, "code": {"c"}}, http.StatusBadRequest, ""},
+		"a link's state as an answer":    {perPersonServer(), url.Values{"state": {link}, "error": {"access_denied"}}, http.StatusBadRequest, ""},
+		"an answer's state as a link":    {perPersonServer(), url.Values{LinkParam: {valid}}, http.StatusBadRequest, ""},
 		"a server deleted and recreated": {recreated, url.Values{"state": {valid}, "code": {"c"}}, http.StatusBadRequest, ""},
 		"a server with another client":   {otherClient, url.Values{"state": {valid}, "code": {"c"}}, http.StatusBadRequest, ""},
 		"another authorization server":   {perPersonServer(), url.Values{"state": {valid}, "code": {"c"}, "iss": {"https://evil.example.com"}}, http.StatusBadRequest, ""},
@@ -216,5 +262,52 @@ func TestTokenIsKeptBrieflyAndPerPerson(t *testing.T) {
 	clk.SetTime(now.Add(TokenTTL))
 	if _, err := a.Token(ctx, srv, Person{User: "alice"}); err != nil || reads != 3 {
 		t.Fatalf("after TokenTTL: %v, %d reads", err, reads)
+	}
+}
+
+// Without a sign-in client no consent link is handed out, and a
+// ServiceAccount, which signs in nowhere, gets none either: each is a
+// SetupError naming what is missing.
+func TestNoLinkWithoutSignIn(t *testing.T) {
+	ctx, now := context.Background(), time.Unix(1_800_000_000, 0)
+	a, _ := testAuthorizer(t, now, perPersonServer())
+	var setup *SetupError
+	if _, err := a.ConsentURL(ctx, perPersonServer(), Person{User: "alice@example.com"}); !errors.As(err, &setup) || !strings.Contains(err.Error(), SignInFlag) {
+		t.Fatalf("without a sign-in client: %v", err)
+	}
+	a.SignIn = &SignIn{ClientID: "gw-signin"}
+	if _, err := a.ConsentURL(ctx, perPersonServer(), Person{User: "system:serviceaccount:team-a:agent"}); !errors.As(err, &setup) {
+		t.Fatalf("for a ServiceAccount: %v", err)
+	}
+}
+
+// A step of the flow reached by another browser than the one that
+// followed the link (no cookie, or another one) stores nothing.
+func TestCallbackRefusesAnotherBrowser(t *testing.T) {
+	ctx, now := context.Background(), time.Unix(1_800_000_000, 0)
+	st := testState(now)
+	valid, _, err := signer{keys: approvals.StaticKeys{Current: keyA}}.sign(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, cookie := range map[string]*http.Cookie{
+		"no cookie":      nil,
+		"another cookie": {Name: cookiePrefix + testFlow, Value: "another-browser"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a, cl := testAuthorizer(t, now, perPersonServer())
+			req := httptest.NewRequest(http.MethodGet, CallbackPath+"?"+url.Values{"state": {valid}, "error": {"access_denied"}}.Encode(), nil)
+			if cookie != nil {
+				req.AddCookie(cookie)
+			}
+			w := httptest.NewRecorder()
+			a.CallbackHandler().ServeHTTP(w, req)
+			if w.Code != http.StatusForbidden {
+				t.Fatalf("status %d: %s", w.Code, w.Body)
+			}
+			if err := cl.Get(ctx, types.NamespacedName{Namespace: "team-a", Name: SecretName("records", st.User)}, &corev1.Secret{}); err == nil {
+				t.Fatal("a Secret was stored")
+			}
+		})
 	}
 }

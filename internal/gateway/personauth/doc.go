@@ -14,6 +14,12 @@
 //     client, and expires; the PKCE verifier is derived from the state's
 //     nonce under the same key, so it never travels and no replica keeps
 //     anything between the link and the callback.
+//   - The link leads to the gateway, not to the authorization server
+//     (ADR 063): the browser signs in at the person's identity provider
+//     (OpenID Connect), and is sent on only when the ID token names the
+//     link's person; a cookie given when the link is followed, whose hash
+//     every later state carries, keeps the sign-in and the consent in
+//     that browser. Without a sign-in client no link is handed out.
 //   - Tokens live in one Secret per server and person, named from a hash
 //     of both, labelled, owned by the McpServer (deleted with it), and
 //     never labelled as a credential, so that no McpServer can name it.

@@ -110,9 +110,9 @@ func TestDynamicClientRegistration(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(srv).Build()
 	const callback = "https://gw.example.com" + CallbackPath
 
-	link, err := replica(t, c, callback).ConsentURL(ctx, srv, Person{User: "alice"})
+	link, err := upstreamURL(ctx, replica(t, c, callback), srv, "alice")
 	if err != nil {
-		t.Fatalf("ConsentURL: %v", err)
+		t.Fatalf("upstreamURL: %v", err)
 	}
 	if got := clientIDOf(t, link); got != "reg-1" || as.registered.Load() != 1 {
 		t.Fatalf("client_id %q after %d registrations", got, as.registered.Load())
@@ -129,13 +129,13 @@ func TestDynamicClientRegistration(t *testing.T) {
 	}
 
 	// Another replica, with nothing in memory, uses the same client.
-	link, err = replica(t, c, callback).ConsentURL(ctx, srv, Person{User: "bob"})
+	link, err = upstreamURL(ctx, replica(t, c, callback), srv, "bob")
 	if err != nil || clientIDOf(t, link) != "reg-1" || as.registered.Load() != 1 {
 		t.Fatalf("second replica: %v, %d registrations", err, as.registered.Load())
 	}
 
 	// A gateway reached at another callback URL registers a client for it.
-	link, err = replica(t, c, "https://gateway.example.org"+CallbackPath).ConsentURL(ctx, srv, Person{User: "alice"})
+	link, err = upstreamURL(ctx, replica(t, c, "https://gateway.example.org"+CallbackPath), srv, "alice")
 	if err != nil || clientIDOf(t, link) != "reg-2" || as.registered.Load() != 2 {
 		t.Fatalf("new callback URL: %v, %d registrations", err, as.registered.Load())
 	}
@@ -145,7 +145,7 @@ func TestNoRegistrationEndpointIsAClearAnswer(t *testing.T) {
 	as := startRegistrar(t, true)
 	srv := registeringServer(as.URL)
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(srv).Build()
-	_, err := replica(t, c, "https://gw.example.com"+CallbackPath).ConsentURL(context.Background(), srv, Person{User: "alice"})
+	_, err := upstreamURL(context.Background(), replica(t, c, "https://gw.example.com"+CallbackPath), srv, "alice")
 	var de *DiscoveryError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "set spec.auth.perPerson.clientID") {
 		t.Fatalf("err = %v, want a DiscoveryError naming clientID", err)

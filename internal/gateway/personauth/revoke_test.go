@@ -54,15 +54,15 @@ func authorizedAt(t *testing.T, p *oidcprovider.Provider, pp *mcpv1alpha1.PerPer
 	if err != nil {
 		t.Fatal(err)
 	}
-	handler.Store(a.CallbackHandler())
+	handler.Store(inTestBrowser(a.CallbackHandler()))
 	if pp.ClientSecretRef != nil {
 		p.AddCodeClient(pp.ClientID, "client-s3cret-value", cb.URL+CallbackPath)
 	} else {
 		p.AddPublicClient(pp.ClientID, oidcprovider.PublicClient{RedirectURIs: []string{cb.URL + CallbackPath}, Resources: []string{recordsURL}})
 	}
-	link, err := a.ConsentURL(ctx, srv, Person{User: "alice"})
+	link, err := upstreamURL(ctx, a, srv, "alice")
 	if err != nil {
-		t.Fatalf("ConsentURL: %v", err)
+		t.Fatalf("upstreamURL: %v", err)
 	}
 	if err := p.SignIn(ctx, link, p.FirstUser(), oidcprovider.UserPassword); err != nil {
 		t.Fatalf("signing in: %v", err)

@@ -29,9 +29,24 @@ const maxStateBytes = 4096
 // itself never signs a state.
 const purpose = "mcp-catalog per-person upstream authorization v1"
 
+// The steps of a consent flow a state is for (state.Kind). Each state is
+// accepted at its own step only.
+const (
+	// kindLink: the consent link handed to the agent; following it starts
+	// the browser's sign-in as the person.
+	kindLink = "link"
+	// kindSignIn: the sign-in at the person's identity provider.
+	kindSignIn = "signin"
+	// kindUpstream: the consent at the server's authorization server,
+	// after the browser signed in as the person.
+	kindUpstream = "upstream"
+)
+
 // state is what a consent link binds: who consents, for which server, at
-// which authorization server and client, until when.
+// which authorization server and client, until when; and, once the flow
+// has a browser, which browser (Browser, the hash of its cookie).
 type state struct {
+	Kind      string `json:"k"`
 	Namespace string `json:"ns"`
 	Server    string `json:"srv"`
 	ServerUID string `json:"suid"`
@@ -40,6 +55,12 @@ type state struct {
 	ClientID  string `json:"cid"`
 	Nonce     string `json:"n"`
 	Expires   int64  `json:"exp"`
+	// Flow is the link's nonce, kept through the steps: it names the
+	// browser's cookie.
+	Flow string `json:"f,omitempty"`
+	// Browser is base64url(SHA-256) of the cookie the flow's browser was
+	// given when it followed the link.
+	Browser string `json:"b,omitempty"`
 }
 
 // signer signs and verifies states under keys derived from the approval
@@ -122,7 +143,7 @@ func (g signer) verify(ctx context.Context, token string, now time.Time) (state,
 				return state{}, "", ErrBadState
 			}
 			var s state
-			if err := json.Unmarshal(body, &s); err != nil || s.Nonce == "" || now.Unix() > s.Expires {
+			if err := json.Unmarshal(body, &s); err != nil || s.Nonce == "" || s.Kind == "" || now.Unix() > s.Expires {
 				return state{}, "", ErrBadState
 			}
 			return s, pkceVerifier(k, s.Nonce), nil

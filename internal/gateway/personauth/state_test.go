@@ -20,8 +20,9 @@ var (
 )
 
 func testState(now time.Time) state {
-	return state{Namespace: "team-a", Server: "records", ServerUID: "uid-1", User: "alice@example.com",
-		Issuer: "https://as.example.com", ClientID: "gw", Nonce: newNonce(), Expires: now.Add(DefaultStateTTL).Unix()}
+	return state{Kind: kindUpstream, Namespace: "team-a", Server: "records", ServerUID: "uid-1", User: "alice@example.com",
+		Issuer: "https://as.example.com", ClientID: "gw", Nonce: newNonce(), Expires: now.Add(DefaultStateTTL).Unix(),
+		Flow: testFlow, Browser: browserHash(testCookie)}
 }
 
 func TestStateRoundTrip(t *testing.T) {
