@@ -168,7 +168,43 @@ type ResultInspection struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1024
 	MaxResultBytes *int64 `json:"maxResultBytes,omitempty"`
+
+	// blockedContentTypes are the kinds of parts other than text that
+	// results do not carry to the callers the policy names: Image, Audio,
+	// Resource (an embedded resource) and ResourceLink. Such a part is
+	// removed and a note says so; all four leave text only. Unset: none
+	// blocked, within the tool's spec.maxContentBytes. Where several
+	// policies name a caller, what any of them blocks is blocked.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=4
+	BlockedContentTypes []ResultContentType `json:"blockedContentTypes,omitempty"`
+
+	// mimeTypes are the media types that images, audio and embedded
+	// resources carrying bytes may have: "image/png", or "image/*" for
+	// every subtype of one type. A part of another type (or of none) is
+	// removed and a note says so. Unset: any. Where several policies name
+	// a caller, a type passes only if each of them that sets mimeTypes
+	// allows it.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=127
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9][a-z0-9!#$&^_.+-]*/(\*|[a-z0-9][a-z0-9!#$&^_.+-]*)$`
+	MimeTypes []string `json:"mimeTypes,omitempty"`
 }
+
+// ResultContentType is a kind of result part other than text.
+// +kubebuilder:validation:Enum=Image;Audio;Resource;ResourceLink
+type ResultContentType string
+
+const (
+	ResultContentImage        ResultContentType = "Image"
+	ResultContentAudio        ResultContentType = "Audio"
+	ResultContentResource     ResultContentType = "Resource"
+	ResultContentResourceLink ResultContentType = "ResourceLink"
+)
 
 // InspectionAction is what the gateway does with a result in which it
 // found something: Annotate passes it led by a note saying what was found,

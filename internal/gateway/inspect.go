@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,6 +120,108 @@ func maxContentFor(c *callScope) int64 {
 	return mcpv1alpha1.DefaultMaxContentBytes
 }
 
+// findingContentType is the finding of a result some of whose parts the
+// caller's access policies do not pass (spec.resultInspection.
+// blockedContentTypes and mimeTypes); they are removed.
+const findingContentType = "ContentType"
+
+// contentRule is what the caller's policies pass of the parts that are not
+// text: no kind blocked by any of them, and, when some set mimeTypes, a
+// media type each of those allows.
+type contentRule struct {
+	blocked []mcpv1alpha1.ResultContentType
+	mimes   [][]string
+}
+
+func contentFor(id *authn.Identity, policies []mcpv1alpha1.McpAccessPolicy) contentRule {
+	var r contentRule
+	for i := range policies {
+		ri := policies[i].Spec.ResultInspection
+		if ri == nil || !governance.Names(&policies[i], id.PolicyCaller()) {
+			continue
+		}
+		r.blocked = append(r.blocked, ri.BlockedContentTypes...)
+		if ri.MimeTypes != nil {
+			r.mimes = append(r.mimes, ri.MimeTypes)
+		}
+	}
+	return r
+}
+
+// passes reports whether a part other than text passes the rule; text
+// blocks always do.
+func (r contentRule) passes(b sdk.Content) bool {
+	var kind mcpv1alpha1.ResultContentType
+	mime, carriesBytes := "", false
+	switch x := b.(type) {
+	case *sdk.ImageContent:
+		kind, mime, carriesBytes = mcpv1alpha1.ResultContentImage, x.MIMEType, true
+	case *sdk.AudioContent:
+		kind, mime, carriesBytes = mcpv1alpha1.ResultContentAudio, x.MIMEType, true
+	case *sdk.EmbeddedResource:
+		kind = mcpv1alpha1.ResultContentResource
+		if x.Resource != nil && x.Resource.Blob != nil {
+			mime, carriesBytes = x.Resource.MIMEType, true
+		}
+	case *sdk.ResourceLink:
+		kind = mcpv1alpha1.ResultContentResourceLink
+	default:
+		return true
+	}
+	if slices.Contains(r.blocked, kind) {
+		return false
+	}
+	if !carriesBytes {
+		return true
+	}
+	for _, allowed := range r.mimes {
+		if !slices.ContainsFunc(allowed, func(pattern string) bool { return mimeMatches(pattern, mime) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// mimeMatches reports whether a media type (parameters aside, case
+// folded) is pattern: "type/subtype", or "type/*" for any subtype. A part
+// that names no type matches nothing.
+func mimeMatches(pattern, mime string) bool {
+	mime, _, _ = strings.Cut(mime, ";")
+	mime = strings.ToLower(strings.TrimSpace(mime))
+	typ, sub, ok := strings.Cut(mime, "/")
+	if !ok || typ == "" || sub == "" {
+		return false
+	}
+	pt, ps, _ := strings.Cut(pattern, "/")
+	return pt == typ && (ps == "*" || ps == sub)
+}
+
+// removeDisallowed takes out of t the parts the rule does not pass, with a
+// note leading the result, and reports how many it removed.
+func removeDisallowed(t *typedResult, r contentRule) int {
+	if len(r.blocked) == 0 && len(r.mimes) == 0 {
+		return 0
+	}
+	kept, removed := t.content[:0], 0
+	for _, b := range t.content {
+		if r.passes(b) {
+			kept = append(kept, b)
+			continue
+		}
+		removed++
+	}
+	t.content = kept
+	if removed > 0 {
+		noun := "parts"
+		if removed == 1 {
+			noun = "part"
+		}
+		note := fmt.Sprintf("[Note from the gateway: %d %s of this result removed: of a kind or media type the access policy does not pass (spec.resultInspection.blockedContentTypes, mimeTypes).]", removed, noun)
+		t.content = append([]sdk.Content{&sdk.TextContent{Text: note}}, t.content...)
+	}
+	return removed
+}
+
 // inspectTyped is the inspect stage of a result that is more than text
 // (result.go): every text in it screened as a result's text is (text
 // blocks, the text of embedded resources, the names and descriptions of
@@ -128,6 +231,9 @@ func maxContentFor(c *callScope) int64 {
 // returns the text the agent reads instead when the result is withheld.
 func (g *Gateway) inspectTyped(id *authn.Identity, c *callScope, t *typedResult) (string, bool) {
 	p, limit := inspectionFor(id, c.policies)
+	// What the caller's policies do not pass is gone before anything is
+	// counted or screened.
+	removedTypes := removeDisallowed(t, contentFor(id, c.policies)) > 0
 	var binary, text int64
 	for _, b := range t.content {
 		binary += binaryBytes(b)
@@ -191,6 +297,11 @@ func (g *Gateway) inspectTyped(id *authn.Identity, c *callScope, t *typedResult)
 	if s.refused != "" {
 		recordFindings(id, c, s.found, inspect.Refuse)
 		return s.refused, true
+	}
+	if removedTypes {
+		s.found = append(s.found, findingContentType)
+		slices.Sort(s.found)
+		s.action = inspect.Stricter(s.action, inspect.Redact)
 	}
 	if s.action != "" {
 		recordFindings(id, c, s.found, s.action)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -239,6 +240,91 @@ func BenchmarkTypedImageResult(b *testing.B) {
 		}
 		if _, ok := g.callResult(&sdk.CallToolResult{Content: tr.content}, nil); !ok {
 			b.Fatal("not encoded")
+		}
+	}
+}
+
+// The caller's access policies pass no kind any of them blocks and only the
+// media types every one of them that lists some allows: the rest is
+// removed before anything is counted, with a note, and audited; a policy
+// that names another caller changes nothing.
+func TestPoliciesPassOnlyTheContentTheyAllow(t *testing.T) {
+	const result = `{"content":[` +
+		`{"type":"text","text":"t"},` +
+		`{"type":"image","mimeType":"image/png","data":"AAECAwQ="},` +
+		`{"type":"image","mimeType":"IMAGE/SVG+XML; charset=utf-8","data":"AAE="},` +
+		`{"type":"audio","mimeType":"audio/wav","data":"AAE="},` +
+		`{"type":"resource","resource":{"uri":"file:///a.bin","mimeType":"application/octet-stream","blob":"AAE="}},` +
+		`{"type":"resource","resource":{"uri":"file:///a.txt","text":"hello"}},` +
+		`{"type":"resource_link","uri":"https://x.example/a","name":"a"}]}`
+	policy := func(sa string, kinds []mcpv1alpha1.ResultContentType, mimes []string) mcpv1alpha1.McpAccessPolicy {
+		var p mcpv1alpha1.McpAccessPolicy
+		p.Namespace = typedCaller.Namespace
+		p.Spec.ServiceAccounts = []string{sa}
+		p.Spec.ResultInspection = &mcpv1alpha1.ResultInspection{BlockedContentTypes: kinds, MimeTypes: mimes}
+		return p
+	}
+	kinds := func(ks ...mcpv1alpha1.ResultContentType) []mcpv1alpha1.ResultContentType { return ks }
+	for _, tc := range []struct {
+		name     string
+		policies []mcpv1alpha1.McpAccessPolicy
+		want     []string // the parts left, after any note
+	}{
+		{"no rule", nil, []string{"text", "image/png", "image/svg+xml", "audio/wav", "blob", "resource-text", "link"}},
+		{"another caller's rule", []mcpv1alpha1.McpAccessPolicy{policy("other", kinds(mcpv1alpha1.ResultContentImage), nil)},
+			[]string{"text", "image/png", "image/svg+xml", "audio/wav", "blob", "resource-text", "link"}},
+		{"no images", []mcpv1alpha1.McpAccessPolicy{policy("bot", kinds(mcpv1alpha1.ResultContentImage), nil)},
+			[]string{"text", "audio/wav", "blob", "resource-text", "link"}},
+		{"png only", []mcpv1alpha1.McpAccessPolicy{policy("bot", nil, []string{"image/png"})},
+			[]string{"text", "image/png", "resource-text", "link"}},
+		{"any image, no audio or links", []mcpv1alpha1.McpAccessPolicy{policy("bot", kinds(mcpv1alpha1.ResultContentAudio, mcpv1alpha1.ResultContentResourceLink), []string{"image/*"})},
+			[]string{"text", "image/png", "image/svg+xml", "resource-text"}},
+		{"two policies, what either blocks", []mcpv1alpha1.McpAccessPolicy{
+			policy("bot", kinds(mcpv1alpha1.ResultContentImage, mcpv1alpha1.ResultContentAudio), nil),
+			policy("bot", kinds(mcpv1alpha1.ResultContentResource), []string{"image/*", "audio/*"})},
+			[]string{"text", "link"}},
+		{"text only", []mcpv1alpha1.McpAccessPolicy{policy("bot", kinds(mcpv1alpha1.ResultContentImage, mcpv1alpha1.ResultContentAudio, mcpv1alpha1.ResultContentResource, mcpv1alpha1.ResultContentResourceLink), nil)}, []string{"text"}},
+	} {
+		tr := typedFrom(t, result)
+		c := typedScope(mcpv1alpha1.DataClassInternal, nil)
+		c.policies = tc.policies
+		if text, withheld := (&Gateway{}).inspectTyped(typedCaller, c, tr); withheld {
+			t.Fatalf("%s: withheld: %s", tc.name, text)
+		}
+		var got []string
+		removedNote := false
+		for i, b := range tr.content {
+			switch x := b.(type) {
+			case *sdk.TextContent:
+				if i == 0 && strings.HasPrefix(x.Text, "[Note from the gateway: ") {
+					removedNote = strings.Contains(x.Text, "spec.resultInspection.blockedContentTypes, mimeTypes")
+					continue
+				}
+				got = append(got, "text")
+			case *sdk.ImageContent:
+				got = append(got, strings.ToLower(strings.TrimSuffix(x.MIMEType, "; charset=utf-8")))
+			case *sdk.AudioContent:
+				got = append(got, x.MIMEType)
+			case *sdk.EmbeddedResource:
+				if x.Resource.Blob != nil {
+					got = append(got, "blob")
+				} else {
+					got = append(got, "resource-text")
+				}
+			case *sdk.ResourceLink:
+				got = append(got, "link")
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%s: passed %v, want %v", tc.name, got, tc.want)
+		}
+		removed := len(tc.want) < 7
+		if removedNote != removed {
+			t.Errorf("%s: note of removal %v, want %v", tc.name, removedNote, removed)
+		}
+		audited := slices.Contains(c.rec.Inspection, findingContentType)
+		if audited != removed || (removed && c.rec.InspectionAction != "Redact") {
+			t.Errorf("%s: audited %q %q", tc.name, c.rec.Inspection, c.rec.InspectionAction)
 		}
 	}
 }

@@ -56,6 +56,8 @@ var reviewedStrings = map[string]string{
 	"McpAccessPolicy.spec.resultInspection.hiddenCharacters":               "an enum",
 	"McpAccessPolicy.spec.resultInspection.instructionLike":                "an enum",
 	"McpAccessPolicy.spec.resultInspection.secrets":                        "an enum",
+	"McpAccessPolicy.spec.resultInspection.blockedContentTypes[]":          "an enum",
+	"McpAccessPolicy.spec.resultInspection.mimeTypes[]":                    "a media type pattern of at most 127 characters (type/subtype or type/*)",
 	"McpAccessPolicy.spec.writeDown.action":                                "an enum",
 	"McpAccessPolicy.spec.writeDown.window":                                "a duration",
 	"McpAccessPolicy.spec.writeDown.fromDataClass":                         "an enum",

@@ -904,9 +904,17 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: tool
       type:
         scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ResultContentType
+  scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ResultInspection
   map:
     fields:
+    - name: blockedContentTypes
+      type:
+        list:
+          elementType:
+            namedType: com.github.mcp-catalog.operator.api.v1alpha1.ResultContentType
+          elementRelationship: associative
     - name: hiddenCharacters
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.InspectionAction
@@ -916,6 +924,12 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: maxResultBytes
       type:
         scalar: numeric
+    - name: mimeTypes
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
     - name: secrets
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.InspectionAction

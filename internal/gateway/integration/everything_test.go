@@ -12,6 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/test/tsagent"
 )
@@ -112,6 +113,29 @@ var _ = Describe("The MCP TypeScript reference server behind the gateway", func(
 		Expect(pngs).To(HaveLen(1))
 		Expect(pngs[0].MimeType).To(Equal("image/png"))
 		Expect(pngs[0].Data).To(Equal(base64.StdEncoding.EncodeToString(wantPNG.Data)))
+
+		By("an agent whose access policy blocks images: the image removed with a note, the server's text kept, the removal audited")
+		plain := newAgent(ns, "plain").allowInternal()
+		plain.inspectResults(mcpv1alpha1.ResultInspection{BlockedContentTypes: []mcpv1alpha1.ResultContentType{mcpv1alpha1.ResultContentImage}})
+		Eventually(func(g Gomega) {
+			cs := plain.connect(nil, legacyEra)
+			defer cs.Close()
+			res := callTyped(cs, ref.local(tsagent.EverythingTinyImage), nil)
+			g.Expect(res.IsError).To(BeFalse())
+			var texts []string
+			for _, c := range res.Content {
+				_, isImage := c.(*sdk.ImageContent)
+				g.Expect(isImage).To(BeFalse(), "an image passed")
+				if t, ok := c.(*sdk.TextContent); ok {
+					texts = append(texts, t.Text)
+				}
+			}
+			g.Expect(texts).To(HaveLen(3))
+			g.Expect(texts[0]).To(ContainSubstring("1 part of this result removed"))
+			g.Expect(texts[1:]).To(Equal([]string{"Here's the image you requested:", "The image above is the MCP logo."}))
+		}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+		last := auditFor(ns, ref.object(tsagent.EverythingTinyImage))
+		Expect(last[len(last)-1].Inspection).To(ContainElement("ContentType"))
 
 		By("every call audited as sent and answered")
 		recs := auditFor(ns, ref.object(tsagent.EverythingEcho))

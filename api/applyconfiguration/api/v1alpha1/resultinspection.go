@@ -41,6 +41,20 @@ type ResultInspectionApplyConfiguration struct {
 	// maxResultBytes withholds a result whose text is longer. Unset: no
 	// limit beyond the gateway's own.
 	MaxResultBytes *int64 `json:"maxResultBytes,omitempty"`
+	// blockedContentTypes are the kinds of parts other than text that
+	// results do not carry to the callers the policy names: Image, Audio,
+	// Resource (an embedded resource) and ResourceLink. Such a part is
+	// removed and a note says so; all four leave text only. Unset: none
+	// blocked, within the tool's spec.maxContentBytes. Where several
+	// policies name a caller, what any of them blocks is blocked.
+	BlockedContentTypes []apiv1alpha1.ResultContentType `json:"blockedContentTypes,omitempty"`
+	// mimeTypes are the media types that images, audio and embedded
+	// resources carrying bytes may have: "image/png", or "image/*" for
+	// every subtype of one type. A part of another type (or of none) is
+	// removed and a note says so. Unset: any. Where several policies name
+	// a caller, a type passes only if each of them that sets mimeTypes
+	// allows it.
+	MimeTypes []string `json:"mimeTypes,omitempty"`
 }
 
 // ResultInspectionApplyConfiguration constructs a declarative configuration of the ResultInspection type for use with
@@ -78,5 +92,25 @@ func (b *ResultInspectionApplyConfiguration) WithSecrets(value apiv1alpha1.Inspe
 // If called multiple times, the MaxResultBytes field is set to the value of the last call.
 func (b *ResultInspectionApplyConfiguration) WithMaxResultBytes(value int64) *ResultInspectionApplyConfiguration {
 	b.MaxResultBytes = &value
+	return b
+}
+
+// WithBlockedContentTypes adds the given value to the BlockedContentTypes field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the BlockedContentTypes field.
+func (b *ResultInspectionApplyConfiguration) WithBlockedContentTypes(values ...apiv1alpha1.ResultContentType) *ResultInspectionApplyConfiguration {
+	for i := range values {
+		b.BlockedContentTypes = append(b.BlockedContentTypes, values[i])
+	}
+	return b
+}
+
+// WithMimeTypes adds the given value to the MimeTypes field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the MimeTypes field.
+func (b *ResultInspectionApplyConfiguration) WithMimeTypes(values ...string) *ResultInspectionApplyConfiguration {
+	for i := range values {
+		b.MimeTypes = append(b.MimeTypes, values[i])
+	}
 	return b
 }
