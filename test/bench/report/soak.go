@@ -147,6 +147,7 @@ func soakBody(p printer, res *soakstat.Results, path string) {
 			f.Mean, unit, f.SlopePerHour, unit, f.Growth, unit, f.Bound, unit, flat)
 	}
 	p("\n")
+	explained := soakRetention(p, res)
 
 	n := int(math.Ceil(float64(res.Duration)/float64(res.Bucket) - 1e-9))
 	p("Counts per %s bucket (errors are judged for a spike: a bucket more than\n", res.Bucket.D())
@@ -188,7 +189,85 @@ func soakBody(p printer, res *soakstat.Results, path string) {
 	} else {
 		p("Rising beyond noise: %s. ", strings.Join(rising, "; "))
 	}
+	if len(explained) > 0 {
+		p("Of the Go processes whose resident set rose, %s hold no more than the largest heap they reached, or than after warm-up (the table above the counts). ", strings.Join(explained, ", "))
+	}
 	p("No error spike: %s.\n\n", yesNo(noSpike))
+}
+
+// soakRetention writes, for each Go process whose runtime's holdings were
+// sampled, how its memory compares with the largest heap it reached
+// (soakstat.Retained), and returns those whose held memory that explains:
+// heap in use flat, and held within the heap's own scatter of its largest
+// heap plus the runtime's structures and stacks throughout.
+func soakRetention(p printer, res *soakstat.Results) []string {
+	by := map[string]map[string]soakstat.Series{}
+	var order []string
+	for _, s := range res.Series {
+		if by[s.Process] == nil {
+			by[s.Process] = map[string]soakstat.Series{}
+			order = append(order, s.Process)
+		}
+		by[s.Process][s.Metric] = s
+	}
+	var explained []string
+	header := false
+	for _, proc := range order {
+		m := by[proc]
+		heap, ok1 := m["heap"]
+		held, ok2 := m["go-held"]
+		other, ok3 := m["runtime-other"]
+		stacks, ok4 := m["stacks"]
+		anon, ok5 := m["rss-anon"]
+		if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
+			continue
+		}
+		if !header {
+			p("Where a Go process's memory went: what its runtime holds from the kernel\n")
+			p("against what it would hold if it kept the largest heap it reached (the\n")
+			p("running maximum of the sampled heap in use, plus the runtime's structures\n")
+			p("and stacks). The runtime gives idle heap back to the kernel only above\n")
+			p("its heap goal (GOGC, and GOMEMLIMIT as the chart sets it), so a heap that\n")
+			p("reaches a new peak now and then leaves the process holding more after\n")
+			p("each, and no more after that: a step up that stays, not a leak. A gap\n")
+			p("within the heap's own scatter (its residual around its line) reads as\n")
+			p("kept; samples every %s miss peaks between them.\n\n", res.Sample.D())
+			p("| process | resident set, anonymous: growth | all the runtime holds: growth | largest heap reached: growth | largest gap | heap in use | reading |\n")
+			p("|---|---:|---:|---:|---:|---|---|\n")
+			header = true
+		}
+		w := float64(res.Warmup)
+		fa, fh, fheap := soakstat.Analyse(anon, w), soakstat.Analyse(held, w), soakstat.Analyse(heap, w)
+		r := soakstat.Retained(heap, other, stacks, held, w)
+		heapState := "flat"
+		switch {
+		case fheap.Rising:
+			heapState = "**rising**"
+		case !fheap.Flat:
+			heapState = "falling"
+		}
+		var reading string
+		switch {
+		case !fh.Rising:
+			// Its resident set can still grow, into memory the runtime
+			// already held and touches for the first time.
+			reading = "holds no more than after warm-up"
+		case fheap.Rising:
+			reading = "heap in use rising"
+		case r.Samples > 0 && r.Gap <= fheap.Residual:
+			reading = "keeps its largest heap"
+		default:
+			reading = "**not explained** by its largest heap"
+		}
+		if (fa.Rising || fh.Rising) && !fheap.Rising && !strings.HasPrefix(reading, "**") {
+			explained = append(explained, proc)
+		}
+		p("| %s | %+.2f MiB | %+.2f MiB | %+.2f MiB | %.2f MiB (scatter %.2f) | %s | %s |\n", proc, fa.Growth, fh.Growth, r.PeakGrowth, r.Gap, fheap.Residual, heapState, reading)
+	}
+	if header {
+		p("\n")
+	}
+	return explained
 }
 
 // hasMetric reports whether any series of res is of metric m (older

@@ -207,3 +207,59 @@ func Spikes(buckets []float64) []int {
 	}
 	return out
 }
+
+// Retention compares what a Go process's runtime holds from the kernel
+// (held: sys less heap_released) with what it would hold if it kept, and
+// only kept, the largest heap it has reached: the running maximum of heap
+// in use (heap) plus its own structures (other) and stacks, at each sample
+// of the fitted window. The Go runtime returns idle heap to the kernel only
+// above its heap goal, so a process whose heap in use is flat but reaches
+// a new peak now and then holds more after each: its resident set steps
+// up with its largest heap, and stays there, without leaking.
+type Retention struct {
+	// Gap is the largest |held − model| over the fitted window.
+	Gap float64
+	// PeakGrowth is how much the running maximum of the heap grew over
+	// the fitted window.
+	PeakGrowth float64
+	// Samples is how many samples were compared.
+	Samples int
+}
+
+// Retained computes the Retention of one process's series.
+func Retained(heap, other, stacks, held Series, warmup float64) Retention {
+	at := func(s Series) map[float64]float64 {
+		m := make(map[float64]float64, len(s.T))
+		for i := range s.T {
+			if i < len(s.V) {
+				m[s.T[i]] = s.V[i]
+			}
+		}
+		return m
+	}
+	h, o, st := at(heap), at(other), at(stacks)
+	var r Retention
+	peak, peakAtWarmup, seenWarmup := 0.0, 0.0, false
+	for i := range held.T {
+		t := held.T[i]
+		hv, ok1 := h[t]
+		ov, ok2 := o[t]
+		sv, ok3 := st[t]
+		if !ok1 || !ok2 || !ok3 || i >= len(held.V) {
+			continue
+		}
+		peak = math.Max(peak, hv)
+		if t < warmup {
+			continue
+		}
+		if !seenWarmup {
+			peakAtWarmup, seenWarmup = peak, true
+		}
+		r.Samples++
+		r.Gap = math.Max(r.Gap, math.Abs(held.V[i]-(peak+ov+sv)))
+	}
+	if seenWarmup {
+		r.PeakGrowth = peak - peakAtWarmup
+	}
+	return r
+}

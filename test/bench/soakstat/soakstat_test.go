@@ -101,3 +101,21 @@ func TestSpikes(t *testing.T) {
 		}
 	}
 }
+
+// A process that keeps the largest heap it reached is told from one whose
+// held memory grows on its own.
+func TestRetainedFollowsTheLargestHeap(t *testing.T) {
+	ts := []float64{0, 10, 20, 30, 40, 50, 60}
+	heap := Series{T: ts, V: []float64{10, 20, 12, 30, 15, 14, 16}}
+	other := Series{T: ts, V: []float64{5, 5, 5, 5, 5, 5, 5}}
+	stacks := Series{T: ts, V: []float64{1, 1, 1, 1, 1, 1, 1}}
+	keeps := Series{T: ts, V: []float64{16, 26, 26, 36, 36, 36.5, 36}}
+	r := Retained(heap, other, stacks, keeps, 10)
+	if r.Samples != 6 || r.Gap > 0.5+1e-9 || r.PeakGrowth != 10 {
+		t.Errorf("a process keeping its largest heap: %+v", r)
+	}
+	leaks := Series{T: ts, V: []float64{16, 26, 30, 40, 44, 48, 52}}
+	if r := Retained(heap, other, stacks, leaks, 10); r.Gap < 15 {
+		t.Errorf("held memory growing beyond the largest heap was read as kept: %+v", r)
+	}
+}
