@@ -80,6 +80,9 @@ func printReviewAs(w io.Writer, r review.Review, as string) {
 	if len(r.InputSchema) > 0 {
 		current.InputSchema = &apiextensionsv1.JSON{Raw: r.InputSchema}
 	}
+	if len(r.OutputSchema) > 0 {
+		current.OutputSchema = &apiextensionsv1.JSON{Raw: r.OutputSchema}
+	}
 	fmt.Fprintln(w, "---")
 	for _, l := range review.Lines(current) {
 		fmt.Fprintln(w, l)

@@ -50,6 +50,9 @@ type Review struct {
 	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	// OutputSchema is the current definition's output schema, which the
+	// gateway checks structured results against once it is approved.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	// Approved is the text of the approved definition when the cluster
 	// kept it (status.approvedDefinition), and Diff the line difference
 	// from it to the current definition.
@@ -81,6 +84,9 @@ func Of(t *mcpv1alpha1.McpTool) Review {
 	if t.Status.InputSchema != nil && len(t.Status.InputSchema.Raw) > 0 {
 		r.InputSchema = json.RawMessage(t.Status.InputSchema.Raw)
 	}
+	if t.Status.OutputSchema != nil && len(t.Status.OutputSchema.Raw) > 0 {
+		r.OutputSchema = json.RawMessage(t.Status.OutputSchema.Raw)
+	}
 	// A kept text counts only while it is the one approved now.
 	if rec := t.Status.ApprovedDefinition; r.Changed && r.CurrentHash != "" && rec != nil && rec.Hash == r.ApprovedHash {
 		r.Approved = rec
@@ -92,7 +98,7 @@ func Of(t *mcpv1alpha1.McpTool) Review {
 // Current is t's current definition as the importer stored it.
 func Current(t *mcpv1alpha1.McpTool) *mcpv1alpha1.ToolDefinition {
 	return &mcpv1alpha1.ToolDefinition{Hash: t.Status.DefinitionHash, Title: t.Status.Title,
-		Description: t.Status.Description, InputSchema: t.Status.InputSchema, Hints: t.Status.Hints}
+		Description: t.Status.Description, InputSchema: t.Status.InputSchema, OutputSchema: t.Status.OutputSchema, Hints: t.Status.Hints}
 }
 
 // Lines renders a definition as the lines a person reads and a diff
@@ -111,6 +117,13 @@ func Lines(d *mcpv1alpha1.ToolDefinition) []string {
 	}
 	for _, l := range SchemaLines(raw) {
 		lines = append(lines, "  "+l)
+	}
+	// A definition without an output schema reads as it always did.
+	if d.OutputSchema != nil && len(d.OutputSchema.Raw) > 0 {
+		lines = append(lines, "output schema (the gateway checks structured results against it; names are the server's words):")
+		for _, l := range SchemaLines(d.OutputSchema.Raw) {
+			lines = append(lines, "  "+l)
+		}
 	}
 	if h := d.Hints; h != nil {
 		lines = append(lines, "hints (untrusted):")
