@@ -267,6 +267,9 @@ func (g *Gateway) inspectTyped(id *authn.Identity, c *callScope, t *typedResult)
 				s.screen(&x.Resource.URI, p)
 			}
 		case *sdk.ResourceLink:
+			// Icons are addresses the agent's client may fetch, chosen by
+			// the server; tools are listed without them, and links are too.
+			x.Icons = nil
 			s.screen(&x.Name, p)
 			s.screen(&x.Title, p)
 			s.screen(&x.Description, p)

@@ -328,3 +328,18 @@ func TestPoliciesPassOnlyTheContentTheyAllow(t *testing.T) {
 		}
 	}
 }
+
+// A resource link reaches the agent without the icons its server chose:
+// addresses the agent's client would fetch, which tools are listed
+// without too.
+func TestResourceLinksCarryNoIcons(t *testing.T) {
+	tr := typedFrom(t, `{"content":[{"type":"resource_link","uri":"https://x.example/a","name":"a","icons":[{"src":"https://tracker.example/pixel.png"}]}]}`)
+	(&Gateway{}).inspectTyped(typedCaller, typedScope(mcpv1alpha1.DataClassInternal, nil), tr)
+	b, err := json.Marshal(tr.content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "tracker.example") || !strings.Contains(string(b), "https://x.example/a") {
+		t.Errorf("passed %s", b)
+	}
+}
