@@ -138,14 +138,14 @@ func BenchmarkGateway(b *testing.B) {
 		}
 	}
 	viaBare := viaProxy(bare)
-	most := slices.Max(gatewayAgents())
-	directEra := eraCall(eraSessions(b, up.URL, "", most), mcpserver.ToolEcho)
-	viaGatewayEra := eraCall(eraSessions(b, "http://"+gw.addr+gateway.Path, token, most), local)
 	// A gateway's cache may see the policy a moment after the API server
-	// does.
+	// does (and its process may not listen yet).
 	for _, call := range []func(context.Context) error{viaGateway, viaFileGateway} {
 		await(b, 30*time.Second, "a first call through the gateway", func() bool { return call(ctx) == nil })
 	}
+	most := slices.Max(gatewayAgents())
+	directEra := eraCall(eraSessions(b, up.URL, "", most), mcpserver.ToolEcho)
+	viaGatewayEra := eraCall(eraSessions(b, "http://"+gw.addr+gateway.Path, token, most), local)
 	// Warm up outside the measurement: connection pools, the client's era
 	// cache, and the gateways' review caches.
 	for range 50 {
