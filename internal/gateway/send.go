@@ -49,6 +49,12 @@ func (g *Gateway) send(ctx context.Context, id *authn.Identity, c *callScope) (*
 		// answer keeps the client's own cap.
 		opts = append(opts, mcp.WithMaxBodyBytes(mcp.MaxBodyBytes+(bound+2)/3*4))
 	}
+	if c.argsJSON != nil {
+		// The canonical form the record's hash names, encoded once by the
+		// decision (or the rules stage): the server receives exactly what
+		// an approval named, and the arguments are not encoded again.
+		opts = append(opts, mcp.WithEncodedArguments(c.argsJSON))
+	}
 	start := time.Now()
 	out, err := g.MCP.CallTool(ctx, ep, c.tool.Spec.RemoteName, c.args, opts...)
 	c.obs.upstream, c.obs.sent = time.Since(start), true

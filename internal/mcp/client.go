@@ -274,11 +274,21 @@ type CallOutcome struct {
 type CallOption func(*callOptions)
 
 type callOptions struct {
-	schema json.RawMessage
-	trace  TraceContext
-	info   *CallInfo
-	full   bool
-	body   int64
+	schema  json.RawMessage
+	trace   TraceContext
+	info    *CallInfo
+	full    bool
+	body    int64
+	encoded []byte
+}
+
+// WithEncodedArguments gives the call's arguments already encoded, exactly
+// as encoding/json encodes the args map passed with them: they are sent as
+// they are rather than checked and encoded again. The caller keeps the two
+// equal (the args map is still what headers mirrored from arguments are
+// read from).
+func WithEncodedArguments(b []byte) CallOption {
+	return func(o *callOptions) { o.encoded = b }
 }
 
 // WithMaxBodyBytes raises the cap on the call's response bodies to n bytes
@@ -348,6 +358,10 @@ func WithInputSchema(schema json.RawMessage) CallOption {
 
 // operation is the state of one Probe, ListTools or CallTool.
 type operation struct {
+	// encodedArgs are a call's arguments as its caller encoded them
+	// (WithEncodedArguments); nil: encoded here.
+	encodedArgs []byte
+
 	c      *Client
 	ep     Endpoint
 	url    *url.URL
@@ -512,12 +526,14 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 	if args == nil {
 		args = map[string]any{}
 	}
-	if _, err := json.Marshal(args); err != nil {
-		return nil, &Error{Kind: KindInvalidArgument, Server: ep.Name, Method: "tools/call", Detail: "arguments do not encode as JSON", Err: err}
-	}
 	var co callOptions
 	for _, opt := range opts {
 		opt(&co)
+	}
+	if co.encoded == nil {
+		if _, err := json.Marshal(args); err != nil {
+			return nil, &Error{Kind: KindInvalidArgument, Server: ep.Name, Method: "tools/call", Detail: "arguments do not encode as JSON", Err: err}
+		}
 	}
 	var params http.Header
 	if co.schema != nil {
@@ -526,7 +542,7 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 			return nil, &Error{Kind: KindInvalidArgument, Server: ep.Name, Method: "tools/call", Detail: "input schema is invalid", Err: err}
 		}
 	}
-	o.trace, o.maxBody = co.trace, co.body
+	o.trace, o.maxBody, o.encodedArgs = co.trace, co.body, co.encoded
 	if co.info != nil {
 		defer func() { co.info.ProtocolVersion = o.version }()
 	}
@@ -557,7 +573,11 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 }
 
 func (o *operation) callTool(ctx context.Context, name string, args map[string]any, params http.Header, info *CallInfo, full bool) (*callResult, error) {
-	p := map[string]any{"name": name, "arguments": args}
+	var sent any = args
+	if o.encodedArgs != nil {
+		sent = rawJSON(o.encodedArgs)
+	}
+	p := map[string]any{"name": name, "arguments": sent}
 	l := o.workLeg("tools/call", p)
 	l.name = name
 	if o.era == eraModern {

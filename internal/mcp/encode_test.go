@@ -106,3 +106,25 @@ func TestEncodedMetaMatchesTheMap(t *testing.T) {
 		}
 	}
 }
+
+// Arguments handed over encoded (WithEncodedArguments, as the gateway
+// encodes them with encoding/json) make the same request as the map they
+// encode.
+func TestEncodedArgumentsMakeTheSameRequest(t *testing.T) {
+	args := map[string]any{"text": "quote \" <b> & \u2028 日本", "n": json.Number("12345678901234567890"), "list": []any{"a", 1.5, nil, map[string]any{"z": true, "a": false}}, "empty": map[string]any{}}
+	encoded, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaMap, err := encodeRequest(rpcRequest{JSONRPC: "2.0", ID: "1", Method: "tools/call", Params: map[string]any{"name": "echo", "arguments": args}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaBytes, err := encodeRequest(rpcRequest{JSONRPC: "2.0", ID: "1", Method: "tools/call", Params: map[string]any{"name": "echo", "arguments": rawJSON(encoded)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(viaMap, viaBytes) {
+		t.Errorf("\n map   %s\n bytes %s", viaMap, viaBytes)
+	}
+}
