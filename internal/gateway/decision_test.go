@@ -449,7 +449,7 @@ func TestBoundedReaderDropsTheDeadlineOnceAKindIsRead(t *testing.T) {
 	}
 	tool := &mcpv1alpha1.McpTool{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "echo"}}
 	fr := &deadlineReader{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(tool).Build()}
-	r := newBoundedReader(fr, 20*time.Millisecond)
+	r := newBoundedReader(fr, 20*time.Millisecond, nil)
 	ctx := context.Background()
 	for range 2 {
 		if err := r.Get(ctx, client.ObjectKey{Namespace: "team", Name: "docs"}, &mcpv1alpha1.McpServer{}); !errors.Is(err, context.DeadlineExceeded) {

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
@@ -49,7 +50,11 @@ type Upstreams interface {
 type Options struct {
 	// Reader reads McpTools, McpServers and McpAccessPolicies (the cache).
 	Reader client.Reader
-	Authn  authn.Authenticator
+	// Informers, when set, are the informers Reader reads from (the
+	// manager's cache): the reads of a call's path go to their stores
+	// directly (reader.go). nil reads everything through Reader.
+	Informers cache.Informers
+	Authn     authn.Authenticator
 	// OAuth validates the OAuth access tokens of people and agents outside
 	// the cluster (docs/gateway-oauth.md); nil accepts ServiceAccount
 	// tokens only.

@@ -50,7 +50,7 @@ func New(o Options) (*Gateway, error) {
 		}
 	}
 	g := &Gateway{Options: o}
-	g.Reader = newBoundedReader(o.Reader, readTimeout)
+	g.Reader = newBoundedReader(o.Reader, readTimeout, o.Informers)
 	g.approvalKeys = o.ApprovalKeys
 	if g.approvalKeys == nil {
 		key := make([]byte, 32)

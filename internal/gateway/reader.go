@@ -2,11 +2,15 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -33,6 +37,15 @@ type boundedReader struct {
 	// objects the gateway reads (it reads no metadata-only or unstructured
 	// objects, whose type would name many).
 	synced *sync.Map
+	// informers, when set, are the informers Reader reads from. A read
+	// of a call's path (readOnly) of a kind that has synced is answered
+	// from its informer's store directly: what the client and the cache
+	// reader would do, less finding the kind's informer by its group,
+	// version and kind on every read. stores holds each kind's store
+	// (toolscache.Indexer), or nil for a kind whose informer has none to
+	// give (a cache over several namespaces), which goes through Reader.
+	informers cache.Informers
+	stores    *sync.Map
 }
 
 // readOnly is the read option of the reads a call makes: the object as the
@@ -41,13 +54,18 @@ type boundedReader struct {
 // cost a call). docs/adr/039-gateway-shared-reads.md.
 var readOnly = client.UnsafeDisableDeepCopy
 
-func newBoundedReader(r client.Reader, timeout time.Duration) boundedReader {
-	return boundedReader{Reader: r, timeout: timeout, synced: &sync.Map{}}
+func newBoundedReader(r client.Reader, timeout time.Duration, informers cache.Informers) boundedReader {
+	return boundedReader{Reader: r, timeout: timeout, synced: &sync.Map{}, informers: informers, stores: &sync.Map{}}
 }
 
 func (r boundedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	kind := reflect.TypeOf(obj)
 	if _, ok := r.synced.Load(kind); ok {
+		if r.informers != nil && sharedGet(opts) {
+			if store := r.storeFor(ctx, kind, obj); store != nil {
+				return getFromStore(store, key, obj)
+			}
+		}
 		return r.Reader.Get(ctx, key, obj, opts...)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
@@ -60,6 +78,16 @@ func (r boundedReader) Get(ctx context.Context, key client.ObjectKey, obj client
 func (r boundedReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	kind := reflect.TypeOf(list)
 	if _, ok := r.synced.Load(kind); ok {
+		if lo := (client.ListOptions{}); r.informers != nil {
+			lo.ApplyOptions(opts)
+			if plainNamespaceList(&lo) {
+				if item, ok := itemOf(kind); ok {
+					if store := r.storeFor(ctx, reflect.TypeOf(item), item); store != nil {
+						return listFromStore(store, lo.Namespace, list)
+					}
+				}
+			}
+		}
 		return r.Reader.List(ctx, list, opts...)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
@@ -75,4 +103,101 @@ func (r boundedReader) learn(kind reflect.Type, err error) {
 	if err == nil || apierrors.IsNotFound(err) {
 		r.synced.Store(kind, struct{}{})
 	}
+}
+
+// sharedGet reports whether a read with opts asks for the cache's own
+// object rather than a copy (readOnly).
+func sharedGet(opts []client.GetOption) bool {
+	var o client.GetOptions
+	o.ApplyOptions(opts)
+	return o.UnsafeDisableDeepCopy != nil && *o.UnsafeDisableDeepCopy
+}
+
+// storeFor is the informer store of kind (obj is one), or nil when there
+// is none to use.
+func (r boundedReader) storeFor(ctx context.Context, kind reflect.Type, obj client.Object) toolscache.Indexer {
+	if r.informers == nil {
+		return nil
+	}
+	if s, ok := r.stores.Load(kind); ok {
+		store, _ := s.(toolscache.Indexer)
+		return store
+	}
+	// Asked once per kind, after a read of it through Reader succeeded:
+	// the informer exists and has synced.
+	inf, err := r.informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil
+	}
+	var store toolscache.Indexer
+	if s, ok := inf.(interface{ GetIndexer() toolscache.Indexer }); ok {
+		store = s.GetIndexer()
+	}
+	r.stores.Store(kind, store)
+	return store
+}
+
+// plainNamespaceList reports whether a list with o reads one namespace
+// whole, shared with the cache: the reads a call makes.
+func plainNamespaceList(o *client.ListOptions) bool {
+	return o.Namespace != "" && o.LabelSelector == nil && o.FieldSelector == nil && o.Limit == 0 && o.Continue == "" &&
+		o.UnsafeDisableDeepCopy != nil && *o.UnsafeDisableDeepCopy
+}
+
+// itemOf is a new object of the kind a typed list (a pointer to a struct
+// with an Items slice of structs) holds.
+func itemOf(list reflect.Type) (client.Object, bool) {
+	if list.Kind() != reflect.Pointer || list.Elem().Kind() != reflect.Struct {
+		return nil, false
+	}
+	f, ok := list.Elem().FieldByName("Items")
+	if !ok || f.Type.Kind() != reflect.Slice || f.Type.Elem().Kind() != reflect.Struct {
+		return nil, false
+	}
+	obj, ok := reflect.New(f.Type.Elem()).Interface().(client.Object)
+	return obj, ok
+}
+
+// getFromStore reads key from store into obj as the cache reader does
+// for a read that skips the deep copy: obj is given the stored object's
+// fields, sharing what they point to.
+func getFromStore(store toolscache.Indexer, key client.ObjectKey, obj client.Object) error {
+	storeKey := key.Name
+	if key.Namespace != "" {
+		storeKey = key.Namespace + "/" + key.Name
+	}
+	item, exists, err := store.GetByKey(storeKey)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: reflect.TypeOf(obj).Elem().Name()}, key.Name)
+	}
+	out, in := reflect.ValueOf(obj), reflect.ValueOf(item)
+	if in.Type() != out.Type() {
+		return fmt.Errorf("the cache holds %s where %s was asked for", in.Type(), out.Type())
+	}
+	out.Elem().Set(in.Elem())
+	return nil
+}
+
+// listFromStore lists namespace's objects of store into list as the cache
+// reader does for a list that skips the deep copy.
+func listFromStore(store toolscache.Indexer, namespace string, list client.ObjectList) error {
+	items, err := store.ByIndex(toolscache.NamespaceIndex, namespace)
+	if err != nil {
+		return err
+	}
+	field := reflect.ValueOf(list).Elem().FieldByName("Items")
+	out := reflect.MakeSlice(field.Type(), len(items), len(items))
+	for i, item := range items {
+		in := reflect.ValueOf(item)
+		if in.Kind() != reflect.Pointer || in.Elem().Type() != field.Type().Elem() {
+			return fmt.Errorf("the cache holds %T where %s was asked for", item, field.Type().Elem())
+		}
+		out.Index(i).Set(in.Elem())
+	}
+	field.Set(out)
+	list.SetContinue("")
+	return nil
 }

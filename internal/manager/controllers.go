@@ -271,6 +271,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 	}
 	gw, err := gateway.New(gateway.Options{
 		Reader:    mgr.GetClient(),
+		Informers: mgr.GetCache(),
 		Authn:     &authn.TokenReviewAuthenticator{Client: reviews, Audience: opts.GatewayAudience},
 		OAuth:     oauth,
 		Authz:     &authz.SubjectAccessReviewAuthorizer{Client: sars},
