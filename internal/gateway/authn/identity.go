@@ -151,10 +151,19 @@ func (a *TokenReviewAuthenticator) Authenticate(ctx context.Context, token strin
 	// Judged by this machine's time, as the API server judges it by its
 	// own, never by a clock a test moved.
 	a.once.Do(a.init)
-	if token == "" || !a.shapes.plausible(token, time.Now()) {
+	if token == "" {
+		return nil, ErrUnauthenticated
+	}
+	plausible, reviewed := a.shapes.plausible(token, time.Now())
+	if !plausible {
 		// Not a ServiceAccount token for this audience, or expired: the
 		// review would say so, and is not made.
 		return nil, ErrUnauthenticated
+	}
+	if reviewed != nil {
+		// Answered by a review within the allow TTL.
+		out := *reviewed
+		return &out, nil
 	}
 	// The audience is part of the cache key.
 	ctx = authenticator.WithAudiences(ctx, authenticator.Audiences{a.Audience})
@@ -210,7 +219,11 @@ func (r tokenReviewer) AuthenticateToken(ctx context.Context, token string) (*au
 		return nil, false, nil
 	}
 	// Its next review, when the cached answer expires, is a re-review.
-	r.a.known.authenticated(fp, now, now.Add(2*ttlOr(r.a.AllowTTL, DefaultAllowTTL)+time.Minute))
+	allow := ttlOr(r.a.AllowTTL, DefaultAllowTTL)
+	r.a.known.authenticated(fp, now, now.Add(2*allow+time.Minute))
+	// The answer holds from the time the review was asked for, so never
+	// longer than the review cache holds it.
+	r.a.shapes.reviewed(token, id, now.Add(allow))
 	return &authenticator.Response{User: &UserInfo{*id}, Audiences: authenticator.Audiences{r.a.Audience}}, true, nil
 }
 

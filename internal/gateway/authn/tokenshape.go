@@ -106,45 +106,88 @@ const maxShapes = 65536
 // request (reading it is about ten times the cost of its fingerprint).
 // Only tokens that passed are kept: a stream of garbage tokens fills
 // nothing.
+//
+// It also remembers the identity a review of the token answered, until
+// the review's answer expires (the review's time plus the allow TTL): the
+// answer the review cache would give, from the fingerprint the shape
+// already took rather than a second one.
 type shapes struct {
 	key      *fingerprinter
 	audience string
 
 	mu sync.Mutex
-	m  map[fingerprint]tokenWindow
+	m  map[fingerprint]shape
+}
+
+// shape is what is remembered of one token.
+type shape struct {
+	window tokenWindow
+	// reviewed is the identity its last successful review answered, while
+	// that answer holds (until); nil when none does.
+	reviewed *Identity
+	until    time.Time
 }
 
 func newShapes(audience string) *shapes {
-	return &shapes{key: newFingerprinter(), audience: audience, m: map[fingerprint]tokenWindow{}}
+	return &shapes{key: newFingerprinter(), audience: audience, m: map[fingerprint]shape{}}
 }
 
 // plausible reports whether token has the shape of a ServiceAccount token
-// for the audience and is within its window at now.
-func (s *shapes) plausible(token string, now time.Time) bool {
+// for the audience and is within its window at now; and, when a review of
+// it answered within the allow TTL, the identity it answered.
+func (s *shapes) plausible(token string, now time.Time) (bool, *Identity) {
 	if len(token) > maxTokenBytes {
-		return false
+		return false, nil
 	}
 	fp := s.key.of(token)
 	s.mu.Lock()
-	w, ok := s.m[fp]
+	sh, ok := s.m[fp]
 	s.mu.Unlock()
 	if ok {
-		return w.holds(now)
+		if !sh.window.holds(now) {
+			return false, nil
+		}
+		if sh.reviewed != nil && now.Before(sh.until) {
+			return true, sh.reviewed
+		}
+		return true, nil
 	}
-	w, ok = tokenWindowOf(token, s.audience)
+	w, ok := tokenWindowOf(token, s.audience)
 	if !ok {
-		return false
+		return false, nil
 	}
 	s.mu.Lock()
+	s.evict()
+	s.m[fp] = shape{window: w}
+	s.mu.Unlock()
+	return w.holds(now), nil
+}
+
+// reviewed remembers the identity a review of token answered, until the
+// answer expires. A token whose shape was never remembered (evicted
+// since) is remembered now: it passed to be reviewed.
+func (s *shapes) reviewed(token string, id *Identity, until time.Time) {
+	w, ok := tokenWindowOf(token, s.audience)
+	if !ok {
+		return
+	}
+	fp := s.key.of(token)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, seen := s.m[fp]; !seen {
+		s.evict()
+	}
+	s.m[fp] = shape{window: w, reviewed: id, until: until}
+}
+
+// evict makes room for one more shape. s.mu is held.
+func (s *shapes) evict() {
 	for f := range s.m {
 		if len(s.m) < maxShapes {
 			break
 		}
 		delete(s.m, f)
 	}
-	s.m[fp] = w
-	s.mu.Unlock()
-	return w.holds(now)
 }
 
 // audienceIncludes reports whether a JWT's aud claim (a string or a list

@@ -128,18 +128,18 @@ func TestARememberedShapeIsJudgedAtEveryUse(t *testing.T) {
 	now := time.Now()
 	good := saToken("system:serviceaccount:team:bot", aud, time.Hour)
 	for range 2 { // read, then remembered
-		if !s.plausible(good, now) {
+		if ok, _ := s.plausible(good, now); !ok {
 			t.Fatal("a good token was refused")
 		}
 	}
 	if len(s.m) != 1 {
 		t.Fatalf("%d shapes remembered, want 1", len(s.m))
 	}
-	if s.plausible(good, now.Add(time.Hour+2*tokenSkew)) {
+	if ok, _ := s.plausible(good, now.Add(time.Hour+2*tokenSkew)); ok {
 		t.Error("a remembered token was accepted after it expired")
 	}
 	for i := range 100 {
-		if s.plausible(fmt.Sprintf("garbage-%d", i), now) {
+		if ok, _ := s.plausible(fmt.Sprintf("garbage-%d", i), now); ok {
 			t.Fatal("garbage was plausible")
 		}
 	}
