@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 )
 
 // Arguments are decoded only within these bounds: nesting, and values
@@ -92,12 +93,18 @@ func withinArgumentBounds(raw []byte) bool {
 
 // arguments decodes the call's arguments and hashes their canonical form.
 func arguments(raw any) (map[string]any, string, error) {
-	m, _, h, err := encodedArguments(raw)
+	m, b, h, err := encodedArguments(raw)
+	if err == nil && m == nil {
+		err = decodeObject(b, &m)
+	}
 	return m, h, err
 }
 
 // encodedArguments is arguments with the canonical form itself, which later
 // stages (the guardrail) are handed rather than encoding the map again.
+// Arguments whose bytes are already in the canonical form (canonicalObject:
+// as most clients encode them) are not decoded: the map is nil, and the
+// stages that read it decode the bytes (callScope.arguments).
 func encodedArguments(raw any) (map[string]any, []byte, string, error) {
 	var m map[string]any
 	switch v := raw.(type) {
@@ -108,6 +115,9 @@ func encodedArguments(raw any) (map[string]any, []byte, string, error) {
 			m = map[string]any{}
 		} else if !withinArgumentBounds(v) {
 			return nil, nil, "", errArgumentsTooLarge
+		} else if canonicalObject(v) {
+			sum := sha256.Sum256(v)
+			return nil, v, "sha256:" + hex.EncodeToString(sum[:]), nil
 		} else if err := decodeObject(v, &m); err != nil || m == nil {
 			return nil, nil, "", errArgumentsNotObject
 		}
@@ -140,4 +150,171 @@ func decodeObject(b []byte, m *map[string]any) error {
 		return errors.New("trailing data after the arguments")
 	}
 	return nil
+}
+
+// canonicalObject reports whether raw is a JSON object written exactly as
+// encoding/json writes what decodeObject reads from it: no space between
+// tokens, each object's member names in increasing byte order (so none
+// twice), numbers as any JSON number (kept as written), and strings
+// without escapes, of printable ASCII other than the characters the
+// encoder escapes (quote, backslash, <, > and &) and valid UTF-8 other
+// than U+2028 and U+2029. Such bytes decode and encode to themselves;
+// anything else is decoded and encoded. raw is within the argument bounds
+// (withinArgumentBounds), which bound the recursion.
+func canonicalObject(raw []byte) bool {
+	if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	end, ok := canonicalValue(raw, 0)
+	return ok && end == len(raw)
+}
+
+// canonicalValue reads the canonical value at b[i:] and returns where it
+// ends.
+func canonicalValue(b []byte, i int) (int, bool) {
+	if i >= len(b) {
+		return i, false
+	}
+	switch c := b[i]; {
+	case c == '{':
+		return canonicalMembers(b, i+1)
+	case c == '[':
+		i++
+		if i < len(b) && b[i] == ']' {
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if i, ok = canonicalValue(b, i); !ok || i >= len(b) {
+				return i, false
+			}
+			switch b[i] {
+			case ']':
+				return i + 1, true
+			case ',':
+				i++
+			default:
+				return i, false
+			}
+		}
+	case c == '"':
+		return canonicalString(b, i)
+	case c == 't':
+		return literal(b, i, "true")
+	case c == 'f':
+		return literal(b, i, "false")
+	case c == 'n':
+		return literal(b, i, "null")
+	case c == '-' || ('0' <= c && c <= '9'):
+		return jsonNumber(b, i)
+	}
+	return i, false
+}
+
+// canonicalMembers reads an object's members and its closing brace from
+// b[i:], just after its opening brace.
+func canonicalMembers(b []byte, i int) (int, bool) {
+	if i < len(b) && b[i] == '}' {
+		return i + 1, true
+	}
+	var last []byte
+	for first := true; ; first = false {
+		end, ok := canonicalString(b, i)
+		if !ok {
+			return i, false
+		}
+		name := b[i+1 : end-1]
+		if !first && bytes.Compare(last, name) >= 0 {
+			return i, false
+		}
+		last, i = name, end
+		if i >= len(b) || b[i] != ':' {
+			return i, false
+		}
+		if i, ok = canonicalValue(b, i+1); !ok || i >= len(b) {
+			return i, false
+		}
+		switch b[i] {
+		case '}':
+			return i + 1, true
+		case ',':
+			i++
+		default:
+			return i, false
+		}
+	}
+}
+
+// canonicalString reads a string without escapes that the encoder writes
+// as it is.
+func canonicalString(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return i, false
+	}
+	for i++; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"':
+				return i + 1, true
+			case c < 0x20, c == '\\', c == '<', c == '>', c == '&':
+				return i, false
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			return i, false
+		}
+		i += size
+	}
+	return i, false
+}
+
+func literal(b []byte, i int, word string) (int, bool) {
+	if len(b)-i < len(word) || string(b[i:i+len(word)]) != word {
+		return i, false
+	}
+	return i + len(word), true
+}
+
+// jsonNumber reads a number as JSON's grammar has it.
+func jsonNumber(b []byte, i int) (int, bool) {
+	digits := func(i int) int {
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		i = digits(i)
+	default:
+		return i, false
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return j, false
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return j, false
+		}
+		i = j
+	}
+	return i, true
 }

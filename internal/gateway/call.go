@@ -36,7 +36,9 @@ type callScope struct {
 	// (args, or argsErr) and hashes their canonical form; applyRules makes
 	// them the arguments sent upstream, and the record's hash theirs;
 	// argsJSON is always the canonical form args was hashed in.
-	rawArgs  any
+	rawArgs any
+	// args is nil while argsJSON was not decoded (its bytes came in the
+	// canonical form); arguments decodes it for the stages that read it.
 	args     map[string]any
 	argsJSON []byte
 	argsErr  error
@@ -199,4 +201,18 @@ func (g *Gateway) identify(ctx context.Context, req *sdk.CallToolRequest, id *au
 	// a caller RBAC does not allow stays the uniform one.
 	c.rawArgs, c.rec.ArgumentsHash = req.Params.Arguments, rawArgumentsHash(req.Params.Arguments)
 	return c, nil
+}
+
+// arguments are the call's arguments decoded. The decision leaves
+// arguments that came in the canonical form as their bytes (argsJSON); the
+// stages that read them as values decode them here, once.
+func (c *callScope) arguments() (map[string]any, error) {
+	if c.args == nil && c.argsJSON != nil {
+		var m map[string]any
+		if err := decodeObject(c.argsJSON, &m); err != nil {
+			return nil, err
+		}
+		c.args = m
+	}
+	return c.args, nil
 }

@@ -62,8 +62,12 @@ func (g *Gateway) applyRules(ctx context.Context, c *callScope) *sdk.CallToolRes
 	if v.Rules.Empty() && consumer.Empty() {
 		return nil
 	}
+	args, err := c.arguments()
+	if err != nil {
+		return g.deny(ctx, c.rec, c.tool, audit.DenyArgumentRuleNotEvaluated, "", "the arguments could not be read for the rules")
+	}
 	// The rules stop at their deadline, or when the call ends.
-	upstream, refused := v.Rules.ApplyContext(ctx, c.args)
+	upstream, refused := v.Rules.ApplyContext(ctx, args)
 	if refused == nil {
 		upstream, refused = consumer.ApplyContext(ctx, upstream)
 	}

@@ -37,6 +37,10 @@ func (g *Gateway) send(ctx context.Context, id *authn.Identity, c *callScope) (*
 		// Arguments the schema marks with x-mcp-header travel in headers
 		// too, which 2026-07-28 servers require. A schema without the
 		// annotation has no such argument, and is not walked on every call.
+		// The headers are read from the decoded arguments.
+		if _, err := c.arguments(); err != nil {
+			return nil, err
+		}
 		opts = append(opts, mcp.WithInputSchema(schema.Raw))
 	}
 	ctx, span, tc := g.startUpstream(ctx, c.srv, c.tool)
