@@ -149,7 +149,7 @@ func plainCallRequest(body []byte, name string) (plainCall, bool) {
 	var c plainCall
 	top, err := mcp.ObjectMembers(body)
 	if err != nil || len(top) != 4 || string(top["jsonrpc"]) != `"2.0"` || string(top["method"]) != `"tools/call"` ||
-		!simpleID.Match(top["id"]) || top["params"] == nil {
+		!simpleID(top["id"]) || top["params"] == nil {
 		return c, false
 	}
 	params, err := mcp.ObjectMembers(top["params"])

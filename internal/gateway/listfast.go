@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,9 +66,52 @@ func (g *Gateway) buildEraListPrefix() []byte {
 	return []byte(`,"result":{"ttlMs":` + strconv.Itoa(c.TTLMs) + `,"cacheScope":` + string(scope) + `,"tools":[`)
 }
 
-// simpleID is a JSON-RPC id the SDK writes back byte for byte: an integer
-// it holds exactly, or a string of printable ASCII without escapes.
-var simpleID = regexp.MustCompile(`^(?:-?[1-9][0-9]{0,14}|0|"[ !#-\[\]-~]{0,128}")$`)
+// simpleID reports whether id is a JSON-RPC id the SDK writes back byte
+// for byte: an integer it holds exactly (0, or up to 15 digits not
+// starting with 0, optionally negative), or a string of up to 128
+// characters of printable ASCII without escapes.
+func simpleID(id []byte) bool {
+	if len(id) >= 2 && id[0] == '"' {
+		return id[len(id)-1] == '"' && len(id)-2 <= 128 && plainASCII(id[1:len(id)-1])
+	}
+	if len(id) == 1 && id[0] == '0' {
+		return true
+	}
+	digits := id
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 || digits[0] < '1' || digits[0] > '9' {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// plainASCII reports whether b is printable ASCII without a quote or a
+// backslash: the contents of a JSON string that has no escapes.
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c < ' ' || c > '~' || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// plainString reads a JSON string of printable ASCII without escapes
+// without the decoder; ok is false for any other text, which the decoder
+// reads.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' || !plainASCII(raw[1:len(raw)-1]) {
+		return "", false
+	}
+	return string(raw[1 : len(raw)-1]), true
+}
 
 // listRequest is the one shape of request the fast path answers.
 type listRequest struct {
@@ -192,7 +234,7 @@ func plainMetaRequest(body []byte, method string) (json.RawMessage, bool) {
 	if dec.Decode(&req) != nil || len(bytes.TrimSpace(body[dec.InputOffset():])) != 0 {
 		return nil, false
 	}
-	if req.JSONRPC != "2.0" || req.Method != method || !simpleID.Match(req.ID) ||
+	if req.JSONRPC != "2.0" || req.Method != method || !simpleID(req.ID) ||
 		req.Params == nil || req.Params.Meta == nil || req.Params.Meta.ProtocolVersion != modernProtocol ||
 		req.Params.Meta.ClientInfo == nil || req.Params.Meta.ClientInfo.Name == "" || req.Params.Meta.ClientCapabilities == nil {
 		return nil, false

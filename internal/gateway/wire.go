@@ -182,7 +182,7 @@ func readMessage(body []byte) *message {
 	m := &message{body: body, id: top["id"], params: top["params"]}
 	n := 2
 	if m.id != nil {
-		if !simpleID.Match(m.id) {
+		if !simpleID(m.id) {
 			return nil
 		}
 		n++
@@ -190,7 +190,14 @@ func readMessage(body []byte) *message {
 	if m.params != nil {
 		n++
 	}
-	if len(top) != n || json.Unmarshal(top["method"], &m.method) != nil || m.method == "" {
+	if len(top) != n {
+		return nil
+	}
+	var ok bool
+	if m.method, ok = plainString(top["method"]); !ok && json.Unmarshal(top["method"], &m.method) != nil {
+		return nil
+	}
+	if m.method == "" {
 		return nil
 	}
 	return m
