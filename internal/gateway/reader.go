@@ -81,10 +81,8 @@ func (r boundedReader) List(ctx context.Context, list client.ObjectList, opts ..
 		if lo := (client.ListOptions{}); r.informers != nil {
 			lo.ApplyOptions(opts)
 			if plainNamespaceList(&lo) {
-				if item, ok := itemOf(kind); ok {
-					if store := r.storeFor(ctx, reflect.TypeOf(item), item); store != nil {
-						return listFromStore(store, lo.Namespace, list)
-					}
+				if store := r.listStoreFor(ctx, kind); store != nil {
+					return listFromStore(store, lo.Namespace, list)
 				}
 			}
 		}
@@ -132,6 +130,21 @@ func (r boundedReader) storeFor(ctx context.Context, kind reflect.Type, obj clie
 	var store toolscache.Indexer
 	if s, ok := inf.(interface{ GetIndexer() toolscache.Indexer }); ok {
 		store = s.GetIndexer()
+	}
+	r.stores.Store(kind, store)
+	return store
+}
+
+// listStoreFor is the informer store of the kind a list of kind holds, or
+// nil when there is none to use.
+func (r boundedReader) listStoreFor(ctx context.Context, kind reflect.Type) toolscache.Indexer {
+	if s, ok := r.stores.Load(kind); ok {
+		store, _ := s.(toolscache.Indexer)
+		return store
+	}
+	var store toolscache.Indexer
+	if item, ok := itemOf(kind); ok {
+		store = r.storeFor(ctx, reflect.TypeOf(item), item)
 	}
 	r.stores.Store(kind, store)
 	return store
@@ -188,7 +201,8 @@ func listFromStore(store toolscache.Indexer, namespace string, list client.Objec
 	if err != nil {
 		return err
 	}
-	field := reflect.ValueOf(list).Elem().FieldByName("Items")
+	// itemOf found the field when the store was found for the list.
+	field := reflect.ValueOf(list).Elem().FieldByIndex(itemsField(reflect.TypeOf(list)))
 	out := reflect.MakeSlice(field.Type(), len(items), len(items))
 	for i, item := range items {
 		in := reflect.ValueOf(item)
@@ -200,4 +214,16 @@ func listFromStore(store toolscache.Indexer, namespace string, list client.Objec
 	field.Set(out)
 	list.SetContinue("")
 	return nil
+}
+
+// itemsFields remembers, by list type, the index of its Items field.
+var itemsFields sync.Map
+
+func itemsField(list reflect.Type) []int {
+	if i, ok := itemsFields.Load(list); ok {
+		return i.([]int)
+	}
+	f, _ := list.Elem().FieldByName("Items")
+	itemsFields.Store(list, f.Index)
+	return f.Index
 }
