@@ -173,7 +173,7 @@ func (o *operation) exchange(ctx context.Context, l leg) (*legResult, error) {
 
 // readResponse reads a 2xx body as a single JSON object or an event stream.
 func (o *operation) readResponse(ctx, legCtx context.Context, cancel context.CancelFunc, method, id string, resp *http.Response) (*message, error) {
-	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	mediaType := mediaTypeOf(resp.Header.Get("Content-Type"))
 	if mediaType == "text/html" {
 		return nil, o.fail(KindNotMCP, method, nil)
 	}
@@ -541,4 +541,16 @@ func roundTrip(hc *http.Client, req *http.Request) (*http.Response, error) {
 		return nil, &url.Error{Op: req.Method[:1] + strings.ToLower(req.Method[1:]), URL: req.URL.Redacted(), Err: err}
 	}
 	return resp, nil
+}
+
+// mediaTypeOf is the media type of a Content-Type header: the header
+// itself when it is one of the types answers come in, written plainly;
+// what mime.ParseMediaType reads of it otherwise ("" when nothing).
+func mediaTypeOf(contentType string) string {
+	switch contentType {
+	case "application/json", "text/event-stream":
+		return contentType
+	}
+	mt, _, _ := mime.ParseMediaType(contentType)
+	return mt
 }
