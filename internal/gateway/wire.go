@@ -124,10 +124,17 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 		g.refuseTooLarge(w, limit)
 		return nil, false
 	}
-	var buf bytes.Buffer
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+		// A body of a stated length is read into a buffer of that length:
+		// the server ends it there.
+		b := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			http.Error(w, "reading the request body failed", http.StatusBadRequest)
+			return nil, false
+		}
+		return b, true
 	}
+	var buf bytes.Buffer
 	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
 	if n > limit {
 		g.refuseTooLarge(w, limit)
