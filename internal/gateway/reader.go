@@ -78,12 +78,9 @@ func (r boundedReader) Get(ctx context.Context, key client.ObjectKey, obj client
 func (r boundedReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	kind := reflect.TypeOf(list)
 	if _, ok := r.synced.Load(kind); ok {
-		if lo := (client.ListOptions{}); r.informers != nil {
-			lo.ApplyOptions(opts)
-			if plainNamespaceList(&lo) {
-				if store := r.listStoreFor(ctx, kind); store != nil {
-					return listFromStore(store, lo.Namespace, list)
-				}
+		if namespace, ok := plainNamespaceList(opts); ok && r.informers != nil {
+			if store := r.listStoreFor(ctx, kind); store != nil {
+				return listFromStore(store, namespace, list)
 			}
 		}
 		return r.Reader.List(ctx, list, opts...)
@@ -106,9 +103,15 @@ func (r boundedReader) learn(kind reflect.Type, err error) {
 // sharedGet reports whether a read with opts asks for the cache's own
 // object rather than a copy (readOnly).
 func sharedGet(opts []client.GetOption) bool {
-	var o client.GetOptions
-	o.ApplyOptions(opts)
-	return o.UnsafeDisableDeepCopy != nil && *o.UnsafeDisableDeepCopy
+	// Read from the options themselves: applying them to GetOptions
+	// would move it to the heap on every read.
+	shared := false
+	for _, o := range opts {
+		if v, ok := o.(client.UnsafeDisableDeepCopyOption); ok {
+			shared = bool(v)
+		}
+	}
+	return shared
 }
 
 // storeFor is the informer store of kind (obj is one), or nil when there
@@ -150,11 +153,23 @@ func (r boundedReader) listStoreFor(ctx context.Context, kind reflect.Type) tool
 	return store
 }
 
-// plainNamespaceList reports whether a list with o reads one namespace
-// whole, shared with the cache: the reads a call makes.
-func plainNamespaceList(o *client.ListOptions) bool {
-	return o.Namespace != "" && o.LabelSelector == nil && o.FieldSelector == nil && o.Limit == 0 && o.Continue == "" &&
-		o.UnsafeDisableDeepCopy != nil && *o.UnsafeDisableDeepCopy
+// plainNamespaceList reports whether a list with opts reads one namespace
+// whole, shared with the cache (the reads a call makes), and which. Only
+// those two options are looked for, in the options themselves: applying
+// them to ListOptions would move it to the heap on every read.
+func plainNamespaceList(opts []client.ListOption) (string, bool) {
+	namespace, shared := "", false
+	for _, o := range opts {
+		switch v := o.(type) {
+		case client.InNamespace:
+			namespace = string(v)
+		case client.UnsafeDisableDeepCopyOption:
+			shared = bool(v)
+		default:
+			return "", false
+		}
+	}
+	return namespace, namespace != "" && shared
 }
 
 // itemOf is a new object of the kind a typed list (a pointer to a struct
