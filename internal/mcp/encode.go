@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 	"strconv"
 )
@@ -80,7 +79,18 @@ func appendMarshalValue(dst []byte, v any) ([]byte, error) {
 // keys, its members in order of their names, each value by value.
 func appendMarshalMap[V any](dst []byte, m map[string]V, value func([]byte, V) ([]byte, error)) ([]byte, error) {
 	dst = append(dst, '{')
-	for i, k := range slices.Sorted(maps.Keys(m)) {
+	// A request's maps are small: their names are sorted in place, in an
+	// array on the stack.
+	var small [8]string
+	keys := small[:0]
+	if len(m) > len(small) {
+		keys = make([]string, 0, len(m))
+	}
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
