@@ -116,8 +116,9 @@ func encodedArguments(raw any) (map[string]any, []byte, string, error) {
 		} else if !withinArgumentBounds(v) {
 			return nil, nil, "", errArgumentsTooLarge
 		} else if canonicalObject(v) {
-			sum := sha256.Sum256(v)
-			return nil, v, "sha256:" + hex.EncodeToString(sum[:]), nil
+			// The canonical form is the bytes as they came, whose hash
+			// the record already holds (rawArgumentsHash).
+			return nil, v, rawArgumentsHash(v), nil
 		} else if err := decodeObject(v, &m); err != nil || m == nil {
 			return nil, nil, "", errArgumentsNotObject
 		}

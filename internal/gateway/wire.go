@@ -80,10 +80,7 @@ func (g *Gateway) maxRequestBytes() int64 {
 // the body as it came.
 func (g *Gateway) front(sdkPath http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The SDK asks for the request's server more than once per request
-		// (once only to learn the protocol versions); the memo makes that
-		// one server, not several.
-		ctx := context.WithValue(r.Context(), memoKey{}, &serverMemo{})
+		ctx := r.Context()
 		if r.Method == http.MethodPost && r.Body != nil {
 			// The bytes this request may make the replica hold: its length,
 			// or the bound when it does not say.
@@ -104,14 +101,20 @@ func (g *Gateway) front(sdkPath http.Handler) http.Handler {
 			}
 			if m := readMessage(body); m != nil {
 				m.era = r.Header.Get("MCP-Protocol-Version")
-				ctx = context.WithValue(ctx, messageKey{}, m)
-				if g.answer(w, r.WithContext(ctx), m) {
+				// The gateway's own code reads m as it is handed; the
+				// SDK's path finds it in the context.
+				if g.answer(w, r, m) {
 					return
 				}
+				ctx = context.WithValue(ctx, messageKey{}, m)
 			}
 			// The SDK reads the body again, from what was read.
 			r.Body = readCloser{Reader: bytes.NewReader(body), Closer: r.Body}
 		}
+		// The SDK asks for the request's server more than once per request
+		// (once only to learn the protocol versions); the memo makes that
+		// one server, not several.
+		ctx = context.WithValue(ctx, memoKey{}, &serverMemo{})
 		sdkPath.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
