@@ -369,8 +369,9 @@ func writeResponse(w http.ResponseWriter, id json.RawMessage, msg []byte, ok boo
 	}
 	size := len(`{"jsonrpc":"2.0","id":`) + len(id) + len(member) + len(msg) + 1
 	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Type", "application/json")
+	// The constant values are shared: nothing writes a header's values in
+	// place, and setting them new allocated each on every answer.
+	h["Cache-Control"], h["Content-Type"] = noCache, contentTypeJSON
 	h.Set("Content-Length", strconv.Itoa(size))
 	w.WriteHeader(http.StatusOK)
 	b := make([]byte, 0, size)
@@ -382,6 +383,12 @@ func writeResponse(w http.ResponseWriter, id json.RawMessage, msg []byte, ok boo
 	_, _ = w.Write(b)
 	return size
 }
+
+// The values of the headers every JSON answer carries, shared by all.
+var (
+	noCache         = []string{"no-cache, no-transform"}
+	contentTypeJSON = []string{"application/json"}
+)
 
 const methodDiscover = "server/discover"
 

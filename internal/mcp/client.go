@@ -109,10 +109,13 @@ type Client struct {
 	// metas holds encodedMeta's answers by revision.
 	metas     sync.Map
 	userAgent string
-	now       func() time.Time
-	egress    egress.Policy
-	eras      *eraCache
-	ids       *idSource
+	// userAgentValue is userAgent as a header's values, shared by every
+	// request.
+	userAgentValue []string
+	now            func() time.Time
+	egress         egress.Policy
+	eras           *eraCache
+	ids            *idSource
 	// trust holds one HTTP client per CA bundle, built from hc.
 	trust *egress.Trust
 }
@@ -132,6 +135,7 @@ func New(opts Options) *Client {
 		c.clientVersion = "dev"
 	}
 	c.userAgent = c.clientName + "/" + c.clientVersion
+	c.userAgentValue = []string{c.userAgent}
 	if opts.AllowPrivateNetworks {
 		c.egress.AllowAllPrivate = true
 	}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -290,13 +291,19 @@ func (o *operation) readStream(ctx, legCtx context.Context, cancel context.Cance
 // setHeaders puts the transport headers on a request.
 func (o *operation) setHeaders(req *http.Request, l leg) {
 	h := req.Header
+	// Values that are the same on every request are shared slices (nothing
+	// writes a header's values in place), under their canonical names:
+	// setting them allocated each on every leg.
 	if req.Method == http.MethodPost {
-		h.Set("Content-Type", "application/json")
-		h.Set("Accept", acceptBoth)
+		h["Content-Type"], h["Accept"] = postContentType, postAccept
 	}
-	h.Set("User-Agent", o.c.userAgent)
+	h["User-Agent"] = o.c.userAgentValue
 	if l.version != "" {
-		h.Set(headerProtocolVersion, l.version)
+		if v, ok := versionValues[l.version]; ok {
+			h[canonicalProtocolVersion] = v
+		} else {
+			h.Set(headerProtocolVersion, l.version)
+		}
 	}
 	if o.session != "" {
 		h.Set(headerSessionID, o.session)
@@ -319,6 +326,21 @@ func (o *operation) setHeaders(req *http.Request, l leg) {
 		}
 	}
 }
+
+// The shared values of setHeaders.
+var (
+	postContentType          = []string{"application/json"}
+	postAccept               = []string{acceptBoth}
+	canonicalProtocolVersion = http.CanonicalHeaderKey(headerProtocolVersion)
+	// versionValues holds a value for each revision this client speaks.
+	versionValues = func() map[string][]string {
+		m := map[string][]string{}
+		for _, v := range append(slices.Clone(modernVersions), legacyVersions...) {
+			m[v] = []string{v}
+		}
+		return m
+	}()
+)
 
 // attachCredential adds the credential, after checking that the request goes
 // to the endpoint's own origin and over https unless plain http was opted
