@@ -120,6 +120,45 @@ func unquote(raw []byte) (string, bool) {
 	return string(inner), true
 }
 
+// memberName unquotes an object member's name. The names of the protocol's
+// own members are the constants, not a new string each: a call's request
+// and answer are read member by member several times on its way.
+func memberName(q []byte) (string, bool) {
+	switch string(q[1 : len(q)-1]) {
+	case "jsonrpc":
+		return "jsonrpc", true
+	case "id":
+		return "id", true
+	case "method":
+		return "method", true
+	case "params":
+		return "params", true
+	case "result":
+		return "result", true
+	case "error":
+		return "error", true
+	case "name":
+		return "name", true
+	case "arguments":
+		return "arguments", true
+	case "_meta":
+		return "_meta", true
+	case "content":
+		return "content", true
+	case "type":
+		return "type", true
+	case "text":
+		return "text", true
+	case "isError":
+		return "isError", true
+	case "structuredContent":
+		return "structuredContent", true
+	case "resultType":
+		return "resultType", true
+	}
+	return unquote(q)
+}
+
 // decodeString decodes raw as a JSON string (surrounding whitespace
 // allowed), as json.Unmarshal into a string would, but without reflection
 // for the common plain case. null is not a string here.
@@ -173,7 +212,7 @@ func decodeObject(raw []byte) (map[string]json.RawMessage, error) {
 		if !ok {
 			return nil, errNotJSON
 		}
-		key, ok := unquote(q)
+		key, ok := memberName(q)
 		if !ok {
 			return nil, errNotJSON
 		}
