@@ -90,8 +90,14 @@ func (g *Gateway) serveEraCall(w http.ResponseWriter, r *http.Request, m *messag
 		return false
 	}
 	res, err := g.callThrough(r.Context(), req, pre, refused)
-	msg, ok := eraCallResult(resultForEra(res, m.era), err)
-	g.budgets.Charge(id, writeResponse(w, m.id, msg, ok))
+	res = resultForEra(res, m.era)
+	if pieces, typed := g.typedAnswer(res, false); err == nil && typed {
+		// A result carrying an image is written around it (resultraw.go).
+		g.budgets.Charge(id, writeAnswer(w, m.id, pieces))
+	} else {
+		msg, ok := eraCallResult(res, err)
+		g.budgets.Charge(id, writeResponse(w, m.id, msg, ok))
+	}
 	g.eraAnswers.Add(1)
 	return true
 }
@@ -226,6 +232,10 @@ func (g *Gateway) decideVisible(ctx context.Context, id *authn.Identity, name st
 // response, whose result says it is complete (or asks for input) and
 // names the gateway in _meta. It returns the bytes written.
 func (g *Gateway) writeCallAnswer(w http.ResponseWriter, id json.RawMessage, res *sdk.CallToolResult, callErr error) int {
+	if pieces, typed := g.typedAnswer(res, true); callErr == nil && typed {
+		// A result carrying an image is written around it (resultraw.go).
+		return writeAnswer(w, id, pieces)
+	}
 	msg, ok := g.callResult(res, callErr)
 	return writeResponse(w, id, msg, ok)
 }

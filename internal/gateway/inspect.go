@@ -154,6 +154,8 @@ func (r contentRule) passes(b sdk.Content) bool {
 	var kind mcpv1alpha1.ResultContentType
 	mime, carriesBytes := "", false
 	switch x := b.(type) {
+	case *binaryPart:
+		kind, mime, carriesBytes = x.kind, x.mime, true
 	case *sdk.ImageContent:
 		kind, mime, carriesBytes = mcpv1alpha1.ResultContentImage, x.MIMEType, true
 	case *sdk.AudioContent:
@@ -266,6 +268,9 @@ func (g *Gateway) inspectTyped(id *authn.Identity, c *callScope, t *typedResult)
 				s.screen(&x.Resource.Text, p)
 				s.screen(&x.Resource.URI, p)
 			}
+		case *binaryPart:
+			// An embedded resource's address is text; its blob is not.
+			s.screen(&x.uri, p)
 		case *sdk.ResourceLink:
 			// Icons are addresses the agent's client may fetch, chosen by
 			// the server; tools are listed without them, and links are too.
@@ -420,6 +425,8 @@ func textOf(b sdk.Content) string {
 	switch x := b.(type) {
 	case *sdk.TextContent:
 		return x.Text
+	case *binaryPart:
+		return x.uri
 	case *sdk.EmbeddedResource:
 		if x.Resource != nil {
 			return x.Resource.Text + x.Resource.URI

@@ -39,8 +39,9 @@ func (e *resultError) Error() string {
 
 // typedResult is an upstream result that is more than text.
 type typedResult struct {
-	// content are the blocks as the SDK reads them, their _meta dropped
-	// (nothing in it is screened).
+	// content are the blocks, their _meta dropped (nothing in it is
+	// screened): those carrying bytes that are not text as binaryParts,
+	// the others as the SDK reads them.
 	content []sdk.Content
 	// structured is the structured content as sent (nil: none).
 	structured json.RawMessage
@@ -50,7 +51,8 @@ type typedResult struct {
 // typedOf reads out's result when it is more than text: a block that is
 // not text, or structured content. It returns nil for a result of text
 // alone, or when the client was not asked for the result (a test's fake
-// client).
+// client). The parts that are not text stay where the client read them
+// (out.Result); nothing of them is decoded or copied.
 func typedOf(out *mcp.CallOutcome) (*typedResult, error) {
 	if out == nil || out.Result == nil {
 		return nil, nil
@@ -67,12 +69,21 @@ func typedOf(out *mcp.CallOutcome) (*typedResult, error) {
 		return nil, nil
 	}
 	var blocks []json.RawMessage
-	if m["content"] != nil && json.Unmarshal(m["content"], &blocks) != nil {
-		return nil, &mcp.Error{Kind: mcp.KindInvalidResponse, Method: "tools/call", Detail: "content is not a list"}
+	if raw := m["content"]; raw != nil && string(raw) != "null" {
+		var ok bool
+		if blocks, ok = mcp.ArrayElements(raw); !ok {
+			return nil, &mcp.Error{Kind: mcp.KindInvalidResponse, Method: "tools/call", Detail: "content is not a list"}
+		}
 	}
 	content, other := make([]sdk.Content, 0, len(blocks)), 0
 	for _, raw := range blocks {
-		c, ok := readBlock(raw)
+		var c sdk.Content
+		p, ok := readBinary(raw)
+		if ok {
+			c = p
+		} else {
+			c, ok = readBlock(raw)
+		}
 		if !ok {
 			other++
 			continue
@@ -173,9 +184,12 @@ func decodeNumbers(raw []byte) (any, error) {
 	return v, nil
 }
 
-// binaryBytes is what a block carries that is not text, decoded.
+// binaryBytes is what a block carries that is not text, decoded (a
+// binaryPart's counted from its base64).
 func binaryBytes(c sdk.Content) int64 {
 	switch b := c.(type) {
+	case *binaryPart:
+		return b.size
 	case *sdk.ImageContent:
 		return int64(len(b.Data))
 	case *sdk.AudioContent:

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -603,9 +602,11 @@ func (o *operation) callTool(ctx context.Context, name string, args map[string]a
 	}
 	res, err := flattenCallResult(msg.result)
 	if err == nil && full {
-		res.Raw = bytes.Clone(msg.result)
+		// A large result (one carrying an image) stays in the body it
+		// was read into, which is the outcome's from now on.
+		res.Raw = msg.keep()
 	}
-	// The outcome holds copies only.
+	// Otherwise the outcome holds copies only.
 	msg.release()
 	if err != nil {
 		return nil, o.protoFail("tools/call", err)

@@ -53,7 +53,8 @@ func flattenCallResult(result json.RawMessage) (*callResult, error) {
 	}
 	var blocks []json.RawMessage
 	if v, ok := m["content"]; ok && !isJSONNull(v) {
-		if json.Unmarshal(v, &blocks) != nil {
+		// The blocks are read in place: an image's base64 is not copied.
+		if blocks, ok = decodeArray(v); !ok {
 			return nil, protoErr(KindInvalidResponse, "content is not a list")
 		}
 	}

@@ -103,6 +103,23 @@ func (m *message) release() {
 	m.tape, m.result = nil, nil
 }
 
+// keepFrom is the size from which a result the caller keeps stays in the
+// buffer it was read into rather than being copied out of it.
+const keepFrom = 64 << 10
+
+// keep returns the message's result for the caller to keep after the
+// message is released. A large result that fills most of its buffer takes
+// the buffer out of the pool, which is then the caller's, instead of being
+// copied; a small one, or one in a much larger pooled buffer, is copied,
+// so the buffer goes back to the pool.
+func (m *message) keep() json.RawMessage {
+	if m.tape == nil || len(m.result) < keepFrom || cap(m.tape.body) > 2*len(m.result) {
+		return bytes.Clone(m.result)
+	}
+	m.tape.body = nil
+	return m.result
+}
+
 type messageKind int
 
 const (

@@ -301,3 +301,10 @@ func decodeArray(raw []byte) ([]json.RawMessage, bool) {
 func ObjectMembers(raw []byte) (map[string]json.RawMessage, error) {
 	return decodeObject(raw)
 }
+
+// ArrayElements reads raw as exactly one JSON array and returns its
+// elements as sub-slices of raw (nothing is copied); ok is false for
+// anything else, null included.
+func ArrayElements(raw []byte) ([]json.RawMessage, bool) {
+	return decodeArray(raw)
+}

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"sync"
@@ -73,8 +74,11 @@ func parseTape(b []byte) (*tape, bool) {
 		t = tapePool.Get().(*tape)
 		if cap(t.e) == 0 {
 			// A page has about one entry per ten bytes; growing to that
-			// from nothing would allocate the tape about twice over.
-			t.e = make([]tapeEntry, 0, len(b)/8)
+			// from nothing would allocate the tape about twice over. A
+			// result carrying an image has a handful in megabytes: no
+			// value has more entries than the structural bytes before
+			// it, counted at memory speed.
+			t.e = make([]tapeEntry, 0, min(len(b)/8, 2*bytes.Count(b, []byte{':'})+bytes.Count(b, []byte{','})+bytes.Count(b, []byte{'['})+1))
 		}
 	}
 	t.b, t.e, t.body = b, t.e[:0], nil

@@ -182,7 +182,13 @@ func (o *operation) readResponse(ctx, legCtx context.Context, cancel context.Can
 	if mediaType == "text/event-stream" {
 		return o.readStream(ctx, legCtx, cancel, method, id, body)
 	}
-	buf, err := readBody(body, resp.ContentLength)
+	size := resp.ContentLength
+	if size > o.bodyLimit() {
+		// Read up to the cap, which fails; the server's claim is not
+		// allocated for.
+		size = -1
+	}
+	buf, err := readBody(body, size)
 	if err != nil {
 		putBody(buf)
 		return nil, o.readErr(ctx, legCtx, method, err)
@@ -210,11 +216,17 @@ func (o *operation) readResponse(ctx, legCtx context.Context, cancel context.Can
 // message.own).
 func readBody(r io.Reader, size int64) ([]byte, error) {
 	var b []byte
-	if size > 0 && size < largeInput {
+	switch {
+	case size > 0 && size < largeInput:
 		// A body of a known small size (a server that wrote its answer
 		// whole has one) is read into a buffer of that size, and one byte
 		// more for the read that finds its end, not into a 4 KiB one.
 		b = make([]byte, 0, size+1)
+	case size > 0:
+		// A large one too (a result carrying an image), pooled or made
+		// once: grown by doubling, it held the old buffer and one twice
+		// its size at once, and copied itself at every step.
+		b = growBody(nil, int(size)+1)
 	}
 	for {
 		if len(b) == cap(b) {

@@ -238,12 +238,12 @@ var _ = Describe("Typed results", func() {
 			res = callTyped(cs, up.local(toolPicture), map[string]any{"bytes": 1000})
 			Expect(res.IsError).To(BeFalse(), "at the bound, it passes")
 
-			By("passing an image larger than the client's own cap on an answer, when the tool's bound allows it")
+			By("passing a 5 MiB image, larger than the client's own cap on an answer, when the tool's bound allows it")
 			t = up.tool(toolPicture)
 			patch = client.MergeFrom(t.DeepCopy())
-			t.Spec.MaxContentBytes = ptr.To(int64(3 << 20))
+			t.Spec.MaxContentBytes = ptr.To(int64(6 << 20))
 			Expect(k8sClient.Patch(context.Background(), t, patch)).To(Succeed())
-			const large = 5 << 19 // 2.5 MiB, 3.3 MiB in base64
+			const large = 5 << 20 // 6.7 MiB in base64
 			Eventually(func(g Gomega) {
 				res := callTyped(cs, up.local(toolPicture), map[string]any{"bytes": large})
 				g.Expect(res.IsError).To(BeFalse(), text(res))
@@ -259,23 +259,33 @@ var _ = Describe("Typed results", func() {
 })
 
 var _ = Describe("Typed results to the TypeScript SDK's client", func() {
-	It("receives an image byte for byte", func() {
+	It("receives an image byte for byte, 5 MiB too", func() {
 		ns := newNamespace()
 		up := declare(ns, "typed", typedUpstream(), []string{toolPicture})
 		a := newAgent(ns, "ts-agent")
 		a.grant(up.object(toolPicture))
 		a.ceiling(mcpv1alpha1.DataClassInternal)
+		t := up.tool(toolPicture)
+		patch := client.MergeFrom(t.DeepCopy())
+		t.Spec.MaxContentBytes = ptr.To(int64(6 << 20))
+		Expect(k8sClient.Patch(context.Background(), t, patch)).To(Succeed())
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		res, err := tsagent.Run(ctx, gatewayURL, a.token, tsagent.Call(up.local(toolPicture), map[string]any{"bytes": 2048}))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(res.Steps).To(HaveLen(1))
-		Expect(res.Steps[0].Error).To(BeNil())
-		Expect(res.Steps[0].IsError).To(BeFalse(), res.Steps[0].Text())
-		Expect(res.Steps[0].Content).To(HaveLen(2))
-		img := res.Steps[0].Content[0]
-		Expect([]string{img.Type, img.MimeType}).To(Equal([]string{"image", "image/png"}))
-		Expect(img.Data).To(Equal(base64.StdEncoding.EncodeToString(picture(2048))))
-		Expect(res.Steps[0].Text()).To(Equal("a picture"))
+		const large = 5 << 20
+		Eventually(func(g Gomega) {
+			res, err := tsagent.Run(ctx, gatewayURL, a.token, tsagent.Call(up.local(toolPicture), map[string]any{"bytes": 2048}), tsagent.Call(up.local(toolPicture), map[string]any{"bytes": large}))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.Steps).To(HaveLen(2))
+			for i, n := range []int{2048, large} {
+				step := res.Steps[i]
+				g.Expect(step.Error).To(BeNil())
+				g.Expect(step.IsError).To(BeFalse(), step.Text())
+				g.Expect(step.Content).To(HaveLen(2))
+				img := step.Content[0]
+				g.Expect([]string{img.Type, img.MimeType}).To(Equal([]string{"image", "image/png"}))
+				g.Expect(img.Data == base64.StdEncoding.EncodeToString(picture(n))).To(BeTrue(), "the image of %d bytes did not arrive byte for byte", n)
+				g.Expect(step.Text()).To(Equal("a picture"))
+			}
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
 })

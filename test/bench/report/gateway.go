@@ -439,3 +439,74 @@ func gatewaySessionsSection(p printer, r results) {
 	p("growing with idle agents. The gateway keeps no state of its own for a\n")
 	p("session.\n\n")
 }
+
+// typedBench names the typed-result scenario; typedPeakGoal is its target
+// (issue #34): the gateway's peak heap per call in flight at most twice
+// the image it passes.
+const (
+	typedBench    = "BenchmarkGatewayTypedResult"
+	typedPeakGoal = 2.0
+)
+
+// gatewayTypedSection reports what a result carrying a 5 MiB image costs
+// the gateway, per path and era.
+func gatewayTypedSection(p printer, r results) {
+	p("### A result carrying a 5 MiB image\n\n")
+	name := func(path, era string, gc int) string {
+		return fmt.Sprintf("%s/path=%s/era=%s/gc=%d", typedBench, path, era, gc)
+	}
+	if _, ok := r.get(name("gateway", eraModern, 1), "peak-x"); !ok {
+		p("Not measured (needs KUBEBUILDER_ASSETS).\n\n")
+		return
+	}
+	p("`BenchmarkGatewayTypedResult`: an agent calls a tool whose stateless go-sdk\n")
+	p("server (a process of its own, answering `application/json`, chunked, as the\n")
+	p("go-sdk writes it) returns a 5 MiB image and a caption, 4 calls in flight at\n")
+	p("once, over the real HTTP endpoint of a gateway running in the benchmark\n")
+	p("process, stateless as the chart runs it, the tool's `maxContentBytes` 6 MiB.\n")
+	p("*gateway* is the gateway's own code (ADR 042's front door); *SDK* the same\n")
+	p("calls with a progress token, which the front door leaves to the go-sdk's\n")
+	p("server; *gateway, length said* an upstream that sends `Content-Length`.\n")
+	p("Allocated is what the process allocated per call (the gateway's, and the\n")
+	p("benchmark's client's few KiB). Peak is the highest heap in use\n")
+	p("(`runtime/metrics`, sampled every 100 µs) above the idle heap measured\n")
+	p("before the calls, per call in flight: with the collector at GOGC 1, so that\n")
+	p("it is what the calls hold rather than garbage waiting for a collection, and\n")
+	p("at the runtime's default of 100 (the chart's 400 lets garbage grow further,\n")
+	p("bounded by `GOMEMLIMIT`). Ratios are to the image's 5 MiB; the answer, the\n")
+	p("image in base64 and the rest, is %.2f MiB.\n\n", typedGet(r, name("gateway", eraModern, 1), "answer-MiB"))
+	p("| path | era | allocated per call | peak per call in flight | peak, GOGC 100 |\n|---|---|---:|---:|---:|\n")
+	cell := func(n, mibUnit, xUnit string) string {
+		v, ok := r.get(n, xUnit)
+		if !ok {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f MiB, %.2f×", typedGet(r, n, mibUnit), v)
+	}
+	for _, path := range []struct{ key, label string }{{"gateway", "gateway"}, {"sdk", "SDK"}, {"gateway-length", "gateway, length said"}} {
+		for _, era := range []string{eraModern, eraInitialize} {
+			n := name(path.key, era, 1)
+			if _, ok := r.get(n, "peak-x"); !ok {
+				continue
+			}
+			p("| %s | %s | %s | %s | %s |\n", path.label, era, cell(n, "alloc-MiB/call", "alloc-x"), cell(n, "peak-MiB/call", "peak-x"), cell(name(path.key, era, 100), "peak-MiB/call", "peak-x"))
+		}
+	}
+	p("\nTargets: the gateway's own path, peak per call in flight ≤ %.0f× the image:", typedPeakGoal)
+	for i, era := range []string{eraModern, eraInitialize} {
+		v, _ := r.get(name("gateway", era, 1), "peak-x")
+		sep := ";"
+		if i == 0 {
+			sep = ""
+		}
+		p("%s %s %.2f× %s", sep, era, v, verdict(v <= typedPeakGoal))
+	}
+	p(".\n\nThe SDK's path is reported, with no target: it encodes the result\n")
+	p("itself, then its JSON-RPC message, each a copy of the image's base64.\n\n")
+}
+
+// typedGet is a metric of the typed-result scenario, 0 when not measured.
+func typedGet(r results, name, unit string) float64 {
+	v, _ := r.get(name, unit)
+	return v
+}

@@ -156,3 +156,40 @@ func TestOAuthIdentifySection(t *testing.T) {
 		t.Errorf("without the benchmark: %s", got)
 	}
 }
+
+// The typed-result section gives each path and era its figures, and
+// judges the gateway's own path in each era against the target.
+func TestGatewayTypedSection(t *testing.T) {
+	var in strings.Builder
+	for _, row := range []struct {
+		path, era string
+		gc        int
+		peak      float64
+	}{
+		{"gateway", eraModern, 1, 1.6}, {"gateway", eraModern, 100, 4.1}, {"gateway", eraInitialize, 1, 2.4}, {"gateway", eraInitialize, 100, 4.4},
+		{"sdk", eraModern, 1, 5.2}, {"sdk", eraInitialize, 1, 5.1},
+	} {
+		fmt.Fprintf(&in, "BenchmarkGatewayTypedResult/path=%s/era=%s/gc=%d-2 24 1 ns/op 16.1 alloc-MiB/call 3.22 alloc-x 6.667 answer-MiB %.2f peak-MiB/call %.2f peak-x\n",
+			row.path, row.era, row.gc, row.peak*5, row.peak)
+	}
+	r := results{}
+	r.parse(strings.NewReader(in.String()))
+	var b strings.Builder
+	gatewayTypedSection(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, r)
+	got := b.String()
+	for _, want := range []string{
+		"| gateway | 2026-07-28 | 16.1 MiB, 3.22× | 8.0 MiB, 1.60× | 20.5 MiB, 4.10× |",
+		"| SDK | 2025-11-25 | 16.1 MiB, 3.22× | 25.5 MiB, 5.10× | - |",
+		"is 6.67 MiB",
+		"2026-07-28 1.60× **met**; 2025-11-25 2.40× **missed**",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the section lacks %q:\n%s", want, got)
+		}
+	}
+	b.Reset()
+	gatewayTypedSection(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, results{})
+	if !strings.Contains(b.String(), "Not measured") {
+		t.Errorf("unmeasured: %s", b.String())
+	}
+}
