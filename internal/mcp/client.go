@@ -280,6 +280,8 @@ type callOptions struct {
 	full    bool
 	body    int64
 	encoded []byte
+	// interaction relays what the server sends during the call.
+	interaction Interaction
 }
 
 // WithEncodedArguments gives the call's arguments already encoded, exactly
@@ -384,6 +386,11 @@ type operation struct {
 	trace TraceContext
 	// maxBody raises the cap on response bodies above MaxBodyBytes.
 	maxBody int64
+	// interaction is the caller's for what the server sends beside its
+	// answers (WithInteraction); nil refuses the server's requests.
+	interaction Interaction
+	// serverRequests counts the server's requests answered.
+	serverRequests int
 }
 
 // begin validates the endpoint and starts the budget. Nothing is sent.
@@ -542,7 +549,7 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 			return nil, &Error{Kind: KindInvalidArgument, Server: ep.Name, Method: "tools/call", Detail: "input schema is invalid", Err: err}
 		}
 	}
-	o.trace, o.maxBody, o.encodedArgs = co.trace, co.body, co.encoded
+	o.trace, o.maxBody, o.encodedArgs, o.interaction = co.trace, co.body, co.encoded, co.interaction
 	if co.info != nil {
 		defer func() { co.info.ProtocolVersion = o.version }()
 	}
@@ -618,7 +625,7 @@ func (o *operation) workLeg(method string, params map[string]any) leg {
 }
 
 // withMeta adds the 2026-07-28 per-request metadata: protocol version, client
-// identity, and an empty capability set (this client declares none).
+// identity, and the capabilities this client declares (clientCapabilities).
 func (o *operation) withMeta(params map[string]any) map[string]any {
 	if params == nil {
 		params = map[string]any{}
@@ -633,7 +640,7 @@ func (o *operation) withMeta(params map[string]any) map[string]any {
 	params["_meta"] = map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    o.version,
 		"io.modelcontextprotocol/clientInfo":         map[string]string{"name": o.c.clientName, "version": o.c.clientVersion},
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		"io.modelcontextprotocol/clientCapabilities": clientCapabilities,
 	}
 	return params
 }
@@ -647,7 +654,7 @@ func (c *Client) encodedMeta(version string) rawJSON {
 	b, _ := json.Marshal(map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    version,
 		"io.modelcontextprotocol/clientInfo":         map[string]string{"name": c.clientName, "version": c.clientVersion},
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		"io.modelcontextprotocol/clientCapabilities": clientCapabilities,
 	})
 	v, _ := c.metas.LoadOrStore(version, rawJSON(b))
 	return v.(rawJSON)

@@ -76,13 +76,19 @@ type message struct {
 	result json.RawMessage // kindResponse with a result
 	err    *rpcError       // kindResponse with an error
 	// tape indexes the message when it carries a result, and resultAt is
-	// the result's entry, so that the result is not scanned again.
+	// the result's entry, so that the result is not scanned again. A
+	// notification or a server-to-client request keeps its tape too, with
+	// the entries of its method, id and params (-1 where absent), for the
+	// caller to read what it relays or answers before releasing it.
 	tape     *tape
 	resultAt int
+	methodAt int
+	idAt     int
+	paramsAt int
 }
 
 // own makes the message responsible for the pooled buffer its bytes are
-// in: release hands it back. A message without a result holds nothing of
+// in: release hands it back. A message without a tape holds nothing of
 // the buffer (an error's data is copied), so the buffer goes back at once.
 func (m *message) own(buf []byte) {
 	if m.tape != nil {
@@ -194,7 +200,7 @@ func indexObject(raw []byte) (*tape, error) {
 // readMessage applies parseMessage's rules to the indexed message. The
 // returned message holds t only when it is a response with a result.
 func readMessage(t *tape, wantID string) (*message, error) {
-	version, id, method, result, rpcErr := -1, -1, -1, -1, -1
+	version, id, method, result, rpcErr, params := -1, -1, -1, -1, -1, -1
 	for k, end := 1, t.next(0); k < end; k = t.next(k + 1) {
 		switch {
 		case t.is(k, "jsonrpc"):
@@ -207,6 +213,8 @@ func readMessage(t *tape, wantID string) (*message, error) {
 			result = k + 1
 		case t.is(k, "error"):
 			rpcErr = k + 1
+		case t.is(k, "params"):
+			params = k + 1
 		}
 	}
 	if version < 0 || !t.stringIs(version, "2.0") {
@@ -216,10 +224,11 @@ func readMessage(t *tape, wantID string) (*message, error) {
 		if k := t.e[method].kind; k != kString && k != kNull {
 			return nil, protoErr(KindInvalidResponse, "method is not a string")
 		}
+		m := &message{kind: kindNotification, tape: t, methodAt: method, idAt: -1, paramsAt: params}
 		if id >= 0 && t.e[id].kind != kNull {
-			return &message{kind: kindServerRequest}, nil
+			m.kind, m.idAt = kindServerRequest, id
 		}
-		return &message{kind: kindNotification}, nil
+		return m, nil
 	}
 	if id < 0 {
 		return nil, protoErr(KindInvalidResponse, "response has no id")

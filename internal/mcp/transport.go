@@ -60,6 +60,9 @@ type leg struct {
 	extra http.Header
 	// sent, if set, receives the request's JSON-RPC id once it is sent.
 	sent *string
+	// body, if set, is the message sent as it is (an answer to the
+	// server's request), with notify set: nothing is read back.
+	body []byte
 }
 
 // legResult is the outcome of an exchange that produced an HTTP status.
@@ -104,9 +107,12 @@ func (o *operation) exchange(ctx context.Context, l leg) (*legResult, error) {
 		body io.Reader
 	)
 	httpMethod := http.MethodPost
-	if l.method == methodDelete {
+	switch {
+	case l.method == methodDelete:
 		httpMethod = http.MethodDelete
-	} else {
+	case l.body != nil:
+		body = bytes.NewReader(l.body)
+	default:
 		req := rpcRequest{JSONRPC: "2.0", Method: l.method, Params: l.params}
 		if !l.notify {
 			id = o.c.ids.next()
@@ -197,6 +203,7 @@ func (o *operation) readResponse(ctx, legCtx context.Context, cancel context.Can
 		return nil, o.protoFail(method, err)
 	}
 	if msg.kind != kindResponse {
+		msg.release()
 		putBody(buf)
 		return nil, o.failDetail(KindNoResponse, method, "body holds a notification or request, not a response")
 	}
@@ -231,7 +238,7 @@ func readBody(r io.Reader, size int64) ([]byte, error) {
 }
 
 // readStream reads an event stream to its end, skipping notifications and
-// never answering server-to-client requests. Once our response is seen the
+// answering the server's own requests (answerServerRequest). Once our response is seen the
 // stream is read only for responseLinger more, so that a server that keeps
 // the stream open cannot hold the leg; a second or foreign response inside
 // what is read is rejected.
@@ -272,7 +279,11 @@ func (o *operation) readStream(ctx, legCtx context.Context, cancel context.Cance
 			return nil, o.protoFail(method, perr)
 		}
 		switch msg.kind {
-		case kindNotification, kindServerRequest:
+		case kindServerRequest, kindNotification:
+			if msg.kind == kindServerRequest {
+				o.answerServerRequest(ctx, msg)
+			}
+			msg.release()
 			putBody(buf)
 			continue
 		}
