@@ -55,6 +55,10 @@ func (g *Gateway) send(ctx context.Context, id *authn.Identity, c *callScope) (*
 		// an approval named, and the arguments are not encoded again.
 		opts = append(opts, mcp.WithEncodedArguments(c.argsJSON))
 	}
+	if p := progressOf(ctx); p != nil {
+		// The agent asked for the call's progress (relay.go).
+		opts = append(opts, mcp.WithProgress(p))
+	}
 	start := time.Now()
 	out, err := g.MCP.CallTool(ctx, ep, c.tool.Spec.RemoteName, c.args, opts...)
 	c.obs.upstream, c.obs.sent = time.Since(start), true

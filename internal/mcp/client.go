@@ -282,6 +282,7 @@ type callOptions struct {
 	encoded []byte
 	// interaction relays what the server sends during the call.
 	interaction Interaction
+	progress    func(Progress)
 }
 
 // WithEncodedArguments gives the call's arguments already encoded, exactly
@@ -391,6 +392,10 @@ type operation struct {
 	interaction Interaction
 	// serverRequests counts the server's requests answered.
 	serverRequests int
+	// progress receives the call's progress (WithProgress), asked for
+	// under progressToken.
+	progress      func(Progress)
+	progressToken string
 }
 
 // begin validates the endpoint and starts the budget. Nothing is sent.
@@ -550,6 +555,9 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 		}
 	}
 	o.trace, o.maxBody, o.encodedArgs, o.interaction = co.trace, co.body, co.encoded, co.interaction
+	if co.progress != nil {
+		o.progress, o.progressToken = co.progress, o.c.ids.next()
+	}
 	if co.info != nil {
 		defer func() { co.info.ProtocolVersion = o.version }()
 	}
@@ -597,6 +605,14 @@ func (o *operation) callTool(ctx context.Context, name string, args map[string]a
 			}
 		}
 	}
+	if o.progressToken != "" {
+		meta, _ := p["_meta"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+			p["_meta"] = meta
+		}
+		meta["progressToken"] = o.progressToken
+	}
 	if info != nil {
 		l.sent = &info.RequestID
 	}
@@ -630,10 +646,11 @@ func (o *operation) withMeta(params map[string]any) map[string]any {
 	if params == nil {
 		params = map[string]any{}
 	}
-	if o.trace.Traceparent == "" {
+	if o.trace.Traceparent == "" && o.progressToken == "" {
 		// The same for every request of this client and revision: encoded
-		// once, not built and sorted per request. A traced request adds
-		// to it (callTool), so it gets the map.
+		// once, not built and sorted per request. A traced request, or
+		// one asking for progress, adds to it (callTool), so it gets the
+		// map.
 		params["_meta"] = o.c.encodedMeta(o.version)
 		return params
 	}

@@ -126,3 +126,48 @@ type Interaction interface {
 func WithInteraction(in Interaction) CallOption {
 	return func(o *callOptions) { o.interaction = in }
 }
+
+// Progress is one progress notification of a call: its numbers as the
+// server wrote them (each checked to be a JSON number; Total nil when the
+// server sent none). The slices are valid only during the call of the
+// function given to WithProgress; the server's message is not passed on.
+type Progress struct {
+	Progress, Total []byte
+}
+
+// WithProgress asks the server for progress of the call (a progress token
+// of this client's own, never the caller's, in the request's _meta) and
+// hands each notification of it to fn, on the goroutine reading the
+// answer, in the order the server sent them. A notification for another
+// token, or malformed, is skipped.
+func WithProgress(fn func(Progress)) CallOption {
+	return func(o *callOptions) { o.progress = fn }
+}
+
+// methodProgress is the progress notification's method.
+const methodProgress = "notifications/progress"
+
+// notified reads a notification on a stream of the operation (m, whose
+// tape the caller releases): progress of the call goes to the caller that
+// asked for it; anything else is skipped.
+func (o *operation) notified(m *message) {
+	t := m.tape
+	if o.progress == nil || m.paramsAt < 0 || t.e[m.paramsAt].kind != kObject || !t.stringIs(m.methodAt, methodProgress) {
+		return
+	}
+	if tok := t.member(m.paramsAt, "progressToken"); tok < 0 || !t.stringIs(tok, o.progressToken) {
+		return
+	}
+	p := t.member(m.paramsAt, "progress")
+	if p < 0 || t.e[p].kind != kNumber {
+		return
+	}
+	var total []byte
+	if n := t.member(m.paramsAt, "total"); n >= 0 {
+		if t.e[n].kind != kNumber {
+			return
+		}
+		total = t.raw(n)
+	}
+	o.progress(Progress{Progress: t.raw(p), Total: total})
+}

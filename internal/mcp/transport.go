@@ -246,13 +246,15 @@ func (o *operation) readStream(ctx, legCtx context.Context, cancel context.Cance
 	dec := newSSEDecoder(body)
 	defer dec.close()
 	var (
-		found  *message
-		linger *time.Timer
+		found   *message
+		linger  *time.Timer
+		scratch streamScratch
 	)
 	defer func() {
 		if linger != nil {
 			linger.Stop()
 		}
+		scratch.release()
 	}()
 	for {
 		ev, err := dec.Next()
@@ -272,7 +274,7 @@ func (o *operation) readStream(ctx, legCtx context.Context, cancel context.Cance
 			// is a priming event (2025-11-25 servers send one for resumption).
 			continue
 		}
-		msg, perr := parseMessage(ev.Data, id)
+		msg, perr := scratch.parse(ev.Data, id)
 		buf := dec.claim()
 		if perr != nil {
 			putBody(buf)
@@ -280,11 +282,15 @@ func (o *operation) readStream(ctx, legCtx context.Context, cancel context.Cance
 		}
 		switch msg.kind {
 		case kindServerRequest, kindNotification:
+			// The scratch message and the event's buffer serve the next
+			// event: a stream of notifications allocates nothing per
+			// notification.
 			if msg.kind == kindServerRequest {
 				o.answerServerRequest(ctx, msg)
+			} else {
+				o.notified(msg)
 			}
-			msg.release()
-			putBody(buf)
+			dec.reuse(buf)
 			continue
 		}
 		if found != nil {

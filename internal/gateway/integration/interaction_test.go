@@ -2,10 +2,13 @@ package integration_test
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-catalog/operator/test/tsagent"
 )
@@ -25,7 +28,7 @@ var _ = Describe("Interaction with the upstream during a call", func() {
 
 		ns := newNamespace()
 		interactive := []string{"trigger-elicitation-request", "trigger-url-elicitation", "trigger-sampling-request"}
-		ref := declare(ns, "everything", srv.URL, interactive)
+		ref := declare(ns, "everything", srv.URL, append(interactive, tsagent.EverythingLongRunning))
 		for _, remote := range interactive {
 			Expect(ref.tool(remote).Status.DefinitionHash).NotTo(BeEmpty(), remote)
 		}
@@ -36,5 +39,32 @@ var _ = Describe("Interaction with the upstream during a call", func() {
 		isErr, txt := call(cs, ref.local("trigger-elicitation-request"), nil)
 		Expect(isErr).To(BeFalse(), txt)
 		Expect(txt).To(ContainSubstring("declined"))
+
+		By("the progress the server reports of a call reaches the agent that asked for it, under its token, in both eras")
+		for _, era := range []string{modernEra, legacyEra} {
+			var mu sync.Mutex
+			var seen []*sdk.ProgressNotificationParams
+			cs := bot.connect(&sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+				mu.Lock()
+				seen = append(seen, req.Params)
+				mu.Unlock()
+			}}, era)
+			callCtx, cancelCall := context.WithTimeout(ctx, 20*time.Second)
+			res, err := cs.CallTool(callCtx, &sdk.CallToolParams{
+				Name:      ref.local(tsagent.EverythingLongRunning),
+				Arguments: map[string]any{"duration": 0.3, "steps": 3},
+				Meta:      sdk.Meta{"progressToken": "tok-" + era},
+			})
+			cancelCall()
+			Expect(err).NotTo(HaveOccurred(), era)
+			Expect(res.IsError).To(BeFalse(), era)
+			mu.Lock()
+			Expect(seen).To(HaveLen(3), era)
+			for i, p := range seen {
+				Expect(p.ProgressToken).To(Equal("tok-"+era), era)
+				Expect([]float64{p.Progress, p.Total}).To(Equal([]float64{float64(i + 1), 3}), era)
+			}
+			mu.Unlock()
+		}
 	})
 })
