@@ -237,13 +237,22 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, m *message) boo
 		}
 		return g.serveEraList(w, r, m, id)
 	case "tools/call":
+		if m.notification() {
+			return false
+		}
+		// Kept, by caller and id, for a cancellation to find (cancel.go).
+		r, done := g.calls.track(r, id, m)
+		defer done()
 		return g.serveEraCall(w, r, m, info, id) || g.serveRelayedCall(w, r, m, info, id)
 	case methodInitialized, "notifications/cancelled":
 		if !m.notification() {
 			return false
 		}
-		// Nothing outlives a request here: there is no session to mark
-		// initialized and no request of this process to cancel.
+		// There is no session to mark initialized; a cancellation ends
+		// the caller's call it names, if that call is in flight here.
+		if m.method == "notifications/cancelled" {
+			g.cancelled(id, m)
+		}
 		w.Header().Set("Content-Length", "0")
 		w.WriteHeader(http.StatusAccepted)
 	default:
