@@ -68,13 +68,19 @@ func withProgress(ctx context.Context, f func(mcp.Progress)) context.Context {
 	return context.WithValue(ctx, progressKey{}, f)
 }
 
-// sessionProgress relays the progress of a call the SDK serves in a
-// session kept in this process to that session, on the call's stream,
-// under the agent's token. A call without a token, or without a session
-// to write to (the SDK's stateless answers are one JSON body), gets none.
-func (g *Gateway) sessionProgress(ctx context.Context, req *sdk.CallToolRequest) context.Context {
+// sessionRelay binds a call the SDK serves in a session kept in this
+// process to that session: its progress is relayed there, on the call's
+// stream, under the agent's token (when the agent gave one), and its
+// server's requests are asked of the agent there (interaction.go). A call
+// without a session to write to (the SDK's stateless answers are one JSON
+// body) gets neither.
+func (g *Gateway) sessionRelay(ctx context.Context, req *sdk.CallToolRequest) context.Context {
+	if req.Session == nil || g.Stateless || req.ProtocolVersion() >= modernProtocol {
+		return ctx
+	}
+	ctx = context.WithValue(ctx, askerKey{}, agentAsker(sessionAsker{req.Session}))
 	tok := req.Params.GetProgressToken()
-	if tok == nil || req.Session == nil || g.Stateless || req.ProtocolVersion() >= modernProtocol {
+	if tok == nil {
 		return ctx
 	}
 	return withProgress(ctx, func(pr mcp.Progress) {

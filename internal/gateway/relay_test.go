@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/mcp-catalog/operator/internal/gateway/budget"
+	"github.com/mcp-catalog/operator/test/poll"
 )
 
 // progressUpstream is a real go-sdk server whose echo tool reports
@@ -137,6 +138,14 @@ func TestProgressRelayedToTheCallingAgent(t *testing.T) {
 				t.Fatal(err)
 			}
 
+			// The client may hand a notification to its handler after the
+			// call's answer: wait for the three.
+			poll.Until(t, 10*time.Second, "three progress notifications", func() error {
+				if n := len(agent.progress()); n < 3 {
+					return fmt.Errorf("%d so far", n)
+				}
+				return nil
+			})
 			got := agent.progress()
 			if len(got) != 3 {
 				t.Fatalf("the agent was sent %d progress notifications, want the upstream's 3 under the call's token: %+v", len(got), got)

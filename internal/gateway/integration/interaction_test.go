@@ -33,12 +33,36 @@ var _ = Describe("Interaction with the upstream during a call", func() {
 			Expect(ref.tool(remote).Status.DefinitionHash).NotTo(BeEmpty(), remote)
 		}
 
-		By("a call whose elicitation the gateway does not relay is declined upstream, never answered for the agent")
+		By("its elicitation is asked of the agent that made the call, in its session; its sampling request is refused without asking it (the tool's default policy)")
 		bot := newAgent(ns, "bot").allowInternal()
-		cs := bot.connect(nil, legacyEra)
+		var mu sync.Mutex
+		var elicited, sampled int
+		cs := bot.connect(&sdk.ClientOptions{
+			ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				mu.Lock()
+				elicited++
+				mu.Unlock()
+				return &sdk.ElicitResult{Action: "decline"}, nil
+			},
+			CreateMessageHandler: func(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) { //nolint:staticcheck // deprecated in 2026-07-28, still what clients and servers of the initialize era send
+				mu.Lock()
+				sampled++
+				mu.Unlock()
+				return &sdk.CreateMessageResult{Role: "assistant", Model: "m", Content: &sdk.TextContent{Text: "sampled"}}, nil //nolint:staticcheck // deprecated in 2026-07-28, still what clients and servers of the initialize era send
+			},
+		}, legacyEra)
 		isErr, txt := call(cs, ref.local("trigger-elicitation-request"), nil)
 		Expect(isErr).To(BeFalse(), txt)
 		Expect(txt).To(ContainSubstring("declined"))
+		callCtx, cancelCall := context.WithTimeout(ctx, 20*time.Second)
+		res, err := cs.CallTool(callCtx, &sdk.CallToolParams{Name: ref.local("trigger-sampling-request"), Arguments: map[string]any{"prompt": "hello"}})
+		cancelCall()
+		if err == nil {
+			Expect(text(res)).NotTo(ContainSubstring("sampled"))
+		}
+		mu.Lock()
+		Expect([]int{elicited, sampled}).To(Equal([]int{1, 0}))
+		mu.Unlock()
 
 		By("the progress the server reports of a call reaches the agent that asked for it, under its token, in both eras")
 		for _, era := range []string{modernEra, legacyEra} {
