@@ -221,3 +221,25 @@ func TestServerRequestsRelayedUnderPolicy(t *testing.T) {
 		})
 	}
 }
+
+// Without a session kept in the gateway (the chart's initialize era) there
+// is no channel to the agent during a call: a request the policy allows
+// is refused all the same, audited as such, and the agent is not asked.
+func TestServerRequestsRefusedWithoutAChannelToTheAgent(t *testing.T) {
+	up := askingUpstream(t)
+	log := &capture.Buffer{}
+	_, hs := catalogGatewayWith(t, up.URL, nil, allowList{echoObject: true}, 0, func(o *Options) {
+		o.Stateless = true
+		o.Audit = audit.NewJSONLines(log)
+	})
+	agent := connectAskedAgent(t, hs.URL, obsToken)
+	if got := agent.call(t, "form"); got != "decline map[]" {
+		t.Errorf("the form came to %q, want declined", got)
+	}
+	if e, s := agent.asked(); e+s != 0 {
+		t.Errorf("the agent was asked %d times", e+s)
+	}
+	if out := log.Take(); !strings.Contains(out, `"phase":"interaction"`) || !strings.Contains(out, `"reason":"`+audit.RefusedNoChannel+`"`) {
+		t.Errorf("the refusal was not audited: %s", out)
+	}
+}
