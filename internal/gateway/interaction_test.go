@@ -17,6 +17,7 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/test/capture"
 )
 
@@ -241,5 +242,49 @@ func TestServerRequestsRefusedWithoutAChannelToTheAgent(t *testing.T) {
 	}
 	if out := log.Take(); !strings.Contains(out, `"phase":"interaction"`) || !strings.Contains(out, `"reason":"`+audit.RefusedNoChannel+`"`) {
 		t.Errorf("the refusal was not audited: %s", out)
+	}
+}
+
+// The policy's reading of a request, case by case: what a URL must be to
+// pass, and what makes a form sensitive.
+func TestCheckInteraction(t *testing.T) {
+	hosts := &mcpv1alpha1.ToolInteraction{URLElicitationHosts: []string{"login.example.com", "*.auth.example.com"}, SensitiveFields: []string{"iban"}}
+	url := func(u string) string { return `{"mode":"url","message":"m","url":"` + u + `","elicitationId":"e"}` }
+	form := func(props string) string {
+		return `{"mode":"form","message":"m","requestedSchema":{"type":"object","properties":{` + props + `}}}`
+	}
+	for _, tc := range []struct {
+		name, method, params string
+		policy               *mcpv1alpha1.ToolInteraction
+		refused              string
+	}{
+		{"an allowed host", mcp.MethodElicit, url("https://login.example.com/a?b=c"), hosts, ""},
+		{"an allowed host in capitals", mcp.MethodElicit, url("https://LOGIN.example.com/"), hosts, ""},
+		{"a host below an allowed domain", mcp.MethodElicit, url("https://x.auth.example.com/"), hosts, ""},
+		{"an allowed host on another port", mcp.MethodElicit, url("https://login.example.com:8443/"), hosts, ""},
+		{"the domain itself of a wildcard", mcp.MethodElicit, url("https://auth.example.com/"), hosts, audit.RefusedURLHostNotAllowed},
+		{"plain http", mcp.MethodElicit, url("http://login.example.com/"), hosts, audit.RefusedURLHostNotAllowed},
+		{"userinfo naming an allowed host", mcp.MethodElicit, url("https://login.example.com@evil.test/"), hosts, audit.RefusedURLHostNotAllowed},
+		{"userinfo on an allowed host", mcp.MethodElicit, url("https://u:p@login.example.com/"), hosts, audit.RefusedURLHostNotAllowed},
+		{"an allowed name as a suffix of another", mcp.MethodElicit, url("https://evillogin.example.com/"), hosts, audit.RefusedURLHostNotAllowed},
+		{"a trailing dot", mcp.MethodElicit, url("https://login.example.com./"), hosts, audit.RefusedURLHostNotAllowed},
+		{"a javascript URL", mcp.MethodElicit, url("javascript:alert(1)"), hosts, audit.RefusedURLHostNotAllowed},
+		{"a URL without a mode", mcp.MethodElicit, `{"message":"m","url":"https://evil.test/"}`, hosts, audit.RefusedURLHostNotAllowed},
+		{"a URL with a form's schema", mcp.MethodElicit, `{"mode":"url","url":"https://login.example.com/","requestedSchema":{"type":"object"}}`, hosts, audit.RefusedURLHostNotAllowed},
+		{"a plain form", mcp.MethodElicit, form(`"name":{"type":"string"}`), hosts, ""},
+		{"a form without a mode", mcp.MethodElicit, `{"message":"m","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`, nil, ""},
+		{"a form naming a sensitive field", mcp.MethodElicit, form(`"name":{"type":"string"},"iban":{"type":"string"}`), hosts, audit.RefusedSensitiveField},
+		{"a form asking for a password", mcp.MethodElicit, form(`"p":{"type":"string","format":"Password"}`), nil, audit.RefusedSensitiveField},
+		{"a form without a schema", mcp.MethodElicit, `{"mode":"form","message":"m"}`, nil, audit.RefusedMalformedRequest},
+		{"an unknown mode", mcp.MethodElicit, `{"mode":"telepathy","message":"m"}`, nil, audit.RefusedMalformedRequest},
+		{"params that are not an object", mcp.MethodElicit, `[1]`, nil, audit.RefusedMalformedRequest},
+		{"sampling, allowed", mcp.MethodSample, `{}`, &mcpv1alpha1.ToolInteraction{Sampling: true}, ""},
+		{"sampling, by default", mcp.MethodSample, `{}`, nil, audit.RefusedSamplingNotAllowed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, _, refused := checkInteraction(tc.policy, tc.method, json.RawMessage(tc.params)); refused != tc.refused {
+				t.Errorf("refused %q, want %q", refused, tc.refused)
+			}
+		})
 	}
 }
