@@ -2,14 +2,18 @@ package gateway
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/approvals"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/mcp"
@@ -222,4 +226,195 @@ func urlHostAllowed(p *mcpv1alpha1.ToolInteraction, raw string) bool {
 		}
 	}
 	return false
+}
+
+// Input-required rounds (2026-07-28). A server asks for input by
+// answering a call with input_required: requests for input, and state the
+// caller must send back with its answers when it calls again. The gateway
+// passes on the requests the tool's policy allows (each audited; the
+// others are left out, and the server gets no answer to them) and, in
+// place of the server's state, its own, sealed: the caller, the tool, the
+// arguments' hash, the ids of the requests it passed on, the server's
+// state and an expiry, under an HMAC of the approval keys every replica
+// shares. A call that comes back with state is made only when the seal
+// holds and names that caller, tool and arguments, and carries upstream
+// the server's state and only the answers to the requests passed on.
+
+// inputRoundTTL is how long a caller has to answer a round.
+const inputRoundTTL = 10 * time.Minute
+
+// sealedRound is what the state the gateway hands a caller says.
+type sealedRound struct {
+	Caller    string   `json:"c"`
+	Namespace string   `json:"n"`
+	Tool      string   `json:"t"`
+	Arguments string   `json:"a"`
+	Asked     []string `json:"i"`
+	State     string   `json:"s,omitempty"`
+	Expires   int64    `json:"e"`
+}
+
+// inputRoundDomain separates these MACs from the approval keys' other
+// uses.
+const inputRoundDomain = "mcp-catalog input round\x00"
+
+type roundKey struct{}
+
+// agentRound is a 2026-07-28 caller's call as the SDK read it: its
+// answers and state, when it answers a round.
+type agentRound struct {
+	responses json.RawMessage
+	state     string
+}
+
+// inputRounds is the client option of a 2026-07-28 caller's call: it
+// takes part in the server's input-required rounds, sending the answers
+// of the caller's previous round when its state is the gateway's and
+// names this caller, tool and arguments. Nil for a caller of the
+// initialize era.
+func (g *Gateway) inputRounds(ctx context.Context, c *callScope) (mcp.CallOption, error) {
+	round, ok := ctx.Value(roundKey{}).(agentRound)
+	if !ok {
+		if m := messageOf(ctx); m == nil || m.era != modernProtocol {
+			return nil, nil
+		}
+		// The front door takes only first calls: no answers.
+	}
+	if !strings.HasPrefix(round.state, roundPrefix) {
+		// No state of a round of the server's: a first call, or the
+		// answer to the gateway's own question (an approval, whose
+		// stage read it). Nothing of it goes upstream.
+		return mcp.WithInputRounds(nil, ""), nil
+	}
+	s, ok := g.unsealRound(ctx, strings.TrimPrefix(round.state, roundPrefix))
+	if !ok || s.Caller != c.rec.Caller || s.Namespace != c.rec.Namespace || s.Tool != c.key.String() ||
+		s.Arguments != c.rec.ArgumentsHash || g.now().Unix() > s.Expires {
+		return nil, &resultError{kind: kindInputStateInvalid}
+	}
+	var answers map[string]json.RawMessage
+	if round.responses != nil && json.Unmarshal(round.responses, &answers) != nil {
+		return nil, &resultError{kind: kindInputStateInvalid}
+	}
+	for k := range answers {
+		if !slices.Contains(s.Asked, k) {
+			// Only the answers to what the caller was asked go upstream.
+			delete(answers, k)
+		}
+	}
+	b, err := json.Marshal(answers)
+	if err != nil {
+		return nil, &resultError{kind: kindInputStateInvalid}
+	}
+	return mcp.WithInputRounds(b, s.State), nil
+}
+
+// kindInputStateInvalid: a call answering a round whose state the gateway
+// did not seal for this caller, tool and arguments, or sealed too long ago.
+const kindInputStateInvalid mcp.Kind = "InputStateInvalid"
+
+// askForInput is the record stage's answer to an input_required result:
+// the requests the tool's policy allows passed on to the caller with the
+// gateway's sealed state, each audited; a round none of whose requests
+// may be passed on fails the call.
+func (g *Gateway) askForInput(ctx context.Context, c *callScope, out *mcp.CallOutcome) *sdk.CallToolResult {
+	var r struct {
+		InputRequests map[string]struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		} `json:"inputRequests"`
+		RequestState string `json:"requestState"`
+	}
+	_ = json.Unmarshal(out.Result, &r)
+	var policy *mcpv1alpha1.ToolInteraction
+	if c.tool != nil {
+		policy = c.tool.Spec.Interaction
+	}
+	allowed := map[string]json.RawMessage{}
+	var asked []string
+	for id, req := range r.InputRequests {
+		kind, mode, refused := checkInteraction(policy, req.Method, req.Params)
+		if req.Method != mcp.MethodElicit && req.Method != mcp.MethodSample {
+			refused = audit.RefusedMalformedRequest
+		}
+		rec := c.rec
+		rec.Phase, rec.Time, rec.Interaction, rec.InteractionMode = audit.PhaseInteraction, g.now(), kind, mode
+		rec.Outcome, rec.ErrorKind, rec.LatencyMillis = "", "", 0
+		rec.Decision, rec.Reason = audit.DecisionRelayed, refused
+		if refused != "" {
+			rec.Decision = audit.DecisionRefused
+		}
+		if err := g.Audit.Write(ctx, rec); err != nil || refused != "" {
+			continue
+		}
+		b, err := json.Marshal(map[string]any{"method": req.Method, "params": req.Params})
+		if err != nil {
+			continue
+		}
+		allowed[id], asked = b, append(asked, id)
+	}
+	var requests sdk.InputRequestMap
+	if b, err := json.Marshal(allowed); err == nil && len(asked) > 0 {
+		if json.Unmarshal(b, &requests) != nil {
+			requests = nil
+		}
+	}
+	if len(requests) == 0 {
+		c.rec.Outcome, c.rec.ErrorKind = audit.OutcomeFailed, string(kindInputRefused)
+		c.obs.end(audit.OutcomeFailed, string(kindInputRefused))
+		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf(
+			"The call to %s failed (%s): its server asked for input this tool's policy does not let the gateway pass on.", c.tool.Status.LocalName, kindInputRefused)}}}
+	}
+	state, err := g.sealRound(ctx, sealedRound{
+		Caller: c.rec.Caller, Namespace: c.rec.Namespace, Tool: c.key.String(), Arguments: c.rec.ArgumentsHash,
+		Asked: asked, State: r.RequestState, Expires: g.now().Add(inputRoundTTL).Unix(),
+	})
+	if err != nil {
+		c.rec.Outcome, c.rec.ErrorKind = audit.OutcomeFailed, string(kindInputRefused)
+		c.obs.end(audit.OutcomeFailed, string(kindInputRefused))
+		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "The call's request for input could not be passed on."}}}
+	}
+	c.rec.Outcome = audit.OutcomeInputRequired
+	c.obs.end(audit.OutcomeInputRequired, "")
+	return &sdk.CallToolResult{InputRequests: requests, RequestState: state}
+}
+
+// kindInputRefused: the server asked only for input the policy refuses.
+const kindInputRefused mcp.Kind = "InputRefused"
+
+func (g *Gateway) sealRound(ctx context.Context, s sealedRound) (string, error) {
+	ks, err := g.approvalKeys.Keys(ctx, false)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return "", err
+	}
+	payload := base64.RawURLEncoding.EncodeToString(b)
+	sig := approvals.MAC(ks.Current, []byte(inputRoundDomain+payload))
+	return roundPrefix + payload + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+}
+
+// roundPrefix marks the state of a server's round, apart from the state
+// of the gateway's own questions (approvals).
+const roundPrefix = "round."
+
+func (g *Gateway) unsealRound(ctx context.Context, token string) (sealedRound, bool) {
+	var s sealedRound
+	payload, sig64, ok := strings.Cut(token, ".")
+	if !ok || len(token) > 64<<10 {
+		return s, false
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(sig64)
+	if err != nil {
+		return s, false
+	}
+	if ok, err := approvals.VerifyMAC(ctx, g.approvalKeys, []byte(inputRoundDomain+payload), sig); err != nil || !ok {
+		return s, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil || json.Unmarshal(b, &s) != nil {
+		return s, false
+	}
+	return s, true
 }

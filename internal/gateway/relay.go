@@ -68,14 +68,24 @@ func withProgress(ctx context.Context, f func(mcp.Progress)) context.Context {
 	return context.WithValue(ctx, progressKey{}, f)
 }
 
-// sessionRelay binds a call the SDK serves in a session kept in this
-// process to that session: its progress is relayed there, on the call's
+// sessionRelay binds a call the SDK serves to its caller: a 2026-07-28
+// call to the caller's answers of an input-required round, if any; a call
+// in a session kept in this process to that session: its progress is relayed there, on the call's
 // stream, under the agent's token (when the agent gave one), and its
 // server's requests are asked of the agent there (interaction.go). A call
 // without a session to write to (the SDK's stateless answers are one JSON
 // body) gets neither.
 func (g *Gateway) sessionRelay(ctx context.Context, req *sdk.CallToolRequest) context.Context {
-	if req.Session == nil || g.Stateless || req.ProtocolVersion() >= modernProtocol {
+	if req.ProtocolVersion() >= modernProtocol {
+		// A 2026-07-28 caller answers a server's request for input by
+		// calling again (interaction.go).
+		round := agentRound{state: req.Params.RequestState}
+		if req.Params.InputResponses != nil {
+			round.responses, _ = json.Marshal(req.Params.InputResponses)
+		}
+		return context.WithValue(ctx, roundKey{}, round)
+	}
+	if req.Session == nil || g.Stateless {
 		return ctx
 	}
 	ctx = context.WithValue(ctx, askerKey{}, agentAsker(sessionAsker{req.Session}))

@@ -257,6 +257,10 @@ const MaxTTL = time.Hour
 type CallOutcome struct {
 	// IsError is the server's isError: the tool ran and reported failure.
 	IsError bool
+	// InputRequired is set when a 2026-07-28 server asked for input
+	// (WithInputRounds): Result is its input_required result as sent,
+	// and Text is empty.
+	InputRequired bool
 	// Text is the text content, led by a note when blocks were dropped.
 	Text string
 	// Dropped counts dropped non-text blocks by Dropped* name.
@@ -283,6 +287,7 @@ type callOptions struct {
 	// interaction relays what the server sends during the call.
 	interaction Interaction
 	progress    func(Progress)
+	rounds      *inputRound
 }
 
 // WithEncodedArguments gives the call's arguments already encoded, exactly
@@ -396,6 +401,9 @@ type operation struct {
 	// under progressToken.
 	progress      func(Progress)
 	progressToken string
+	// rounds is set when the caller takes part in input-required rounds
+	// (WithInputRounds).
+	rounds *inputRound
 }
 
 // begin validates the endpoint and starts the budget. Nothing is sent.
@@ -558,6 +566,7 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 	if co.progress != nil {
 		o.progress, o.progressToken = co.progress, o.c.ids.next()
 	}
+	o.rounds = co.rounds
 	if co.info != nil {
 		defer func() { co.info.ProtocolVersion = o.version }()
 	}
@@ -584,7 +593,7 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 	if err != nil {
 		return nil, err
 	}
-	return &CallOutcome{IsError: res.IsError, Text: res.Text, Dropped: res.Dropped, Result: res.Raw, Latency: o.budget.elapsed()}, nil
+	return &CallOutcome{IsError: res.IsError, InputRequired: res.InputRequired, Text: res.Text, Dropped: res.Dropped, Result: res.Raw, Latency: o.budget.elapsed()}, nil
 }
 
 func (o *operation) callTool(ctx context.Context, name string, args map[string]any, params http.Header, info *CallInfo, full bool) (*callResult, error) {
@@ -605,6 +614,14 @@ func (o *operation) callTool(ctx context.Context, name string, args map[string]a
 			}
 		}
 	}
+	if o.rounds != nil && o.era == eraModern {
+		if o.rounds.responses != nil {
+			p["inputResponses"] = rawJSON(o.rounds.responses)
+		}
+		if o.rounds.state != "" {
+			p["requestState"] = o.rounds.state
+		}
+	}
 	if o.progressToken != "" {
 		meta, _ := p["_meta"].(map[string]any)
 		if meta == nil {
@@ -619,6 +636,14 @@ func (o *operation) callTool(ctx context.Context, name string, args map[string]a
 	msg, err := o.requestMessage(ctx, l)
 	if err != nil {
 		return nil, err
+	}
+	if o.rounds != nil && l.modern {
+		if v := msg.tape.member(msg.resultAt, "resultType"); v >= 0 && msg.tape.stringIs(v, "input_required") {
+			// The server asks its caller for input: passed on as sent.
+			res := &callResult{InputRequired: true, Raw: bytes.Clone(msg.result)}
+			msg.release()
+			return res, nil
+		}
 	}
 	res, err := flattenCallResult(msg.result)
 	if err == nil && full {
@@ -728,6 +753,9 @@ func (o *operation) checkResultType(method string, t *tape, r int) error {
 	case "complete":
 		return nil
 	case "input_required":
+		if o.rounds != nil && method == "tools/call" {
+			return nil
+		}
 		return o.failDetail(KindInputRequired, method, "")
 	default:
 		return o.failDetail(KindInvalidResponse, method, "unknown resultType")

@@ -171,3 +171,20 @@ func (o *operation) notified(m *message) {
 	}
 	o.progress(Progress{Progress: t.raw(p), Total: total})
 }
+
+// WithInputRounds has CallTool take part in a 2026-07-28 server's
+// input-required rounds for its caller: the server's input_required
+// result is returned as an outcome (CallOutcome.InputRequired, the result
+// as sent in CallOutcome.Result) rather than failing the call, and
+// responses and state, from the caller's answer to the previous round
+// (nil and "" for a first call), are sent with the call as its
+// inputResponses and requestState. A server of the initialize era is
+// called as without it.
+func WithInputRounds(responses json.RawMessage, state string) CallOption {
+	return func(o *callOptions) { o.rounds = &inputRound{responses: responses, state: state} }
+}
+
+type inputRound struct {
+	responses json.RawMessage
+	state     string
+}

@@ -120,6 +120,9 @@ const (
 	OutcomeToolError = "ToolError"
 	OutcomeFailed    = "Failed"
 	OutcomeDenied    = "Denied"
+	// OutcomeInputRequired: the server asked the caller for input; the
+	// caller answers by calling again (2026-07-28).
+	OutcomeInputRequired = "InputRequired"
 )
 
 // Refusal reasons that only metrics and spans carry: the request was
