@@ -169,6 +169,8 @@ bench: ## Run the benchmark harness (test/bench) and regenerate docs/benchmarks.
 	trap 'rm -rf "$$out"' EXIT; \
 	echo ">> client, decode, argument rules, result inspection and OAuth identify"; \
 	$(GO) test -run '^$$' -bench '^Benchmark(Client|Decode|ArgumentRules|Inspect|OAuthIdentify)$$' -benchmem -count $(BENCH_COUNT) ./test/bench/ | tee $$out/micro.txt; \
+	echo ">> relayed progress"; \
+	$(GO) test -run '^$$' -bench '^BenchmarkProgressRelay$$' -benchmem -count $(BENCH_COUNT) ./internal/gateway/ | tee $$out/relay.txt; \
 	status=0; \
 	for s in Import Probe Cache Hostile Shards NoisyNeighbour Fleet; do \
 		echo ">> scale: $$s (one process each, so that each reports its own memory)"; \

@@ -142,6 +142,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ToolDefinitionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ToolHints"):
 		return &apiv1alpha1.ToolHintsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ToolInteraction"):
+		return &apiv1alpha1.ToolInteractionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("URLSource"):
 		return &apiv1alpha1.URLSourceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("WriteDownRule"):

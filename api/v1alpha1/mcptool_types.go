@@ -109,7 +109,69 @@ type McpToolSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=67108864
 	MaxContentBytes *int64 `json:"maxContentBytes,omitempty"`
+
+	// interaction is what the tool's server may ask the calling agent
+	// during a call: an elicitation (a form the user fills, or a URL the
+	// user opens) or a sampling request (a completion from the agent's
+	// model). What is allowed is relayed to the agent that made the call
+	// and to no one else; what is not is refused for it (an elicitation
+	// declined, a sampling request answered with an error) and never
+	// reaches the agent. Each is audited without its content. Unset: form
+	// elicitation relayed, no URL elicitation, no sampling.
+	// +optional
+	Interaction *ToolInteraction `json:"interaction,omitempty"`
 }
+
+// ToolInteraction is what a tool's server may ask the calling agent
+// during a call.
+type ToolInteraction struct {
+	// sampling lets the server ask the agent's client for a completion of
+	// its model (sampling/createMessage), which spends the agent's model
+	// and can carry any text to it. Off unless true.
+	// +optional
+	// +default=false
+	Sampling bool `json:"sampling,omitempty"`
+
+	// formElicitation says whether the server may ask the user to fill a
+	// form: Allowed (the default) or Refused.
+	// +optional
+	// +kubebuilder:validation:Enum=Allowed;Refused
+	// +default="Allowed"
+	FormElicitation FormElicitation `json:"formElicitation,omitempty"`
+
+	// sensitiveFields are form fields the server may not ask for, by
+	// name (a password, a token, an account number): a form naming one is
+	// refused whole. A field whose schema says "format": "password" is
+	// refused too, listed or not. Forms are for what is not sensitive;
+	// what is goes through a URL the user opens (urlElicitationHosts).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=128
+	SensitiveFields []string `json:"sensitiveFields,omitempty"`
+
+	// urlElicitationHosts are the hosts a URL-mode elicitation may send
+	// the user to, over https only: a host name ("login.example.com"), or
+	// "*." and a domain for any host below it ("*.example.com" matches
+	// "a.example.com", not "example.com"). Empty: URL elicitation is
+	// refused.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$`
+	URLElicitationHosts []string `json:"urlElicitationHosts,omitempty"`
+}
+
+// FormElicitation says whether a tool's server may ask for a form.
+type FormElicitation string
+
+// The values of ToolInteraction.FormElicitation.
+const (
+	FormElicitationAllowed FormElicitation = "Allowed"
+	FormElicitationRefused FormElicitation = "Refused"
+)
 
 // DefaultMaxContentBytes is the bound on a result's non-text parts when a
 // tool sets none (spec.maxContentBytes).

@@ -23,12 +23,13 @@ import (
 // upstream call. What is left out is the SDK's server machinery around
 // them, which for one small message decoded the request several times
 // into fresh 32 KiB buffers, built a connection and a session per request,
-// and decided the tool twice (docs/adr/037-gateway-call-path.md). Anything
-// else (another revision, a progress token, an answer to an input request,
-// a tool whose arguments travel in headers too, a call that needs an
-// approval, a tool the caller may not see, a request the SDK would refuse)
-// is served by the SDK as before. TestFastCallMatchesTheSDK proves the two
-// answer the same bytes.
+// and decided the tool twice (docs/adr/037-gateway-call-path.md). A call
+// with a progress token is answered as an event stream (relay.go).
+// Anything else (another revision, an answer to an input request, a tool
+// whose arguments travel in headers too, a call that needs an approval, a
+// tool the caller may not see, a request the SDK would refuse) is served
+// by the SDK as before. TestFastCallMatchesTheSDK proves the two answer
+// the same bytes.
 
 // serveCall answers r, a tools/call of the 2026-07-28 revision, and
 // reports whether it did; when it did not, nothing was decided, counted or
@@ -59,7 +60,10 @@ func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request, m *message, 
 			return false
 		}
 	}
-	res, err := g.callThrough(r.Context(), req, pre, refused)
+	// The stages tell a 2026-07-28 caller (which may take part in a
+	// server's input-required rounds) by its message.
+	ctx := context.WithValue(r.Context(), messageKey{}, m)
+	res, err := g.callThrough(ctx, req, pre, refused)
 	g.budgets.Charge(id, g.writeCallAnswer(w, call.id, res, err))
 	g.fastCalls.Add(1)
 	return true

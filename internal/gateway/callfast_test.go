@@ -229,7 +229,7 @@ func withResultType(body string) string {
 // docsTool is a tool of the McpServer team/docs that catalogGateway
 // serves: enabled, its definition approved, Ready, Public and without
 // approval.
-func docsTool(t *testing.T, remote string) *mcpv1alpha1.McpTool {
+func docsTool(t testing.TB, remote string) *mcpv1alpha1.McpTool {
 	t.Helper()
 	name, err := toolname.ObjectName("docs", remote)
 	if err != nil {

@@ -196,6 +196,9 @@ type Gateway struct {
 	noInitializeEra atomic.Bool
 	// inflight bounds the request bytes held at once (wire.go).
 	inflight *budget.InFlight
+	// calls are the initialize era's calls in flight without sessions,
+	// for their callers' cancellations (cancel.go).
+	calls inflightCalls
 	// textResultPrefix opens the result of a call answered with one text
 	// block (callfast.go).
 	textResultPrefix []byte

@@ -243,7 +243,7 @@ func (g *Gateway) newOffer(s *sdk.Server, log logr.Logger, tools []presented) *o
 func (o *offer) add(g *Gateway, log logr.Logger, p presented) {
 	key := p.key
 	if err := addTool(o.s, p.tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		return g.call(ctx, req, key)
+		return g.call(g.sessionRelay(ctx, req), req, key)
 	}); err != nil {
 		log.Error(err, "a tool cannot be offered", "tool", key.String())
 		return

@@ -165,6 +165,15 @@ func (g *Gateway) endCall(o *callObs, err error) {
 func (g *Gateway) record(ctx context.Context, id *authn.Identity, c *callScope, sent time.Time, out *mcp.CallOutcome, err error) *sdk.CallToolResult {
 	end := g.now()
 	c.rec.Phase, c.rec.Time, c.rec.LatencyMillis = audit.PhaseAfter, end, end.Sub(sent).Milliseconds()
+	if err == nil && out.InputRequired {
+		// The server asks the caller for input (interaction.go).
+		result := g.askForInput(ctx, c, out)
+		if err := g.Audit.Write(context.WithoutCancel(ctx), c.rec); err != nil {
+			logging.FromContext(ctx, logging.Gateway).Error(err, "the audit outcome record could not be written", "tool", c.key.String(), "callID", c.rec.CallID)
+			metrics.GatewayAuditFailures.WithLabelValues(audit.PhaseAfter).Inc()
+		}
+		return result
+	}
 	var typed *typedResult
 	if err == nil {
 		// The server answered (a tool error is an answer too).

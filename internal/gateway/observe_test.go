@@ -120,7 +120,7 @@ func catalogGateway(t *testing.T, upstreamURL string, tp trace.TracerProvider, a
 // catalogGatewayWith is catalogGateway, returning the gateway too, with
 // more objects for the Reader and its options changed by edit (either may
 // be nil).
-func catalogGatewayWith(t *testing.T, upstreamURL string, tp trace.TracerProvider, authz authz.Authorizer, extra int, edit func(*Options), more ...client.Object) (*Gateway, *httptest.Server) {
+func catalogGatewayWith(t testing.TB, upstreamURL string, tp trace.TracerProvider, authz authz.Authorizer, extra int, edit func(*Options), more ...client.Object) (*Gateway, *httptest.Server) {
 	t.Helper()
 	no := false
 	tool := func(remote string) *mcpv1alpha1.McpTool { return docsTool(t, remote) }

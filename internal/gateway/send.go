@@ -59,6 +59,20 @@ func (g *Gateway) send(ctx context.Context, id *authn.Identity, c *callScope) (*
 		// an approval named, and the arguments are not encoded again.
 		opts = append(opts, mcp.WithEncodedArguments(c.argsJSON))
 	}
+	if p := progressOf(ctx); p != nil {
+		// The agent asked for the call's progress (relay.go).
+		opts = append(opts, mcp.WithProgress(p))
+	}
+	// The server's requests during the call, and in 2026-07-28 its
+	// input-required rounds, under the tool's policy (interaction.go).
+	opts = append(opts, mcp.WithInteraction(g.interactionFor(ctx, c)))
+	rounds, err := g.inputRounds(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if rounds != nil {
+		opts = append(opts, rounds)
+	}
 	start := time.Now()
 	out, err := g.MCP.CallTool(ctx, ep, c.tool.Spec.RemoteName, c.args, opts...)
 	c.obs.upstream, c.obs.sent = time.Since(start), true

@@ -27,9 +27,10 @@ import (
 // tools/call of the initialize era (2025-03-26 to 2025-11-25, without
 // sessions kept here), and tools/list and tools/call of 2026-07-28. A call
 // goes through the one pipeline of stages (call.go) whichever era it is
-// of, and a list is written from the list cache's bytes. Anything else
-// (a batch, a cursor, a progress token, an approval asked of the agent's
-// own client, a session kept in this process) is served by the go-sdk, as
+// of, and a list is written from the list cache's bytes; a call that asks
+// for progress is answered as an event stream (relay.go). Anything else
+// (a batch, a cursor, an approval asked of the agent's own client, a
+// session kept in this process) is served by the go-sdk, as
 // it is for every request in tests that compare the two byte for byte,
 // with a server that offers only what the request names.
 
@@ -227,7 +228,7 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, m *message) boo
 	if m.era >= modernProtocol {
 		switch m.method {
 		case "tools/call":
-			return g.serveCall(w, r, m, info, id)
+			return g.serveCall(w, r, m, info, id) || g.serveRelayedCall(w, r, m, info, id)
 		case "tools/list":
 			return g.serveList(w, r, m, id)
 		case methodDiscover:
@@ -253,13 +254,22 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, m *message) boo
 		}
 		return g.serveEraList(w, r, m, id)
 	case "tools/call":
-		return g.serveEraCall(w, r, m, info, id)
+		if m.notification() {
+			return false
+		}
+		// Kept, by caller and id, for a cancellation to find (cancel.go).
+		r, done := g.calls.track(r, id, m)
+		defer done()
+		return g.serveEraCall(w, r, m, info, id) || g.serveRelayedCall(w, r, m, info, id)
 	case methodInitialized, "notifications/cancelled":
 		if !m.notification() {
 			return false
 		}
-		// Nothing outlives a request here: there is no session to mark
-		// initialized and no request of this process to cancel.
+		// There is no session to mark initialized; a cancellation ends
+		// the caller's call it names, if that call is in flight here.
+		if m.method == "notifications/cancelled" {
+			g.cancelled(id, m)
+		}
 		w.Header().Set("Content-Length", "0")
 		w.WriteHeader(http.StatusAccepted)
 	default:

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -260,6 +261,10 @@ const MaxTTL = time.Hour
 type CallOutcome struct {
 	// IsError is the server's isError: the tool ran and reported failure.
 	IsError bool
+	// InputRequired is set when a 2026-07-28 server asked for input
+	// (WithInputRounds): Result is its input_required result as sent,
+	// and Text is empty.
+	InputRequired bool
 	// Text is the text content, led by a note when blocks were dropped.
 	Text string
 	// Dropped counts dropped non-text blocks by Dropped* name.
@@ -283,6 +288,10 @@ type callOptions struct {
 	full    bool
 	body    int64
 	encoded []byte
+	// interaction relays what the server sends during the call.
+	interaction Interaction
+	progress    func(Progress)
+	rounds      *inputRound
 }
 
 // WithEncodedArguments gives the call's arguments already encoded, exactly
@@ -387,6 +396,18 @@ type operation struct {
 	trace TraceContext
 	// maxBody raises the cap on response bodies above MaxBodyBytes.
 	maxBody int64
+	// interaction is the caller's for what the server sends beside its
+	// answers (WithInteraction); nil refuses the server's requests.
+	interaction Interaction
+	// serverRequests counts the server's requests answered.
+	serverRequests int
+	// progress receives the call's progress (WithProgress), asked for
+	// under progressToken.
+	progress      func(Progress)
+	progressToken string
+	// rounds is set when the caller takes part in input-required rounds
+	// (WithInputRounds).
+	rounds *inputRound
 }
 
 // begin validates the endpoint and starts the budget. Nothing is sent.
@@ -545,7 +566,11 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 			return nil, &Error{Kind: KindInvalidArgument, Server: ep.Name, Method: "tools/call", Detail: "input schema is invalid", Err: err}
 		}
 	}
-	o.trace, o.maxBody, o.encodedArgs = co.trace, co.body, co.encoded
+	o.trace, o.maxBody, o.encodedArgs, o.interaction = co.trace, co.body, co.encoded, co.interaction
+	if co.progress != nil {
+		o.progress, o.progressToken = co.progress, o.c.ids.next()
+	}
+	o.rounds = co.rounds
 	if co.info != nil {
 		defer func() { co.info.ProtocolVersion = o.version }()
 	}
@@ -572,7 +597,7 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 	if err != nil {
 		return nil, err
 	}
-	return &CallOutcome{IsError: res.IsError, Text: res.Text, Dropped: res.Dropped, Result: res.Raw, Latency: o.budget.elapsed()}, nil
+	return &CallOutcome{IsError: res.IsError, InputRequired: res.InputRequired, Text: res.Text, Dropped: res.Dropped, Result: res.Raw, Latency: o.budget.elapsed()}, nil
 }
 
 func (o *operation) callTool(ctx context.Context, name string, args map[string]any, params http.Header, info *CallInfo, full bool) (*callResult, error) {
@@ -593,12 +618,36 @@ func (o *operation) callTool(ctx context.Context, name string, args map[string]a
 			}
 		}
 	}
+	if o.rounds != nil && o.era == eraModern {
+		if o.rounds.responses != nil {
+			p["inputResponses"] = rawJSON(o.rounds.responses)
+		}
+		if o.rounds.state != "" {
+			p["requestState"] = o.rounds.state
+		}
+	}
+	if o.progressToken != "" {
+		meta, _ := p["_meta"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+			p["_meta"] = meta
+		}
+		meta["progressToken"] = o.progressToken
+	}
 	if info != nil {
 		l.sent = &info.RequestID
 	}
 	msg, err := o.requestMessage(ctx, l)
 	if err != nil {
 		return nil, err
+	}
+	if o.rounds != nil && l.modern {
+		if v := msg.tape.member(msg.resultAt, "resultType"); v >= 0 && msg.tape.stringIs(v, "input_required") {
+			// The server asks its caller for input: passed on as sent.
+			res := &callResult{InputRequired: true, Raw: bytes.Clone(msg.result)}
+			msg.release()
+			return res, nil
+		}
 	}
 	res, err := flattenCallResult(msg.result)
 	if err == nil && full {
@@ -623,22 +672,23 @@ func (o *operation) workLeg(method string, params map[string]any) leg {
 }
 
 // withMeta adds the 2026-07-28 per-request metadata: protocol version, client
-// identity, and an empty capability set (this client declares none).
+// identity, and the capabilities this client declares (clientCapabilities).
 func (o *operation) withMeta(params map[string]any) map[string]any {
 	if params == nil {
 		params = map[string]any{}
 	}
-	if o.trace.Traceparent == "" {
+	if o.trace.Traceparent == "" && o.progressToken == "" {
 		// The same for every request of this client and revision: encoded
-		// once, not built and sorted per request. A traced request adds
-		// to it (callTool), so it gets the map.
+		// once, not built and sorted per request. A traced request, or
+		// one asking for progress, adds to it (callTool), so it gets the
+		// map.
 		params["_meta"] = o.c.encodedMeta(o.version)
 		return params
 	}
 	params["_meta"] = map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    o.version,
 		"io.modelcontextprotocol/clientInfo":         map[string]string{"name": o.c.clientName, "version": o.c.clientVersion},
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		"io.modelcontextprotocol/clientCapabilities": clientCapabilities,
 	}
 	return params
 }
@@ -652,7 +702,7 @@ func (c *Client) encodedMeta(version string) rawJSON {
 	b, _ := json.Marshal(map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    version,
 		"io.modelcontextprotocol/clientInfo":         map[string]string{"name": c.clientName, "version": c.clientVersion},
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		"io.modelcontextprotocol/clientCapabilities": clientCapabilities,
 	})
 	v, _ := c.metas.LoadOrStore(version, rawJSON(b))
 	return v.(rawJSON)
@@ -709,6 +759,9 @@ func (o *operation) checkResultType(method string, t *tape, r int) error {
 	case "complete":
 		return nil
 	case "input_required":
+		if o.rounds != nil && method == "tools/call" {
+			return nil
+		}
 		return o.failDetail(KindInputRequired, method, "")
 	default:
 		return o.failDetail(KindInvalidResponse, method, "unknown resultType")

@@ -46,7 +46,7 @@ func confChecklist() []confCheck {
 		{"connect/era-remembered-per-origin", checkEraRemembered},
 		{"connect/unsupported-version-refused", checkUnsupportedVersion},
 		{"connect/lenient-discover-means-legacy", checkLenientDiscover},
-		{"capabilities/client-declares-none", checkClientDeclaresNone},
+		{"capabilities/client-declares-interaction", checkClientDeclaresInteraction},
 		{"capabilities/server-declaration-read", checkServerDeclarationRead},
 		{"tools/pagination-resumes-from-cursor", checkPagination},
 		{"tools/empty-cursor-per-revision", checkEmptyCursor},
@@ -203,11 +203,19 @@ func (h *confHarness) checkWire(t *testing.T) {
 		if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 			t.Errorf("%s: Content-Type %q", where, ct)
 		}
+		if _, isReply := r.RPC["id"]; isReply && r.RPCMethod == "" {
+			// The client's answer to the server's own request: never
+			// anything but a refusal, never in the 2026-07-28 revision.
+			if h.p.modern || !refusalReply(r.RPC) {
+				t.Errorf("%s: the client answered the server with more than a refusal: %s", where, r.Body)
+			}
+			continue
+		}
 		if r.RPC["jsonrpc"] != "2.0" || r.RPCMethod == "" {
 			t.Errorf("%s: not a JSON-RPC 2.0 request or notification: %s", where, r.Body)
 		}
 		if _, ok := r.RPC["result"]; ok {
-			t.Errorf("%s: the client sent a response (it must never answer the server)", where)
+			t.Errorf("%s: the client sent a response (it must never grant the server anything)", where)
 		}
 		if r.HasID {
 			id, ok := r.ID.(string)
@@ -228,8 +236,8 @@ func (h *confHarness) checkWire(t *testing.T) {
 			if v == "" || r.Header.Get("MCP-Protocol-Version") != v {
 				t.Errorf("%s: MCP-Protocol-Version %q does not match _meta %q", where, r.Header.Get("MCP-Protocol-Version"), v)
 			}
-			if caps, ok := meta["io.modelcontextprotocol/clientCapabilities"].(map[string]any); !ok || len(caps) != 0 {
-				t.Errorf("%s: _meta clientCapabilities must be present and empty, got %v", where, meta["io.modelcontextprotocol/clientCapabilities"])
+			if caps, ok := meta["io.modelcontextprotocol/clientCapabilities"].(map[string]any); !ok || !declaresInteraction(caps) {
+				t.Errorf("%s: _meta clientCapabilities must declare elicitation (form, url) and sampling, got %v", where, meta["io.modelcontextprotocol/clientCapabilities"])
 			}
 			if ci, _ := meta["io.modelcontextprotocol/clientInfo"].(map[string]any); ci["name"] != "conformance" || ci["version"] != "1.0" {
 				t.Errorf("%s: _meta clientInfo %v", where, ci)
@@ -506,7 +514,11 @@ func checkUnsupportedVersion(t *testing.T, h *confHarness) {
 
 // --- capabilities ----------------------------------------------------------
 
-func checkClientDeclaresNone(t *testing.T, h *confHarness) {
+// checkClientDeclaresInteraction: the client declares elicitation, in
+// both modes, and sampling, and nothing else, in either era's handshake,
+// so that a server listing some tools only to such clients lists them
+// (ADR 064); it grants none of their requests itself.
+func checkClientDeclaresInteraction(t *testing.T, h *confHarness) {
 	if _, err := h.cl.Probe(h.ctx(t), h.ep); err != nil {
 		t.Fatal(err)
 	}
@@ -514,17 +526,24 @@ func checkClientDeclaresNone(t *testing.T, h *confHarness) {
 		switch r.RPCMethod {
 		case "initialize":
 			caps, ok := r.Params["capabilities"].(map[string]any)
-			if !ok || len(caps) != 0 {
-				t.Fatalf("initialize declared capabilities %v, want {}", r.Params["capabilities"])
+			if !ok || !declaresInteraction(caps) {
+				t.Fatalf("initialize declared capabilities %v", r.Params["capabilities"])
 			}
 			confEqual(t, "requested version", r.Params["protocolVersion"], any("2025-11-25"))
 		case "server/discover":
 			meta := r.Params["_meta"].(map[string]any)
-			if caps := meta["io.modelcontextprotocol/clientCapabilities"].(map[string]any); len(caps) != 0 {
+			if caps := meta["io.modelcontextprotocol/clientCapabilities"].(map[string]any); !declaresInteraction(caps) {
 				t.Fatalf("discover declared capabilities %v", caps)
 			}
 		}
 	}
+}
+
+// declaresInteraction reports whether caps are exactly the client's
+// declaration: elicitation in form and URL mode, and sampling.
+func declaresInteraction(caps map[string]any) bool {
+	b, err := json.Marshal(caps)
+	return err == nil && string(b) == `{"elicitation":{"form":{},"url":{}},"sampling":{}}`
 }
 
 func checkServerDeclarationRead(t *testing.T, h *confHarness) {
@@ -1240,6 +1259,20 @@ func checkResponseRules(t *testing.T, h *confHarness) {
 	}
 }
 
+// refusalReply reports whether rpc is a JSON-RPC response refusing a
+// server's request: an elicitation declined, a ping answered, or an error
+// (-1, a sampling request refused; -32601, a method this client has not).
+func refusalReply(rpc map[string]any) bool {
+	if rpc["jsonrpc"] != "2.0" {
+		return false
+	}
+	if res, ok := rpc["result"].(map[string]any); ok {
+		return len(res) == 0 || (len(res) == 1 && res["action"] == "decline")
+	}
+	e, ok := rpc["error"].(map[string]any)
+	return ok && (e["code"] == float64(-1) || e["code"] == float64(-32601))
+}
+
 func checkStreamSkips(t *testing.T, h *confHarness) {
 	h.srv.on("tools/call", func(r *seenRequest) *http.Response {
 		return fakeRawSSE(": keep-alive\n\n" +
@@ -1253,9 +1286,23 @@ func checkStreamSkips(t *testing.T, h *confHarness) {
 		t.Fatal(err)
 	}
 	confEqual(t, "text", out.Text, "streamed")
-	// The server's request was not answered: nothing but the operation's
-	// own legs went out (checkWire also refuses any response body).
-	confEqual(t, "wire", h.srv.rpcMethods(), confConcat(h.handshake(), []string{"tools/call"}, h.teardown()))
+	// A legacy server's request was answered with a refusal, a modern
+	// one's (which the revision no longer has) not at all; checkWire
+	// refuses any answer that grants something.
+	var reply []string
+	if !h.p.modern {
+		reply = []string{""}
+		var got map[string]any
+		for _, r := range h.srv.requests() {
+			if r.RPCMethod == "" && r.RPC["id"] == "srv-1" {
+				got = r.RPC
+			}
+		}
+		if e, _ := got["error"].(map[string]any); e["code"] != float64(-1) {
+			t.Fatalf("the sampling request was answered with %v, want the error -1", got)
+		}
+	}
+	confEqual(t, "wire", h.srv.rpcMethods(), confConcat(h.handshake(), []string{"tools/call"}, reply, h.teardown()))
 }
 
 func checkStreamForeignSecond(t *testing.T, h *confHarness) {

@@ -29,6 +29,8 @@ type callResult struct {
 	Text    string
 	Dropped map[string]int
 	IsError bool
+	// InputRequired marks a 2026-07-28 input_required result (Raw).
+	InputRequired bool
 	// Raw is the result as sent, when the caller asked for it.
 	Raw json.RawMessage
 }

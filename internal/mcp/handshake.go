@@ -228,15 +228,15 @@ func (o *operation) discover(ctx context.Context, version string) (*serverSelf, 
 	return self, nil
 }
 
-// initialize performs the legacy handshake: initialize with no client
-// capabilities, then notifications/initialized, which the server must accept
+// initialize performs the legacy handshake: initialize with the
+// capabilities this client declares (clientCapabilities), then notifications/initialized, which the server must accept
 // with a 2xx (202 per the specification). A session id the server issues is
 // kept for every later leg and ended with DELETE by the operation.
 func (o *operation) initialize(ctx context.Context, version string) error {
 	o.era, o.version, o.session = eraLegacy, "", ""
 	params := map[string]any{
 		"protocolVersion": version,
-		"capabilities":    map[string]any{},
+		"capabilities":    clientCapabilities,
 		"clientInfo":      map[string]string{"name": o.c.clientName, "version": o.c.clientVersion},
 	}
 	l := leg{method: "initialize", params: params}

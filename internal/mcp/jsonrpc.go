@@ -76,13 +76,19 @@ type message struct {
 	result json.RawMessage // kindResponse with a result
 	err    *rpcError       // kindResponse with an error
 	// tape indexes the message when it carries a result, and resultAt is
-	// the result's entry, so that the result is not scanned again.
+	// the result's entry, so that the result is not scanned again. A
+	// notification or a server-to-client request keeps its tape too, with
+	// the entries of its method, id and params (-1 where absent), for the
+	// caller to read what it relays or answers before releasing it.
 	tape     *tape
 	resultAt int
+	methodAt int
+	idAt     int
+	paramsAt int
 }
 
 // own makes the message responsible for the pooled buffer its bytes are
-// in: release hands it back. A message without a result holds nothing of
+// in: release hands it back. A message without a tape holds nothing of
 // the buffer (an error's data is copied), so the buffer goes back at once.
 func (m *message) own(buf []byte) {
 	if m.tape != nil {
@@ -168,22 +174,74 @@ func parseMessage(raw []byte, wantID string) (*message, error) {
 		t.release()
 		err = errDuplicateMember
 	}
-	switch {
-	case err == nil:
-	case errors.Is(err, errBatch):
-		return nil, protoErr(KindInvalidResponse, "batch responses are not accepted")
-	case errors.Is(err, errDuplicateMember):
-		return nil, protoErr(KindInvalidResponse, "message repeats a member")
-	case errors.Is(err, errTrailing):
-		return nil, protoErr(KindInvalidResponse, "data after the message")
-	default:
-		return nil, protoErr(KindNotMCP, "body is not a JSON-RPC message")
+	if err != nil {
+		return nil, indexErr(err)
 	}
 	m, err := readMessage(t, wantID)
 	if m == nil || m.tape == nil {
 		t.release()
 	}
 	return m, err
+}
+
+// indexErr is the protocol error for a message that could not be indexed.
+func indexErr(err error) error {
+	switch {
+	case errors.Is(err, errBatch):
+		return protoErr(KindInvalidResponse, "batch responses are not accepted")
+	case errors.Is(err, errDuplicateMember):
+		return protoErr(KindInvalidResponse, "message repeats a member")
+	case errors.Is(err, errTrailing):
+		return protoErr(KindInvalidResponse, "data after the message")
+	default:
+		return protoErr(KindNotMCP, "body is not a JSON-RPC message")
+	}
+}
+
+// streamScratch is what the messages of one event stream are read into,
+// one after another: a tape and a message reused for every notification
+// and server request (each handled before the next is read), so that a
+// stream of any number of them allocates nothing per message. The answer
+// takes the tape with it, and a later message gets another.
+type streamScratch struct {
+	t *tape
+	m message
+}
+
+// release returns the scratch tape to the pool rules of every tape.
+func (sc *streamScratch) release() {
+	if sc.t != nil {
+		sc.t.release()
+		sc.t = nil
+	}
+}
+
+// parse is parseMessage for one event's data. A notification or server
+// request is the scratch message, valid until the next parse; a response
+// is the caller's.
+func (sc *streamScratch) parse(raw []byte, wantID string) (*message, error) {
+	if sc.t == nil {
+		sc.t = new(tape)
+	}
+	t := sc.t
+	err := indexObjectIn(t, raw)
+	if err == nil && t.hasDuplicate(0) {
+		err = errDuplicateMember
+	}
+	if err != nil {
+		return nil, indexErr(err)
+	}
+	if err := readMessageInto(&sc.m, t, wantID); err != nil {
+		return nil, err
+	}
+	if sc.m.kind != kindResponse {
+		return &sc.m, nil
+	}
+	m := sc.m
+	if m.tape != nil {
+		sc.t = nil
+	}
+	return &m, nil
 }
 
 // indexObject indexes raw, which must be one JSON object. Its errors are
@@ -208,10 +266,39 @@ func indexObject(raw []byte) (*tape, error) {
 	return nil, errNotJSON // not reached: both readers accept the same bytes
 }
 
+// indexObjectIn is indexObject into t.
+func indexObjectIn(t *tape, raw []byte) error {
+	s := jsonScanner{b: raw}
+	s.skipSpace()
+	switch {
+	case s.i >= len(raw):
+		return errNotJSON
+	case raw[s.i] == '[':
+		return errBatch
+	case raw[s.i] == '{':
+		if parseTapeIn(t, raw) {
+			return nil
+		}
+	}
+	if _, err := decodeObject(raw); err != nil {
+		return err
+	}
+	return errNotJSON // not reached: both readers accept the same bytes
+}
+
 // readMessage applies parseMessage's rules to the indexed message. The
 // returned message holds t only when it is a response with a result.
 func readMessage(t *tape, wantID string) (*message, error) {
-	version, id, method, result, rpcErr := -1, -1, -1, -1, -1
+	m := new(message)
+	if err := readMessageInto(m, t, wantID); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// readMessageInto is readMessage filling m.
+func readMessageInto(m *message, t *tape, wantID string) error {
+	version, id, method, result, rpcErr, params := -1, -1, -1, -1, -1, -1
 	for k, end := 1, t.next(0); k < end; k = t.next(k + 1) {
 		switch {
 		case t.is(k, "jsonrpc"):
@@ -224,42 +311,47 @@ func readMessage(t *tape, wantID string) (*message, error) {
 			result = k + 1
 		case t.is(k, "error"):
 			rpcErr = k + 1
+		case t.is(k, "params"):
+			params = k + 1
 		}
 	}
 	if version < 0 || !t.stringIs(version, "2.0") {
-		return nil, protoErr(KindInvalidResponse, `"jsonrpc" is not "2.0"`)
+		return protoErr(KindInvalidResponse, `"jsonrpc" is not "2.0"`)
 	}
 	if method >= 0 {
 		if k := t.e[method].kind; k != kString && k != kNull {
-			return nil, protoErr(KindInvalidResponse, "method is not a string")
+			return protoErr(KindInvalidResponse, "method is not a string")
 		}
+		*m = message{kind: kindNotification, tape: t, methodAt: method, idAt: -1, paramsAt: params}
 		if id >= 0 && t.e[id].kind != kNull {
-			return &message{kind: kindServerRequest}, nil
+			m.kind, m.idAt = kindServerRequest, id
 		}
-		return &message{kind: kindNotification}, nil
+		return nil
 	}
 	if id < 0 {
-		return nil, protoErr(KindInvalidResponse, "response has no id")
+		return protoErr(KindInvalidResponse, "response has no id")
 	}
 	if !t.stringIs(id, wantID) {
-		return nil, protoErr(KindInvalidResponse, "response id does not match the request")
+		return protoErr(KindInvalidResponse, "response id does not match the request")
 	}
 	switch {
 	case result >= 0 && rpcErr >= 0:
-		return nil, protoErr(KindInvalidResponse, "response has both result and error")
+		return protoErr(KindInvalidResponse, "response has both result and error")
 	case result < 0 && rpcErr < 0:
-		return nil, protoErr(KindInvalidResponse, "response has neither result nor error")
+		return protoErr(KindInvalidResponse, "response has neither result nor error")
 	case result >= 0:
 		if t.e[result].kind != kObject {
-			return nil, protoErr(KindInvalidResponse, "result is not an object")
+			return protoErr(KindInvalidResponse, "result is not an object")
 		}
-		return &message{kind: kindResponse, result: t.raw(result), tape: t, resultAt: result}, nil
+		*m = message{kind: kindResponse, result: t.raw(result), tape: t, resultAt: result}
+		return nil
 	default:
 		e, perr := parseErrorObject(t.raw(rpcErr))
 		if perr != nil {
-			return nil, perr
+			return perr
 		}
-		return &message{kind: kindResponse, err: e}, nil
+		*m = message{kind: kindResponse, err: e}
+		return nil
 	}
 }
 

@@ -192,8 +192,23 @@ func (d *sseDecoder) field(line []byte) {
 		d.data = append(d.data, '\n')
 		d.hasData = true
 	case "event":
-		d.eventType = string(value)
+		if string(value) == "message" {
+			// The one type MCP sends, named without a copy of it.
+			d.eventType = "message"
+		} else {
+			d.eventType = string(value)
+		}
 	}
+}
+
+// reuse hands back the buffer of an event the caller is done with, for
+// the next event's data: a stream of small events reuses one buffer.
+func (d *sseDecoder) reuse(buf []byte) {
+	if d.data == nil && cap(buf) < largeInput {
+		d.data = buf[:0]
+		return
+	}
+	putBody(buf)
 }
 
 // dispatch completes the current event; ok is false when it carried no data.

@@ -81,18 +81,27 @@ func parseTape(b []byte) (*tape, bool) {
 			t.e = make([]tapeEntry, 0, min(len(b)/8, 2*bytes.Count(b, []byte{':'})+bytes.Count(b, []byte{','})+bytes.Count(b, []byte{'['})+1))
 		}
 	}
-	t.b, t.e, t.body = b, t.e[:0], nil
-	p := tapeParser{t: t, b: b}
-	if !p.value(0) {
-		t.release()
-		return nil, false
-	}
-	p.skipSpace()
-	if p.i != len(b) {
+	if !parseTapeIn(t, b) {
 		t.release()
 		return nil, false
 	}
 	return t, true
+}
+
+// parseTapeIn is parseTape into t, whose entries it reuses: a stream's
+// messages that are not its answer are read one after another into one
+// tape.
+func parseTapeIn(t *tape, b []byte) bool {
+	if len(b) > math.MaxInt32 {
+		return false
+	}
+	t.b, t.e, t.body = b, t.e[:0], nil
+	p := tapeParser{t: t, b: b}
+	if !p.value(0) {
+		return false
+	}
+	p.skipSpace()
+	return p.i == len(b)
 }
 
 // release returns the tape, and the body buffer it indexes if that was

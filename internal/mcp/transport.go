@@ -61,6 +61,9 @@ type leg struct {
 	extra http.Header
 	// sent, if set, receives the request's JSON-RPC id once it is sent.
 	sent *string
+	// body, if set, is the message sent as it is (an answer to the
+	// server's request), with notify set: nothing is read back.
+	body []byte
 }
 
 // legResult is the outcome of an exchange that produced an HTTP status.
@@ -105,9 +108,12 @@ func (o *operation) exchange(ctx context.Context, l leg) (*legResult, error) {
 		body io.Reader
 	)
 	httpMethod := http.MethodPost
-	if l.method == methodDelete {
+	switch {
+	case l.method == methodDelete:
 		httpMethod = http.MethodDelete
-	} else {
+	case l.body != nil:
+		body = bytes.NewReader(l.body)
+	default:
 		req := rpcRequest{JSONRPC: "2.0", Method: l.method, Params: l.params}
 		if !l.notify {
 			id = o.c.ids.next()
@@ -204,6 +210,7 @@ func (o *operation) readResponse(ctx, legCtx context.Context, cancel context.Can
 		return nil, o.protoFail(method, err)
 	}
 	if msg.kind != kindResponse {
+		msg.release()
 		putBody(buf)
 		return nil, o.failDetail(KindNoResponse, method, "body holds a notification or request, not a response")
 	}
@@ -244,7 +251,7 @@ func readBody(r io.Reader, size int64) ([]byte, error) {
 }
 
 // readStream reads an event stream to its end, skipping notifications and
-// never answering server-to-client requests. Once our response is seen the
+// answering the server's own requests (answerServerRequest). Once our response is seen the
 // stream is read only for responseLinger more, so that a server that keeps
 // the stream open cannot hold the leg; a second or foreign response inside
 // what is read is rejected.
@@ -252,13 +259,15 @@ func (o *operation) readStream(ctx, legCtx context.Context, cancel context.Cance
 	dec := newSSEDecoder(body)
 	defer dec.close()
 	var (
-		found  *message
-		linger *time.Timer
+		found   *message
+		linger  *time.Timer
+		scratch streamScratch
 	)
 	defer func() {
 		if linger != nil {
 			linger.Stop()
 		}
+		scratch.release()
 	}()
 	for {
 		ev, err := dec.Next()
@@ -278,15 +287,23 @@ func (o *operation) readStream(ctx, legCtx context.Context, cancel context.Cance
 			// is a priming event (2025-11-25 servers send one for resumption).
 			continue
 		}
-		msg, perr := parseMessage(ev.Data, id)
+		msg, perr := scratch.parse(ev.Data, id)
 		buf := dec.claim()
 		if perr != nil {
 			putBody(buf)
 			return nil, o.protoFail(method, perr)
 		}
 		switch msg.kind {
-		case kindNotification, kindServerRequest:
-			putBody(buf)
+		case kindServerRequest, kindNotification:
+			// The scratch message and the event's buffer serve the next
+			// event: a stream of notifications allocates nothing per
+			// notification.
+			if msg.kind == kindServerRequest {
+				o.answerServerRequest(ctx, msg)
+			} else {
+				o.notified(msg)
+			}
+			dec.reuse(buf)
 			continue
 		}
 		if found != nil {

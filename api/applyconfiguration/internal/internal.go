@@ -201,6 +201,8 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: value
       type:
         scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.FormElicitation
+  scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.HeaderAuth
   map:
     fields:
@@ -730,6 +732,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: boolean
       default: false
+    - name: interaction
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.ToolInteraction
     - name: maxContentBytes
       type:
         scalar: numeric
@@ -1151,6 +1156,29 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: title
       type:
         scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ToolInteraction
+  map:
+    fields:
+    - name: formElicitation
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.FormElicitation
+      default: Allowed
+    - name: sampling
+      type:
+        scalar: boolean
+      default: false
+    - name: sensitiveFields
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+    - name: urlElicitationHosts
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
 - name: com.github.mcp-catalog.operator.api.v1alpha1.URLSource
   map:
     fields:

@@ -66,6 +66,15 @@ type Record struct {
 	MarkClass  string `json:"markClass,omitempty"`
 	MarkTool   string `json:"markTool,omitempty"`
 	MarkReadAt string `json:"markReadAt,omitempty"`
+	// Interaction is, on an interaction record, what the tool's server
+	// asked the calling agent during the call: Elicitation (its mode in
+	// InteractionMode, form or url) or Sampling; InteractionResult is what
+	// the agent answered (accept, decline, cancel; answered for sampling;
+	// error), never what it said. Decision is Relayed or Refused, with the
+	// Reason a request was refused for.
+	Interaction       string `json:"interaction,omitempty"`
+	InteractionMode   string `json:"interactionMode,omitempty"`
+	InteractionResult string `json:"interactionResult,omitempty"`
 	// Repeated is, on a denied record, how many more denials of the same
 	// caller, tool and reason came in the window before it and were not
 	// written on their own (denials.go); they carry no call ID or

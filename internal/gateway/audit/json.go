@@ -64,6 +64,9 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 	b = appendMember(b, "markClass", r.MarkClass, true)
 	b = appendMember(b, "markTool", r.MarkTool, true)
 	b = appendMember(b, "markReadAt", r.MarkReadAt, true)
+	b = appendMember(b, "interaction", r.Interaction, true)
+	b = appendMember(b, "interactionMode", r.InteractionMode, true)
+	b = appendMember(b, "interactionResult", r.InteractionResult, true)
 	if r.Repeated != 0 {
 		b = append(b, `,"repeated":`...)
 		b = strconv.AppendInt(b, int64(r.Repeated), 10)

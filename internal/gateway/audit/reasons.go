@@ -83,12 +83,46 @@ const (
 	DetailOwnerNotServed = "OwnerNamespaceNotServed"
 )
 
+// What a tool's server asked the calling agent during a call, and why a
+// request was refused for the agent (docs/adr/064-interaction-relayed-under-policy.md).
+const (
+	// PhaseInteraction records a request of the server's during a call,
+	// relayed to the calling agent or refused for it.
+	PhaseInteraction = "interaction"
+
+	InteractionElicitation = "Elicitation"
+	InteractionSampling    = "Sampling"
+
+	DecisionRelayed = "Relayed"
+	DecisionRefused = "Refused"
+
+	// RefusedSamplingNotAllowed: the tool's spec.interaction.sampling is
+	// not true.
+	RefusedSamplingNotAllowed = "SamplingNotAllowed"
+	// RefusedFormNotAllowed: spec.interaction.formElicitation is Refused.
+	RefusedFormNotAllowed = "FormElicitationNotAllowed"
+	// RefusedSensitiveField: the form asks for a field the tool's policy
+	// names sensitive, or one of format password.
+	RefusedSensitiveField = "SensitiveField"
+	// RefusedURLHostNotAllowed: the URL is not https, or its host is not
+	// in spec.interaction.urlElicitationHosts.
+	RefusedURLHostNotAllowed = "URLHostNotAllowed"
+	// RefusedMalformedRequest: the request's params could not be read.
+	RefusedMalformedRequest = "MalformedRequest"
+	// RefusedNoChannel: the agent cannot be asked during the call (no
+	// session kept by the gateway).
+	RefusedNoChannel = "NoChannelToAgent"
+)
+
 // Outcomes of a call, as metrics and spans name them.
 const (
 	OutcomeSucceeded = "Succeeded"
 	OutcomeToolError = "ToolError"
 	OutcomeFailed    = "Failed"
 	OutcomeDenied    = "Denied"
+	// OutcomeInputRequired: the server asked the caller for input; the
+	// caller answers by calling again (2026-07-28).
+	OutcomeInputRequired = "InputRequired"
 )
 
 // Refusal reasons that only metrics and spans carry: the request was

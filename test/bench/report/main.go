@@ -199,6 +199,7 @@ func write(w *strings.Builder, r results, soak *soakstat.Results, soakFile strin
 	rulesSection(p, r)
 	inspectSection(p, r)
 	oauthSection(p, r)
+	relaySection(p, r)
 	fleetSection(p, r)
 	soakSection(p, soak, soakFile)
 	targetsSection(p, r)
@@ -206,6 +207,7 @@ func write(w *strings.Builder, r results, soak *soakstat.Results, soakFile strin
 	p("## How to reproduce\n\n")
 	p("```sh\nmake bench                 # everything below, then rewrites this file\n")
 	p("go test -run '^$' -bench 'BenchmarkClient|BenchmarkDecode|BenchmarkArgumentRules|BenchmarkInspect|BenchmarkOAuthIdentify' -benchmem -count 5 ./test/bench/\n")
+	p("go test -run '^$' -bench '^BenchmarkProgressRelay$' -benchmem -count 5 ./internal/gateway/\n")
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleImport -benchtime 1x -timeout 45m ./test/bench/\n")
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleProbe  -benchtime 1x -timeout 30m ./test/bench/\n")
 	p("KUBEBUILDER_ASSETS=$(hack/envtest.sh) go test -run '^$' -bench BenchmarkScaleCache  -benchtime 1x -timeout 30m ./test/bench/\n")
@@ -958,6 +960,39 @@ func oauthSection(p printer, r results) {
 	p("| %.2f µs | %.2f µs | %s | %s | %s | %s |\n\n", cpu/1e3, ns/1e3, num(bop), num(al), num(first), num(during))
 	p("Targets: ≤ 20 µs of CPU per request: %.2f µs %s; no request to the\n", cpu/1e3, verdict(cpu <= 20e3))
 	p("identity provider after the first: %s %s.\n\n", num(during), verdict(during == 0))
+}
+
+// relaySection reports what a call whose progress is relayed allocates
+// for 10 and for 1,000 notifications (internal/gateway's
+// BenchmarkProgressRelay).
+func relaySection(p printer, r results) {
+	const n = "BenchmarkProgressRelay/notifications="
+	p("## 10.3 Relayed progress\n\n")
+	few, ok1 := r.get(n+"10", "allocs/op")
+	many, ok2 := r.get(n+"1000", "allocs/op")
+	if !ok1 || !ok2 {
+		p("Not measured.\n\n")
+		return
+	}
+	fewB, _ := r.get(n+"10", "B/op")
+	manyB, _ := r.get(n+"1000", "B/op")
+	fewNs, _ := r.get(n+"10", "ns/op")
+	manyNs, _ := r.get(n+"1000", "ns/op")
+	p("A 2026-07-28 call through the gateway, in process (the front door, every\n")
+	p("stage, the MCP client reading the upstream's event stream), whose upstream\n")
+	p("(written by hand so that it costs nothing per notification) reports\n")
+	p("progress 10 or 1,000 times, each relayed to the agent under its own token\n")
+	p("on the call's event stream. Allocations are the whole process's per call,\n")
+	p("so the difference between the two rows is what 990 relayed notifications\n")
+	p("allocate.\n\n")
+	p("| notifications | wall per call | B/op | allocs/op |\n|---:|---:|---:|---:|\n")
+	p("| 10 | %.0f µs | %s | %s |\n", fewNs/1e3, num(fewB), num(few))
+	p("| 1,000 | %.0f µs | %s | %s |\n\n", manyNs/1e3, num(manyB), num(many))
+	per := (many - few) / 990
+	perB := (manyB - fewB) / 990
+	p("Per relayed notification: %.2f allocations, %.1f bytes.\n", per, perB)
+	p("Target: nothing that grows with the number of notifications (below one\n")
+	p("allocation and 64 bytes per notification): %s.\n\n", verdict(per < 1 && perB < 64))
 }
 
 // targetsSection restates the controller scale targets in one table.

@@ -89,6 +89,15 @@ type McpToolSpecApplyConfiguration struct {
 	// no such parts unless this is set: they cannot be screened as text
 	// is.
 	MaxContentBytes *int64 `json:"maxContentBytes,omitempty"`
+	// interaction is what the tool's server may ask the calling agent
+	// during a call: an elicitation (a form the user fills, or a URL the
+	// user opens) or a sampling request (a completion from the agent's
+	// model). What is allowed is relayed to the agent that made the call
+	// and to no one else; what is not is refused for it (an elicitation
+	// declined, a sampling request answered with an error) and never
+	// reaches the agent. Each is audited without its content. Unset: form
+	// elicitation relayed, no URL elicitation, no sampling.
+	Interaction *ToolInteractionApplyConfiguration `json:"interaction,omitempty"`
 }
 
 // McpToolSpecApplyConfiguration constructs a declarative configuration of the McpToolSpec type for use with
@@ -174,5 +183,13 @@ func (b *McpToolSpecApplyConfiguration) WithReviewedEffects(value *ReviewedEffec
 // If called multiple times, the MaxContentBytes field is set to the value of the last call.
 func (b *McpToolSpecApplyConfiguration) WithMaxContentBytes(value int64) *McpToolSpecApplyConfiguration {
 	b.MaxContentBytes = &value
+	return b
+}
+
+// WithInteraction sets the Interaction field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Interaction field is set to the value of the last call.
+func (b *McpToolSpecApplyConfiguration) WithInteraction(value *ToolInteractionApplyConfiguration) *McpToolSpecApplyConfiguration {
+	b.Interaction = value
 	return b
 }

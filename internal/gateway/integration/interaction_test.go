@@ -1,0 +1,94 @@
+package integration_test
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-catalog/operator/test/tsagent"
+)
+
+// A server's requests for input during a call: elicitation and sampling
+// (ADR 064). The TypeScript reference server offers its tools that ask for
+// them only to a client that declares the capabilities, as the operator's
+// client does when it imports: the catalog is the one agents will be
+// offered.
+var _ = Describe("Interaction with the upstream during a call", func() {
+	It("imports the tools the reference server offers only to clients declaring elicitation and sampling", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		srv, err := tsagent.StartEverything(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(srv.Stop)
+
+		ns := newNamespace()
+		interactive := []string{"trigger-elicitation-request", "trigger-url-elicitation", "trigger-sampling-request"}
+		ref := declare(ns, "everything", srv.URL, append(interactive, tsagent.EverythingLongRunning))
+		for _, remote := range interactive {
+			Expect(ref.tool(remote).Status.DefinitionHash).NotTo(BeEmpty(), remote)
+		}
+
+		By("its elicitation is asked of the agent that made the call, in its session; its sampling request is refused without asking it (the tool's default policy)")
+		bot := newAgent(ns, "bot").allowInternal()
+		var mu sync.Mutex
+		var elicited, sampled int
+		cs := bot.connect(&sdk.ClientOptions{
+			ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				mu.Lock()
+				elicited++
+				mu.Unlock()
+				return &sdk.ElicitResult{Action: "decline"}, nil
+			},
+			CreateMessageHandler: func(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) { //nolint:staticcheck // deprecated in 2026-07-28, still what clients and servers of the initialize era send
+				mu.Lock()
+				sampled++
+				mu.Unlock()
+				return &sdk.CreateMessageResult{Role: "assistant", Model: "m", Content: &sdk.TextContent{Text: "sampled"}}, nil //nolint:staticcheck // deprecated in 2026-07-28, still what clients and servers of the initialize era send
+			},
+		}, legacyEra)
+		isErr, txt := call(cs, ref.local("trigger-elicitation-request"), nil)
+		Expect(isErr).To(BeFalse(), txt)
+		Expect(txt).To(ContainSubstring("declined"))
+		callCtx, cancelCall := context.WithTimeout(ctx, 20*time.Second)
+		res, err := cs.CallTool(callCtx, &sdk.CallToolParams{Name: ref.local("trigger-sampling-request"), Arguments: map[string]any{"prompt": "hello"}})
+		cancelCall()
+		if err == nil {
+			Expect(text(res)).NotTo(ContainSubstring("sampled"))
+		}
+		mu.Lock()
+		Expect([]int{elicited, sampled}).To(Equal([]int{1, 0}))
+		mu.Unlock()
+
+		By("the progress the server reports of a call reaches the agent that asked for it, under its token, in both eras")
+		for _, era := range []string{modernEra, legacyEra} {
+			var mu sync.Mutex
+			var seen []*sdk.ProgressNotificationParams
+			cs := bot.connect(&sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+				mu.Lock()
+				seen = append(seen, req.Params)
+				mu.Unlock()
+			}}, era)
+			callCtx, cancelCall := context.WithTimeout(ctx, 20*time.Second)
+			res, err := cs.CallTool(callCtx, &sdk.CallToolParams{
+				Name:      ref.local(tsagent.EverythingLongRunning),
+				Arguments: map[string]any{"duration": 0.3, "steps": 3},
+				Meta:      sdk.Meta{"progressToken": "tok-" + era},
+			})
+			cancelCall()
+			Expect(err).NotTo(HaveOccurred(), era)
+			Expect(res.IsError).To(BeFalse(), era)
+			mu.Lock()
+			Expect(seen).To(HaveLen(3), era)
+			for i, p := range seen {
+				Expect(p.ProgressToken).To(Equal("tok-"+era), era)
+				Expect([]float64{p.Progress, p.Total}).To(Equal([]float64{float64(i + 1), 3}), era)
+			}
+			mu.Unlock()
+		}
+	})
+})
