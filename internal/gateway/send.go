@@ -32,7 +32,8 @@ func (g *Gateway) send(ctx context.Context, id *authn.Identity, c *callScope) (*
 	if err != nil {
 		return nil, err
 	}
-	var opts []mcp.CallOption
+	// Room for every option a call may take, so that the list is made once.
+	opts := make([]mcp.CallOption, 0, 10)
 	if schema := c.tool.Status.InputSchema; schema != nil && bytes.Contains(schema.Raw, []byte(xMCPHeader)) {
 		// Arguments the schema marks with x-mcp-header travel in headers
 		// too, which 2026-07-28 servers require. A schema without the
