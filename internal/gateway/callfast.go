@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -77,16 +78,16 @@ func (g *Gateway) serveEraCall(w http.ResponseWriter, r *http.Request, m *messag
 	if m.notification() || m.params == nil {
 		return false
 	}
-	p, err := mcp.ObjectMembers(m.params)
-	if err != nil || p["name"] == nil || len(p) > 2 || (len(p) == 2 && p["arguments"] == nil) {
+	var p mcp.Members
+	if mcp.ReadMembers(m.params, &p) != nil || p.Get("name") == nil || p.Len() > 2 || (p.Len() == 2 && p.Get("arguments") == nil) {
 		return false
 	}
-	var name string
-	if json.Unmarshal(p["name"], &name) != nil || !toolname.ValidLocalName(name) {
+	name, ok := plainString(p.Get("name"))
+	if !ok && json.Unmarshal(p.Get("name"), &name) != nil || !toolname.ValidLocalName(name) {
 		return false
 	}
 	req := &sdk.CallToolRequest{
-		Params: &sdk.CallToolParamsRaw{Name: name, Arguments: p["arguments"]},
+		Params: &sdk.CallToolParamsRaw{Name: name, Arguments: p.Get("arguments")},
 		Extra:  &sdk.RequestExtra{TokenInfo: info, Header: r.Header},
 	}
 	pre, refused, ok := g.decideFront(r.Context(), id, req)
@@ -157,29 +158,28 @@ type plainCall struct {
 // and once.
 func plainCallRequest(body []byte, name string) (plainCall, bool) {
 	var c plainCall
-	top, err := mcp.ObjectMembers(body)
-	if err != nil || len(top) != 4 || string(top["jsonrpc"]) != `"2.0"` || string(top["method"]) != `"tools/call"` ||
-		!simpleID(top["id"]) || top["params"] == nil {
+	var top, params, meta mcp.Members
+	if mcp.ReadMembers(body, &top) != nil || top.Len() != 4 || string(top.Get("jsonrpc")) != `"2.0"` || string(top.Get("method")) != `"tools/call"` ||
+		!simpleID(top.Get("id")) || top.Get("params") == nil {
 		return c, false
 	}
-	params, err := mcp.ObjectMembers(top["params"])
-	if err != nil || string(params["name"]) != strconv.Quote(name) || params["_meta"] == nil {
+	if mcp.ReadMembers(top.Get("params"), &params) != nil || !quoted(params.Get("name"), name) || params.Get("_meta") == nil {
 		return c, false
 	}
-	for k := range params {
-		if k != "name" && k != "arguments" && k != "_meta" {
+	for i := range params.Len() {
+		if k := params.Name(i); k != "name" && k != "arguments" && k != "_meta" {
 			return c, false
 		}
 	}
-	meta, err := mcp.ObjectMembers(params["_meta"])
-	if err != nil || string(meta[sdk.MetaKeyProtocolVersion]) != `"`+modernProtocol+`"` {
+	if mcp.ReadMembers(params.Get("_meta"), &meta) != nil || string(meta.Get(sdk.MetaKeyProtocolVersion)) != `"`+modernProtocol+`"` {
 		return c, false
 	}
 	// The stages read only the trace context of _meta, which is decoded;
 	// the capabilities and the client's name are checked for their shape
 	// and kept as they came.
-	c.meta = make(sdk.Meta, len(meta))
-	for k, raw := range meta {
+	c.meta = make(sdk.Meta, meta.Len())
+	for i := range meta.Len() {
+		k, raw := meta.Name(i), meta.Value(i)
 		switch k {
 		case sdk.MetaKeyProtocolVersion:
 			c.meta[k] = modernProtocol
@@ -208,8 +208,13 @@ func plainCallRequest(body []byte, name string) (plainCall, bool) {
 	if c.meta[sdk.MetaKeyClientCapabilities] == nil || c.meta[sdk.MetaKeyClientInfo] == nil {
 		return c, false
 	}
-	c.id, c.args = top["id"], params["arguments"]
+	c.id, c.args = top.Get("id"), params.Get("arguments")
 	return c, true
+}
+
+// quoted reports whether raw is s as strconv.Quote writes it.
+func quoted(raw []byte, s string) bool {
+	return len(raw) == len(s)+2 && raw[0] == '"' && raw[len(raw)-1] == '"' && string(raw[1:len(raw)-1]) == s && !strings.ContainsAny(s, "\\\"")
 }
 
 // decideVisible decides a call of the tool the caller's namespace offers

@@ -186,11 +186,11 @@ func (g *Gateway) refuseBytesInFlight(w http.ResponseWriter) {
 // notification whose members are each named exactly once; nil for
 // anything else, which the SDK answers.
 func readMessage(body []byte) *message {
-	top, err := mcp.ObjectMembers(body)
-	if err != nil || string(top["jsonrpc"]) != `"2.0"` {
+	var top mcp.Members
+	if mcp.ReadMembers(body, &top) != nil || string(top.Get("jsonrpc")) != `"2.0"` {
 		return nil
 	}
-	m := &message{body: body, id: top["id"], params: top["params"]}
+	m := &message{body: body, id: top.Get("id"), params: top.Get("params")}
 	n := 2
 	if m.id != nil {
 		if !simpleID(m.id) {
@@ -201,11 +201,11 @@ func readMessage(body []byte) *message {
 	if m.params != nil {
 		n++
 	}
-	if len(top) != n {
+	if top.Len() != n {
 		return nil
 	}
 	var ok bool
-	if m.method, ok = plainString(top["method"]); !ok && json.Unmarshal(top["method"], &m.method) != nil {
+	if m.method, ok = plainString(top.Get("method")); !ok && json.Unmarshal(top.Get("method"), &m.method) != nil {
 		return nil
 	}
 	if m.method == "" {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"errors"
 	"unicode/utf8"
 )
 
@@ -182,69 +183,136 @@ func decodeString(raw []byte) (string, bool) {
 // "result" past a reader that looks at the first. Member names are compared
 // after unescaping, so "\u0069d" repeats "id".
 func decodeObject(raw []byte) (map[string]json.RawMessage, error) {
+	// Most objects read here (a tool, a schema node) have a handful of
+	// members; the hint allocates the map's first group at once.
+	members := make(map[string]json.RawMessage, 8)
+	err := scanObject(raw, func(key string, value json.RawMessage) error {
+		if _, dup := members[key]; dup {
+			return errDuplicateMember
+		}
+		members[key] = value
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return members, nil
+}
+
+// scanObject reads raw as exactly one JSON object and hands member each
+// of its members in order: its name unquoted, its value as a sub-slice of
+// raw. An error of member ends the scan and is returned.
+func scanObject(raw []byte, member func(key string, value json.RawMessage) error) error {
 	s := jsonScanner{b: raw}
 	s.skipSpace()
 	if s.i >= len(raw) {
-		return nil, errNotJSON
+		return errNotJSON
 	}
 	switch raw[s.i] {
 	case '{':
 	case '[':
-		return nil, errBatch
+		return errBatch
 	default:
 		if s.value(0) {
-			return nil, errNotObject
+			return errNotObject
 		}
-		return nil, errNotJSON
+		return errNotJSON
 	}
 	s.i++
-	// Most objects read here (a tool, a schema node) have a handful of
-	// members; the hint allocates the map's first group at once.
-	members := make(map[string]json.RawMessage, 8)
 	s.skipSpace()
 	if s.i < len(raw) && raw[s.i] == '}' {
 		s.i++
-		return members, s.end()
+		return s.end()
 	}
 	for {
 		s.skipSpace()
 		q, ok := s.str()
 		if !ok {
-			return nil, errNotJSON
+			return errNotJSON
 		}
 		key, ok := memberName(q)
 		if !ok {
-			return nil, errNotJSON
+			return errNotJSON
 		}
 		s.skipSpace()
 		if s.i >= len(raw) || raw[s.i] != ':' {
-			return nil, errNotJSON
+			return errNotJSON
 		}
 		s.i++
 		s.skipSpace()
 		start := s.i
 		if !s.value(1) {
-			return nil, errNotJSON
+			return errNotJSON
 		}
-		if _, dup := members[key]; dup {
-			return nil, errDuplicateMember
+		if err := member(key, raw[start:s.i:s.i]); err != nil {
+			return err
 		}
-		members[key] = raw[start:s.i:s.i]
 		s.skipSpace()
 		if s.i >= len(raw) {
-			return nil, errNotJSON
+			return errNotJSON
 		}
 		switch raw[s.i] {
 		case ',':
 			s.i++
 		case '}':
 			s.i++
-			return members, s.end()
+			return s.end()
 		default:
-			return nil, errNotJSON
+			return errNotJSON
 		}
 	}
 }
+
+// Members are the members of a small object (at most eight), read by
+// ReadMembers in order into arrays, with no map: the shape of the
+// requests the gateway answers itself, read on every call.
+type Members struct {
+	n      int
+	names  [8]string
+	values [8]json.RawMessage
+}
+
+// errTooManyMembers: an object larger than Members holds.
+var errTooManyMembers = errors.New("object has more members than read here")
+
+// ReadMembers reads raw as exactly one JSON object of at most eight
+// members, each named once, into m; it fails as ObjectMembers does, and
+// for a larger object.
+func ReadMembers(raw []byte, m *Members) error {
+	m.n = 0
+	return scanObject(raw, func(key string, value json.RawMessage) error {
+		for _, name := range m.names[:m.n] {
+			if name == key {
+				return errDuplicateMember
+			}
+		}
+		if m.n == len(m.names) {
+			return errTooManyMembers
+		}
+		m.names[m.n], m.values[m.n] = key, value
+		m.n++
+		return nil
+	})
+}
+
+// Len is the number of members.
+func (m *Members) Len() int { return m.n }
+
+// Get is the value of the member named name; nil when there is none.
+func (m *Members) Get(name string) json.RawMessage {
+	for i, n := range m.names[:m.n] {
+		if n == name {
+			return m.values[i]
+		}
+	}
+	return nil
+}
+
+// Name is the name of the i-th member.
+func (m *Members) Name(i int) string { return m.names[i] }
+
+// Value is the value of the i-th member.
+func (m *Members) Value(i int) json.RawMessage { return m.values[i] }
 
 // end checks that only whitespace follows the value just read.
 func (s *jsonScanner) end() error {

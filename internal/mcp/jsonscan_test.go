@@ -90,6 +90,7 @@ func checkDecodeObject(t *testing.T, raw []byte) {
 	if !errors.Is(distinguished(gerr), distinguished(werr)) {
 		t.Fatalf("%q: error %v, encoding/json says %v", raw, gerr, werr)
 	}
+	checkReadMembers(t, raw, got, gerr)
 	if gerr != nil {
 		return
 	}
@@ -151,4 +152,47 @@ func TestNormalizeSchemaCanonical(t *testing.T) {
 			t.Fatalf("NormalizeSchema wrote\n%s\nencoding/json writes\n%s", got, want)
 		}
 	}
+}
+
+// checkReadMembers holds ReadMembers to decodeObject's reading of raw
+// (got, or its error): the same members, and an error for an object
+// decodeObject refuses or one of more than eight members.
+func checkReadMembers(t *testing.T, raw []byte, got map[string]json.RawMessage, gerr error) {
+	t.Helper()
+	var m Members
+	err := ReadMembers(raw, &m)
+	switch {
+	case gerr != nil:
+		if err == nil {
+			t.Fatalf("%q: ReadMembers accepted what decodeObject refuses (%v)", raw, gerr)
+		}
+		return
+	case len(got) > 8:
+		if !errors.Is(err, errTooManyMembers) {
+			t.Fatalf("%q: ReadMembers read %d members: %v", raw, len(got), err)
+		}
+		return
+	case err != nil:
+		t.Fatalf("%q: ReadMembers: %v", raw, err)
+	}
+	if m.Len() != len(got) {
+		t.Fatalf("%q: ReadMembers read %d members, decodeObject %d", raw, m.Len(), len(got))
+	}
+	for i := range m.Len() {
+		if v, ok := got[m.Name(i)]; !ok || !bytes.Equal(v, m.Value(i)) || !bytes.Equal(m.Get(m.Name(i)), v) {
+			t.Fatalf("%q: member %q read as %q, decodeObject %q", raw, m.Name(i), m.Value(i), v)
+		}
+	}
+}
+
+func TestReadMembersHoldsEight(t *testing.T) {
+	eight := `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8}`
+	var m Members
+	if err := ReadMembers([]byte(eight), &m); err != nil || m.Len() != 8 || string(m.Get("h")) != "8" || m.Get("i") != nil {
+		t.Fatalf("eight members: %d read, h=%q (%v)", m.Len(), m.Get("h"), err)
+	}
+	if err := ReadMembers([]byte(eight[:len(eight)-1]+`,"i":9}`), &m); !errors.Is(err, errTooManyMembers) {
+		t.Fatalf("nine members: %v", err)
+	}
+	checkDecodeObject(t, []byte(eight[:len(eight)-1]+`,"i":9}`))
 }
