@@ -80,10 +80,22 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.McpDelegationProfileSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpDelegationProfileStatus"):
 		return &apiv1alpha1.McpDelegationProfileStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpPrompt"):
+		return &apiv1alpha1.McpPromptApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpPromptSpec"):
+		return &apiv1alpha1.McpPromptSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpPromptStatus"):
+		return &apiv1alpha1.McpPromptStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpReadMark"):
 		return &apiv1alpha1.McpReadMarkApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpReadMarkSpec"):
 		return &apiv1alpha1.McpReadMarkSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpResource"):
+		return &apiv1alpha1.McpResourceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpResourceSpec"):
+		return &apiv1alpha1.McpResourceSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpResourceStatus"):
+		return &apiv1alpha1.McpResourceStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpServer"):
 		return &apiv1alpha1.McpServerApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpServerAuth"):
@@ -114,6 +126,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ParameterTextApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PerPersonAuth"):
 		return &apiv1alpha1.PerPersonAuthApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PromptArgument"):
+		return &apiv1alpha1.PromptArgumentApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReadMark"):
 		return &apiv1alpha1.ReadMarkApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResultInspection"):

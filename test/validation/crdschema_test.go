@@ -38,6 +38,13 @@ var reviewedStrings = map[string]string{
 	"McpTool.spec.argumentRules.rules[].name":                              "a rule name, a DNS label",
 	"McpTool.spec.argumentRules.rules[].expression":                        "a CEL expression shown in conditions and to reviewers",
 	"McpTool.spec.argumentRules.rules[].message":                           "text an agent reads when the rule refuses its call: published, never a secret",
+	"McpPrompt.spec.remoteName":                                            "a prompt name, [A-Za-z0-9_.-]",
+	"McpPrompt.spec.dataClass":                                             "an enum",
+	"McpPrompt.spec.approvedDefinitionHash":                                "a sha256 digest of a public definition",
+	"McpResource.spec.uri":                                                 "the URI of a resource the server lists to every client: public",
+	"McpResource.spec.uriTemplate":                                         "the URI template of a resource template the server lists to every client: public",
+	"McpResource.spec.dataClass":                                           "an enum",
+	"McpResource.spec.approvedDefinitionHash":                              "a sha256 digest of a public definition",
 	"McpDelegationProfile.spec.tokenEndpoint":                              "an https endpoint; user information is rejected by CEL",
 	"McpDelegationProfile.spec.clientID":                                   "a public OAuth client identifier; the secret comes from clientSecretRef",
 	"McpDelegationProfile.spec.allowedAudiences[]":                         "OAuth audience identifiers",
@@ -137,8 +144,8 @@ func walk(path string, s apiextensionsv1.JSONSchemaProps, visit func(path string
 
 func TestNoSpecFieldCanHoldACredential(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "config", "crd", "bases", "*.yaml"))
-	if err != nil || len(files) != 7 {
-		t.Fatalf("want the seven generated CRDs, found %v (%v)", files, err)
+	if err != nil || len(files) != 9 {
+		t.Fatalf("want the nine generated CRDs, found %v (%v)", files, err)
 	}
 	seen := map[string]bool{}
 	refs := map[string]bool{}
