@@ -70,7 +70,8 @@ type PromptArgument struct {
 // McpPromptStatus is the controller side of a prompt: the definition the
 // import recorded and its hash.
 type McpPromptStatus struct {
-	// conditions are Imported and Ready (servable).
+	// conditions are Imported: whether the last import found the object on
+	// its server (False, reason RemovedFromServer, when it did not).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

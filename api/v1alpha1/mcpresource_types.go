@@ -66,7 +66,8 @@ type McpResourceSpec struct {
 // McpResourceStatus is the controller side of a resource: the definition
 // the import recorded and its hash.
 type McpResourceStatus struct {
-	// conditions are Imported and Ready (servable).
+	// conditions are Imported: whether the last import found the object on
+	// its server (False, reason RemovedFromServer, when it did not).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -224,6 +224,11 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, m *message) boo
 	}
 	switch m.method {
 	case "initialize":
+		if g.featuresEnabled(r.Context(), id.Namespace) {
+			// The SDK answers it, declaring prompts and resources too
+			// (features.go).
+			return false
+		}
 		return g.serveInitialize(w, m)
 	case "ping":
 		if m.notification() || !emptyParams(m.params) {

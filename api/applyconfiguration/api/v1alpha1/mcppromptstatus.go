@@ -28,7 +28,8 @@ import (
 // McpPromptStatus is the controller side of a prompt: the definition the
 // import recorded and its hash.
 type McpPromptStatusApplyConfiguration struct {
-	// conditions are Imported and Ready (servable).
+	// conditions are Imported: whether the last import found the object on
+	// its server (False, reason RemovedFromServer, when it did not).
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// observedGeneration is the generation last reconciled.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
