@@ -36,6 +36,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ArgumentRuleApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ArgumentRules"):
 		return &apiv1alpha1.ArgumentRulesApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ArgumentText"):
+		return &apiv1alpha1.ArgumentTextApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BearerAuth"):
 		return &apiv1alpha1.BearerAuthApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CABundleReference"):
@@ -128,8 +130,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.PerPersonAuthApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PromptArgument"):
 		return &apiv1alpha1.PromptArgumentApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PromptReviewedText"):
+		return &apiv1alpha1.PromptReviewedTextApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReadMark"):
 		return &apiv1alpha1.ReadMarkApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceReviewedText"):
+		return &apiv1alpha1.ResourceReviewedTextApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResultInspection"):
 		return &apiv1alpha1.ResultInspectionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReviewedEffects"):

@@ -42,6 +42,54 @@ type McpPromptSpec struct {
 	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
 	// +kubebuilder:validation:MaxLength=71
 	ApprovedDefinitionHash string `json:"approvedDefinitionHash,omitempty"`
+
+	// reviewedText is the text agents read of the prompt instead of the
+	// server's: a title, a description and descriptions of its arguments,
+	// each replacing the server's where it is set. Once it is set, an
+	// argument it does not describe is served without a description. The
+	// approval (approvedDefinitionHash) stays the approval of the server's
+	// definition. An argument the server's definition does not have makes
+	// the prompt unservable.
+	// +optional
+	ReviewedText *PromptReviewedText `json:"reviewedText,omitempty"`
+}
+
+// PromptReviewedText is the text agents read of a prompt, written by people
+// instead of the server. An empty title or description leaves the server's
+// in place.
+type PromptReviewedText struct {
+	// title agents see instead of the server's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Title string `json:"title,omitempty"`
+
+	// description agents see instead of the server's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	Description string `json:"description,omitempty"`
+
+	// arguments replace the descriptions of the prompt's arguments, each
+	// naming one.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Arguments []ArgumentText `json:"arguments,omitempty"`
+}
+
+// ArgumentText is the reviewed description of one argument of a prompt.
+type ArgumentText struct {
+	// name of an argument of the prompt's definition.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Name string `json:"name"`
+
+	// description agents see instead of the server's.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	Description string `json:"description"`
 }
 
 // PromptArgument is one argument of a prompt as the server described it.
@@ -110,6 +158,16 @@ type McpPromptStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=71
 	DefinitionHash string `json:"definitionHash,omitempty"`
+
+	// drift says how the current definition differs from the one it
+	// replaced, in the McpTool's categories (TextChanged,
+	// InstructionsAdded, HiddenCharacters, SchemaWidened for an argument
+	// added or no longer required, SchemaChanged); on a first import, what
+	// the checks of the definition alone found. It is removed when the
+	// server offers the approved definition again. A warning for review,
+	// never an approval.
+	// +optional
+	Drift *DefinitionDrift `json:"drift,omitempty"`
 }
 
 // +kubebuilder:object:root=true

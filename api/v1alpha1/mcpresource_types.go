@@ -61,6 +61,27 @@ type McpResourceSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=16777216
 	MaxReadBytes *int64 `json:"maxReadBytes,omitempty"`
+
+	// reviewedText is the text agents read of the resource instead of the
+	// server's: a title and a description, each replacing the server's
+	// where it is set. The approval (approvedDefinitionHash) stays the
+	// approval of the server's definition.
+	// +optional
+	ReviewedText *ResourceReviewedText `json:"reviewedText,omitempty"`
+}
+
+// ResourceReviewedText is the text agents read of a resource, written by
+// people instead of the server.
+type ResourceReviewedText struct {
+	// title agents see instead of the server's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Title string `json:"title,omitempty"`
+
+	// description agents see instead of the server's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	Description string `json:"description,omitempty"`
 }
 
 // McpResourceStatus is the controller side of a resource: the definition
@@ -118,6 +139,16 @@ type McpResourceStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=71
 	DefinitionHash string `json:"definitionHash,omitempty"`
+
+	// drift says how the current definition differs from the one it
+	// replaced, in the McpTool's categories (TextChanged,
+	// InstructionsAdded, HiddenCharacters); on a first import, what the
+	// checks of the definition alone found. A ui:// resource whose content
+	// alone changed has a new definitionHash and contentHash and no
+	// category. It is removed when the server offers the approved
+	// definition again. A warning for review, never an approval.
+	// +optional
+	Drift *DefinitionDrift `json:"drift,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -15,6 +15,7 @@ import (
 
 	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/drift"
 	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/mcp"
@@ -179,21 +180,42 @@ func (r *McpServerReconciler) applyPrompt(ctx context.Context, srv *mcpv1alpha1.
 		return err
 	}
 	after := live.DeepCopy()
-	setPromptDefinition(after, srv.Name, p, now)
-	_, err := patchStatus(ctx, r.Client, live, after, statusWrite{owner: governance.FieldManagerImporter})
+	d := setPromptDefinition(after, srv.Name, p, now)
+	written, err := patchStatus(ctx, r.Client, live, after, statusWrite{owner: governance.FieldManagerImporter})
+	if written {
+		r.reportFeatureDrift(after, "prompt", d)
+	}
 	return err
 }
 
-// setPromptDefinition records a prompt's definition as offered.
-func setPromptDefinition(t *mcpv1alpha1.McpPrompt, server string, p mcp.Prompt, now time.Time) {
-	t.Status.LocalName = toolname.LocalName(server, p.Name)
-	t.Status.Title, t.Status.Description = p.Title, p.Description
-	t.Status.Arguments = nil
+// setPromptDefinition records a prompt's definition as offered, without
+// control characters, and explains how it drifted; it returns the new
+// explanation, if any.
+func setPromptDefinition(t *mcpv1alpha1.McpPrompt, server string, p mcp.Prompt, now time.Time) *mcpv1alpha1.DefinitionDrift {
+	p, removed := promptWithoutControls(p)
+	s := &t.Status
+	args := make([]mcpv1alpha1.PromptArgument, 0, len(p.Arguments))
 	for _, a := range p.Arguments {
-		t.Status.Arguments = append(t.Status.Arguments, mcpv1alpha1.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
+		args = append(args, mcpv1alpha1.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
 	}
-	t.Status.DefinitionHash = PromptHash(p)
-	setCondition(&t.Status.Conditions, t.Generation, mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "offered by the server", now)
+	if len(args) == 0 {
+		args = nil
+	}
+	hash := PromptHash(p)
+	d, keep := explainDrift(s.DefinitionHash, hash, t.Spec.ApprovedDefinitionHash,
+		func() drift.Definition { return promptDriftDefinition(p.Name, s.Title, s.Description, s.Arguments) },
+		func() drift.Definition {
+			def := promptDriftDefinition(p.Name, p.Title, p.Description, args)
+			def.Removed = removed
+			return def
+		}, now)
+	if !keep {
+		s.Drift = d
+	}
+	s.LocalName = toolname.LocalName(server, p.Name)
+	s.Title, s.Description, s.Arguments, s.DefinitionHash = p.Title, p.Description, args, hash
+	setCondition(&s.Conditions, t.Generation, mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "offered by the server", now)
+	return d
 }
 
 func (r *McpServerReconciler) applyResource(ctx context.Context, srv *mcpv1alpha1.McpServer, name string, res mcp.Resource, now time.Time) error {
@@ -212,17 +234,35 @@ func (r *McpServerReconciler) applyResource(ctx context.Context, srv *mcpv1alpha
 		return err
 	}
 	after := live.DeepCopy()
-	setResourceDefinition(after, res, now)
-	_, err := patchStatus(ctx, r.Client, live, after, statusWrite{owner: governance.FieldManagerImporter})
+	d := setResourceDefinition(after, res, now)
+	written, err := patchStatus(ctx, r.Client, live, after, statusWrite{owner: governance.FieldManagerImporter})
+	if written {
+		r.reportFeatureDrift(after, "resource", d)
+	}
 	return err
 }
 
-// setResourceDefinition records a resource's definition as offered.
-func setResourceDefinition(t *mcpv1alpha1.McpResource, res mcp.Resource, now time.Time) {
-	t.Status.Name, t.Status.Title, t.Status.Description, t.Status.MimeType = res.Name, res.Title, res.Description, res.MimeType
-	t.Status.App, t.Status.ContentHash = res.App(), res.ContentHash
-	t.Status.DefinitionHash = ResourceHash(res)
-	setCondition(&t.Status.Conditions, t.Generation, mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "offered by the server", now)
+// setResourceDefinition records a resource's definition as offered,
+// without control characters, and explains how it drifted; it returns the
+// new explanation, if any.
+func setResourceDefinition(t *mcpv1alpha1.McpResource, res mcp.Resource, now time.Time) *mcpv1alpha1.DefinitionDrift {
+	res, removed := resourceWithoutControls(res)
+	s := &t.Status
+	hash := ResourceHash(res)
+	d, keep := explainDrift(s.DefinitionHash, hash, t.Spec.ApprovedDefinitionHash,
+		func() drift.Definition { return resourceDriftDefinition(s.Title, s.Description) },
+		func() drift.Definition {
+			def := resourceDriftDefinition(res.Title, res.Description)
+			def.Removed = removed
+			return def
+		}, now)
+	if !keep {
+		s.Drift = d
+	}
+	s.Name, s.Title, s.Description, s.MimeType = res.Name, res.Title, res.Description, res.MimeType
+	s.App, s.ContentHash, s.DefinitionHash = res.App(), res.ContentHash, hash
+	setCondition(&s.Conditions, t.Generation, mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "offered by the server", now)
+	return d
 }
 
 // fromApplied is the object an apply answered with.

@@ -38,6 +38,7 @@ var _ = Describe("Importing prompts and resources", func() {
 		Expect(prompt.Status.Description).To(Equal("Reviews code for bugs."))
 		Expect(prompt.Status.Arguments).To(Equal([]mcpv1alpha1.PromptArgument{{Name: "language", Description: "The language of the code.", Required: true}}))
 		Expect(prompt.Status.Conditions).To(haveCondition(mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded))
+		Expect(prompt.Status.Drift).To(BeNil(), "a plain first definition has nothing to explain")
 
 		var resources mcpv1alpha1.McpResourceList
 		Expect(k8sClient.List(context.Background(), &resources, client.InNamespace(ns))).To(Succeed())
@@ -67,6 +68,9 @@ var _ = Describe("Importing prompts and resources", func() {
 			var p mcpv1alpha1.McpPrompt
 			g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(&prompt), &p)).To(Succeed())
 			g.Expect(p.Status.DefinitionHash).NotTo(Equal(prompt.Status.DefinitionHash))
+			g.Expect(p.Status.Drift).NotTo(BeNil(), "the change is explained")
+			g.Expect(p.Status.Drift.FromHash).To(Equal(prompt.Status.DefinitionHash))
+			g.Expect(p.Status.Drift.Categories).To(ContainElement(mcpv1alpha1.DriftCategory("TextChanged")))
 			var a mcpv1alpha1.McpResource
 			g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(&app), &a)).To(Succeed())
 			g.Expect(a.Status.DefinitionHash).NotTo(Equal(app.Status.DefinitionHash))

@@ -184,12 +184,77 @@ type featureState struct {
 	approved, current       string
 	imported                bool
 	dataClass               mcpv1alpha1.DataClass
+	// textInvalid is set when the reviewed text names an argument the
+	// definition does not have.
+	textInvalid bool
 }
 
 func promptState(p *mcpv1alpha1.McpPrompt) featureState {
 	return featureState{namespace: p.Namespace, name: p.Name, server: p.Spec.ServerRef.Name, enabled: p.Spec.Enabled,
 		approved: p.Spec.ApprovedDefinitionHash, current: p.Status.DefinitionHash,
-		imported: meta.IsStatusConditionTrue(p.Status.Conditions, mcpv1alpha1.ConditionImported), dataClass: p.Spec.DataClass}
+		imported: meta.IsStatusConditionTrue(p.Status.Conditions, mcpv1alpha1.ConditionImported), dataClass: p.Spec.DataClass,
+		textInvalid: !reviewedArgumentsKnown(p)}
+}
+
+// reviewedArgumentsKnown reports whether every argument the prompt's
+// reviewed text describes is an argument of its definition.
+func reviewedArgumentsKnown(p *mcpv1alpha1.McpPrompt) bool {
+	if p.Spec.ReviewedText == nil {
+		return true
+	}
+	for _, rt := range p.Spec.ReviewedText.Arguments {
+		found := false
+		for _, a := range p.Status.Arguments {
+			found = found || a.Name == rt.Name
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// promptView is what agents read of a prompt: the reviewed text where the
+// spec sets it, and once it is set no argument description of the
+// server's that it does not replace.
+func promptView(p *mcpv1alpha1.McpPrompt) *sdk.Prompt {
+	sp := &sdk.Prompt{Name: p.Status.LocalName, Title: p.Status.Title, Description: p.Status.Description}
+	rt := p.Spec.ReviewedText
+	reviewed := map[string]string{}
+	if rt != nil {
+		if rt.Title != "" {
+			sp.Title = rt.Title
+		}
+		if rt.Description != "" {
+			sp.Description = rt.Description
+		}
+		for _, a := range rt.Arguments {
+			reviewed[a.Name] = a.Description
+		}
+	}
+	for _, a := range p.Status.Arguments {
+		arg := &sdk.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required}
+		if rt != nil {
+			arg.Title, arg.Description = "", reviewed[a.Name]
+		}
+		sp.Arguments = append(sp.Arguments, arg)
+	}
+	return sp
+}
+
+// resourceText is the title and description agents read of a resource:
+// the reviewed text where the spec sets it.
+func resourceText(r *mcpv1alpha1.McpResource) (title, description string) {
+	title, description = r.Status.Title, r.Status.Description
+	if rt := r.Spec.ReviewedText; rt != nil {
+		if rt.Title != "" {
+			title = rt.Title
+		}
+		if rt.Description != "" {
+			description = rt.Description
+		}
+	}
+	return title, description
 }
 
 func resourceState(r *mcpv1alpha1.McpResource) featureState {
@@ -221,6 +286,8 @@ func (f *featureScope) verdict(ctx context.Context, resource, verb string, s fea
 		return featureVerdict{reason: audit.DenyNotServable, detail: mcpv1alpha1.ReasonDefinitionChanged}, nil
 	case !s.imported:
 		return featureVerdict{reason: audit.DenyNotServable, detail: mcpv1alpha1.ReasonRemovedFromServer}, nil
+	case s.textInvalid:
+		return featureVerdict{reason: audit.DenyNotServable, detail: mcpv1alpha1.ReasonReviewedTextInvalid}, nil
 	}
 	srv, err := f.g.readServer(ctx, types.NamespacedName{Namespace: s.namespace, Name: s.server}, f.servers)
 	if err != nil {
@@ -319,11 +386,7 @@ func (f *featureScope) listPrompts(ctx context.Context) (*sdk.ListPromptsResult,
 		if v.reason != "" || p.Status.LocalName == "" {
 			continue
 		}
-		sp := &sdk.Prompt{Name: p.Status.LocalName, Title: p.Status.Title, Description: p.Status.Description}
-		for _, a := range p.Status.Arguments {
-			sp.Arguments = append(sp.Arguments, &sdk.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
-		}
-		out.Prompts = append(out.Prompts, sp)
+		out.Prompts = append(out.Prompts, promptView(p))
 	}
 	sort.Slice(out.Prompts, func(i, j int) bool { return out.Prompts[i].Name < out.Prompts[j].Name })
 	return out, nil
@@ -376,7 +439,8 @@ func (f *featureScope) listResources(ctx context.Context) (*sdk.ListResourcesRes
 	}
 	out := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}}
 	for _, r := range rs {
-		out.Resources = append(out.Resources, &sdk.Resource{URI: r.Spec.URI, Name: r.Status.Name, Title: r.Status.Title, Description: r.Status.Description, MIMEType: r.Status.MimeType})
+		title, description := resourceText(r)
+		out.Resources = append(out.Resources, &sdk.Resource{URI: r.Spec.URI, Name: r.Status.Name, Title: title, Description: description, MIMEType: r.Status.MimeType})
 	}
 	return out, nil
 }
@@ -388,7 +452,8 @@ func (f *featureScope) listTemplates(ctx context.Context) (*sdk.ListResourceTemp
 	}
 	out := &sdk.ListResourceTemplatesResult{ResourceTemplates: []*sdk.ResourceTemplate{}}
 	for _, r := range rs {
-		out.ResourceTemplates = append(out.ResourceTemplates, &sdk.ResourceTemplate{URITemplate: r.Spec.URITemplate, Name: r.Status.Name, Title: r.Status.Title, Description: r.Status.Description, MIMEType: r.Status.MimeType})
+		title, description := resourceText(r)
+		out.ResourceTemplates = append(out.ResourceTemplates, &sdk.ResourceTemplate{URITemplate: r.Spec.URITemplate, Name: r.Status.Name, Title: title, Description: description, MIMEType: r.Status.MimeType})
 	}
 	return out, nil
 }
@@ -450,6 +515,11 @@ func (f *featureScope) getPrompt(ctx context.Context, p *sdk.GetPromptParams) (s
 	out := &sdk.GetPromptResult{}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server's answer is not a prompt"}
+	}
+	if rt := pr.Spec.ReviewedText; rt != nil {
+		// The result's description is the server's text about the
+		// prompt: once people reviewed it, theirs.
+		out.Description = rt.Description
 	}
 	return out, nil
 }
@@ -611,6 +681,8 @@ func featureRefusal(kind string, v featureVerdict) string {
 		msg += ": its server no longer offers it"
 	case mcpv1alpha1.ReasonServerNotFound:
 		msg += ": its McpServer does not exist"
+	case mcpv1alpha1.ReasonReviewedTextInvalid:
+		msg += ": its reviewed text describes an argument it does not have"
 	}
 	return msg
 }

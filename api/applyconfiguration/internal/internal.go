@@ -72,6 +72,15 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - name
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ArgumentText
+  map:
+    fields:
+    - name: description
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.BearerAuth
   map:
     fields:
@@ -513,6 +522,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: remoteName
       type:
         scalar: string
+    - name: reviewedText
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.PromptReviewedText
     - name: serverRef
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.LocalObjectReference
@@ -539,6 +551,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: description
       type:
         scalar: string
+    - name: drift
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.DefinitionDrift
     - name: localName
       type:
         scalar: string
@@ -613,6 +628,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: maxReadBytes
       type:
         scalar: numeric
+    - name: reviewedText
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.ResourceReviewedText
     - name: serverRef
       type:
         namedType: com.github.mcp-catalog.operator.api.v1alpha1.LocalObjectReference
@@ -645,6 +663,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: description
       type:
         scalar: string
+    - name: drift
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.DefinitionDrift
     - name: mimeType
       type:
         scalar: string
@@ -1055,6 +1076,23 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: title
       type:
         scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.PromptReviewedText
+  map:
+    fields:
+    - name: arguments
+      type:
+        list:
+          elementType:
+            namedType: com.github.mcp-catalog.operator.api.v1alpha1.ArgumentText
+          elementRelationship: associative
+          keys:
+          - name
+    - name: description
+      type:
+        scalar: string
+    - name: title
+      type:
+        scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ReadMark
   map:
     fields:
@@ -1068,6 +1106,15 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
     - name: tool
+      type:
+        scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ResourceReviewedText
+  map:
+    fields:
+    - name: description
+      type:
+        scalar: string
+    - name: title
       type:
         scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ResultContentType

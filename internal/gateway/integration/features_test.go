@@ -89,6 +89,45 @@ var _ = Describe("Prompts and resources", func() {
 		Expect(auditFor(ns, prompt)).To(HaveLen(2))
 	})
 
+	It("serves the reviewed text instead of the server's, and no prompt whose reviewed text names an argument it lacks", func() {
+		a := newAgent(ns, "reader")
+		grantFeatures(a)
+		a.ceiling(mcpv1alpha1.DataClassInternal)
+		setReviewedText(ns, &mcpv1alpha1.McpPrompt{}, prompt, func(o client.Object) {
+			o.(*mcpv1alpha1.McpPrompt).Spec.ReviewedText = &mcpv1alpha1.PromptReviewedText{
+				Description: "Asks for a review of code.",
+				Arguments:   []mcpv1alpha1.ArgumentText{{Name: "language", Description: "A programming language."}},
+			}
+		})
+		setReviewedText(ns, &mcpv1alpha1.McpResource{}, names[mcpserver.ResourceReadme], func(o client.Object) {
+			o.(*mcpv1alpha1.McpResource).Spec.ReviewedText = &mcpv1alpha1.ResourceReviewedText{Title: "Readme", Description: "The reviewed readme."}
+		})
+		cs := a.connect(nil, legacyEra)
+		res, err := cs.ListPrompts(ctx(), nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Prompts).To(HaveLen(1))
+		Expect(res.Prompts[0].Description).To(Equal("Asks for a review of code."))
+		Expect(res.Prompts[0].Arguments[0].Description).To(Equal("A programming language."))
+		got, err := cs.GetPrompt(ctx(), &sdk.GetPromptParams{Name: "mcp_docs_" + mcpserver.PromptReview, Arguments: map[string]string{"language": "Go"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Description).To(Equal("Asks for a review of code."))
+		rs, err := cs.ListResources(ctx(), nil)
+		Expect(err).NotTo(HaveOccurred())
+		var readme *sdk.Resource
+		for _, r := range rs.Resources {
+			if r.URI == mcpserver.ResourceReadme {
+				readme = r
+			}
+		}
+		Expect(readme).NotTo(BeNil())
+		Expect([]string{readme.Title, readme.Description}).To(Equal([]string{"Readme", "The reviewed readme."}))
+
+		setReviewedText(ns, &mcpv1alpha1.McpPrompt{}, prompt, func(o client.Object) {
+			o.(*mcpv1alpha1.McpPrompt).Spec.ReviewedText.Arguments = []mcpv1alpha1.ArgumentText{{Name: "nope", Description: "Not an argument."}}
+		})
+		Expect(promptNames(cs)).To(BeEmpty(), "reviewed text that cannot be honoured serves nothing")
+	})
+
 	It("lists and reads nothing for a caller RBAC grants only tools (attack)", func() {
 		a := newAgent(ns, "toolsonly").allowInternal()
 		cs := a.connect(nil, legacyEra)
@@ -250,4 +289,20 @@ func readText(cs *sdk.ClientSession, uri string) string {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(res.Contents).To(HaveLen(1))
 	return res.Contents[0].Text
+}
+
+// setReviewedText changes an object's spec with change and waits until the
+// cache sees the new generation.
+func setReviewedText(ns string, obj client.Object, name string, change func(client.Object)) {
+	GinkgoHelper()
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	Expect(k8sClient.Get(context.Background(), key, obj)).To(Succeed())
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	change(obj)
+	Expect(k8sClient.Patch(context.Background(), obj, patch)).To(Succeed())
+	gen := obj.GetGeneration()
+	Eventually(func(g Gomega) {
+		g.Expect(cached.Get(context.Background(), key, obj)).To(Succeed())
+		g.Expect(obj.GetGeneration()).To(Equal(gen))
+	}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
 }

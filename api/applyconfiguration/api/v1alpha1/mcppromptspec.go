@@ -46,6 +46,14 @@ type McpPromptSpecApplyConfiguration struct {
 	// approved. The prompt is servable only while status.definitionHash
 	// equals it; unset, it is not servable at all.
 	ApprovedDefinitionHash *string `json:"approvedDefinitionHash,omitempty"`
+	// reviewedText is the text agents read of the prompt instead of the
+	// server's: a title, a description and descriptions of its arguments,
+	// each replacing the server's where it is set. Once it is set, an
+	// argument it does not describe is served without a description. The
+	// approval (approvedDefinitionHash) stays the approval of the server's
+	// definition. An argument the server's definition does not have makes
+	// the prompt unservable.
+	ReviewedText *PromptReviewedTextApplyConfiguration `json:"reviewedText,omitempty"`
 }
 
 // McpPromptSpecApplyConfiguration constructs a declarative configuration of the McpPromptSpec type for use with
@@ -91,5 +99,13 @@ func (b *McpPromptSpecApplyConfiguration) WithDataClass(value apiv1alpha1.DataCl
 // If called multiple times, the ApprovedDefinitionHash field is set to the value of the last call.
 func (b *McpPromptSpecApplyConfiguration) WithApprovedDefinitionHash(value string) *McpPromptSpecApplyConfiguration {
 	b.ApprovedDefinitionHash = &value
+	return b
+}
+
+// WithReviewedText sets the ReviewedText field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ReviewedText field is set to the value of the last call.
+func (b *McpPromptSpecApplyConfiguration) WithReviewedText(value *PromptReviewedTextApplyConfiguration) *McpPromptSpecApplyConfiguration {
+	b.ReviewedText = value
 	return b
 }

@@ -44,6 +44,14 @@ type McpPromptStatusApplyConfiguration struct {
 	// definitionHash is the hash of the definition (name, title,
 	// description and arguments), "sha256:<hex>".
 	DefinitionHash *string `json:"definitionHash,omitempty"`
+	// drift says how the current definition differs from the one it
+	// replaced, in the McpTool's categories (TextChanged,
+	// InstructionsAdded, HiddenCharacters, SchemaWidened for an argument
+	// added or no longer required, SchemaChanged); on a first import, what
+	// the checks of the definition alone found. It is removed when the
+	// server offers the approved definition again. A warning for review,
+	// never an approval.
+	Drift *DefinitionDriftApplyConfiguration `json:"drift,omitempty"`
 }
 
 // McpPromptStatusApplyConfiguration constructs a declarative configuration of the McpPromptStatus type for use with
@@ -115,5 +123,13 @@ func (b *McpPromptStatusApplyConfiguration) WithArguments(values ...*PromptArgum
 // If called multiple times, the DefinitionHash field is set to the value of the last call.
 func (b *McpPromptStatusApplyConfiguration) WithDefinitionHash(value string) *McpPromptStatusApplyConfiguration {
 	b.DefinitionHash = &value
+	return b
+}
+
+// WithDrift sets the Drift field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Drift field is set to the value of the last call.
+func (b *McpPromptStatusApplyConfiguration) WithDrift(value *DefinitionDriftApplyConfiguration) *McpPromptStatusApplyConfiguration {
+	b.Drift = value
 	return b
 }

@@ -52,6 +52,11 @@ type McpResourceSpecApplyConfiguration struct {
 	// server sent it, that the gateway passes to agents: a larger one is
 	// refused, never cut. Unset: 1 MiB.
 	MaxReadBytes *int64 `json:"maxReadBytes,omitempty"`
+	// reviewedText is the text agents read of the resource instead of the
+	// server's: a title and a description, each replacing the server's
+	// where it is set. The approval (approvedDefinitionHash) stays the
+	// approval of the server's definition.
+	ReviewedText *ResourceReviewedTextApplyConfiguration `json:"reviewedText,omitempty"`
 }
 
 // McpResourceSpecApplyConfiguration constructs a declarative configuration of the McpResourceSpec type for use with
@@ -113,5 +118,13 @@ func (b *McpResourceSpecApplyConfiguration) WithApprovedDefinitionHash(value str
 // If called multiple times, the MaxReadBytes field is set to the value of the last call.
 func (b *McpResourceSpecApplyConfiguration) WithMaxReadBytes(value int64) *McpResourceSpecApplyConfiguration {
 	b.MaxReadBytes = &value
+	return b
+}
+
+// WithReviewedText sets the ReviewedText field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ReviewedText field is set to the value of the last call.
+func (b *McpResourceSpecApplyConfiguration) WithReviewedText(value *ResourceReviewedTextApplyConfiguration) *McpResourceSpecApplyConfiguration {
+	b.ReviewedText = value
 	return b
 }

@@ -52,6 +52,14 @@ type McpResourceStatusApplyConfiguration struct {
 	// name, title, description, MIME type, and a ui:// resource's content
 	// hash), "sha256:<hex>".
 	DefinitionHash *string `json:"definitionHash,omitempty"`
+	// drift says how the current definition differs from the one it
+	// replaced, in the McpTool's categories (TextChanged,
+	// InstructionsAdded, HiddenCharacters); on a first import, what the
+	// checks of the definition alone found. A ui:// resource whose content
+	// alone changed has a new definitionHash and contentHash and no
+	// category. It is removed when the server offers the approved
+	// definition again. A warning for review, never an approval.
+	Drift *DefinitionDriftApplyConfiguration `json:"drift,omitempty"`
 }
 
 // McpResourceStatusApplyConfiguration constructs a declarative configuration of the McpResourceStatus type for use with
@@ -134,5 +142,13 @@ func (b *McpResourceStatusApplyConfiguration) WithContentHash(value string) *Mcp
 // If called multiple times, the DefinitionHash field is set to the value of the last call.
 func (b *McpResourceStatusApplyConfiguration) WithDefinitionHash(value string) *McpResourceStatusApplyConfiguration {
 	b.DefinitionHash = &value
+	return b
+}
+
+// WithDrift sets the Drift field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Drift field is set to the value of the last call.
+func (b *McpResourceStatusApplyConfiguration) WithDrift(value *DefinitionDriftApplyConfiguration) *McpResourceStatusApplyConfiguration {
+	b.Drift = value
 	return b
 }
