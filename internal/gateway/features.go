@@ -73,12 +73,12 @@ var featureEffects = governance.Effects{Reviewed: true, ReadOnly: true, Idempote
 
 // featureMiddleware answers the methods of prompts and resources on a
 // server the gateway hands the go-sdk, and adds the prompts and resources
-// capabilities to an initialize result when the caller's namespace has an
-// enabled McpPrompt or McpResource.
+// capabilities to an initialize or server/discover result when the
+// caller's namespace has an enabled McpPrompt or McpResource.
 func (g *Gateway) featureMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		switch method {
-		case methodInitializeRequest, methodPromptsList, methodPromptsGet, methodResourcesList, methodTemplatesList, methodResourcesRead:
+		case methodInitializeRequest, methodDiscover, methodPromptsList, methodPromptsGet, methodResourcesList, methodTemplatesList, methodResourcesRead:
 		default:
 			return next(ctx, method, req)
 		}
@@ -86,11 +86,18 @@ func (g *Gateway) featureMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 		if extra := req.GetExtra(); extra != nil {
 			id = authn.IdentityOf(extra.TokenInfo)
 		}
-		if method == methodInitializeRequest {
+		if method == methodInitializeRequest || method == methodDiscover {
 			res, err := next(ctx, method, req)
-			if ir, ok := res.(*sdk.InitializeResult); ok && err == nil && id != nil && ir.Capabilities != nil && g.featuresEnabled(ctx, id.Namespace) {
-				ir.Capabilities.Prompts = &sdk.PromptCapabilities{}
-				ir.Capabilities.Resources = &sdk.ResourceCapabilities{}
+			var caps *sdk.ServerCapabilities
+			switch r := res.(type) {
+			case *sdk.InitializeResult:
+				caps = r.Capabilities
+			case *sdk.DiscoverResult:
+				caps = r.Capabilities
+			}
+			if caps != nil && err == nil && id != nil && g.featuresEnabled(ctx, id.Namespace) {
+				caps.Prompts = &sdk.PromptCapabilities{}
+				caps.Resources = &sdk.ResourceCapabilities{}
 			}
 			return res, err
 		}

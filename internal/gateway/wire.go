@@ -381,6 +381,11 @@ func (g *Gateway) serveDiscover(w http.ResponseWriter, r *http.Request, m *messa
 	if g.noInitializeEra.Load() || m.era != modernProtocol || r.Header.Get("Mcp-Method") != methodDiscover || r.Header.Get("Mcp-Name") != "" {
 		return false
 	}
+	if id := authn.IdentityOf(auth.TokenInfoFromContext(r.Context())); id != nil && g.featuresEnabled(r.Context(), id.Namespace) {
+		// The SDK answers it, declaring prompts and resources too
+		// (features.go).
+		return false
+	}
 	reqID, ok := plainMetaRequest(m.body, methodDiscover)
 	if !ok {
 		return false

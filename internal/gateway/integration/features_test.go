@@ -128,6 +128,23 @@ var _ = Describe("Prompts and resources", func() {
 		Expect(promptNames(cs)).To(BeEmpty(), "reviewed text that cannot be honoured serves nothing")
 	})
 
+	It("serves them to a 2026-07-28 client too", func() {
+		a := newAgent(ns, "modern")
+		grantFeatures(a)
+		a.ceiling(mcpv1alpha1.DataClassInternal)
+		cs := a.connect(nil, modernEra)
+		caps := cs.InitializeResult().Capabilities
+		Expect(caps.Prompts).NotTo(BeNil(), "server/discover declares prompts while the namespace has an enabled one")
+		Expect(caps.Resources).NotTo(BeNil())
+		Expect(promptNames(cs)).To(Equal([]string{"mcp_docs_" + mcpserver.PromptReview}))
+		got, err := cs.GetPrompt(ctx(), &sdk.GetPromptParams{Name: "mcp_docs_" + mcpserver.PromptReview, Arguments: map[string]string{"language": "Go"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Messages).To(HaveLen(1))
+		Expect(readText(cs, mcpserver.ResourceReadme)).To(Equal("The readme."))
+		_, err = cs.ReadResource(ctx(), &sdk.ReadResourceParams{URI: mcpserver.ResourceBig})
+		Expect(err).To(MatchError(ContainSubstring("larger than this gateway passes")))
+	})
+
 	It("lists and reads nothing for a caller RBAC grants only tools (attack)", func() {
 		a := newAgent(ns, "toolsonly").allowInternal()
 		cs := a.connect(nil, legacyEra)
