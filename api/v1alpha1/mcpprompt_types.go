@@ -118,8 +118,11 @@ type PromptArgument struct {
 // McpPromptStatus is the controller side of a prompt: the definition the
 // import recorded and its hash.
 type McpPromptStatus struct {
-	// conditions are Imported: whether the last import found the object on
-	// its server (False, reason RemovedFromServer, when it did not).
+	// conditions are Imported, whether the last import found the object
+	// on its server (False, reason RemovedFromServer, when it did not), and
+	// Ready, whether the gateway serves it: enabled, the approved
+	// definition, offered, its reviewed text honoured. Ready is a report;
+	// the gateway decides from spec and the definition at every request.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -176,7 +179,8 @@ type McpPromptStatus struct {
 // +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.spec.serverRef.name`
 // +kubebuilder:printcolumn:name="Remote Name",type=string,JSONPath=`.spec.remoteName`
 // +kubebuilder:printcolumn:name="Enabled",type=boolean,JSONPath=`.spec.enabled`
-// +kubebuilder:printcolumn:name="Imported",type=string,JSONPath=`.status.conditions[?(@.type=="Imported")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // McpPrompt is one prompt of an McpServer. Imports create it disabled; a
@@ -210,4 +214,23 @@ type McpPromptList struct {
 
 func init() {
 	SchemeBuilder.Register(&McpPrompt{}, &McpPromptList{})
+}
+
+// ReviewedTextValid reports whether every argument the prompt's reviewed
+// text describes is an argument of its imported definition: reviewed text
+// that cannot be honoured serves the prompt to nobody.
+func (p *McpPrompt) ReviewedTextValid() bool {
+	if p.Spec.ReviewedText == nil {
+		return true
+	}
+	for _, rt := range p.Spec.ReviewedText.Arguments {
+		found := false
+		for _, a := range p.Status.Arguments {
+			found = found || a.Name == rt.Name
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }

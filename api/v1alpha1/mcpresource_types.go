@@ -87,8 +87,11 @@ type ResourceReviewedText struct {
 // McpResourceStatus is the controller side of a resource: the definition
 // the import recorded and its hash.
 type McpResourceStatus struct {
-	// conditions are Imported: whether the last import found the object on
-	// its server (False, reason RemovedFromServer, when it did not).
+	// conditions are Imported, whether the last import found the object
+	// on its server (False, reason RemovedFromServer, when it did not), and
+	// Ready, whether the gateway serves it: enabled, the approved
+	// definition, offered, its reviewed text honoured. Ready is a report;
+	// the gateway decides from spec and the definition at every request.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -159,7 +162,8 @@ type McpResourceStatus struct {
 // +kubebuilder:printcolumn:name="Template",type=string,JSONPath=`.spec.uriTemplate`
 // +kubebuilder:printcolumn:name="Enabled",type=boolean,JSONPath=`.spec.enabled`
 // +kubebuilder:printcolumn:name="App",type=boolean,JSONPath=`.status.app`
-// +kubebuilder:printcolumn:name="Imported",type=string,JSONPath=`.status.conditions[?(@.type=="Imported")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // McpResource is one resource or resource template of an McpServer,

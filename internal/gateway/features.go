@@ -200,25 +200,7 @@ func promptState(p *mcpv1alpha1.McpPrompt) featureState {
 	return featureState{namespace: p.Namespace, name: p.Name, server: p.Spec.ServerRef.Name, enabled: p.Spec.Enabled,
 		approved: p.Spec.ApprovedDefinitionHash, current: p.Status.DefinitionHash,
 		imported: meta.IsStatusConditionTrue(p.Status.Conditions, mcpv1alpha1.ConditionImported), dataClass: p.Spec.DataClass,
-		textInvalid: !reviewedArgumentsKnown(p)}
-}
-
-// reviewedArgumentsKnown reports whether every argument the prompt's
-// reviewed text describes is an argument of its definition.
-func reviewedArgumentsKnown(p *mcpv1alpha1.McpPrompt) bool {
-	if p.Spec.ReviewedText == nil {
-		return true
-	}
-	for _, rt := range p.Spec.ReviewedText.Arguments {
-		found := false
-		for _, a := range p.Status.Arguments {
-			found = found || a.Name == rt.Name
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
+		textInvalid: !p.ReviewedTextValid()}
 }
 
 // promptView is what agents read of a prompt: the reviewed text where the

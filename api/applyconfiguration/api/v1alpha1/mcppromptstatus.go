@@ -28,8 +28,11 @@ import (
 // McpPromptStatus is the controller side of a prompt: the definition the
 // import recorded and its hash.
 type McpPromptStatusApplyConfiguration struct {
-	// conditions are Imported: whether the last import found the object on
-	// its server (False, reason RemovedFromServer, when it did not).
+	// conditions are Imported, whether the last import found the object
+	// on its server (False, reason RemovedFromServer, when it did not), and
+	// Ready, whether the gateway serves it: enabled, the approved
+	// definition, offered, its reviewed text honoured. Ready is a report;
+	// the gateway decides from spec and the definition at every request.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// observedGeneration is the generation last reconciled.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
