@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strings"
 	"unicode/utf8"
 )
@@ -121,6 +122,12 @@ func (c *Client) ListFeatures(ctx context.Context, ep Endpoint) (*Features, erro
 			}
 			reads++
 			body, err := o.readResource(ctx, r.URI, DefaultMaxReadBytes)
+			var e *Error
+			if errors.As(err, &e) && (e.Kind == KindOversized || e.Kind == KindRPCError || e.Kind == KindHTTPStatus || e.Kind == KindInvalidResponse) {
+				// This app is kept without a content hash, which no
+				// approval covers: the others are still imported.
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -119,3 +119,22 @@ func TestContentDigestIgnoresEncoding(t *testing.T) {
 		t.Fatal("a blob that is not base64 has no digest")
 	}
 }
+
+func TestListFeaturesKeepsAnAppItCannotReadWithoutAHash(t *testing.T) {
+	up := mcpserver.StartFeatures(t, 0)
+	// An app the server fails to read: the import goes on without its hash.
+	up.RemoveContent(mcpserver.ResourceApp)
+	c := mcp.New(mcp.Options{AllowPrivateNetworks: true})
+	f, err := c.ListFeatures(t.Context(), mcp.Endpoint{Name: "ns/docs", URL: up.URL})
+	if err != nil {
+		t.Fatalf("ListFeatures: %v", err)
+	}
+	for _, r := range f.Resources {
+		if r.App() && r.ContentHash != "" {
+			t.Fatalf("an app that could not be read has a content hash: %+v", r)
+		}
+	}
+	if len(f.Prompts) != 1 || len(f.Resources) != 3 {
+		t.Fatalf("the rest is imported: %d prompts, %d resources", len(f.Prompts), len(f.Resources))
+	}
+}

@@ -121,3 +121,11 @@ func (f *FeatureServer) read(_ context.Context, req *mcp.ReadResourceRequest) (*
 
 // RemoveResource stops offering the resource uri.
 func (f *FeatureServer) RemoveResource(uri string) { f.srv.RemoveResources(uri) }
+
+// RemoveContent makes reads of uri fail with the spec's resource-not-found
+// error, while the server still lists it.
+func (f *FeatureServer) RemoveContent(uri string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.texts, uri)
+}
