@@ -146,9 +146,12 @@ func (g *Gateway) featuresEnabled(ctx context.Context, namespace string) bool {
 // featureScope is one request's decisions: its caller, the caller's
 // ceiling once read, and the servers read.
 type featureScope struct {
-	g        *Gateway
-	id       *authn.Identity
-	ceiling  *mcpv1alpha1.DataClass
+	g       *Gateway
+	id      *authn.Identity
+	ceiling *mcpv1alpha1.DataClass
+	// policies are the access policies of the caller's namespace, read
+	// with the ceiling.
+	policies []mcpv1alpha1.McpAccessPolicy
 	servers  map[types.NamespacedName]*mcpv1alpha1.McpServer
 	allowAll map[string]*bool
 }
@@ -328,12 +331,12 @@ func (f *featureScope) canUse(ctx context.Context, resource, verb, name string) 
 // ceilingFor is the caller's ceiling for read-only work, read once.
 func (f *featureScope) ceilingFor(ctx context.Context) (mcpv1alpha1.DataClass, error) {
 	if f.ceiling == nil {
-		c, err := f.g.ceiling(ctx, f.id)
+		policies, err := f.g.accessPolicies(ctx, f.id)
 		if err != nil {
 			return "", err
 		}
-		limit := c.For(featureEffects)
-		f.ceiling = &limit
+		limit := ceilingFor(f.id, policies).For(featureEffects)
+		f.ceiling, f.policies = &limit, policies
 	}
 	return *f.ceiling, nil
 }
@@ -609,6 +612,10 @@ var errContentChanged = errors.New("the app's content is not the approved conten
 // send audits before, makes the upstream request with the server's
 // credential for the caller, and audits the outcome. A record that cannot
 // be written refuses the request.
+//
+// What the agent is about to read raises the caller's read mark first,
+// as a tool's result does (the write-down rule, ADR 057): a mark that
+// cannot be written withholds the answer.
 func (f *featureScope) send(ctx context.Context, rec *audit.Record, srv *mcpv1alpha1.McpServer, do func(mcp.Endpoint) (json.RawMessage, error)) (json.RawMessage, error) {
 	g := f.g
 	rec.Decision, rec.Phase, rec.Time = "Allowed", audit.PhaseBefore, g.now()
@@ -628,6 +635,12 @@ func (f *featureScope) send(ctx context.Context, rec *audit.Record, srv *mcpv1al
 	switch {
 	case err == nil:
 		rec.Outcome = audit.OutcomeSucceeded
+		c := &callScope{key: types.NamespacedName{Namespace: f.id.Namespace, Name: rec.Tool}, policies: f.policies,
+			class: mcpv1alpha1.DataClass(rec.DataClass), rec: *rec}
+		if !g.raiseMark(ctx, f.id, c) {
+			raw, answer = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the gateway withheld this answer: it could not record that this caller read it (McpReadMark), which the write-down rule needs first"}
+		}
+		rec.WriteDown, rec.MarkClass = c.rec.WriteDown, c.rec.MarkClass
 	case errors.Is(err, errContentChanged):
 		rec.Outcome, rec.Reason = audit.OutcomeDenied, DenyContentChanged
 		answer = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the app's content changed since it was approved; it is not served until approved again"}

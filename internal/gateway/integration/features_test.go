@@ -196,6 +196,41 @@ var _ = Describe("Prompts and resources", func() {
 	})
 })
 
+var _ = Describe("Prompts and resources under the write-down rule", func() {
+	It("raises the caller's mark with a read, so that what it read is not passed to an open-world tool (attack)", func() {
+		ns := newNamespace()
+		up := mcpserver.StartFeatures(GinkgoT(), 16)
+		declare(ns, "vault", up.URL, nil, withDataClass(mcpv1alpha1.DataClassConfidential))
+		readme := controller.ResourceObjectName("vault", mcpserver.ResourceReadme, "")
+		enableFeature(ns, &mcpv1alpha1.McpResource{}, readme)
+		web := newUpstream(ns, "web", mcpserver.Options{}, []string{mcpserver.ToolEcho}, withDataClass(mcpv1alpha1.DataClassPublic))
+		bot := newAgent(ns, "bot")
+		bot.grant()
+		grantFeatures(bot)
+		p := &mcpv1alpha1.McpAccessPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bot"},
+			Spec: mcpv1alpha1.McpAccessPolicySpec{
+				ServiceAccounts: []string{"bot"}, MaxDataClass: mcpv1alpha1.DataClassConfidential,
+				WriteDown: &mcpv1alpha1.WriteDownRule{Action: mcpv1alpha1.WriteDownRefuse, Window: &metav1.Duration{Duration: time.Hour}},
+			},
+		}
+		Expect(k8sClient.Create(context.Background(), p)).To(Succeed())
+		Eventually(func() error {
+			return cached.Get(context.Background(), client.ObjectKeyFromObject(p), &mcpv1alpha1.McpAccessPolicy{})
+		}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+		cs := bot.connect(nil, legacyEra)
+
+		Expect(readText(cs, mcpserver.ResourceReadme)).To(Equal("The readme."))
+		recs := auditFor(ns, readme)
+		Expect([]string{recs[len(recs)-1].WriteDown, recs[len(recs)-1].MarkClass}).To(Equal([]string{"Raised", "Confidential"}))
+
+		isErr, txt := call(cs, web.local(mcpserver.ToolEcho), map[string]any{"text": "The readme."})
+		Expect(isErr).To(BeTrue(), txt)
+		Expect(txt).To(ContainSubstring("received Confidential data from the tool " + readme))
+		Expect(web.Calls(mcpserver.ToolEcho)).To(BeZero(), "nothing was sent to the open-world tool")
+	})
+})
+
 func ctx() context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	DeferCleanup(cancel)
