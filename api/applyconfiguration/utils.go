@@ -36,6 +36,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ArgumentRuleApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ArgumentRules"):
 		return &apiv1alpha1.ArgumentRulesApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ArgumentText"):
+		return &apiv1alpha1.ArgumentTextApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BearerAuth"):
 		return &apiv1alpha1.BearerAuthApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CABundleReference"):
@@ -80,10 +82,22 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.McpDelegationProfileSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpDelegationProfileStatus"):
 		return &apiv1alpha1.McpDelegationProfileStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpPrompt"):
+		return &apiv1alpha1.McpPromptApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpPromptSpec"):
+		return &apiv1alpha1.McpPromptSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpPromptStatus"):
+		return &apiv1alpha1.McpPromptStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpReadMark"):
 		return &apiv1alpha1.McpReadMarkApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpReadMarkSpec"):
 		return &apiv1alpha1.McpReadMarkSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpResource"):
+		return &apiv1alpha1.McpResourceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpResourceSpec"):
+		return &apiv1alpha1.McpResourceSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("McpResourceStatus"):
+		return &apiv1alpha1.McpResourceStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpServer"):
 		return &apiv1alpha1.McpServerApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("McpServerAuth"):
@@ -114,8 +128,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ParameterTextApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PerPersonAuth"):
 		return &apiv1alpha1.PerPersonAuthApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PromptArgument"):
+		return &apiv1alpha1.PromptArgumentApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PromptReviewedText"):
+		return &apiv1alpha1.PromptReviewedTextApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReadMark"):
 		return &apiv1alpha1.ReadMarkApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceReviewedText"):
+		return &apiv1alpha1.ResourceReviewedTextApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResultInspection"):
 		return &apiv1alpha1.ResultInspectionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReviewedEffects"):

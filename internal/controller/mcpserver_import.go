@@ -42,6 +42,9 @@ func (r *McpServerReconciler) reconcileImport(ctx context.Context, sc *serverSco
 	var applyErr error
 	if err == nil {
 		applied, applyErr = r.applyCatalog(ctx, sc.server, cat)
+		if applyErr == nil {
+			r.importFeatures(ctx, sc, cat.Probe)
+		}
 		if r.Listeners != nil {
 			r.Listeners.Imported(sc.key, cat.TTL)
 		}

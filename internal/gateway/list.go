@@ -139,10 +139,14 @@ func (g *Gateway) bareServer() *sdk.Server { return g.newServer(false) }
 // list result it answers carries the gateway's cache fields
 // (setCacheable).
 func (g *Gateway) newServer(listChanged bool) *sdk.Server {
-	return sdk.NewServer(g.implementation(), &sdk.ServerOptions{
+	s := sdk.NewServer(g.implementation(), &sdk.ServerOptions{
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: listChanged}},
 		SetCacheable: g.setCacheable,
 	})
+	// Prompts and resources are answered for the request's caller
+	// (features.go).
+	s.AddReceivingMiddleware(g.featureMiddleware)
+	return s
 }
 
 // implementation is what the gateway says it is.

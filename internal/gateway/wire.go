@@ -242,6 +242,11 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, m *message) boo
 	}
 	switch m.method {
 	case "initialize":
+		if g.featuresEnabled(r.Context(), id.Namespace) {
+			// The SDK answers it, declaring prompts and resources too
+			// (features.go).
+			return false
+		}
 		return g.serveInitialize(w, m)
 	case "ping":
 		if m.notification() || !emptyParams(m.params) {
@@ -408,6 +413,11 @@ const methodDiscover = "server/discover"
 // changes).
 func (g *Gateway) serveDiscover(w http.ResponseWriter, r *http.Request, m *message) bool {
 	if g.noInitializeEra.Load() || m.era != modernProtocol || r.Header.Get("Mcp-Method") != methodDiscover || r.Header.Get("Mcp-Name") != "" {
+		return false
+	}
+	if id := authn.IdentityOf(auth.TokenInfoFromContext(r.Context())); id != nil && g.featuresEnabled(r.Context(), id.Namespace) {
+		// The SDK answers it, declaring prompts and resources too
+		// (features.go).
 		return false
 	}
 	reqID, ok := plainMetaRequest(m.body, methodDiscover)

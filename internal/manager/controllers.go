@@ -137,6 +137,9 @@ func setupControllers(mgr ctrl.Manager, opts Options, w *wire, shard labels.Sele
 	if err := tools.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the McpTool controller: %w", err)
 	}
+	if err := controller.SetupFeatureControllers(mgr, shard); err != nil {
+		return fmt.Errorf("setting up the McpPrompt and McpResource controllers: %w", err)
+	}
 	return setupNotifications(mgr, opts)
 }
 

@@ -46,7 +46,7 @@ func TestKustomizationsApply(t *testing.T) {
 		{dir: "default", kinds: []string{"CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment"}},
 		// The gateway's own Deployment, next to the controllers.
 		{dir: "gateway", kinds: []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "PodDisruptionBudget"}},
-		{dir: "samples", ns: "samples", kinds: []string{"McpServer", "McpTool", "McpDelegationProfile", "McpAccessPolicy", "Secret"}},
+		{dir: "samples", ns: "samples", kinds: []string{"McpServer", "McpTool", "McpPrompt", "McpResource", "McpDelegationProfile", "McpAccessPolicy", "Secret"}},
 		// The demo agent make run applies.
 		{dir: "samples/demo-agent", ns: "demo", kinds: []string{"ServiceAccount", "Role", "RoleBinding", "McpAccessPolicy"}},
 	} {

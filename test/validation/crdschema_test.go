@@ -41,6 +41,19 @@ var reviewedStrings = map[string]string{
 	"McpTool.spec.interaction.formElicitation":                             "an enum",
 	"McpTool.spec.interaction.sensitiveFields[]":                           "a field name of a server's form, at most 128 characters",
 	"McpTool.spec.interaction.urlElicitationHosts[]":                       "a host name (or *. and a domain), by its pattern",
+	"McpPrompt.spec.remoteName":                                            "a prompt name, [A-Za-z0-9_.-]",
+	"McpPrompt.spec.dataClass":                                             "an enum",
+	"McpPrompt.spec.approvedDefinitionHash":                                "a sha256 digest of a public definition",
+	"McpPrompt.spec.reviewedText.title":                                    "text every agent offered the prompt reads: published, never a secret",
+	"McpPrompt.spec.reviewedText.description":                              "text every agent offered the prompt reads: published, never a secret",
+	"McpPrompt.spec.reviewedText.arguments[].name":                         "an argument name of the prompt's definition",
+	"McpPrompt.spec.reviewedText.arguments[].description":                  "text every agent offered the prompt reads: published, never a secret",
+	"McpResource.spec.reviewedText.title":                                  "text every agent offered the resource reads: published, never a secret",
+	"McpResource.spec.reviewedText.description":                            "text every agent offered the resource reads: published, never a secret",
+	"McpResource.spec.uri":                                                 "the URI of a resource the server lists to every client: public",
+	"McpResource.spec.uriTemplate":                                         "the URI template of a resource template the server lists to every client: public",
+	"McpResource.spec.dataClass":                                           "an enum",
+	"McpResource.spec.approvedDefinitionHash":                              "a sha256 digest of a public definition",
 	"McpDelegationProfile.spec.tokenEndpoint":                              "an https endpoint; user information is rejected by CEL",
 	"McpDelegationProfile.spec.clientID":                                   "a public OAuth client identifier; the secret comes from clientSecretRef",
 	"McpDelegationProfile.spec.allowedAudiences[]":                         "OAuth audience identifiers",
@@ -140,8 +153,8 @@ func walk(path string, s apiextensionsv1.JSONSchemaProps, visit func(path string
 
 func TestNoSpecFieldCanHoldACredential(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "config", "crd", "bases", "*.yaml"))
-	if err != nil || len(files) != 7 {
-		t.Fatalf("want the seven generated CRDs, found %v (%v)", files, err)
+	if err != nil || len(files) != 9 {
+		t.Fatalf("want the nine generated CRDs, found %v (%v)", files, err)
 	}
 	seen := map[string]bool{}
 	refs := map[string]bool{}

@@ -72,6 +72,15 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - name
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ArgumentText
+  map:
+    fields:
+    - name: description
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.BearerAuth
   map:
     fields:
@@ -479,6 +488,83 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: observedGeneration
       type:
         scalar: numeric
+- name: com.github.mcp-catalog.operator.api.v1alpha1.McpPrompt
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+    - name: spec
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.McpPromptSpec
+    - name: status
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.McpPromptStatus
+      default:
+        observedGeneration: -1
+- name: com.github.mcp-catalog.operator.api.v1alpha1.McpPromptSpec
+  map:
+    fields:
+    - name: approvedDefinitionHash
+      type:
+        scalar: string
+    - name: dataClass
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.DataClass
+    - name: enabled
+      type:
+        scalar: boolean
+      default: false
+    - name: remoteName
+      type:
+        scalar: string
+    - name: reviewedText
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.PromptReviewedText
+    - name: serverRef
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.LocalObjectReference
+- name: com.github.mcp-catalog.operator.api.v1alpha1.McpPromptStatus
+  map:
+    fields:
+    - name: arguments
+      type:
+        list:
+          elementType:
+            namedType: com.github.mcp-catalog.operator.api.v1alpha1.PromptArgument
+          elementRelationship: atomic
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: definitionHash
+      type:
+        scalar: string
+    - name: description
+      type:
+        scalar: string
+    - name: drift
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.DefinitionDrift
+    - name: localName
+      type:
+        scalar: string
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: title
+      type:
+        scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.McpReadMark
   map:
     fields:
@@ -508,6 +594,92 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - dataClass
+- name: com.github.mcp-catalog.operator.api.v1alpha1.McpResource
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+    - name: spec
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.McpResourceSpec
+    - name: status
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.McpResourceStatus
+      default:
+        observedGeneration: -1
+- name: com.github.mcp-catalog.operator.api.v1alpha1.McpResourceSpec
+  map:
+    fields:
+    - name: approvedDefinitionHash
+      type:
+        scalar: string
+    - name: dataClass
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.DataClass
+    - name: enabled
+      type:
+        scalar: boolean
+      default: false
+    - name: maxReadBytes
+      type:
+        scalar: numeric
+    - name: reviewedText
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.ResourceReviewedText
+    - name: serverRef
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.LocalObjectReference
+    - name: uri
+      type:
+        scalar: string
+    - name: uriTemplate
+      type:
+        scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.McpResourceStatus
+  map:
+    fields:
+    - name: app
+      type:
+        scalar: boolean
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: contentHash
+      type:
+        scalar: string
+    - name: definitionHash
+      type:
+        scalar: string
+    - name: description
+      type:
+        scalar: string
+    - name: drift
+      type:
+        namedType: com.github.mcp-catalog.operator.api.v1alpha1.DefinitionDrift
+    - name: mimeType
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: title
+      type:
+        scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.McpServer
   map:
     fields:
@@ -894,6 +1066,38 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: associative
+- name: com.github.mcp-catalog.operator.api.v1alpha1.PromptArgument
+  map:
+    fields:
+    - name: description
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+    - name: required
+      type:
+        scalar: boolean
+    - name: title
+      type:
+        scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.PromptReviewedText
+  map:
+    fields:
+    - name: arguments
+      type:
+        list:
+          elementType:
+            namedType: com.github.mcp-catalog.operator.api.v1alpha1.ArgumentText
+          elementRelationship: associative
+          keys:
+          - name
+    - name: description
+      type:
+        scalar: string
+    - name: title
+      type:
+        scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ReadMark
   map:
     fields:
@@ -907,6 +1111,15 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
     - name: tool
+      type:
+        scalar: string
+- name: com.github.mcp-catalog.operator.api.v1alpha1.ResourceReviewedText
+  map:
+    fields:
+    - name: description
+      type:
+        scalar: string
+    - name: title
       type:
         scalar: string
 - name: com.github.mcp-catalog.operator.api.v1alpha1.ResultContentType

@@ -51,6 +51,8 @@
   resources:
   - mcpaccesspolicies/status
   - mcpdelegationprofiles/status
+  - mcpprompts/status
+  - mcpresources/status
   - mcpservers/status
   - mcpsharedservers/status
   - mcptools/status
@@ -77,16 +79,8 @@
 - apiGroups:
   - mcp.catalog.dev
   resources:
-  - mcpreadmarks
-  verbs:
-  - create
-  - get
-  - list
-  - update
-  - watch
-- apiGroups:
-  - mcp.catalog.dev
-  resources:
+  - mcpprompts
+  - mcpresources
   - mcptools
   verbs:
   - create
@@ -94,6 +88,16 @@
   - get
   - list
   - patch
+  - update
+  - watch
+- apiGroups:
+  - mcp.catalog.dev
+  resources:
+  - mcpreadmarks
+  verbs:
+  - create
+  - get
+  - list
   - update
   - watch
 {{- end }}

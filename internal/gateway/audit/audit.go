@@ -80,6 +80,10 @@ type Record struct {
 	// written on their own (denials.go); they carry no call ID or
 	// arguments hash of their own.
 	Repeated int `json:"repeated,omitempty"`
+	// Method is, on a record of a prompt or a resource rather than a tool
+	// call, what was asked of it: prompts/get or resources/read; Tool
+	// then names the McpPrompt or McpResource.
+	Method string `json:"method,omitempty"`
 }
 
 // Sink stores audit records. Write must return only once the record is

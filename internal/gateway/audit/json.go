@@ -71,6 +71,7 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 		b = append(b, `,"repeated":`...)
 		b = strconv.AppendInt(b, int64(r.Repeated), 10)
 	}
+	b = appendMember(b, "method", r.Method, true)
 	return append(b, '}'), nil
 }
 

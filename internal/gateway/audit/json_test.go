@@ -17,7 +17,7 @@ func recordFrom(strs []string, t time.Time, latency int64, repeated int) Record 
 		LocalName: next(5), Server: next(6), ServerNamespace: next(7), SharedServer: next(8), DataClass: next(9),
 		Approval: next(10), ApprovalName: next(11), ApprovedBy: next(12), Decision: next(13), Reason: next(14),
 		Detail: next(15), Outcome: next(16), ErrorKind: next(17), LatencyMillis: latency, ArgumentsHash: next(18),
-		Repeated: repeated,
+		Repeated: repeated, Method: next(19),
 	}
 }
 
@@ -46,7 +46,7 @@ func TestAppendRecordMatchesEncodingJSON(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 5000 {
-		pick := make([]string, 19)
+		pick := make([]string, 20)
 		for j := range pick {
 			pick[j] = strs[rng.IntN(len(strs))]
 		}

@@ -131,6 +131,21 @@ func (a *SubjectAccessReviewAuthorizer) CanCallAll(ctx context.Context, id *auth
 // namespace, else by one review, made once however many ask at the same
 // time, within that namespace's share of reviews.
 func (a *SubjectAccessReviewAuthorizer) review(ctx context.Context, id *authn.Identity, namespace, tool string) (bool, error) {
+	return a.reviewOf(ctx, id, namespace, resourceTools, VerbCall, tool)
+}
+
+// resourceTools is the resource the verb call on tools is reviewed on.
+const resourceTools = "mcptools"
+
+// reviewOf is review of verb on resource (name, or every object when it
+// is empty). The answers of tools keep their key; those of any other
+// resource are keyed with the resource and verb in front of the name,
+// which an object name (no "/") cannot be mistaken for.
+func (a *SubjectAccessReviewAuthorizer) reviewOf(ctx context.Context, id *authn.Identity, namespace, resource, verb, name string) (bool, error) {
+	tool := name
+	if resource != resourceTools {
+		tool = resource + "/" + verb + "/" + name
+	}
 	a.once.Do(func() {
 		a.authz, a.err = authorizerfactory.DelegatingAuthorizerConfig{
 			SubjectAccessReviewClient: a.Client,
@@ -157,12 +172,12 @@ func (a *SubjectAccessReviewAuthorizer) review(ctx context.Context, id *authn.Id
 		}
 		decision, _, err := a.authz.Authorize(ctx, authorizer.AttributesRecord{
 			User:            &authn.UserInfo{Identity: *id},
-			Verb:            VerbCall,
+			Verb:            verb,
 			Namespace:       namespace,
 			APIGroup:        mcpv1alpha1.GroupVersion.Group,
 			APIVersion:      mcpv1alpha1.GroupVersion.Version,
-			Resource:        "mcptools",
-			Name:            tool,
+			Resource:        resource,
+			Name:            name,
 			ResourceRequest: true,
 		})
 		if err != nil {
