@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -391,6 +392,17 @@ func newCallCommand(s Streams) *cobra.Command {
 			ctx, cancel := signalContext(cmd.Context())
 			defer cancel()
 			out, err := s.client(f.allowPrivateNetwork).CallTool(ctx, ep, args[1], callArgs)
+			if asked := urlRequests(err); len(asked) > 0 {
+				// The server asks its user to open an address (the
+				// gateway: a person's approval). What it says is shown
+				// as printable text; the call was not made.
+				for _, a := range asked {
+					if _, werr := fmt.Fprintf(s.Out, "%s\n%s\n", review.Printable(a.Message, true), review.Printable(a.URL, true)); werr != nil {
+						return werr
+					}
+				}
+				return &exitError{code: ExitFailed, err: fmt.Errorf("the server asks for input this command cannot give (%d address(es) to open, above)", len(asked))}
+			}
 			if err != nil {
 				return f.refusal(err)
 			}
@@ -445,4 +457,45 @@ func parseArgs(s Streams, v string) (map[string]any, error) {
 		return nil, usageErr("--args must be a JSON object")
 	}
 	return m, nil
+}
+
+// urlRequest is a URL elicitation a server sent in an input_required
+// result.
+type urlRequest struct {
+	Message, URL string
+}
+
+// urlRequests are the URL elicitations of the input_required result err
+// carries, if it is one; none otherwise.
+func urlRequests(err error) []urlRequest {
+	var e *mcp.Error
+	if !errors.As(err, &e) || e.Kind != mcp.KindInputRequired || e.InputRequired == nil {
+		return nil
+	}
+	var res struct {
+		InputRequests map[string]struct {
+			Method string `json:"method"`
+			Params struct {
+				Mode    string `json:"mode"`
+				Message string `json:"message"`
+				URL     string `json:"url"`
+			} `json:"params"`
+		} `json:"inputRequests"`
+	}
+	if json.Unmarshal(e.InputRequired, &res) != nil {
+		return nil
+	}
+	keys := make([]string, 0, len(res.InputRequests))
+	for k := range res.InputRequests {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var out []urlRequest
+	for _, k := range keys {
+		r := res.InputRequests[k]
+		if r.Method == "elicitation/create" && r.Params.Mode == "url" && r.Params.URL != "" {
+			out = append(out, urlRequest{Message: r.Params.Message, URL: r.Params.URL})
+		}
+	}
+	return out
 }

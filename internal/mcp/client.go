@@ -762,7 +762,9 @@ func (o *operation) checkResultType(method string, t *tape, r int) error {
 		if o.rounds != nil && method == "tools/call" {
 			return nil
 		}
-		return o.failDetail(KindInputRequired, method, "")
+		// The result is kept for a caller that shows its user what was
+		// asked (the CLI); it is never part of the error's text.
+		return &Error{Kind: KindInputRequired, Server: o.ep.Name, Method: method, InputRequired: bytes.Clone(t.raw(r))}
 	default:
 		return o.failDetail(KindInvalidResponse, method, "unknown resultType")
 	}

@@ -115,6 +115,9 @@ type Error struct {
 	RPCMessage string
 	// RPCData is the server's JSON-RPC error data, verbatim.
 	RPCData json.RawMessage
+	// InputRequired is the input_required result as the server sent it,
+	// set for KindInputRequired. It is server bytes, like RPCMessage.
+	InputRequired json.RawMessage
 	// Budget is the operation's whole budget, set for KindBudgetExhausted.
 	Budget time.Duration
 	// Limit is the ceiling that was hit, set for KindPageLimit, KindToolLimit,
