@@ -649,7 +649,12 @@ func (o *operation) callTool(ctx context.Context, name string, args map[string]a
 			return res, nil
 		}
 	}
-	res, err := flattenCallResult(msg.result)
+	var res *callResult
+	if msg.tape != nil {
+		res, err = flattenResultAt(msg.tape, msg.resultAt)
+	} else {
+		res, err = flattenCallResult(msg.result)
+	}
 	if err == nil && full {
 		// A large result (one carrying an image) stays in the body it
 		// was read into, which is the outcome's from now on.

@@ -43,40 +43,56 @@ type callResult struct {
 // dropped blocks leads the text, because tool output is cut to a byte bound
 // before a model sees it and a trailing note would be the first thing cut.
 func flattenCallResult(result json.RawMessage) (*callResult, error) {
-	m, err := decodeObject(result)
-	if err != nil {
+	t, ok := parseTape(result)
+	if !ok {
+		return nil, protoErr(KindInvalidResponse, "tools/call result is malformed")
+	}
+	defer t.release()
+	return flattenResultAt(t, 0)
+}
+
+// flattenResultAt is flattenCallResult of the result at entry at of t, read
+// from the tape the response was parsed into rather than scanned again. Its
+// reading is encoding/json's: a member absent and a member null are alike
+// where json.Unmarshal makes them alike, and a repeated member name makes
+// the object malformed, as decodeObject has it.
+func flattenResultAt(t *tape, at int) (*callResult, error) {
+	if t.e[at].kind != kObject || t.hasDuplicate(at) {
 		return nil, protoErr(KindInvalidResponse, "tools/call result is malformed")
 	}
 	out := &callResult{}
-	if v, ok := m["isError"]; ok && !isJSONNull(v) {
-		if json.Unmarshal(v, &out.IsError) != nil {
+	if v := t.member(at, "isError"); v >= 0 {
+		switch t.e[v].kind {
+		case kTrue:
+			out.IsError = true
+		case kFalse, kNull:
+		default:
 			return nil, protoErr(KindInvalidResponse, "isError is not a boolean")
 		}
 	}
-	var blocks []json.RawMessage
-	if v, ok := m["content"]; ok && !isJSONNull(v) {
-		// The blocks are read in place: an image's base64 is not copied.
-		if blocks, ok = decodeArray(v); !ok {
+	var texts []string
+	if v := t.member(at, "content"); v >= 0 && t.e[v].kind != kNull {
+		if t.e[v].kind != kArray {
 			return nil, protoErr(KindInvalidResponse, "content is not a list")
 		}
-	}
-	var texts []string
-	for _, raw := range blocks {
-		typ, text, ok := textBlock(raw)
-		if ok {
-			texts = append(texts, text)
-			continue
+		// The blocks are read in place: an image's base64 is not copied.
+		for b, end := v+1, t.next(v); b < end; b = t.next(b) {
+			typ, text, ok := textBlockAt(t, b)
+			if ok {
+				texts = append(texts, text)
+				continue
+			}
+			if out.Dropped == nil {
+				out.Dropped = make(map[string]int)
+			}
+			out.Dropped[typ]++
 		}
-		if out.Dropped == nil {
-			out.Dropped = make(map[string]int)
-		}
-		out.Dropped[typ]++
 	}
 	body := strings.Join(texts, textSeparator)
 	if len(texts) == 0 {
-		if sc, ok := m["structuredContent"]; ok && !isJSONNull(sc) {
+		if sc := t.member(at, "structuredContent"); sc >= 0 && t.e[sc].kind != kNull {
 			var buf bytes.Buffer
-			if err := json.Compact(&buf, sc); err == nil {
+			if err := json.Compact(&buf, t.raw(sc)); err == nil {
 				body = buf.String()
 			}
 		}
@@ -85,28 +101,41 @@ func flattenCallResult(result json.RawMessage) (*callResult, error) {
 	return out, nil
 }
 
-// textBlock classifies one content block. ok is true for a well-formed text
-// block; otherwise typ is the name the block is counted under.
-func textBlock(raw json.RawMessage) (typ, text string, ok bool) {
-	m, err := decodeObject(raw)
-	if err != nil {
+// textBlockAt classifies the content block at entry b of t. ok is true for a
+// well-formed text block; otherwise typ is the name the block is counted
+// under. As json.Unmarshal reads them, a type that is not a string makes the
+// block other, and a text of null is an empty text.
+func textBlockAt(t *tape, b int) (typ, text string, ok bool) {
+	if t.e[b].kind != kObject || t.hasDuplicate(b) {
 		return DroppedOther, "", false
 	}
-	var t string
-	if json.Unmarshal(m["type"], &t) != nil {
+	tv := t.member(b, "type")
+	if tv < 0 || t.e[tv].kind != kString {
 		return DroppedOther, "", false
 	}
-	switch t {
-	case "text":
-		if json.Unmarshal(m["text"], &text) != nil {
+	switch {
+	case t.is(tv, "text"):
+		v := t.member(b, "text")
+		switch {
+		case v < 0:
+			return DroppedOther, "", false
+		case t.e[v].kind == kNull:
+			return "text", "", true
+		}
+		if text, ok = t.stringAt(v); !ok {
 			return DroppedOther, "", false
 		}
 		return "text", text, true
-	case DroppedImage, DroppedAudio, DroppedResource, DroppedResourceLink:
-		return t, "", false
-	default:
-		return DroppedOther, "", false
+	case t.is(tv, DroppedImage):
+		return DroppedImage, "", false
+	case t.is(tv, DroppedAudio):
+		return DroppedAudio, "", false
+	case t.is(tv, DroppedResource):
+		return DroppedResource, "", false
+	case t.is(tv, DroppedResourceLink):
+		return DroppedResourceLink, "", false
 	}
+	return DroppedOther, "", false
 }
 
 // droppedNote renders the counts as one line, or "" when nothing was dropped.
