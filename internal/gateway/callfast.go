@@ -74,7 +74,7 @@ func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request, m *message, 
 // shape agents send (the tool's name and its arguments, nothing else),
 // when it may be made without a question for anyone; it reports whether
 // it did.
-func (g *Gateway) serveEraCall(w http.ResponseWriter, r *http.Request, m *message, info *auth.TokenInfo, id *authn.Identity) bool {
+func (g *Gateway) serveEraCall(ctx context.Context, w http.ResponseWriter, r *http.Request, m *message, info *auth.TokenInfo, id *authn.Identity) bool {
 	if m.notification() || m.params == nil {
 		return false
 	}
@@ -90,11 +90,11 @@ func (g *Gateway) serveEraCall(w http.ResponseWriter, r *http.Request, m *messag
 		Params: &sdk.CallToolParamsRaw{Name: name, Arguments: p.Get("arguments")},
 		Extra:  &sdk.RequestExtra{TokenInfo: info, Header: r.Header},
 	}
-	pre, refused, ok := g.decideFront(r.Context(), id, req)
+	pre, refused, ok := g.decideFront(ctx, id, req)
 	if !ok {
 		return false
 	}
-	res, err := g.callThrough(r.Context(), req, pre, refused)
+	res, err := g.callThrough(ctx, req, pre, refused)
 	res = resultForEra(res, m.era)
 	if pieces, typed := g.typedAnswer(res, false); err == nil && typed {
 		// A result carrying an image is written around it (resultraw.go).

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"sync"
 
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
@@ -54,9 +53,10 @@ type inflightCall struct {
 }
 
 // track keeps the call m of caller id until done is called, and returns
-// the request with a context that cancelCall ends.
-func (c *inflightCalls) track(r *http.Request, id *authn.Identity, m *message) (*http.Request, func()) {
-	ctx, cancel := context.WithCancel(r.Context())
+// the call's context, a child of parent that cancel ends. The context is
+// passed down, not put in a copy of the request.
+func (c *inflightCalls) track(parent context.Context, id *authn.Identity, m *message) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
 	k := inflightKey{caller: id.Username, namespace: id.Namespace, id: string(m.id)}
 	c.mu.Lock()
 	if c.m == nil {
@@ -71,7 +71,7 @@ func (c *inflightCalls) track(r *http.Request, id *authn.Identity, m *message) (
 	}
 	e.n++
 	c.mu.Unlock()
-	return r.WithContext(ctx), func() {
+	return ctx, func() {
 		c.mu.Lock()
 		if e.n--; e.n == 0 {
 			delete(c.m, k)

@@ -108,7 +108,7 @@ func (g *Gateway) sessionRelay(ctx context.Context, req *sdk.CallToolRequest) co
 // here, as an event stream: the call's progress, then its answer. It
 // reports whether it did; when it did not, nothing was decided, counted or
 // audited, and the SDK serves the call.
-func (g *Gateway) serveRelayedCall(w http.ResponseWriter, r *http.Request, m *message, info *auth.TokenInfo, id *authn.Identity) bool {
+func (g *Gateway) serveRelayedCall(ctx context.Context, w http.ResponseWriter, r *http.Request, m *message, info *auth.TokenInfo, id *authn.Identity) bool {
 	modern := m.era >= modernProtocol
 	if m.notification() || (modern && (m.era != modernProtocol || r.Header.Get("Mcp-Method") != "tools/call")) {
 		return false
@@ -121,7 +121,7 @@ func (g *Gateway) serveRelayedCall(w http.ResponseWriter, r *http.Request, m *me
 		Params: &sdk.CallToolParamsRaw{Meta: call.meta, Name: call.name, Arguments: call.args},
 		Extra:  &sdk.RequestExtra{TokenInfo: info, Header: r.Header},
 	}
-	pre, refused, ok := g.decideFront(r.Context(), id, req)
+	pre, refused, ok := g.decideFront(ctx, id, req)
 	if !ok {
 		return false
 	}
@@ -133,7 +133,7 @@ func (g *Gateway) serveRelayedCall(w http.ResponseWriter, r *http.Request, m *me
 	}
 	s := newEventStream(w)
 	relay := &progressRelay{token: call.token, write: s.message}
-	res, err := g.callThrough(withProgress(r.Context(), relay.progress), req, pre, refused)
+	res, err := g.callThrough(withProgress(ctx, relay.progress), req, pre, refused)
 	var msg []byte
 	if modern {
 		msg, ok = g.callResult(res, err)

@@ -228,7 +228,7 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, m *message) boo
 	if m.era >= modernProtocol {
 		switch m.method {
 		case "tools/call":
-			return g.serveCall(w, r, m, info, id) || g.serveRelayedCall(w, r, m, info, id)
+			return g.serveCall(w, r, m, info, id) || g.serveRelayedCall(r.Context(), w, r, m, info, id)
 		case "tools/list":
 			return g.serveList(w, r, m, id)
 		case methodDiscover:
@@ -263,9 +263,9 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, m *message) boo
 			return false
 		}
 		// Kept, by caller and id, for a cancellation to find (cancel.go).
-		r, done := g.calls.track(r, id, m)
+		ctx, done := g.calls.track(r.Context(), id, m)
 		defer done()
-		return g.serveEraCall(w, r, m, info, id) || g.serveRelayedCall(w, r, m, info, id)
+		return g.serveEraCall(ctx, w, r, m, info, id) || g.serveRelayedCall(ctx, w, r, m, info, id)
 	case methodInitialized, "notifications/cancelled":
 		if !m.notification() {
 			return false

@@ -205,7 +205,12 @@ func (a *SubjectAccessReviewAuthorizer) reviewOf(ctx context.Context, id *authn.
 // attributes in order of their names.
 func accessKey(id *authn.Identity, namespace, tool string) string {
 	subject := id.SubjectKey()
-	b := make([]byte, 0, len(subject)+len(namespace)+len(tool)+16)
+	// Built on the stack when it fits: the one allocation is the string.
+	var buf [256]byte
+	b := buf[:0]
+	if n := len(subject) + len(namespace) + len(tool) + 16; n > len(buf) {
+		b = make([]byte, 0, n)
+	}
 	b = append(b, subject...)
 	b = authn.AppendKeyField(b, namespace)
 	b = authn.AppendKeyField(b, tool)
