@@ -67,6 +67,11 @@ type callScope struct {
 	// delegation that takes it (upstreamauth.go).
 	personCred  *mcp.Credential
 	callerToken secret.Secret
+
+	// pinned is set for content approved by its hash (a ui:// app
+	// resource's, features.go): result inspection refuses it on any
+	// finding rather than change it.
+	pinned bool
 }
 
 // call makes one tool call, stage by stage, each stage in the file named

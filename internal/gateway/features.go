@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/gateway/authz"
 	"github.com/mcp-catalog/operator/internal/governance"
+	"github.com/mcp-catalog/operator/internal/inspect"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/toolname"
@@ -498,20 +500,64 @@ func (f *featureScope) getPrompt(ctx context.Context, p *sdk.GetPromptParams) (s
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the prompt has no argument of one of the names sent"}
 		}
 	}
-	raw, err := f.send(ctx, &rec, v.server, func(ep mcp.Endpoint) (json.RawMessage, error) {
+	return f.send(ctx, &rec, v.server, false, func(ep mcp.Endpoint) (json.RawMessage, error) {
 		return g.MCP.GetPrompt(ctx, ep, pr.Spec.RemoteName, p.Arguments)
+	}, func(c *callScope, raw json.RawMessage) (sdk.Result, error) {
+		return f.screenPrompt(ctx, c, raw, pr.Spec.ReviewedText)
 	})
-	if err != nil {
-		return nil, err
-	}
-	out := &sdk.GetPromptResult{}
-	if err := json.Unmarshal(raw, out); err != nil {
+}
+
+// screenPrompt is what the agent gets of a prompts/get answer: its
+// messages' contents (and the server's description, a text too) screened
+// as the blocks of a tool's result are, by readable. A message keeps its
+// role; the gateway's notes lead the messages as the user's. The
+// server's _meta, of the result and of each block, is dropped, as a tool
+// result's is: nothing screens it.
+func (f *featureScope) screenPrompt(ctx context.Context, c *callScope, raw json.RawMessage, rt *mcpv1alpha1.PromptReviewedText) (sdk.Result, error) {
+	in := &sdk.GetPromptResult{}
+	if err := json.Unmarshal(raw, in); err != nil {
+		c.rec.Outcome, c.rec.ErrorKind = audit.OutcomeFailed, string(mcp.KindInvalidResponse)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server's answer is not a prompt"}
 	}
-	if rt := pr.Spec.ReviewedText; rt != nil {
+	out := &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{}}
+	t := &typedResult{}
+	var description sdk.Content
+	if rt != nil {
 		// The result's description is the server's text about the
 		// prompt: once people reviewed it, theirs.
 		out.Description = rt.Description
+	} else if in.Description != "" {
+		description = &sdk.TextContent{Text: in.Description}
+		t.content = append(t.content, description)
+	}
+	roles := map[sdk.Content]sdk.Role{}
+	other := 0
+	for _, m := range in.Messages {
+		if m == nil || m.Content == nil || !stripMeta(m.Content) {
+			other++
+			continue
+		}
+		roles[m.Content] = m.Role
+		t.content = append(t.content, m.Content)
+	}
+	if other > 0 {
+		t.content = append([]sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("[Note: %d message(s) of a kind prompts do not carry dropped.]", other)}}, t.content...)
+	}
+	res, err := f.readable(ctx, c, t)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range res.Content {
+		role, ok := roles[b]
+		switch {
+		case b == description:
+			out.Description = description.(*sdk.TextContent).Text
+		case ok:
+			out.Messages = append(out.Messages, &sdk.PromptMessage{Role: role, Content: b})
+		default:
+			// The gateway's note, or the guardrail's replacement.
+			out.Messages = append(out.Messages, &sdk.PromptMessage{Role: "user", Content: b})
+		}
 	}
 	return out, nil
 }
@@ -587,7 +633,7 @@ func (f *featureScope) readResource(ctx context.Context, uri string) (sdk.Result
 	if chosen.Spec.MaxReadBytes != nil {
 		bound = *chosen.Spec.MaxReadBytes
 	}
-	raw, err := f.send(ctx, &rec, verdict.server, func(ep mcp.Endpoint) (json.RawMessage, error) {
+	return f.send(ctx, &rec, verdict.server, app, func(ep mcp.Endpoint) (json.RawMessage, error) {
 		raw, err := g.MCP.ReadResource(ctx, ep, uri, bound)
 		if err != nil {
 			return nil, err
@@ -596,27 +642,90 @@ func (f *featureScope) readResource(ctx context.Context, uri string) (sdk.Result
 			return nil, errContentChanged
 		}
 		return raw, nil
+	}, func(c *callScope, raw json.RawMessage) (sdk.Result, error) {
+		return f.screenRead(ctx, c, raw, uri)
 	})
-	if err != nil {
-		return nil, err
-	}
-	out := &sdk.ReadResourceResult{}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server's answer is not a resource"}
-	}
-	return out, nil
 }
 
 var errContentChanged = errors.New("the app's content is not the approved content")
 
-// send audits before, makes the upstream request with the server's
-// credential for the caller, and audits the outcome. A record that cannot
-// be written refuses the request.
+// screenRead is what the agent gets of a resources/read answer: each of
+// its contents screened as the same content embedded in a tool's result
+// is (its text and URI inspected, its blob under the content-type rule),
+// by readable, so that a server cannot pass as a resource what the
+// caller's policies keep out of a tool's result. The gateway's notes
+// come first, as text contents of the URI read. The server's _meta is
+// dropped, as a tool result's is.
 //
-// What the agent is about to read raises the caller's read mark first,
-// as a tool's result does (the write-down rule, ADR 057): a mark that
-// cannot be written withholds the answer.
-func (f *featureScope) send(ctx context.Context, rec *audit.Record, srv *mcpv1alpha1.McpServer, do func(mcp.Endpoint) (json.RawMessage, error)) (json.RawMessage, error) {
+// An app's content (c.pinned) is served as approved or not at all:
+// inspection refuses it on any finding (inspectionOf), and an answer
+// the other stages would change (a part removed, a note added, the
+// guardrail's replacement) is withheld too.
+func (f *featureScope) screenRead(ctx context.Context, c *callScope, raw json.RawMessage, uri string) (sdk.Result, error) {
+	in := &sdk.ReadResourceResult{}
+	if err := json.Unmarshal(raw, in); err != nil {
+		c.rec.Outcome, c.rec.ErrorKind = audit.OutcomeFailed, string(mcp.KindInvalidResponse)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server's answer is not a resource"}
+	}
+	t := &typedResult{}
+	for _, rc := range in.Contents {
+		if rc != nil {
+			rc.Meta = nil
+			t.content = append(t.content, &sdk.EmbeddedResource{Resource: rc})
+		}
+	}
+	sent := slices.Clone(t.content)
+	res, err := f.readable(ctx, c, t)
+	if err != nil {
+		return nil, err
+	}
+	if c.pinned && !slices.Equal(res.Content, sent) {
+		c.rec.InspectionAction = string(inspect.Refuse)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "The gateway withheld this app: its content is served as approved or not at all, and the access policy or the guardrail would have changed it."}
+	}
+	out := &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{}}
+	for _, b := range res.Content {
+		switch x := b.(type) {
+		case *sdk.EmbeddedResource:
+			out.Contents = append(out.Contents, x.Resource)
+		case *sdk.TextContent:
+			// The gateway's note, or the guardrail's replacement.
+			out.Contents = append(out.Contents, &sdk.ResourceContents{URI: uri, MIMEType: "text/plain", Text: x.Text})
+		}
+	}
+	return out, nil
+}
+
+// readable is t screened as a tool's result that is more than text is
+// (readableTyped: result inspection, the content-type rule, the guardrail
+// webhook, and the caller's read mark raised before the agent reads it);
+// a withheld answer is an error carrying the gateway's text.
+func (f *featureScope) readable(ctx context.Context, c *callScope, t *typedResult) (*sdk.CallToolResult, error) {
+	res := f.g.readableTyped(ctx, f.id, c, t, false)
+	if res.IsError {
+		why := "The gateway withheld this answer."
+		if len(res.Content) == 1 {
+			if t, ok := res.Content[0].(*sdk.TextContent); ok {
+				why = t.Text
+			}
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: why}
+	}
+	return res, nil
+}
+
+// send audits before, makes the upstream request with the server's
+// credential for the caller, screens the answer (screen), and audits the
+// outcome with what screening found. A record that cannot be written
+// refuses the request.
+//
+// screen gives the agent's answer, as a tool's result is given: screened
+// (result inspection, the guardrail, the content-type rule), and what the
+// agent is about to read raises the caller's read mark first (the
+// write-down rule, ADR 057); a mark that cannot be written withholds the
+// answer. pinned says the content is approved by its hash.
+func (f *featureScope) send(ctx context.Context, rec *audit.Record, srv *mcpv1alpha1.McpServer, pinned bool,
+	do func(mcp.Endpoint) (json.RawMessage, error), screen func(*callScope, json.RawMessage) (sdk.Result, error)) (sdk.Result, error) {
 	g := f.g
 	rec.Decision, rec.Phase, rec.Time = "Allowed", audit.PhaseBefore, g.now()
 	if err := g.Audit.Write(ctx, *rec); err != nil {
@@ -630,17 +739,18 @@ func (f *featureScope) send(ctx context.Context, rec *audit.Record, srv *mcpv1al
 		raw, err = do(ep)
 	}
 	rec.Phase, rec.Time, rec.LatencyMillis = audit.PhaseAfter, g.now(), time.Since(start).Milliseconds()
-	var answer error
-	var me *mcp.Error
+	var (
+		answer error
+		res    sdk.Result
+		me     *mcp.Error
+	)
 	switch {
 	case err == nil:
 		rec.Outcome = audit.OutcomeSucceeded
 		c := &callScope{key: types.NamespacedName{Namespace: f.id.Namespace, Name: rec.Tool}, policies: f.policies,
-			class: mcpv1alpha1.DataClass(rec.DataClass), rec: *rec}
-		if !g.raiseMark(ctx, f.id, c) {
-			raw, answer = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the gateway withheld this answer: it could not record that this caller read it (McpReadMark), which the write-down rule needs first"}
-		}
-		rec.WriteDown, rec.MarkClass = c.rec.WriteDown, c.rec.MarkClass
+			class: mcpv1alpha1.DataClass(rec.DataClass), rec: *rec, pinned: pinned}
+		res, answer = screen(c, raw)
+		*rec = c.rec
 	case errors.Is(err, errContentChanged):
 		rec.Outcome, rec.Reason = audit.OutcomeDenied, DenyContentChanged
 		answer = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the app's content changed since it was approved; it is not served until approved again"}
@@ -657,7 +767,10 @@ func (f *featureScope) send(ctx context.Context, rec *audit.Record, srv *mcpv1al
 	if werr := g.Audit.Write(ctx, *rec); werr != nil {
 		logging.FromContext(ctx, logging.Gateway).Error(werr, "the audit record of the outcome could not be written", "object", rec.Tool)
 	}
-	return raw, answer
+	if answer != nil {
+		return nil, answer
+	}
+	return res, nil
 }
 
 // featureDenial audits a refusal of a prompts/get or a resources/read.

@@ -74,10 +74,24 @@ func (g *Gateway) guardResult(ctx context.Context, id *authn.Identity, c *callSc
 	return text, false
 }
 
+// guardrailRequest is the request about c in phase. What a prompts/get or
+// a resources/read returns (features.go: c names the McpPrompt or
+// McpResource, and no tool) is asked about in the phase of its own, its
+// object in the tool field.
 func (g *Gateway) guardrailRequest(id *authn.Identity, c *callScope, phase string) guardrail.Request {
-	server := c.tool.Spec.ServerRef.Name
-	return guardrail.Request{Phase: phase, CallID: c.rec.CallID, Namespace: id.Namespace, Caller: id.Username,
-		Tool: c.tool.Namespace + "/" + c.tool.Name, Server: c.tool.Namespace + "/" + server, DataClass: string(c.class)}
+	req := guardrail.Request{Phase: phase, CallID: c.rec.CallID, Namespace: id.Namespace, Caller: id.Username, DataClass: string(c.class)}
+	if c.tool == nil {
+		switch c.rec.Method {
+		case methodPromptsGet:
+			req.Phase = guardrail.PhasePrompt
+		case methodResourcesRead:
+			req.Phase = guardrail.PhaseResource
+		}
+		req.Tool, req.Server = c.key.Namespace+"/"+c.key.Name, c.key.Namespace+"/"+c.rec.Server
+		return req
+	}
+	req.Tool, req.Server = c.tool.Namespace+"/"+c.tool.Name, c.tool.Namespace+"/"+c.tool.Spec.ServerRef.Name
+	return req
 }
 
 // failsClosed reports whether calls of class are refused while the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,7 +27,7 @@ const findingTooLarge = "TooLarge"
 // whether it is withheld. What was found, by kind, goes into the audit
 // record and the findings metric; the text found goes nowhere.
 func (g *Gateway) inspectResult(id *authn.Identity, c *callScope, text string) (string, bool) {
-	p, limit := inspectionFor(id, c.policies)
+	p, limit := inspectionOf(id, c)
 	if limit > 0 && int64(len(text)) > limit {
 		c.rec.Inspection, c.rec.InspectionAction = []string{findingTooLarge}, string(inspect.Refuse)
 		metrics.GatewayResultFindings.WithLabelValues(id.Namespace, findingTooLarge, string(inspect.Refuse)).Inc()
@@ -56,6 +57,18 @@ func recordFindings(id *authn.Identity, c *callScope, found []string, action ins
 			metrics.GatewayResultFindings.WithLabelValues(id.Namespace, kind, string(action)).Inc()
 		}
 	}
+}
+
+// inspectionOf is what the screening of c's result applies: the caller's
+// policies' inspection, and for content pinned by its hash a refusal on
+// any finding, since redacting or annotating it would serve content whose
+// hash is not the approved one.
+func inspectionOf(id *authn.Identity, c *callScope) (inspect.Policy, int64) {
+	p, limit := inspectionFor(id, c.policies)
+	if c.pinned {
+		p = inspect.Policy{HiddenCharacters: inspect.Refuse, InstructionLike: inspect.Refuse, Secrets: inspect.Refuse}
+	}
+	return p, limit
 }
 
 // inspectionFor is what the caller's policies ask of its results: for each
@@ -109,15 +122,27 @@ const findingContentTooLarge = "ContentTooLarge"
 
 // maxContentFor is the bound on the non-text parts of c's results
 // (spec.maxContentBytes): the tool's, else none for a Restricted tool,
-// else the default.
+// else the default. A prompt (features.go) has no bound of its own and
+// takes a tool's defaults; a resource's read as a whole was kept within
+// its spec.maxReadBytes, which is its bound.
 func maxContentFor(c *callScope) int64 {
 	switch {
-	case c.tool.Spec.MaxContentBytes != nil:
+	case c.tool == nil && c.rec.Method == methodResourcesRead:
+		return math.MaxInt64
+	case c.tool != nil && c.tool.Spec.MaxContentBytes != nil:
 		return *c.tool.Spec.MaxContentBytes
 	case c.class == mcpv1alpha1.DataClassRestricted:
 		return 0
 	}
 	return mcpv1alpha1.DefaultMaxContentBytes
+}
+
+// boundOf names the bound maxContentFor gives, for the agent.
+func boundOf(c *callScope) string {
+	if c.tool == nil {
+		return "a prompt's messages may carry (the default of McpTool spec.maxContentBytes)"
+	}
+	return "this tool allows (McpTool spec.maxContentBytes)"
 }
 
 // findingContentType is the finding of a result some of whose parts the
@@ -232,7 +257,7 @@ func removeDisallowed(t *typedResult, r contentRule) int {
 // spec.maxContentBytes and not screened. It changes t in place, and
 // returns the text the agent reads instead when the result is withheld.
 func (g *Gateway) inspectTyped(id *authn.Identity, c *callScope, t *typedResult) (string, bool) {
-	p, limit := inspectionFor(id, c.policies)
+	p, limit := inspectionOf(id, c)
 	// What the caller's policies do not pass is gone before anything is
 	// counted or screened.
 	removedTypes := removeDisallowed(t, contentFor(id, c.policies)) > 0
@@ -246,7 +271,7 @@ func (g *Gateway) inspectTyped(id *authn.Identity, c *callScope, t *typedResult)
 		recordFindings(id, c, []string{findingContentTooLarge}, inspect.Refuse)
 		return "The gateway withheld this result: its parts that are not text (images, audio, binary resources) are " +
 			strconv.FormatInt(binary, 10) + " bytes, above the " + strconv.FormatInt(bound, 10) +
-			" bytes this tool allows (McpTool spec.maxContentBytes).", true
+			" bytes " + boundOf(c) + ".", true
 	} else if binary > 0 && bound == 0 {
 		dropBinary(t)
 	}

@@ -28,11 +28,20 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Phases of a check.
+// Phases of a check: a call before it is sent, its result, and what a
+// prompts/get (the prompt's messages) or a resources/read (the resource's
+// contents) returns, each asked about as a result is.
 const (
-	PhaseRequest = "request"
-	PhaseResult  = "result"
+	PhaseRequest  = "request"
+	PhaseResult   = "result"
+	PhasePrompt   = "prompt"
+	PhaseResource = "resource"
 )
+
+// replaces reports whether a verdict of phase may replace the text.
+func replaces(phase string) bool {
+	return phase == PhaseResult || phase == PhasePrompt || phase == PhaseResource
+}
 
 // SignatureHeader carries a request's signature:
 // t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" under the key>.
@@ -196,7 +205,7 @@ func (c *Client) Check(ctx context.Context, req Request) (Verdict, error) {
 	if err := dec.Decode(&v); err != nil {
 		return Verdict{}, &UnavailableError{Why: "BadAnswer", Err: errors.New("the answer is not a verdict")}
 	}
-	if v.Result != nil && (req.Phase != PhaseResult || !v.Allow) {
+	if v.Result != nil && (!replaces(req.Phase) || !v.Allow) {
 		return Verdict{}, &UnavailableError{Why: "BadAnswer", Err: errors.New("a replacement result is only for an allowed result")}
 	}
 	v.Reason = clean(v.Reason)

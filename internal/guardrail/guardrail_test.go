@@ -72,6 +72,18 @@ func TestCheckAsksASignedQuestionAndReadsTheVerdict(t *testing.T) {
 	}
 }
 
+func TestPromptsAndResourcesMayBeReplacedAsResults(t *testing.T) {
+	srv, _ := service(t, func(Request) (int, string) { return 200, `{"allow":true,"result":"cleaned"}` })
+	c := client(t, srv.URL)
+	text := "raw"
+	for _, phase := range []string{PhasePrompt, PhaseResource} {
+		v, err := c.Check(context.Background(), Request{Phase: phase, Namespace: "team", Result: &text})
+		if err != nil || v.Result == nil || *v.Result != "cleaned" {
+			t.Fatalf("%s: %+v %v", phase, v, err)
+		}
+	}
+}
+
 func TestEveryFailureIsUnavailableWithAFixedWord(t *testing.T) {
 	// The slow service answers once the test is over: its cleanup is
 	// registered after the server's, so it runs first.
