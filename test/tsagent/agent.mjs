@@ -10,7 +10,8 @@
 // last one about the HTTP requests it made. Steps:
 //
 //   {"op":"list"}                                 -> {"tools":[names]}
-//   {"op":"call","name":N,"arguments":{...}}      -> {"isError":b,"content":[...],"structuredContent":{...}}
+//   {"op":"call","name":N,"arguments":{...}}      -> {"isError":b,"content":[...],"structuredContent":{...},"elicitations":[...]}
+//   {"op":"call",...,"progress":true}             -> the same, and "progress":[[progress,total],...]
 //   {"op":"ping"}                                 -> {}
 //   {"op":"calls","name":N,"arguments":{},"n":K}  -> {"n":K,"failed":f,"p50us":..,"p95us":..}
 //   {"op":"calls",...,"n":K,"everyMs":P}          -> the same, one call every P ms (see calls)
@@ -35,6 +36,13 @@
 // and the agent connects again with the token. The connect line then says
 // {"oauth":{"authorizations":n,"tokenType":..}}.
 //
+// MCP_ELICIT={"action":"accept","content":{...}} makes the agent declare
+// elicitation (form and URL modes) and answer every elicitation/create with
+// that result; a call reports the requests it was asked during it, each as
+// {"mode":..,"fields":[names of the form's fields],"url":..}. Asked for
+// progress, a call sends a progress token and reports the notifications
+// the SDK handed it.
+//
 // MCP_ORIGINS={"http://localhost":"http://127.0.0.1:8080"} sends requests
 // for one origin to another, as a load balancer at a canonical name
 // would: the agent connects to the URL the resource is named by.
@@ -44,6 +52,7 @@ import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const [url, stepsArg] = process.argv.slice(2);
 const token = process.env.MCP_TOKEN ?? '';
@@ -54,6 +63,9 @@ if (!url) {
 const steps = JSON.parse(stepsArg ?? readFileSync(0, 'utf8'));
 const oauth = process.env.MCP_OAUTH ? JSON.parse(process.env.MCP_OAUTH) : null;
 const origins = new Map(Object.entries(JSON.parse(process.env.MCP_ORIGINS || '{}')));
+const elicit = process.env.MCP_ELICIT ? JSON.parse(process.env.MCP_ELICIT) : null;
+// The elicitations asked since the last call step reported them.
+let elicitations = [];
 
 const print = line => process.stdout.write(JSON.stringify(line) + '\n');
 // code is a JSON-RPC error's code, or a failed HTTP exchange's status.
@@ -148,7 +160,14 @@ function newClient() {
         fetch: observedFetch,
         authProvider
     });
-    const c = new Client({ name: 'tsagent', version: '1' });
+    const c = new Client({ name: 'tsagent', version: '1' }, elicit ? { capabilities: { elicitation: { form: {}, url: {} } } } : undefined);
+    if (elicit) {
+        c.setRequestHandler(ElicitRequestSchema, async req => {
+            const p = req.params;
+            elicitations.push({ mode: p.mode ?? 'form', fields: Object.keys(p.requestedSchema?.properties ?? {}), url: p.url ?? null });
+            return elicit;
+        });
+    }
     // The first 100 are kept: an agent that floods may see thousands.
     c.onerror = err => closing || (asyncErrors.length < 100 && asyncErrors.push(failure(err).error));
     return [t, c];
@@ -185,8 +204,13 @@ const run = {
         return { tools: tools.map(t => t.name) };
     },
     async call(step) {
-        const res = await client.callTool({ name: step.name, arguments: step.arguments ?? {} });
-        return { isError: res.isError === true, content: res.content, structuredContent: res.structuredContent };
+        const progress = [];
+        const options = step.progress ? { onprogress: p => progress.push([p.progress, p.total ?? null]) } : undefined;
+        elicitations = [];
+        const res = await client.callTool({ name: step.name, arguments: step.arguments ?? {} }, undefined, options);
+        const asked = elicitations;
+        elicitations = [];
+        return { isError: res.isError === true, content: res.content, structuredContent: res.structuredContent, elicitations: asked, ...(step.progress ? { progress } : {}) };
     },
     async ping() {
         await client.ping();

@@ -39,6 +39,8 @@ type Step struct {
 	EveryMs     int64 `json:"everyMs,omitempty"`
 	Concurrency int   `json:"concurrency,omitempty"`
 	Ms          int64 `json:"ms,omitempty"`
+	// Progress asks a call for progress (CallWithProgress).
+	Progress bool `json:"progress,omitempty"`
 }
 
 // List lists the tools offered.
@@ -47,6 +49,12 @@ func List() Step { return Step{Op: "list"} }
 // Call calls a tool.
 func Call(name string, args map[string]any) Step {
 	return Step{Op: "call", Name: name, Arguments: args}
+}
+
+// CallWithProgress calls a tool with a progress token; the outcome's
+// Progress holds the notifications the SDK handed the agent.
+func CallWithProgress(name string, args map[string]any) Step {
+	return Step{Op: "call", Name: name, Arguments: args, Progress: true}
 }
 
 // Ping pings the server.
@@ -140,6 +148,12 @@ type Outcome struct {
 	// client passed it on after checking it against the tool's listed
 	// output schema; empty when there was none.
 	StructuredContent json.RawMessage `json:"structuredContent"`
+	// Elicitations are the requests for input the agent was asked during
+	// the call (Options.Elicit).
+	Elicitations []Elicitation `json:"elicitations"`
+	// Progress are the progress notifications of a call asked for them
+	// (CallWithProgress), each [progress, total] (total null when unsaid).
+	Progress [][2]*float64 `json:"progress"`
 	// N, Failed, P50us and P95us are the timed calls' count, how many
 	// returned isError (or, paced, failed), and their latencies in
 	// microseconds (calls); for lists, the lists that succeeded, those that
@@ -153,6 +167,16 @@ type Outcome struct {
 	// FirstError is the message of the first call or list that failed
 	// (paced calls, lists).
 	FirstError string `json:"firstError"`
+}
+
+// Elicitation is one request for input the agent answered.
+type Elicitation struct {
+	// Mode is "form" or "url".
+	Mode string `json:"mode"`
+	// Fields are the names of a form's fields.
+	Fields []string `json:"fields"`
+	// URL is where a URL elicitation sends the user.
+	URL *string `json:"url"`
 }
 
 // Text joins the text content of a call's result.
@@ -238,6 +262,10 @@ type Options struct {
 	// OAuth, with no token, makes the agent obtain one with the SDK's own
 	// OAuth client flow.
 	OAuth *OAuth
+	// Elicit makes the agent declare elicitation (form and URL modes) and
+	// answer every request for input with this result (an ElicitResult:
+	// "action", and "content" for a form accepted).
+	Elicit map[string]any
 	// Origins sends the agent's requests for one origin (scheme, host and
 	// port, e.g. "http://localhost") to another, as a load balancer at the
 	// first name would: the agent connects to the URL a resource is named
@@ -291,6 +319,13 @@ func Start(ctx context.Context, url, token string, opts Options, steps ...Step) 
 	a.cmd.Stdin = bytes.NewReader(in)
 	a.cmd.Stdout, a.cmd.Stderr = &a.stdout, &a.stderr
 	a.cleanup = func() {}
+	if opts.Elicit != nil {
+		e, err := json.Marshal(opts.Elicit)
+		if err != nil {
+			return nil, err
+		}
+		a.cmd.Env = append(a.cmd.Env, "MCP_ELICIT="+string(e))
+	}
 	if len(opts.Origins) > 0 {
 		o, err := json.Marshal(opts.Origins)
 		if err != nil {

@@ -90,5 +90,35 @@ var _ = Describe("Interaction with the upstream during a call", func() {
 			}
 			mu.Unlock()
 		}
+
+		By("the official TypeScript SDK's client as the calling agent: it is asked the server's form in its own session, its answer reaches the server, and the progress of its call reaches it")
+		ts, err := tsagent.Start(ctx, gatewayURL, bot.token, tsagent.Options{
+			Elicit: map[string]any{"action": "accept", "content": map[string]any{"name": "Ada Lovelace", "check": true}},
+		},
+			tsagent.Call(ref.local("trigger-elicitation-request"), nil),
+			tsagent.CallWithProgress(ref.local(tsagent.EverythingLongRunning), map[string]any{"duration": 0.3, "steps": 3}),
+		)
+		Expect(err).NotTo(HaveOccurred())
+		seen, err := ts.Wait()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(seen.Connect.Error).To(BeNil())
+		Expect(seen.Connect.SessionID).To(BeTrue())
+		Expect(seen.Steps).To(HaveLen(2))
+		asked := seen.Steps[0]
+		Expect(asked.Error).To(BeNil())
+		Expect(asked.IsError).To(BeFalse(), asked.Text())
+		Expect(asked.Elicitations).To(HaveLen(1))
+		Expect(asked.Elicitations[0].Mode).To(Equal("form"))
+		Expect(asked.Elicitations[0].Fields).To(ContainElements("name", "check"))
+		// The server's result reports what the user answered.
+		Expect(asked.Text()).To(ContainSubstring("Ada Lovelace"))
+		long := seen.Steps[1]
+		Expect(long.Error).To(BeNil())
+		Expect(long.IsError).To(BeFalse(), long.Text())
+		Expect(long.Progress).To(HaveLen(3))
+		for i, p := range long.Progress {
+			Expect(p[0]).NotTo(BeNil())
+			Expect(*p[0]).To(Equal(float64(i + 1)))
+		}
 	})
 })
