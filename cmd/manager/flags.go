@@ -123,6 +123,7 @@ func (c *commandLine) bindImports(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Caps.MinHealthInterval, "min-health-interval", o.Caps.MinHealthInterval, "Shortest spec.healthCheck.interval used; 0: none beyond the API's 5s.")
 	fs.Int64Var(&o.NamespaceStorage.Tools, "max-tools-per-namespace", o.NamespaceStorage.Tools, "Most McpTools the imports of one namespace's McpServers may store; 0: no limit.")
 	fs.Var(bytesVar(&o.NamespaceStorage.DefinitionBytes), "max-definition-bytes-per-namespace", `Most bytes of tool definitions the imports of one namespace's McpServers may store (e.g. "64Mi"); 0: no limit.`)
+	fs.Int64Var(&o.NamespaceStorage.PromptsAndResources, "max-prompts-and-resources-per-namespace", o.NamespaceStorage.PromptsAndResources, "Most McpPrompts and McpResources the imports of one namespace's McpServers may store; 0: no limit.")
 }
 
 // bindToolListeners: imports when a server announces that its tools

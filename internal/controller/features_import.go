@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +22,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/governance"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/tenancy"
 	"github.com/mcp-catalog/operator/internal/toolname"
 )
 
@@ -80,42 +84,64 @@ func (r *McpServerReconciler) featuresOf(ctx context.Context, srv *mcpv1alpha1.M
 	return prompts.Items, resources.Items, nil
 }
 
-// applyFeatures makes the server's McpPrompts and McpResources match f.
+// applyFeatures makes the server's McpPrompts and McpResources match f. It
+// is planned first: when what the server would then store takes its
+// namespace over the administrator's limit, nothing is written.
 func (r *McpServerReconciler) applyFeatures(ctx context.Context, srv *mcpv1alpha1.McpServer, f *mcp.Features,
 	prompts []mcpv1alpha1.McpPrompt, resources []mcpv1alpha1.McpResource, now time.Time) error {
-	offered := map[string]bool{}
+	promptNames := make(map[string]mcp.Prompt, len(f.Prompts))
 	for _, p := range f.Prompts {
 		name, err := toolname.ObjectName(srv.Name, p.Name)
 		if err != nil || !toolname.LocalNameFits(srv.Name, p.Name) {
 			continue
 		}
-		offered[name] = true
-		if err := r.applyPrompt(ctx, srv, name, p, now); err != nil {
+		promptNames[name] = p
+	}
+	resourceNames := make(map[string]mcp.Resource, len(f.Resources)+len(f.Templates))
+	for _, list := range [][]mcp.Resource{f.Resources, f.Templates} {
+		for _, res := range list {
+			resourceNames[ResourceObjectName(srv.Name, res.URI, res.URITemplate)] = res
+		}
+	}
+	// What stays of the objects no longer offered: the enabled ones (a
+	// disabled one is deleted unless Git declares it, which the count
+	// leaves out).
+	stores := int64(len(promptNames) + len(resourceNames))
+	for i := range prompts {
+		if _, ok := promptNames[prompts[i].Name]; !ok && prompts[i].Spec.Enabled {
+			stores++
+		}
+	}
+	for i := range resources {
+		if _, ok := resourceNames[resources[i].Name]; !ok && resources[i].Spec.Enabled {
+			stores++
+		}
+	}
+	if err := r.admitFeatures(ctx, srv, stores); err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(promptNames)) {
+		if err := r.applyPrompt(ctx, srv, name, promptNames[name], now); err != nil {
 			return err
 		}
 	}
 	for i := range prompts {
 		p := &prompts[i]
-		if offered[p.Name] {
+		if _, ok := promptNames[p.Name]; ok {
 			continue
 		}
 		if err := r.goneFeature(ctx, p, func() (bool, *[]metav1.Condition) { return p.Spec.Enabled, &p.Status.Conditions }, now); err != nil {
 			return err
 		}
 	}
-	offered = map[string]bool{}
-	for _, list := range [][]mcp.Resource{f.Resources, f.Templates} {
-		for _, res := range list {
-			name := ResourceObjectName(srv.Name, res.URI, res.URITemplate)
-			offered[name] = true
-			if err := r.applyResource(ctx, srv, name, res, now); err != nil {
-				return err
-			}
+	for _, name := range slices.Sorted(maps.Keys(resourceNames)) {
+		if err := r.applyResource(ctx, srv, name, resourceNames[name], now); err != nil {
+			return err
 		}
 	}
 	for i := range resources {
 		res := &resources[i]
-		if offered[res.Name] {
+		if _, ok := resourceNames[res.Name]; ok {
 			continue
 		}
 		if err := r.goneFeature(ctx, res, func() (bool, *[]metav1.Condition) { return res.Spec.Enabled, &res.Status.Conditions }, now); err != nil {
@@ -123,6 +149,46 @@ func (r *McpServerReconciler) applyFeatures(ctx context.Context, srv *mcpv1alpha
 		}
 	}
 	return nil
+}
+
+// admitFeatures checks that the namespace's McpPrompts and McpResources
+// stay within --max-prompts-and-resources-per-namespace once the server
+// stores stores of them (docs/adr/024-tenant-fairness.md). Every such
+// object in the namespace is counted, by the server its label names (an
+// object outlives its server: it is not owned by it); imports this
+// process admitted since count from memory. It returns a
+// *tenancy.ExceededError when the import must change nothing.
+func (r *McpServerReconciler) admitFeatures(ctx context.Context, srv *mcpv1alpha1.McpServer, stores int64) error {
+	if r.storedFeatures == nil {
+		return nil
+	}
+	recorded := map[string]tenancy.Usage{}
+	count := func(labels map[string]string) {
+		u := recorded[labels[mcpv1alpha1.LabelServer]]
+		u.Tools++
+		recorded[labels[mcpv1alpha1.LabelServer]] = u
+	}
+	var prompts mcpv1alpha1.McpPromptList
+	if err := r.List(ctx, &prompts, client.InNamespace(srv.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing the namespace's McpPrompts: %w", err)
+	}
+	for i := range prompts.Items {
+		count(prompts.Items[i].Labels)
+	}
+	var resources mcpv1alpha1.McpResourceList
+	if err := r.List(ctx, &resources, client.InNamespace(srv.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing the namespace's McpResources: %w", err)
+	}
+	for i := range resources.Items {
+		count(resources.Items[i].Labels)
+	}
+	err := r.storedFeatures.Admit(client.ObjectKeyFromObject(srv), tenancy.Usage{Tools: stores}, recorded,
+		tenancy.StorageLimits{Tools: r.Storage.PromptsAndResources})
+	var over *tenancy.ExceededError
+	if errors.As(err, &over) {
+		over.Limit = tenancy.LimitPromptsAndResources
+	}
+	return err
 }
 
 // goneFeature deletes a disabled object nobody but the importer declared,

@@ -99,6 +99,9 @@ type McpServerReconciler struct {
 	// stored is what each server's admitted imports store, when Storage
 	// bounds anything.
 	stored *tenancy.Ledger
+	// storedFeatures is what each server's admitted imports store of
+	// McpPrompts and McpResources, when Storage bounds them.
+	storedFeatures *tenancy.Ledger
 	// waiters are the servers whose import waits for catalog budget.
 	waiters *catalogWaiters
 }
@@ -328,6 +331,9 @@ func (r *McpServerReconciler) forget(key types.NamespacedName) {
 	if r.stored != nil {
 		r.stored.Forget(key)
 	}
+	if r.storedFeatures != nil {
+		r.storedFeatures.Forget(key)
+	}
 	if r.waiters != nil {
 		r.waiters.done(key)
 	}
@@ -398,8 +404,11 @@ func (r *McpServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if per := r.CatalogBudget.PerTenant(); r.Caps.MaxCatalogBytes <= 0 || r.Caps.MaxCatalogBytes > per {
 		r.Caps.MaxCatalogBytes = per
 	}
-	if r.Storage != (tenancy.StorageLimits{}) {
+	if r.Storage.Tools > 0 || r.Storage.DefinitionBytes > 0 {
 		r.stored = tenancy.NewLedger()
+	}
+	if r.Storage.PromptsAndResources > 0 {
+		r.storedFeatures = tenancy.NewLedger()
 	}
 	r.waiters = newCatalogWaiters()
 	changed := make(chan event.GenericEvent, listenQueue)

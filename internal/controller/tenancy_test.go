@@ -10,18 +10,31 @@ import (
 	. "github.com/onsi/gomega"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/controller"
 	"github.com/mcp-catalog/operator/internal/fairqueue"
 	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/tenancy"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 )
+
+// featuresOf counts the McpPrompts and McpResources labelled with server.
+func featuresOf(ns, server string) int {
+	sel := client.MatchingLabels{mcpv1alpha1.LabelServer: server}
+	var prompts mcpv1alpha1.McpPromptList
+	Expect(k8sClient.List(context.Background(), &prompts, client.InNamespace(ns), sel)).To(Succeed())
+	var resources mcpv1alpha1.McpResourceList
+	Expect(k8sClient.List(context.Background(), &resources, client.InNamespace(ns), sel)).To(Succeed())
+	return len(prompts.Items) + len(resources.Items)
+}
 
 // The guards of docs/adr/024-tenant-fairness.md, each proven by an attack
 // from one namespace that fails to reach another namespace or the process.
@@ -178,6 +191,42 @@ var _ = Describe("Tenancy", func() {
 		// import is retried on its own after one health interval.
 		Expect(k8sClient.Delete(context.Background(), getServer(ns, "first"))).To(Succeed())
 		waitReady(ns, "second", 30*time.Second)
+	})
+
+	It("refuses an import whose prompts and resources would take its namespace over its limit, writing none of them", func() {
+		// One server of the features upstream stores one McpPrompt and four
+		// McpResources: a second would bring the namespace to ten.
+		up := mcpserver.StartFeatures(GinkgoT(), 16)
+		restartManager(func(o *manager.Options) {
+			o.NamespaceStorage = tenancy.StorageLimits{PromptsAndResources: 7}
+		})
+		ns := newNamespace()
+		createServer(ns, "docs", up.URL)
+		waitReady(ns, "docs", 30*time.Second)
+		Eventually(func() int { return featuresOf(ns, "docs") }, 30*time.Second, 100*time.Millisecond).Should(Equal(5))
+
+		createServer(ns, "copy", up.URL)
+		// Its tools are imported; its prompts and resources are not, and
+		// the Event says why, with both numbers.
+		waitReady(ns, "copy", 30*time.Second)
+		Eventually(func() []string {
+			var list eventsv1.EventList
+			Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+			var notes []string
+			for _, e := range list.Items {
+				if e.Regarding.Kind == "McpServer" && e.Regarding.Name == "copy" && e.Reason == controller.EventFeatureImportFailed {
+					notes = append(notes, e.Note)
+				}
+			}
+			return notes
+		}, 30*time.Second, 100*time.Millisecond).Should(ContainElement(ContainSubstring("10 McpPrompts and McpResources, above the administrator's limit of 7 per namespace")))
+		Consistently(func() int { return featuresOf(ns, "copy") }, settle).Should(BeZero(), "the refused import wrote nothing")
+		Expect(featuresOf(ns, "docs")).To(Equal(5))
+
+		// Another namespace has its own count.
+		other := newNamespace()
+		createServer(other, "docs", up.URL)
+		Eventually(func() int { return featuresOf(other, "docs") }, 30*time.Second, 100*time.Millisecond).Should(Equal(5))
 	})
 
 	It("lets a ResourceQuota bound how many McpServers a namespace may create", func() {

@@ -15,6 +15,10 @@ type StorageLimits struct {
 	// DefinitionBytes bounds the definitions those tools carry, counted as
 	// an import keeps them (mcp.DefinitionSize).
 	DefinitionBytes int64
+	// PromptsAndResources bounds the McpPrompts and McpResources the
+	// imports of the namespace's servers store (a Ledger of their own,
+	// counted in Usage.Tools).
+	PromptsAndResources int64
 }
 
 // Usage is what one server's tools store, or a namespace's.
@@ -27,12 +31,16 @@ type Usage struct {
 const (
 	LimitTools           = "tools"
 	LimitDefinitionBytes = "definitionBytes"
+	// LimitPromptsAndResources is a ledger of McpPrompts and McpResources
+	// over StorageLimits.PromptsAndResources.
+	LimitPromptsAndResources = "promptsAndResources"
 )
 
 // ExceededError says an import would take its namespace over a storage
 // limit. The import changes nothing.
 type ExceededError struct {
-	// Limit is LimitTools or LimitDefinitionBytes.
+	// Limit is LimitTools, LimitDefinitionBytes or
+	// LimitPromptsAndResources.
 	Limit string
 	// Namespace is the namespace's usage if the import went ahead; Max the
 	// limit.
@@ -41,8 +49,11 @@ type ExceededError struct {
 
 func (e *ExceededError) Error() string {
 	what := "McpTools"
-	if e.Limit == LimitDefinitionBytes {
+	switch e.Limit {
+	case LimitDefinitionBytes:
 		what = "bytes of tool definitions"
+	case LimitPromptsAndResources:
+		what = "McpPrompts and McpResources"
 	}
 	return fmt.Sprintf("the import would bring the namespace to %d %s, above the administrator's limit of %d per namespace", e.Namespace, what, e.Max)
 }

@@ -207,6 +207,7 @@ tenancy:
   perNamespace:
     maxTools: 5000
     maxDefinitionBytes: 64Mi
+    maxPromptsAndResources: 2000
 toolListeners:
   enabled: false
   max: 64

@@ -1011,19 +1011,20 @@ func checkTenancy(t *testing.T, objs []*unstructured.Unstructured) {
 	_, c := manager(t, objs)
 	f := flags(t, c)
 	for flag, want := range map[string]string{
-		"--max-concurrent-servers-per-namespace": "4",
-		"--catalog-bytes-in-flight":              "96Mi",
-		"--max-catalog-bytes":                    "4Mi",
-		"--max-tools":                            "500",
-		"--max-operation-timeout":                "30s",
-		"--min-health-interval":                  "30s",
-		"--max-tools-per-namespace":              "5000",
-		"--max-definition-bytes-per-namespace":   "64Mi",
-		"--listen-tool-changes":                  "false",
-		"--max-tool-listeners":                   "64",
-		"--max-tool-listeners-per-namespace":     "8",
-		"--tool-change-debounce":                 "5s",
-		"--tool-change-min-interval":             "1m",
+		"--max-concurrent-servers-per-namespace":    "4",
+		"--catalog-bytes-in-flight":                 "96Mi",
+		"--max-catalog-bytes":                       "4Mi",
+		"--max-tools":                               "500",
+		"--max-operation-timeout":                   "30s",
+		"--min-health-interval":                     "30s",
+		"--max-tools-per-namespace":                 "5000",
+		"--max-definition-bytes-per-namespace":      "64Mi",
+		"--max-prompts-and-resources-per-namespace": "2000",
+		"--listen-tool-changes":                     "false",
+		"--max-tool-listeners":                      "64",
+		"--max-tool-listeners-per-namespace":        "8",
+		"--tool-change-debounce":                    "5s",
+		"--tool-change-min-interval":                "1m",
 	} {
 		if got, ok := f[flag]; !ok || got != want {
 			t.Errorf("%s=%q (set: %v), want %q", flag, got, ok, want)
