@@ -170,13 +170,48 @@ func newDiffCommand(s Streams) *cobra.Command {
 	return cmd
 }
 
+// approveFeature is approve for an McpPrompt or McpResource: without a
+// hash it shows the definition and its hash, and approves nothing.
+func approveFeature(ctx context.Context, s Streams, f *clusterFlags, kind, name, hash string, force bool) error {
+	c, ns, err := f.client(s)
+	if err != nil {
+		return err
+	}
+	ref := strings.ToLower(kind) + "/" + name
+	if hash == "" {
+		ft, err := review.GetFeature(ctx, c, kind, ns, name)
+		if err != nil {
+			return reviewErr(err)
+		}
+		fmt.Fprintf(s.Out, "%s %s/%s\n", kind, ns, name)
+		fmt.Fprintf(s.Out, "current definition:  %s\n", dash(ft.Hash))
+		fmt.Fprintf(s.Out, "approved definition: %s\n", dash(ft.Approved))
+		if ft.Hash == "" {
+			fmt.Fprintln(s.Out, "No definition has been imported yet: there is nothing to review.")
+		} else {
+			for _, l := range ft.Lines {
+				fmt.Fprintln(s.Out, "  "+l)
+			}
+			fmt.Fprintf(s.Out, "To approve exactly this definition:\n  kubectl mcp approve %s -n %s --hash %s\n", ref, ns, ft.Hash)
+		}
+		return &exitError{code: ExitFailed, err: errors.New("nothing was approved: review the definition above and pass its hash with --hash")}
+	}
+	if !review.HashPattern.MatchString(hash) {
+		return usageErr("--hash must be sha256:<64 lowercase hex digits>, as `kubectl mcp approve %s` prints it", ref)
+	}
+	if err := review.ApproveFeature(ctx, c, kind, ns, name, hash, force); err != nil {
+		return reviewErr(err)
+	}
+	return printChangedFeatures(ctx, s, f, c, ns, map[string][]string{kind: {name}}, func(r string) string { return r + " approved " + hash })
+}
+
 func newApproveCommand(s Streams) *cobra.Command {
 	f := newClusterFlags("approved")
 	var force bool
 	var hash string
 	cmd := &cobra.Command{
 		Use:   "approve TOOL --hash sha256:...",
-		Short: "Approve the definition of an McpTool that you reviewed (see `diff`)",
+		Short: "Approve the definition of an McpTool (or mcpprompt/NAME, mcpresource/NAME) that you reviewed (see `diff`)",
 		Long: "Approve exactly the definition you reviewed: --hash is the current definition hash\n" +
 			"that `kubectl mcp diff TOOL` (or `approve TOOL` without --hash) shows. The approval is\n" +
 			"refused when the tool's definition is no longer that one, including when it changes\n" +
@@ -186,6 +221,9 @@ func newApproveCommand(s Streams) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeTools(s, f),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if kind, name, ok := review.FeatureKindOf(args[0]); ok {
+				return approveFeature(cmd.Context(), s, f, kind, name, hash, force)
+			}
 			c, ns, name, err := f.toolClient(s, args[0])
 			if err != nil {
 				return err

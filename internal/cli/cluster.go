@@ -465,6 +465,25 @@ func printChanged(ctx context.Context, s Streams, f *clusterFlags, c client.Clie
 	return printChangedObjects(ctx, s, f, c, ns, names, line, func() client.Object { return &mcpv1alpha1.McpTool{} }, mcpv1alpha1.GroupVersion.WithKind("McpTool"))
 }
 
+// printChangedFeatures is printChanged for McpPrompts and McpResources,
+// names by kind; line is given kind/name in lower case.
+func printChangedFeatures(ctx context.Context, s Streams, f *clusterFlags, c client.Client, ns string, names map[string][]string, line func(ref string) string) error {
+	for _, kind := range []string{review.KindPrompt, review.KindResource} {
+		if len(names[kind]) == 0 {
+			continue
+		}
+		newObj := func() client.Object { return &mcpv1alpha1.McpPrompt{} }
+		if kind == review.KindResource {
+			newObj = func() client.Object { return &mcpv1alpha1.McpResource{} }
+		}
+		prefix := strings.ToLower(kind) + "/"
+		if err := printChangedObjects(ctx, s, f, c, ns, names[kind], func(n string) string { return line(prefix + n) }, newObj, mcpv1alpha1.GroupVersion.WithKind(kind)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // printChangedObjects is printChanged for objects of any kind.
 func printChangedObjects(ctx context.Context, s Streams, f *clusterFlags, c client.Client, ns string, names []string, line func(name string) string,
 	newObj func() client.Object, gvk schema.GroupVersionKind) error {
@@ -499,10 +518,11 @@ func newEnableCommand(s Streams, enable bool) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
 		Use:   verb + " TOOL...",
-		Short: strings.ToUpper(verb[:1]) + verb[1:] + " McpTools (by object name, SERVER/REMOTE_NAME, or the name agents see)",
+		Short: strings.ToUpper(verb[:1]) + verb[1:] + " McpTools (by object name, SERVER/REMOTE_NAME, or the name agents see), McpPrompts and McpResources (mcpprompt/NAME, mcpresource/NAME)",
 		Example: fmt.Sprintf(`  kubectl mcp %[1]s tickets/create_ticket -n agents
   kubectl mcp %[1]s mcp_tickets_create_ticket -n agents
-  kubectl mcp %[1]s tickets.create-ticket tickets.close-ticket -o name`, verb),
+  kubectl mcp %[1]s tickets.create-ticket tickets.close-ticket -o name
+  kubectl mcp %[1]s mcpprompt/docs.review mcpresource/docs.r-0a1b2c3d4e5f60718293 -n agents`, verb),
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeTools(s, f),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -512,7 +532,16 @@ func newEnableCommand(s Streams, enable bool) *cobra.Command {
 			}
 			var errs []error
 			var done []string
+			features := map[string][]string{}
 			for _, a := range args {
+				if kind, name, ok := review.FeatureKindOf(a); ok {
+					if err := review.SetFeatureEnabled(cmd.Context(), c, kind, ns, name, enable, force); err != nil {
+						errs = append(errs, fmt.Errorf("%s: %w", a, reviewErr(err)))
+						continue
+					}
+					features[kind] = append(features[kind], name)
+					continue
+				}
 				name, err := resolveTool(a)
 				if err == nil {
 					err = toolErr(cmd.Context(), c, ns, a, review.SetEnabled(cmd.Context(), c, ns, name, enable, force))
@@ -524,6 +553,9 @@ func newEnableCommand(s Streams, enable bool) *cobra.Command {
 				done = append(done, name)
 			}
 			if err := printChanged(cmd.Context(), s, f, c, ns, done, func(n string) string { return "mcptool/" + n + " " + verb + "d" }); err != nil {
+				errs = append(errs, err)
+			}
+			if err := printChangedFeatures(cmd.Context(), s, f, c, ns, features, func(ref string) string { return ref + " " + verb + "d" }); err != nil {
 				errs = append(errs, err)
 			}
 			return joinExit(errs)

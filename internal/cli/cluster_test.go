@@ -24,7 +24,9 @@ import (
 	mcpac "github.com/mcp-catalog/operator/api/applyconfiguration/api/v1alpha1"
 	"github.com/mcp-catalog/operator/api/scheme"
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/controller"
 	"github.com/mcp-catalog/operator/internal/review"
+	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/controlplane"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 	"github.com/mcp-catalog/operator/test/poll"
@@ -94,6 +96,76 @@ func TestClusterCommands(t *testing.T) {
 	// A port nobody listens on: the import is refused with Unreachable.
 	e.server(t, "down", "http://127.0.0.1:1/mcp")
 	e.tool(t, "good.echo")
+
+	t.Run("enable, approve and disable prompts and resources by kind/name", func(t *testing.T) {
+		feat := mcpserver.StartFeatures(t, 16)
+		e.server(t, "feat", feat.URL)
+		// The other subtests see the namespace's servers: this one's goes.
+		defer func() {
+			srv := &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "feat"}}
+			if err := e.c.Delete(context.Background(), srv); err != nil {
+				t.Error(err)
+			}
+			poll.Until(t, time.Minute, "McpServer feat deleted", func() error {
+				if err := e.c.Get(context.Background(), client.ObjectKeyFromObject(srv), srv); err == nil {
+					return errors.New("still there")
+				}
+				return nil
+			})
+		}()
+		prompt, err := toolname.ObjectName("feat", mcpserver.PromptReview)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p mcpv1alpha1.McpPrompt
+		poll.Until(t, time.Minute, "McpPrompt "+prompt+" imported", func() error {
+			if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: prompt}, &p); err != nil {
+				return err
+			}
+			if p.Status.DefinitionHash == "" {
+				return errors.New("no definition hash yet")
+			}
+			return nil
+		})
+		if code, out, errOut := e.run(t, "enable", "mcpprompt/"+prompt); code != ExitOK || !strings.Contains(out, "mcpprompt/"+prompt+" enabled") {
+			t.Fatalf("enable: exit %d, out %s, err %s", code, out, errOut)
+		}
+		// Without a hash, approve shows the definition and approves nothing.
+		code, out, _ := e.run(t, "approve", "mcpprompt/"+prompt)
+		if code != ExitFailed || !strings.Contains(out, p.Status.DefinitionHash) || !strings.Contains(out, "prompt:      "+mcpserver.PromptReview) ||
+			!strings.Contains(out, "argument:    language (required)") {
+			t.Fatalf("approve without a hash: exit %d, out %s", code, out)
+		}
+		other := "sha256:" + strings.Repeat("0", 64)
+		if code, _, errOut := e.run(t, "approve", "mcpprompt/"+prompt, "--hash", other); code != ExitFailed || !strings.Contains(errOut, "the current definition is "+p.Status.DefinitionHash) {
+			t.Fatalf("approve of a definition not current: exit %d, err %s", code, errOut)
+		}
+		if code, out, errOut := e.run(t, "approve", "mcpp/"+prompt, "--hash", p.Status.DefinitionHash); code != ExitOK || !strings.Contains(out, "approved "+p.Status.DefinitionHash) {
+			t.Fatalf("approve: exit %d, out %s, err %s", code, out, errOut)
+		}
+		if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: prompt}, &p); err != nil {
+			t.Fatal(err)
+		}
+		if !p.Spec.Enabled || p.Spec.ApprovedDefinitionHash != p.Status.DefinitionHash {
+			t.Fatalf("after enable and approve: enabled %t, approved %q of %q", p.Spec.Enabled, p.Spec.ApprovedDefinitionHash, p.Status.DefinitionHash)
+		}
+		readme := controller.ResourceObjectName("feat", mcpserver.ResourceReadme, "")
+		poll.Until(t, time.Minute, "McpResource "+readme+" imported", func() error {
+			var r mcpv1alpha1.McpResource
+			return e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: readme}, &r)
+		})
+		if code, out, errOut := e.run(t, "enable", "mcpresource/"+readme, "mcpresource/nope"); code != ExitFailed || !strings.Contains(out, "mcpresource/"+readme+" enabled") ||
+			!strings.Contains(errOut, "McpResource nope not found") {
+			t.Fatalf("enable of one resource and one missing: exit %d, out %s, err %s", code, out, errOut)
+		}
+		if code, _, errOut := e.run(t, "disable", "mcpr/"+readme); code != ExitOK {
+			t.Fatalf("disable: exit %d: %s", code, errOut)
+		}
+		var r mcpv1alpha1.McpResource
+		if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: readme}, &r); err != nil || r.Spec.Enabled {
+			t.Fatalf("the resource is still enabled (%v)", err)
+		}
+	})
 
 	t.Run("import --all reports every server and fails when one refuses", func(t *testing.T) {
 		before := up.Stats().Methods["tools/list"]

@@ -17,9 +17,9 @@ var ErrDefinitionChanged = errors.New("the definition changed since it was revie
 // approve.
 var ErrNotImported = errors.New("no definition has been imported yet")
 
-// ErrStale says the McpTool changed between reading and writing it, every
-// time it was tried.
-var ErrStale = errors.New("the McpTool changed while it was being approved")
+// ErrStale says the McpTool (or McpPrompt, McpResource) changed between
+// reading and writing it, every time it was tried.
+var ErrStale = errors.New("the object changed while it was being approved")
 
 // DefinitionChangedError names the definition that is current instead of
 // the reviewed one.
