@@ -82,7 +82,13 @@ func ApproveIfCurrent(ctx context.Context, c client.Client, t *mcpv1alpha1.McpTo
 // FieldOwnedError.
 func applySpec(ctx context.Context, c client.Client, t *mcpv1alpha1.McpTool, spec *mcpac.McpToolSpecApplyConfiguration, force bool) error {
 	obj := mcpac.McpTool(t.Name, t.Namespace).WithResourceVersion(t.ResourceVersion).WithSpec(spec)
-	err := c.Apply(ctx, obj, applyOptions(force)...)
+	return guardedApplyErr(c.Apply(ctx, obj, applyOptions(force)...), "McpTool")
+}
+
+// guardedApplyErr classifies what the API server answered an apply that
+// carried the resourceVersion read: the object changed since (ErrStale), a
+// field another manager owns (FieldOwnedError), or a failure.
+func guardedApplyErr(err error, kind string) error {
 	switch {
 	case err == nil:
 		return nil
@@ -91,7 +97,7 @@ func applySpec(ctx context.Context, c client.Client, t *mcpv1alpha1.McpTool, spe
 	case apierrors.IsConflict(err):
 		return &FieldOwnedError{Err: err}
 	}
-	return &APIError{Doing: "writing the McpTool", Err: err}
+	return &APIError{Doing: "writing the " + kind, Err: err}
 }
 
 // SetEnabled sets spec.enabled of an existing McpTool. Without force, a

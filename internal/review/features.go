@@ -191,16 +191,7 @@ func (f *Feature) apply(ctx context.Context, c client.Client, guarded bool,
 		}
 		obj = ac
 	}
-	err := c.Apply(ctx, obj, applyOptions(force)...)
-	switch {
-	case err == nil:
-		return nil
-	case apierrors.IsConflict(err) && !isFieldManagerConflict(err):
-		return ErrStale
-	case apierrors.IsConflict(err):
-		return &FieldOwnedError{Err: err}
-	}
-	return &APIError{Doing: "writing the " + f.Kind, Err: err}
+	return guardedApplyErr(c.Apply(ctx, obj, applyOptions(force)...), f.Kind)
 }
 
 // FeatureKindOf reads a TYPE/NAME argument naming a prompt or a resource:
