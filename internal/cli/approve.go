@@ -186,6 +186,10 @@ func approveFeature(ctx context.Context, s Streams, f *clusterFlags, kind, name,
 		fmt.Fprintf(s.Out, "%s %s/%s\n", kind, ns, name)
 		fmt.Fprintf(s.Out, "current definition:  %s\n", dash(ft.Hash))
 		fmt.Fprintf(s.Out, "approved definition: %s\n", dash(ft.Approved))
+		if ft.Approved != "" && ft.Approved != ft.Hash {
+			fmt.Fprintln(s.Out, "The definition CHANGED since it was approved; the current one follows in full.")
+		}
+		printDrift(s.Out, ft.Drift)
 		if ft.Hash == "" {
 			fmt.Fprintln(s.Out, "No definition has been imported yet: there is nothing to review.")
 		} else {

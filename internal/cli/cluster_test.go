@@ -149,6 +149,27 @@ func TestClusterCommands(t *testing.T) {
 		if !p.Spec.Enabled || p.Spec.ApprovedDefinitionHash != p.Status.DefinitionHash {
 			t.Fatalf("after enable and approve: enabled %t, approved %q of %q", p.Spec.Enabled, p.Spec.ApprovedDefinitionHash, p.Status.DefinitionHash)
 		}
+		// A changed definition is shown as changed, with the import's
+		// explanation of how.
+		approved := p.Status.DefinitionHash
+		feat.SetPrompt("Reviews code for bugs and for style.")
+		if code, _, errOut := e.run(t, "import", "feat"); code != ExitOK {
+			t.Fatalf("import: exit %d: %s", code, errOut)
+		}
+		poll.Until(t, time.Minute, "the changed prompt imported", func() error {
+			if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: prompt}, &p); err != nil {
+				return err
+			}
+			if p.Status.DefinitionHash == approved {
+				return errors.New("still the approved definition")
+			}
+			return nil
+		})
+		code, out, _ = e.run(t, "approve", "mcpprompt/"+prompt)
+		if code != ExitFailed || !strings.Contains(out, "CHANGED since it was approved") || !strings.Contains(out, "What changed since "+approved) ||
+			!strings.Contains(out, "and for style.") {
+			t.Fatalf("approve of a changed prompt without a hash: exit %d, out %s", code, out)
+		}
 		readme := controller.ResourceObjectName("feat", mcpserver.ResourceReadme, "")
 		poll.Until(t, time.Minute, "McpResource "+readme+" imported", func() error {
 			var r mcpv1alpha1.McpResource

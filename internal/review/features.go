@@ -34,6 +34,9 @@ type Feature struct {
 	Hash, Approved string
 	// Lines is its definition as a reviewer reads it, printable.
 	Lines []string
+	// Drift is how its current definition differs from the one before,
+	// as the import explained it.
+	Drift *mcpv1alpha1.DefinitionDrift
 }
 
 // GetFeature reads the McpPrompt or McpResource (kind) ns/name.
@@ -45,12 +48,12 @@ func GetFeature(ctx context.Context, c client.Reader, kind, ns, name string) (*F
 	case KindPrompt:
 		var p mcpv1alpha1.McpPrompt
 		if err = c.Get(ctx, key, &p); err == nil {
-			f = &Feature{Kind: kind, obj: &p, Hash: p.Status.DefinitionHash, Approved: p.Spec.ApprovedDefinitionHash, Lines: promptLines(&p)}
+			f = &Feature{Kind: kind, obj: &p, Hash: p.Status.DefinitionHash, Approved: p.Spec.ApprovedDefinitionHash, Lines: promptLines(&p), Drift: p.Status.Drift}
 		}
 	case KindResource:
 		var r mcpv1alpha1.McpResource
 		if err = c.Get(ctx, key, &r); err == nil {
-			f = &Feature{Kind: kind, obj: &r, Hash: r.Status.DefinitionHash, Approved: r.Spec.ApprovedDefinitionHash, Lines: resourceLines(&r)}
+			f = &Feature{Kind: kind, obj: &r, Hash: r.Status.DefinitionHash, Approved: r.Spec.ApprovedDefinitionHash, Lines: resourceLines(&r), Drift: r.Status.Drift}
 		}
 	default:
 		return nil, fmt.Errorf("%s is not a kind of prompt or resource", kind)
