@@ -285,12 +285,19 @@ func taskOf(ctx context.Context) *taskCall {
 }
 
 // taskOption is the send stage's client option for a task-augmented call;
-// nil for any other.
-func taskOption(ctx context.Context) mcp.CallOption {
-	if t := taskOf(ctx); t != nil {
-		return mcp.WithTask(t.meta)
+// nil for any other. A call sent with the caller's own credential (a
+// per-person server, a token exchanged for the person's) is not made a
+// task: the task's later requests carry no such credential, and the task
+// would be left where no one can reach it.
+func taskOption(ctx context.Context, c *callScope) (mcp.CallOption, error) {
+	t := taskOf(ctx)
+	if t == nil {
+		return nil, nil
 	}
-	return nil
+	if c.personCred != nil || !c.callerToken.IsZero() {
+		return nil, &mcp.Error{Kind: mcp.KindTasksUnsupported, Method: "tools/call", Detail: "a call made with the caller's own credential is not made a task"}
+	}
+	return mcp.WithTask(t.meta), nil
 }
 
 // taskCreated is the record stage's answer to an upstream that made a

@@ -467,3 +467,18 @@ func TestTaskCallDecidedAsACall(t *testing.T) {
 		t.Fatalf("task metadata with more than a ttl was answered %v", e)
 	}
 }
+
+// A server that speaks 2026-07-28 is not sent the task metadata of the
+// initialize era: the call fails TasksUnsupported, and the server is not
+// called.
+func TestTaskCallToAModernServerFails(t *testing.T) {
+	up := startRoundsUpstream(t)
+	_, hs := catalogGatewayWith(t, up.hs.URL, nil, allowList{echoObject: true}, 0, func(o *Options) { o.Stateless = true })
+	res, e := taskAgent{t, hs.URL, obsToken}.rpc("tools/call", map[string]any{"name": echoLocal, "arguments": map[string]any{}, "task": map[string]any{"ttl": 1000}})
+	if e != nil || res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "TasksUnsupported") {
+		t.Fatalf("the call was answered %v %v", res, e)
+	}
+	if answers, _ := up.calls(); len(answers) != 0 {
+		t.Fatalf("the server was called %d times", len(answers))
+	}
+}
