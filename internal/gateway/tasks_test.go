@@ -39,6 +39,8 @@ type taskUpstream struct {
 	seen []string
 	// meta is the task metadata of the last task-augmented call.
 	meta string
+	// plain makes no task of any call, as a server without tasks does.
+	plain bool
 }
 
 const upstreamTaskSecret = "upstream-status-message-never-passed-on"
@@ -98,7 +100,7 @@ func (u *taskUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	case "notifications/initialized":
 		w.WriteHeader(http.StatusAccepted)
 	case "tools/call":
-		if req.Params.Task == nil {
+		if req.Params.Task == nil || u.plain {
 			answer(`{"content":[{"type":"text","text":"plain"}]}`)
 			return
 		}
@@ -480,5 +482,19 @@ func TestTaskCallToAModernServerFails(t *testing.T) {
 	}
 	if answers, _ := up.calls(); len(answers) != 0 {
 		t.Fatalf("the server was called %d times", len(answers))
+	}
+}
+
+// A server that makes no task of a task-augmented call answers it as a
+// call: the agent gets that answer, as the call's, and holds no task.
+func TestTaskIgnoredByTheServer(t *testing.T) {
+	u := startTaskUpstream(t)
+	u.plain = true
+	_, hs := tasksGateway(t, u, &capture.Buffer{}, taskKeyForTests, allowList{echoObject: true}, func(o *Options) { o.MaxTasksPerIdentity = 1 })
+	for range 3 {
+		res, e := taskAgent{t, hs.URL, obsToken}.rpc("tools/call", map[string]any{"name": echoLocal, "arguments": map[string]any{}, "task": map[string]any{"ttl": 1000}})
+		if e != nil || res["task"] != nil || res["isError"] == true || !strings.Contains(fmt.Sprint(res["content"]), "plain") {
+			t.Fatalf("the call was answered %v %v", res, e)
+		}
 	}
 }

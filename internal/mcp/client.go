@@ -202,7 +202,9 @@ type Tool struct {
 	OutputSchema json.RawMessage
 	// Annotations are the server's hints as sent: untrusted, never a basis
 	// for authorisation.
-	Annotations *ToolAnnotations
+	Annotations *ToolAnnotations // TaskSupport is the server's execution.taskSupport ("forbidden",
+	// "optional", "required"), or "" when it sent none or another value.
+	TaskSupport string
 }
 
 // ToolAnnotations are the behaviour hints a server may attach to a tool.
@@ -670,12 +672,13 @@ func (o *operation) callTool(ctx context.Context, name string, args map[string]a
 		}
 	}
 	if o.task != nil {
-		res, err := createdTask(msg.result)
-		msg.release()
-		if err != nil {
-			return nil, o.protoFail("tools/call", err)
+		if res, ok, err := createdTask(msg.result); ok {
+			msg.release()
+			if err != nil {
+				return nil, o.protoFail("tools/call", err)
+			}
+			return res, nil
 		}
-		return res, nil
 	}
 	res, err := flattenCallResult(msg.result)
 	if err == nil && full {

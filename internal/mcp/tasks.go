@@ -30,21 +30,26 @@ func WithTask(task json.RawMessage) CallOption {
 }
 
 // createdTask reads a task-augmented call's answer: a CreateTaskResult,
-// whose task names its id and status.
-func createdTask(result json.RawMessage) (*callResult, error) {
+// whose task names its id and status. ok is false for an answer without
+// a task, which a server that made no task of the call sends (its result,
+// read as any call's).
+func createdTask(result json.RawMessage) (res *callResult, ok bool, err error) {
 	m, err := decodeObject(result)
 	if err != nil {
-		return nil, protoErr(KindInvalidResponse, "tools/call result is malformed")
+		return nil, true, protoErr(KindInvalidResponse, "tools/call result is malformed")
+	}
+	if m["task"] == nil {
+		return nil, false, nil
 	}
 	t, err := decodeObject(m["task"])
 	if err != nil {
-		return nil, protoErr(KindTasksUnsupported, "the answer to a task-augmented call holds no task")
+		return nil, true, protoErr(KindInvalidResponse, "the task is not an object")
 	}
 	var id, status string
 	if json.Unmarshal(t["taskId"], &id) != nil || id == "" || json.Unmarshal(t["status"], &status) != nil {
-		return nil, protoErr(KindInvalidResponse, "the task has no taskId or status")
+		return nil, true, protoErr(KindInvalidResponse, "the task has no taskId or status")
 	}
-	return &callResult{Task: true, Raw: append(json.RawMessage(nil), result...)}, nil
+	return &callResult{Task: true, Raw: append(json.RawMessage(nil), result...)}, true, nil
 }
 
 // TaskRequest sends one request about a task (tasks/get, tasks/cancel)

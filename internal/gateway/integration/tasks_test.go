@@ -64,6 +64,9 @@ var _ = Describe("Tasks through the gateway", func() {
 		spy := newAgent(ns, "spy").allowInternal()
 		topic := "tasks-through-the-gateway"
 
+		By("the import keeps the tool's taskSupport beside its definition")
+		Expect(ref.tool(everythingResearch).Status.TaskSupport).To(Equal("required"))
+
 		By("the call made as a task: the agent gets the gateway's handle")
 		res, e := taskRPC(bot.token, "tools/call", map[string]any{
 			"name": ref.local(everythingResearch), "arguments": map[string]any{"topic": topic}, "task": map[string]any{"ttl": 60000},
