@@ -17,6 +17,8 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway/approvals"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/gateway/authn"
+	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/test/capture"
 )
 
@@ -497,4 +499,34 @@ func TestTaskIgnoredByTheServer(t *testing.T) {
 			t.Fatalf("the call was answered %v %v", res, e)
 		}
 	}
+}
+
+// What a task handle costs: sealed once per task, opened at every request
+// about it.
+func BenchmarkTaskHandle(b *testing.B) {
+	g := &Gateway{}
+	g.approvalKeys = approvals.StaticKeys{Current: taskKeyForTests}
+	id := &authn.Identity{Username: taskAgentUser, Namespace: obsNS}
+	h := taskHandle{Caller: taskAgentUser, Namespace: obsNS, Tool: obsNS + "/" + echoObject, Server: obsNS + "/docs",
+		Hash: "sha256:" + strings.Repeat("a", 64), Arguments: "sha256:" + strings.Repeat("b", 64), CallID: "5ba8d3872247f06ea5d995f8",
+		TaskID: "786512e2-9e0d-44bd-8f29-789f320fe840", Session: mcp.TaskSession{Session: "1868a90c-5f1d-4b8a-9d6f-6b1d5b0e7a77", Version: "2025-11-25"}, Expires: 1 << 40}
+	sealed, err := g.sealTask(b.Context(), h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("seal", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := g.sealTask(b.Context(), h); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(sealed)), "handle-bytes")
+	})
+	b.Run("open", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok := g.openTask(b.Context(), id, sealed); !ok {
+				b.Fatal("not opened")
+			}
+		}
+	})
 }
