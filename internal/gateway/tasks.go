@@ -84,6 +84,11 @@ type taskHandle struct {
 // tells them apart.
 var errUnknownTask = &jsonError{Code: -32602, Message: "there is no task of this id that the caller may use"}
 
+// errMalformedTask answers a request whose upstream answered with a task
+// that is not one (no id, another id, an unknown status, members of the
+// wrong type): nothing of it is passed on.
+var errMalformedTask = &jsonError{Code: -32603, Message: "the task's server answered with a malformed task"}
+
 type jsonError struct {
 	Code    int64  `json:"code"`
 	Message string `json:"message"`
@@ -403,7 +408,10 @@ func (g *Gateway) serveTaskCall(w http.ResponseWriter, r *http.Request, m *messa
 	refused := pre == nil
 	if err != nil {
 		if !errors.Is(err, ErrOwnerNotServed) {
-			writeResponse(w, m.id, rpcError(err), false)
+			// Answered as the call path answers a call it could not
+			// decide: try again.
+			msg, ok := eraCallResult(undecided(ctx, err), nil)
+			writeResponse(w, m.id, msg, ok)
 			return true
 		}
 		refused = true
@@ -421,7 +429,7 @@ func (g *Gateway) serveTaskCall(w http.ResponseWriter, r *http.Request, m *messa
 	_ = json.Unmarshal(t.created.Result, &created)
 	task, ttl, err := passTask(created.Task, "")
 	if err != nil {
-		writeResponse(w, m.id, rpcError(err), false)
+		writeResponse(w, m.id, errMalformedTask.encode(), false)
 		return true
 	}
 	life := maxTaskLifetime
@@ -588,7 +596,7 @@ func (g *Gateway) serveTaskRequest(w http.ResponseWriter, r *http.Request, m *me
 		// tasks/cancel answers the task; tasks/get answers it too.
 		c.obs.end(audit.OutcomeFailed, string(mcp.KindInvalidResponse))
 		g.endCall(c.obs, nil)
-		writeResponse(w, m.id, rpcError(err), false)
+		writeResponse(w, m.id, errMalformedTask.encode(), false)
 		return true
 	}
 	c.obs.end(audit.OutcomeSucceeded, "")

@@ -43,6 +43,8 @@ type taskUpstream struct {
 	meta string
 	// plain makes no task of any call, as a server without tasks does.
 	plain bool
+	// lie answers tasks/get with another task than the one asked about.
+	lie bool
 }
 
 const upstreamTaskSecret = "upstream-status-message-never-passed-on"
@@ -125,7 +127,11 @@ func (u *taskUpstream) serve(w http.ResponseWriter, r *http.Request) {
 			answer(`{"content":[{"type":"text","text":"the task's result"}],"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"` + req.Params.TaskID + `"}}}`)
 			return
 		}
-		answer(`{"taskId":"` + req.Params.TaskID + `","status":"` + status + `","statusMessage":"` + upstreamTaskSecret + `","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:01Z","ttl":60000,"pollInterval":500}`)
+		id := req.Params.TaskID
+		if u.lie {
+			id = "upstream-task-999"
+		}
+		answer(`{"taskId":"` + id + `","status":"` + status + `","statusMessage":"` + upstreamTaskSecret + `","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:01Z","ttl":60000,"pollInterval":500}`)
 	default:
 		fail(-32601, "method not found")
 	}
@@ -396,6 +402,22 @@ func TestTaskHandlesRefusedToOthers(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), `"detail":"TaskDefinitionChanged"`) {
 		t.Fatalf("the refusal of a changed definition was not recorded:\n%s", log.String())
+	}
+}
+
+// An upstream's answer about a task that is not the task asked about is
+// passed on as nothing but an error.
+func TestTaskMalformedByTheServer(t *testing.T) {
+	u := startTaskUpstream(t)
+	_, hs := tasksGateway(t, u, &capture.Buffer{}, taskKeyForTests, allowList{echoObject: true}, nil)
+	agent := taskAgent{t, hs.URL, obsToken}
+	handle := agent.call()
+	u.mu.Lock()
+	u.lie = true
+	u.mu.Unlock()
+	res, e := agent.rpc("tasks/get", map[string]any{"taskId": handle})
+	if res != nil || e == nil || e["message"] != errMalformedTask.Message {
+		t.Fatalf("tasks/get answered %v %v", res, e)
 	}
 }
 
