@@ -400,6 +400,15 @@ type McpToolStatus struct {
 	// +optional
 	Hints *ToolHints `json:"hints,omitempty"`
 
+	// taskSupport is the server's execution.taskSupport for the tool
+	// (forbidden, optional, required): whether it may, or must, be called
+	// as a task (2025-11-25). Absent when the server said nothing, which
+	// means forbidden. Not part of the definition hash: it says how a call
+	// is answered, not what the tool does.
+	// +optional
+	// +kubebuilder:validation:Enum=forbidden;optional;required
+	TaskSupport string `json:"taskSupport,omitempty"`
+
 	// effectiveDataClass is the higher of the server's and the tool's class,
 	// as last reconciled: a report; the gateway computes it from spec on
 	// every call.
@@ -550,6 +559,15 @@ type ToolDefinition struct {
 	// hints are the server's annotations, untrusted.
 	// +optional
 	Hints *ToolHints `json:"hints,omitempty"`
+
+	// taskSupport is the server's execution.taskSupport for the tool
+	// (forbidden, optional, required): whether it may, or must, be called
+	// as a task (2025-11-25). Absent when the server said nothing, which
+	// means forbidden. Not part of the definition hash: it says how a call
+	// is answered, not what the tool does.
+	// +optional
+	// +kubebuilder:validation:Enum=forbidden;optional;required
+	TaskSupport string `json:"taskSupport,omitempty"`
 }
 
 // +kubebuilder:object:root=true

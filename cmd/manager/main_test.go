@@ -91,6 +91,9 @@ func asRead(o manager.Options) manager.Options {
 	if o.GatewayMaxIdleConnections <= 0 {                    // gateway.newIdleConns
 		o.GatewayMaxIdleConnections = gateway.DefaultMaxIdleConnections
 	}
+	if o.GatewayMaxTasksPerIdentity <= 0 { // gateway.maxTasks
+		o.GatewayMaxTasksPerIdentity = gateway.DefaultMaxTasksPerIdentity
+	}
 	g := &o.GatewayGuardrail // guardrail.New
 	or(&g.Timeout, guardrail.DefaultTimeout)
 	if g.Rate <= 0 {

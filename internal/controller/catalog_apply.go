@@ -130,7 +130,7 @@ func planCatalog(srv *mcpv1alpha1.McpServer, cat *mcp.Catalog, existing []mcpv1a
 		accepted[name] = true
 		definitionBytes += mcp.DefinitionSize(t)
 		def, removed := definitionOf(t)
-		if ex := byName[name]; ex == nil || !importedUpToDate(ex, srv, def.Hash) {
+		if ex := byName[name]; ex == nil || !importedUpToDate(ex, srv, def.Hash) || ex.Status.TaskSupport != def.TaskSupport {
 			p.apply = append(p.apply, toolWrite{name: name, remoteName: t.Name, def: def, removed: removed})
 		}
 	}
@@ -227,6 +227,8 @@ func definitionOf(t mcp.Tool) (*mcpv1alpha1.ToolDefinition, []string) {
 		Title:       clip(t.Title, 256),
 		Description: clip(t.Description, 8192),
 		Hints:       hintsOf(t.Annotations),
+		// Kept beside the definition, not hashed (definitionHash).
+		TaskSupport: t.TaskSupport,
 	}
 	if len(t.InputSchema) > 0 {
 		d.InputSchema = &apiextensionsv1.JSON{Raw: t.InputSchema}

@@ -166,7 +166,7 @@ func setDefinition(t *mcpv1alpha1.McpTool, def *mcpv1alpha1.ToolDefinition, remo
 	reported := setDrift(t, def, removed, now)
 	s.ApprovedDefinition = approvedRecord(t, def.Hash)
 	s.DefinitionHash, s.Title, s.Description, s.InputSchema, s.Hints = def.Hash, def.Title, def.Description, def.InputSchema, def.Hints
-	s.OutputSchema = def.OutputSchema
+	s.OutputSchema, s.TaskSupport = def.OutputSchema, def.TaskSupport
 	setCondition(&s.Conditions, t.Generation, mcpv1alpha1.ConditionImported, metav1.ConditionTrue, mcpv1alpha1.ReasonSucceeded, "offered by the server at the last import", now)
 	return reported
 }
@@ -219,7 +219,7 @@ func setDrift(t *mcpv1alpha1.McpTool, def *mcpv1alpha1.ToolDefinition, removed [
 // currentDefinition is the definition t's status records.
 func currentDefinition(t *mcpv1alpha1.McpTool) *mcpv1alpha1.ToolDefinition {
 	s := &t.Status
-	return &mcpv1alpha1.ToolDefinition{Hash: s.DefinitionHash, Title: s.Title, Description: s.Description, InputSchema: s.InputSchema, OutputSchema: s.OutputSchema, Hints: s.Hints}
+	return &mcpv1alpha1.ToolDefinition{Hash: s.DefinitionHash, Title: s.Title, Description: s.Description, InputSchema: s.InputSchema, OutputSchema: s.OutputSchema, Hints: s.Hints, TaskSupport: s.TaskSupport}
 }
 
 // driftDefinition is a recorded definition as package drift reads it.

@@ -129,6 +129,9 @@ type Options struct {
 	// answered 413 before any of it is decoded. 0 means
 	// DefaultMaxRequestBytes.
 	MaxRequestBytes int64
+	// MaxTasksPerIdentity bounds the tasks one identity may have open on
+	// a replica (tasks.go); 0 means DefaultMaxTasksPerIdentity.
+	MaxTasksPerIdentity int
 	// MaxRequestBytesInFlight bounds the request bytes a replica holds at
 	// once, each namespace at most half of it; 0 means a quarter of the
 	// process's memory limit (GOMEMLIMIT) when one is set, else 64 MiB.
@@ -199,6 +202,9 @@ type Gateway struct {
 	// calls are the initialize era's calls in flight without sessions,
 	// for their callers' cancellations (cancel.go).
 	calls inflightCalls
+	// tasks are the tasks made on this replica and not seen to end, per
+	// identity (tasks.go).
+	tasks openTasks
 	// textResultPrefix opens the result of a call answered with one text
 	// block (callfast.go).
 	textResultPrefix []byte

@@ -174,6 +174,10 @@ func (g *Gateway) record(ctx context.Context, id *authn.Identity, c *callScope, 
 		}
 		return result
 	}
+	if err == nil && out.Task != nil {
+		// The server made a task of the call (tasks.go).
+		return g.taskCreated(ctx, c, out)
+	}
 	var typed *typedResult
 	if err == nil {
 		// The server answered (a tool error is an answer too).

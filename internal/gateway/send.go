@@ -67,6 +67,12 @@ func (g *Gateway) send(ctx context.Context, id *authn.Identity, c *callScope) (*
 	// The server's requests during the call, and in 2026-07-28 its
 	// input-required rounds, under the tool's policy (interaction.go).
 	opts = append(opts, mcp.WithInteraction(g.interactionFor(ctx, c)))
+	if t, err := taskOption(ctx, c); err != nil {
+		return nil, err
+	} else if t != nil {
+		// A task-augmented call (tasks.go).
+		opts = append(opts, t)
+	}
 	rounds, err := g.inputRounds(ctx, c)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -235,6 +236,13 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, m *message) boo
 			return g.serveDiscover(w, r, m)
 		}
 		return false
+	}
+	if strings.HasPrefix(m.method, "tasks/") || m.method == "tools/call" {
+		// Tasks are the front door's in every mode of the initialize era
+		// (tasks.go).
+		if !g.noInitializeEra.Load() && initializeEra(m.era) && g.serveTasks(w, r, m, info, id) {
+			return true
+		}
 	}
 	if !g.Stateless || g.noInitializeEra.Load() || !initializeEra(m.era) {
 		// A session kept in this process is the SDK's.

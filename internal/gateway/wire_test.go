@@ -136,7 +136,7 @@ func TestInitializeEraMatchesTheSDK(t *testing.T) {
 		"a repeated member":       {"2025-11-25", `{"jsonrpc":"2.0","id":1,"method":"ping","method":"ping"}`},
 		"another member":          {"2025-11-25", `{"jsonrpc":"2.0","id":1,"method":"ping","extra":1}`},
 		"initialize without info": {"", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}`},
-		"a call with more params": {"2025-11-25", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + echoLocal + `","task":{}}}`},
+		"a call with more params": {"2025-11-25", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + echoLocal + `","other":{}}}`},
 	} {
 		before := g.eraAnswers.Load()
 		ans := postEra(t, hs.URL, c.version, c.body)

@@ -299,6 +299,7 @@ func setupGateway(mgr ctrl.Manager, opts Options, w *wire) error {
 
 		MaxRequestBytes:         opts.GatewayMaxRequestBytes,
 		MaxRequestBytesInFlight: opts.GatewayMaxRequestBytesInFlight,
+		MaxTasksPerIdentity:     opts.GatewayMaxTasksPerIdentity,
 		PublicURL:               opts.GatewayPublicURL,
 		PersonAuth:              personAuth,
 		SharingTrust:            opts.SharingTrust,

@@ -246,6 +246,9 @@ type Options struct {
 	// GatewayMaxRequestBytes bounds the body of a request to the gateway;
 	// 0 means gateway.DefaultMaxRequestBytes.
 	GatewayMaxRequestBytes int64
+	// GatewayMaxTasksPerIdentity bounds the tasks one identity may have
+	// open on a gateway replica; 0 means gateway.DefaultMaxTasksPerIdentity.
+	GatewayMaxTasksPerIdentity int
 	// GatewayPublicURL is the gateway's MCP endpoint as agents reach it;
 	// when set the gateway also serves registry out (docs/registry.md).
 	GatewayPublicURL string

@@ -237,7 +237,7 @@ func validateToolAt(n *normalizer, t *tape, i int) (Tool, string, string) {
 	if t.e[i].kind != kObject || t.hasDuplicate(i) {
 		return Tool{}, "", SkipInvalidDefinition
 	}
-	nameAt, titleAt, descAt, annAt, schemaAt, outAt := -1, -1, -1, -1, -1, -1
+	nameAt, titleAt, descAt, annAt, schemaAt, outAt, execAt := -1, -1, -1, -1, -1, -1, -1
 	for k, end := i+1, t.next(i); k < end; k = t.next(k + 1) {
 		var key []byte
 		if e := &t.e[k]; e.plain {
@@ -259,6 +259,8 @@ func validateToolAt(n *normalizer, t *tape, i int) (Tool, string, string) {
 			schemaAt = k + 1
 		case "outputSchema":
 			outAt = k + 1
+		case "execution":
+			execAt = k + 1
 		}
 	}
 	// A missing, null or non-string name is an invalid one.
@@ -307,7 +309,30 @@ func validateToolAt(n *normalizer, t *tape, i int) (Tool, string, string) {
 		}
 		tool.OutputSchema = out
 	}
+	tool.TaskSupport = taskSupportAt(t, execAt)
 	return tool, name, ""
+}
+
+// taskSupportAt reads execution.taskSupport of the execution object at
+// entry i (-1: none): one of the three values, or "" for anything else,
+// which a client reads as forbidden.
+func taskSupportAt(t *tape, i int) string {
+	if i < 0 || t.e[i].kind != kObject || t.hasDuplicate(i) {
+		return ""
+	}
+	v := t.member(i, "taskSupport")
+	if v < 0 {
+		return ""
+	}
+	s, ok := t.stringAt(v)
+	if !ok {
+		return ""
+	}
+	switch s {
+	case "forbidden", "optional", "required":
+		return s
+	}
+	return ""
 }
 
 // parseAnnotationsAt reads the annotations at entry i. Annotations whose

@@ -202,7 +202,9 @@ type Tool struct {
 	OutputSchema json.RawMessage
 	// Annotations are the server's hints as sent: untrusted, never a basis
 	// for authorisation.
-	Annotations *ToolAnnotations
+	Annotations *ToolAnnotations // TaskSupport is the server's execution.taskSupport ("forbidden",
+	// "optional", "required"), or "" when it sent none or another value.
+	TaskSupport string
 }
 
 // ToolAnnotations are the behaviour hints a server may attach to a tool.
@@ -276,6 +278,10 @@ type CallOutcome struct {
 	Result json.RawMessage
 	// Latency is the time from the start of the operation to the answer.
 	Latency time.Duration
+	// Task is set when the call was task-augmented (WithTask) and the
+	// server created a task: Result is its CreateTaskResult as sent, and
+	// the server's session is kept for the task's later requests.
+	Task *TaskSession
 }
 
 // CallOption adjusts one CallTool.
@@ -292,6 +298,8 @@ type callOptions struct {
 	interaction Interaction
 	progress    func(Progress)
 	rounds      *inputRound
+	// task is the task metadata of a task-augmented call (WithTask).
+	task json.RawMessage
 }
 
 // WithEncodedArguments gives the call's arguments already encoded, exactly
@@ -408,6 +416,8 @@ type operation struct {
 	// rounds is set when the caller takes part in input-required rounds
 	// (WithInputRounds).
 	rounds *inputRound
+	// task is a task-augmented call's task metadata (WithTask).
+	task json.RawMessage
 }
 
 // begin validates the endpoint and starts the budget. Nothing is sent.
@@ -570,7 +580,7 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 	if co.progress != nil {
 		o.progress, o.progressToken = co.progress, o.c.ids.next()
 	}
-	o.rounds = co.rounds
+	o.rounds, o.task = co.rounds, co.task
 	if co.info != nil {
 		defer func() { co.info.ProtocolVersion = o.version }()
 	}
@@ -596,6 +606,12 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 	}
 	if err != nil {
 		return nil, err
+	}
+	if res.Task {
+		// The task lives in the server's session: kept, not ended.
+		ts := &TaskSession{Session: o.session, Version: o.version}
+		o.session = ""
+		return &CallOutcome{Result: res.Raw, Task: ts, Latency: o.budget.elapsed()}, nil
 	}
 	return &CallOutcome{IsError: res.IsError, InputRequired: res.InputRequired, Text: res.Text, Dropped: res.Dropped, Result: res.Raw, Latency: o.budget.elapsed()}, nil
 }
@@ -626,6 +642,12 @@ func (o *operation) callTool(ctx context.Context, name string, args map[string]a
 			p["requestState"] = o.rounds.state
 		}
 	}
+	if o.task != nil {
+		if o.era == eraModern {
+			return nil, o.failDetail(KindTasksUnsupported, "tools/call", "the server speaks 2026-07-28, whose tasks extension this client does not speak")
+		}
+		p["task"] = rawJSON(o.task)
+	}
 	if o.progressToken != "" {
 		meta, _ := p["_meta"].(map[string]any)
 		if meta == nil {
@@ -646,6 +668,15 @@ func (o *operation) callTool(ctx context.Context, name string, args map[string]a
 			// The server asks its caller for input: passed on as sent.
 			res := &callResult{InputRequired: true, Raw: bytes.Clone(msg.result)}
 			msg.release()
+			return res, nil
+		}
+	}
+	if o.task != nil {
+		if res, ok, err := createdTask(msg.result); ok {
+			msg.release()
+			if err != nil {
+				return nil, o.protoFail("tools/call", err)
+			}
 			return res, nil
 		}
 	}

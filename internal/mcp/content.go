@@ -33,6 +33,8 @@ type callResult struct {
 	InputRequired bool
 	// Raw is the result as sent, when the caller asked for it.
 	Raw json.RawMessage
+	// Task marks a CreateTaskResult (Raw) of a task-augmented call.
+	Task bool
 }
 
 // flattenCallResult reads a tools/call result: text blocks concatenated,

@@ -71,6 +71,10 @@ const (
 	// (resultType "input_required"); this client declares no capabilities and
 	// provides none.
 	KindInputRequired Kind = "InputRequired"
+	// KindTasksUnsupported: a task-augmented request to a server of a
+	// revision whose tasks this client does not speak (2026-07-28's
+	// extension), or whose answer held no task.
+	KindTasksUnsupported Kind = "TasksUnsupported"
 	// KindInsecureCredential: a credential would travel over plain http
 	// without the explicit opt-in, or to a host other than the endpoint's.
 	KindInsecureCredential Kind = "InsecureCredential"
@@ -225,6 +229,8 @@ func kindPhrase(k Kind) string {
 		return "no mutually supported protocol version"
 	case KindInputRequired:
 		return "server requires client input"
+	case KindTasksUnsupported:
+		return "tasks not supported with this server"
 	case KindInsecureCredential:
 		return "credential refused for this transport"
 	case KindCredentialExpired:

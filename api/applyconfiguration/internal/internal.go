@@ -997,6 +997,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: requiresAdmin
       type:
         scalar: boolean
+    - name: taskSupport
+      type:
+        scalar: string
     - name: title
       type:
         scalar: string
@@ -1346,6 +1349,9 @@ var schemaYAML = typed.YAMLObject(`types:
                 namedType: __untyped_deduced_
               elementRelationship: separable
           elementRelationship: atomic
+    - name: taskSupport
+      type:
+        scalar: string
     - name: title
       type:
         scalar: string

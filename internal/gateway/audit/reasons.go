@@ -123,6 +123,26 @@ const (
 	// OutcomeInputRequired: the server asked the caller for input; the
 	// caller answers by calling again (2026-07-28).
 	OutcomeInputRequired = "InputRequired"
+	// OutcomeTaskCreated: the call was task-augmented and the server made
+	// a task; its end is recorded apart (PhaseTaskEnded).
+	OutcomeTaskCreated = "TaskCreated"
+	// OutcomeTaskEnded: a task was seen to end; the record's detail is
+	// the status it ended in (completed, failed, cancelled).
+	OutcomeTaskEnded = "TaskEnded"
+)
+
+// Tasks (docs/adr/066-tasks-through-the-gateway.md).
+const (
+	// PhaseTaskEnded records the end of a task made by a call, under the
+	// call's id: its status, no values.
+	PhaseTaskEnded = "taskEnded"
+	// RefusedTasksLimited: the identity has as many tasks open on the
+	// replica as it may.
+	RefusedTasksLimited = "TasksLimited"
+	// DetailTaskDefinitionChanged refines NotServable for a request about
+	// a task: the tool's definition or server is not the one the task was
+	// made with.
+	DetailTaskDefinitionChanged = "TaskDefinitionChanged"
 )
 
 // Refusal reasons that only metrics and spans carry: the request was

@@ -54,6 +54,12 @@ type McpToolStatusApplyConfiguration struct {
 	OutputSchema *apiextensionsv1.JSON `json:"outputSchema,omitempty"`
 	// hints are the server's annotations, untrusted.
 	Hints *ToolHintsApplyConfiguration `json:"hints,omitempty"`
+	// taskSupport is the server's execution.taskSupport for the tool
+	// (forbidden, optional, required): whether it may, or must, be called
+	// as a task (2025-11-25). Absent when the server said nothing, which
+	// means forbidden. Not part of the definition hash: it says how a call
+	// is answered, not what the tool does.
+	TaskSupport *string `json:"taskSupport,omitempty"`
 	// effectiveDataClass is the higher of the server's and the tool's class,
 	// as last reconciled: a report; the gateway computes it from spec on
 	// every call.
@@ -173,6 +179,14 @@ func (b *McpToolStatusApplyConfiguration) WithOutputSchema(value apiextensionsv1
 // If called multiple times, the Hints field is set to the value of the last call.
 func (b *McpToolStatusApplyConfiguration) WithHints(value *ToolHintsApplyConfiguration) *McpToolStatusApplyConfiguration {
 	b.Hints = value
+	return b
+}
+
+// WithTaskSupport sets the TaskSupport field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TaskSupport field is set to the value of the last call.
+func (b *McpToolStatusApplyConfiguration) WithTaskSupport(value string) *McpToolStatusApplyConfiguration {
+	b.TaskSupport = &value
 	return b
 }
 

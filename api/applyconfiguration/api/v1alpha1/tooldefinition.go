@@ -42,6 +42,12 @@ type ToolDefinitionApplyConfiguration struct {
 	OutputSchema *v1.JSON `json:"outputSchema,omitempty"`
 	// hints are the server's annotations, untrusted.
 	Hints *ToolHintsApplyConfiguration `json:"hints,omitempty"`
+	// taskSupport is the server's execution.taskSupport for the tool
+	// (forbidden, optional, required): whether it may, or must, be called
+	// as a task (2025-11-25). Absent when the server said nothing, which
+	// means forbidden. Not part of the definition hash: it says how a call
+	// is answered, not what the tool does.
+	TaskSupport *string `json:"taskSupport,omitempty"`
 }
 
 // ToolDefinitionApplyConfiguration constructs a declarative configuration of the ToolDefinition type for use with
@@ -95,5 +101,13 @@ func (b *ToolDefinitionApplyConfiguration) WithOutputSchema(value v1.JSON) *Tool
 // If called multiple times, the Hints field is set to the value of the last call.
 func (b *ToolDefinitionApplyConfiguration) WithHints(value *ToolHintsApplyConfiguration) *ToolDefinitionApplyConfiguration {
 	b.Hints = value
+	return b
+}
+
+// WithTaskSupport sets the TaskSupport field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TaskSupport field is set to the value of the last call.
+func (b *ToolDefinitionApplyConfiguration) WithTaskSupport(value string) *ToolDefinitionApplyConfiguration {
+	b.TaskSupport = &value
 	return b
 }

@@ -1,0 +1,116 @@
+package integration_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/test/tsagent"
+)
+
+// everythingResearch is the reference server's tool that runs only as a
+// task (execution.taskSupport "required"), registered with the
+// TypeScript SDK's experimental tasks API.
+const everythingResearch = "simulate-research-query"
+
+// taskRPC posts one JSON-RPC request of 2025-11-25 to the gateway as the
+// agent of token, and returns its result or error.
+func taskRPC(token, method string, params any) (result, rpcErr map[string]any) {
+	GinkgoHelper()
+	p, err := json.Marshal(params)
+	Expect(err).NotTo(HaveOccurred())
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + string(p) + `}`
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, gatewayURL, strings.NewReader(body))
+	Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	Expect(err).NotTo(HaveOccurred())
+	if i := bytes.Index(b, []byte("data: ")); i >= 0 {
+		b = b[i+len("data: "):]
+	}
+	var msg struct {
+		Result map[string]any `json:"result"`
+		Error  map[string]any `json:"error"`
+	}
+	Expect(json.Unmarshal(b, &msg)).To(Succeed(), string(b))
+	return msg.Result, msg.Error
+}
+
+var _ = Describe("Tasks through the gateway", func() {
+	It("runs the reference server's task-only tool as a task of the calling agent, which no other agent can see", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		srv, err := tsagent.StartEverything(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(srv.Stop)
+
+		ns := newNamespace()
+		ref := declare(ns, "everything", srv.URL, []string{everythingResearch})
+		bot := newAgent(ns, "bot").allowInternal()
+		spy := newAgent(ns, "spy").allowInternal()
+		topic := "tasks-through-the-gateway"
+
+		By("the import keeps the tool's taskSupport beside its definition")
+		Expect(ref.tool(everythingResearch).Status.TaskSupport).To(Equal("required"))
+
+		By("the call made as a task: the agent gets the gateway's handle")
+		res, e := taskRPC(bot.token, "tools/call", map[string]any{
+			"name": ref.local(everythingResearch), "arguments": map[string]any{"topic": topic}, "task": map[string]any{"ttl": 60000},
+		})
+		Expect(e).To(BeNil())
+		task, _ := res["task"].(map[string]any)
+		Expect(task).NotTo(BeNil(), "%v", res)
+		handle, _ := task["taskId"].(string)
+		Expect(handle).To(HavePrefix("gwtask."))
+		Expect(task["status"]).To(Equal("working"))
+		Expect(task).NotTo(HaveKey("statusMessage"))
+
+		By("another agent of the namespace, allowed the same tool, cannot use the handle")
+		for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+			_, e := taskRPC(spy.token, method, map[string]any{"taskId": handle})
+			Expect(e).NotTo(BeNil(), method)
+			Expect(e["code"]).To(BeEquivalentTo(-32602), method)
+		}
+
+		By("the agent polls its task to its end and fetches the result")
+		Eventually(func(g Gomega) {
+			got, e := taskRPC(bot.token, "tasks/get", map[string]any{"taskId": handle})
+			g.Expect(e).To(BeNil())
+			g.Expect(got["taskId"]).To(Equal(handle))
+			g.Expect(got["status"]).To(Equal("completed"))
+		}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
+		res, e = taskRPC(bot.token, "tasks/result", map[string]any{"taskId": handle})
+		Expect(e).To(BeNil())
+		raw, _ := json.Marshal(res["content"])
+		Expect(string(raw)).To(ContainSubstring("Research Report: " + topic))
+
+		By("the task's end is audited under the call's id, without values")
+		var created, ended bool
+		for _, line := range auditLog.all() {
+			if !strings.Contains(line, ref.object(everythingResearch)) {
+				continue
+			}
+			var r audit.Record
+			Expect(json.Unmarshal([]byte(line), &r)).To(Succeed())
+			created = created || r.Outcome == audit.OutcomeTaskCreated
+			ended = ended || (r.Phase == audit.PhaseTaskEnded && r.Detail == "completed")
+			Expect(line).NotTo(ContainSubstring(topic))
+		}
+		Expect(created).To(BeTrue())
+		Expect(ended).To(BeTrue())
+	})
+})
