@@ -300,9 +300,9 @@ func TestConsoleInABrowser(t *testing.T) {
 		carol := c.person(t, "carol")
 		carols := b.tab(t)
 		carols.open(t, c.startConsole(t, carol))
-		carols.waitJS(t, "the refusals", `!document.getElementById('problems').hidden && document.getElementById('problem-list').children.length === 3`)
+		carols.waitJS(t, "the refusals", `!document.getElementById('problems').hidden && document.getElementById('problem-list').children.length === 5`)
 		problems := carols.text(t, "#problem-list")
-		for _, kind := range []string{"mcpservers", "mcptools", "mcpcallapprovals"} {
+		for _, kind := range []string{"mcpservers", "mcptools", "mcpprompts", "mcpresources", "mcpcallapprovals"} {
 			if !strings.Contains(problems, `User "carol" cannot list resource "`+kind+`"`) {
 				t.Errorf("the page does not show the refusal to list %s: %q", kind, problems)
 			}
