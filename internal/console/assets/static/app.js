@@ -213,8 +213,16 @@
     return el('span', { class: 'status status-' + s }, s + (reason ? ' · ' + reason : ''));
   }
 
+  // The overview's lists a person opened stay open across updates.
+  const sectionOpen = new Map();
+
   function renderOverview(namespaces) {
     const body = $('overview-body');
+    for (const d of body.querySelectorAll('details[data-section]')) {
+      sectionOpen.set(d.closest('[data-namespace]').getAttribute('data-namespace') + ' ' + d.getAttribute('data-section'), d.open);
+    }
+    const section = (ns, name, summary, table) => el('details', { 'data-section': name, open: sectionOpen.get(ns + ' ' + name) === true },
+      el('summary', {}, summary), table);
     if (!namespaces.length) {
       body.replaceChildren(el('p', { class: 'empty' }, 'No McpServer here.'));
       return;
@@ -261,8 +269,8 @@
             el('td', {}, b));
         })));
       return el('div', { class: 'namespace', 'data-namespace': n.name }, el('h3', {}, 'namespace ' + n.name), servers,
-        n.tools.length ? el('details', {}, el('summary', {}, n.tools.length + ' tools'), tools) : null,
-        features.length ? el('details', { 'data-section': 'features' }, el('summary', {}, features.length + ' prompts and resources'), featureTable) : null);
+        n.tools.length ? section(n.name, 'tools', n.tools.length + ' tools', tools) : null,
+        features.length ? section(n.name, 'features', features.length + ' prompts and resources', featureTable) : null);
     }));
   }
 
