@@ -196,7 +196,7 @@
         el('summary', {},
           el('span', { class: 'badge ' + r.kind }, r.kind === 'drifted' ? 'changed' : 'new'),
           el('span', { class: 'badge object' }, kindWord(kind)),
-          el('span', { class: 'strong' }, r.localName || r.name),
+          el('span', { class: 'strong' }, r.localName || (kind === 'McpResource' ? r.remoteName : r.name)),
           el('span', { class: 'sub' }, key + ' (' + kind + ') · ' + kindWord(kind) + ' ' + r.remoteName + ' of McpServer ' + r.server + ' · ' + (r.enabled ? 'enabled' : 'disabled'))),
         el('div', { class: 'card-body' }, parts,
           el('div', { class: 'buttons' }, approve, toggle),
