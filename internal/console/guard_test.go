@@ -159,7 +159,7 @@ func TestAForeignHostIsRefusedBeforeAnythingElse(t *testing.T) {
 func TestAChangeFromAnywhereButTheConsolesPageIsRefused(t *testing.T) {
 	c := testConsole(t)
 	session := login(t, c)
-	const valid = `{"namespace":"agents","name":"docs.echo","hash":"not-a-hash"}`
+	const valid = `{"kind":"McpTool","namespace":"agents","name":"docs.echo","hash":"not-a-hash"}`
 	_, port, _ := strings.Cut(c.host(), ":")
 	for _, attack := range []struct {
 		name string
@@ -276,5 +276,39 @@ func TestListenRefusesAnAddressOtherMachinesCanReach(t *testing.T) {
 	u, err := url.Parse(c.URL())
 	if err != nil || u.Host != c.host() || u.Query().Get("token") == "" {
 		t.Errorf("URL %q", c.URL())
+	}
+}
+
+// changeTo is a change the page sends to path, past every guard.
+func changeTo(c *Console, session *http.Cookie, path, body string) *http.Request {
+	r := change(c, session, body)
+	r.URL.Path = path
+	return r
+}
+
+// The attacks: a change request that names a kind the console does not
+// approve or enable (anything but McpTool, McpPrompt, McpResource, or
+// none), or a prompt or resource of a namespace the console does not show,
+// is refused by the handler before it asks the API server anything
+// (unusedClient panics if it is asked).
+func TestAChangeOfAnUnknownKindOrOutsideTheScopeIsRefused(t *testing.T) {
+	c := testConsole(t)
+	session := login(t, c)
+	h := hash("a")
+	for _, path := range []string{"/api/tools/approve", "/api/tools/enable"} {
+		for _, kind := range []string{"", "McpServer", "McpCallApproval", "Secret", "mcpprompt", "McpPrompts", "McpPrompt "} {
+			req := `{"kind":"` + kind + `","namespace":"agents","name":"docs.review","hash":"` + h + `","enabled":true}`
+			resp := do(c, changeTo(c, session, path, req))
+			if got := body(t, resp); resp.StatusCode != http.StatusBadRequest || !strings.Contains(got, "the kind is McpTool, McpPrompt or McpResource") {
+				t.Errorf("%s of kind %q: %d %s, want 400", path, kind, resp.StatusCode, got)
+			}
+		}
+		for _, kind := range []string{"McpPrompt", "McpResource", "McpTool"} {
+			req := `{"kind":"` + kind + `","namespace":"kube-system","name":"docs.review","hash":"` + h + `","enabled":true}`
+			resp := do(c, changeTo(c, session, path, req))
+			if got := body(t, resp); resp.StatusCode != http.StatusBadRequest || !strings.Contains(got, "names no object of the namespace this console shows") {
+				t.Errorf("%s of a %s in another namespace: %d %s, want 400", path, kind, resp.StatusCode, got)
+			}
+		}
 	}
 }

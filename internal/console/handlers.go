@@ -187,12 +187,29 @@ func fail(w http.ResponseWriter, err error) {
 	answer(w, code, "", msg)
 }
 
-// toolRequest names a tool; Hash is the definition the page showed.
+// toolRequest names a tool, prompt or resource by its kind; Hash is the
+// definition the page showed.
 type toolRequest struct {
+	Kind      string `json:"kind"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	Hash      string `json:"hash,omitempty"`
 	Enabled   bool   `json:"enabled,omitempty"`
+}
+
+// kindTool is the kind of a tool in a change request; review names the
+// other two.
+const kindTool = "McpTool"
+
+// knownKind refuses a request for a kind the console does not approve or
+// enable: only McpTool, McpPrompt and McpResource are routed anywhere.
+func knownKind(w http.ResponseWriter, kind string) bool {
+	switch kind {
+	case kindTool, review.KindPrompt, review.KindResource:
+		return true
+	}
+	answer(w, http.StatusBadRequest, "", "the kind is McpTool, McpPrompt or McpResource")
+	return false
 }
 
 // inScope refuses a request outside the console's namespace.
@@ -205,29 +222,42 @@ func (c *Console) inScope(w http.ResponseWriter, ns, name string) bool {
 }
 
 // approveDefinition approves exactly the hash the page showed, as
-// `kubectl mcp approve --hash` does.
+// `kubectl mcp approve --hash` does, for a tool, prompt or resource.
 func (c *Console) approveDefinition(w http.ResponseWriter, r *http.Request) {
 	var req toolRequest
-	if !readJSON(w, r, &req) || !c.inScope(w, req.Namespace, req.Name) {
+	if !readJSON(w, r, &req) || !c.inScope(w, req.Namespace, req.Name) || !knownKind(w, req.Kind) {
 		return
 	}
 	if !review.HashPattern.MatchString(req.Hash) {
 		answer(w, http.StatusBadRequest, "", "no definition hash to approve")
 		return
 	}
-	if err := review.Approve(r.Context(), c.opts.Client, req.Namespace, req.Name, req.Hash, false); err != nil {
+	var err error
+	if req.Kind == kindTool {
+		err = review.Approve(r.Context(), c.opts.Client, req.Namespace, req.Name, req.Hash, false)
+	} else {
+		err = review.ApproveFeature(r.Context(), c.opts.Client, req.Kind, req.Namespace, req.Name, req.Hash, false)
+	}
+	if err != nil {
 		fail(w, err)
 		return
 	}
-	answer(w, http.StatusOK, "approved "+req.Hash+" for McpTool "+req.Namespace+"/"+req.Name, "")
+	answer(w, http.StatusOK, "approved "+req.Hash+" for "+req.Kind+" "+req.Namespace+"/"+req.Name, "")
 }
 
+// enableTool enables or disables a tool, prompt or resource.
 func (c *Console) enableTool(w http.ResponseWriter, r *http.Request) {
 	var req toolRequest
-	if !readJSON(w, r, &req) || !c.inScope(w, req.Namespace, req.Name) {
+	if !readJSON(w, r, &req) || !c.inScope(w, req.Namespace, req.Name) || !knownKind(w, req.Kind) {
 		return
 	}
-	if err := review.SetEnabled(r.Context(), c.opts.Client, req.Namespace, req.Name, req.Enabled, false); err != nil {
+	var err error
+	if req.Kind == kindTool {
+		err = review.SetEnabled(r.Context(), c.opts.Client, req.Namespace, req.Name, req.Enabled, false)
+	} else {
+		err = review.SetFeatureEnabled(r.Context(), c.opts.Client, req.Kind, req.Namespace, req.Name, req.Enabled, false)
+	}
+	if err != nil {
 		fail(w, err)
 		return
 	}
@@ -235,7 +265,7 @@ func (c *Console) enableTool(w http.ResponseWriter, r *http.Request) {
 	if req.Enabled {
 		verb = "enabled"
 	}
-	answer(w, http.StatusOK, "McpTool "+req.Namespace+"/"+req.Name+" "+verb, "")
+	answer(w, http.StatusOK, req.Kind+" "+req.Namespace+"/"+req.Name+" "+verb, "")
 }
 
 // decideRequest is a person's answer to a waiting call.

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/governance"
@@ -43,6 +44,8 @@ type NamespaceView struct {
 	Name    string       `json:"name"`
 	Servers []ServerItem `json:"servers"`
 	Tools   []ToolItem   `json:"tools"`
+	// Features are its McpPrompts and McpResources.
+	Features []FeatureItem `json:"features"`
 }
 
 // ServerItem is one McpServer's health.
@@ -87,12 +90,35 @@ type ToolItem struct {
 	DataClass string `json:"dataClass,omitempty"`
 }
 
-// ReviewItem is a tool whose current definition is not approved: new
-// (nothing approved yet) or drifted (another definition was approved).
-type ReviewItem struct {
+// FeatureItem is one McpPrompt or McpResource in the overview, to enable
+// or disable.
+type FeatureItem struct {
+	// ObjectKind is McpPrompt or McpResource.
+	ObjectKind string `json:"objectKind"`
 	Namespace  string `json:"namespace"`
 	Name       string `json:"name"`
 	Server     string `json:"server"`
+	// RemoteName is a prompt's name on the server, a resource's URI or
+	// URI template.
+	RemoteName string `json:"remoteName"`
+	LocalName  string `json:"localName,omitempty"`
+	Enabled    bool   `json:"enabled"`
+	Ready      string `json:"ready"`
+	Reason     string `json:"reason,omitempty"`
+	DataClass  string `json:"dataClass,omitempty"`
+}
+
+// ReviewItem is a tool, prompt or resource whose current definition is
+// not approved: new (nothing approved yet) or drifted (another definition
+// was approved).
+type ReviewItem struct {
+	// ObjectKind is McpTool, McpPrompt or McpResource.
+	ObjectKind string `json:"objectKind"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	Server     string `json:"server"`
+	// RemoteName is the tool's or prompt's name on the server, or the
+	// resource's URI or URI template.
 	RemoteName string `json:"remoteName"`
 	LocalName  string `json:"localName,omitempty"`
 	// Kind is "new" or "drifted".
@@ -101,8 +127,9 @@ type ReviewItem struct {
 	// CurrentHash is what approving approves.
 	CurrentHash  string `json:"currentHash"`
 	ApprovedHash string `json:"approvedHash,omitempty"`
-	// Current and Approved are the definitions as lines (review.Lines);
-	// Approved is empty when its text is not on record. Diff is the
+	// Current and Approved are the definitions as lines (review.Lines, or
+	// review.Feature's Lines); Approved is empty when its text is not on
+	// record, as it always is for a prompt or a resource. Diff is the
 	// unified diff from Approved to Current, by line.
 	Current  []string `json:"current"`
 	Approved []string `json:"approved,omitempty"`
@@ -145,6 +172,8 @@ const (
 type Objects struct {
 	Servers   []*mcpv1alpha1.McpServer
 	Tools     []*mcpv1alpha1.McpTool
+	Prompts   []*mcpv1alpha1.McpPrompt
+	Resources []*mcpv1alpha1.McpResource
 	Approvals []*mcpv1alpha1.McpCallApproval
 }
 
@@ -156,7 +185,7 @@ func BuildView(objs Objects, now time.Time) View {
 		if n, ok := byNS[name]; ok {
 			return n
 		}
-		n := &NamespaceView{Name: name, Servers: []ServerItem{}, Tools: []ToolItem{}}
+		n := &NamespaceView{Name: name, Servers: []ServerItem{}, Tools: []ToolItem{}, Features: []FeatureItem{}}
 		byNS[name] = n
 		return n
 	}
@@ -179,6 +208,24 @@ func BuildView(objs Objects, now time.Time) View {
 			v.Reviews = append(v.Reviews, r)
 		}
 	}
+	features := make([]client.Object, 0, len(objs.Prompts)+len(objs.Resources))
+	for _, p := range objs.Prompts {
+		features = append(features, p)
+	}
+	for _, r := range objs.Resources {
+		features = append(features, r)
+	}
+	for _, o := range features {
+		item, r, ok := featureItems(o)
+		if !ok {
+			continue
+		}
+		n := ns(item.Namespace)
+		n.Features = append(n.Features, item)
+		if r != nil {
+			v.Reviews = append(v.Reviews, *r)
+		}
+	}
 	for key, s := range servers {
 		n := ns(key[0])
 		n.Servers = append(n.Servers, *s)
@@ -195,6 +242,13 @@ func BuildView(objs Objects, now time.Time) View {
 	for _, n := range byNS {
 		sort.Slice(n.Servers, func(i, j int) bool { return n.Servers[i].Name < n.Servers[j].Name })
 		sort.Slice(n.Tools, func(i, j int) bool { return n.Tools[i].Name < n.Tools[j].Name })
+		sort.Slice(n.Features, func(i, j int) bool {
+			a, b := n.Features[i], n.Features[j]
+			if a.ObjectKind != b.ObjectKind {
+				return a.ObjectKind < b.ObjectKind
+			}
+			return a.Name < b.Name
+		})
 		v.Namespaces = append(v.Namespaces, *n)
 	}
 	sort.Slice(v.Namespaces, func(i, j int) bool { return v.Namespaces[i].Name < v.Namespaces[j].Name })
@@ -204,7 +258,10 @@ func BuildView(objs Objects, now time.Time) View {
 		if a.Kind != b.Kind {
 			return a.Kind == KindDrifted
 		}
-		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+		if a.Namespace+"/"+a.Name != b.Namespace+"/"+b.Name {
+			return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+		}
+		return a.ObjectKind < b.ObjectKind
 	})
 	// The call that expires first is decided first.
 	sort.Slice(v.Pending, func(i, j int) bool {
@@ -275,7 +332,7 @@ func reviewItem(t *mcpv1alpha1.McpTool) (ReviewItem, bool) {
 		return ReviewItem{}, false
 	}
 	r := review.Of(t)
-	item := ReviewItem{Namespace: t.Namespace, Name: t.Name, Server: r.Server, RemoteName: review.OneLine(r.RemoteName, 128),
+	item := ReviewItem{ObjectKind: kindTool, Namespace: t.Namespace, Name: t.Name, Server: r.Server, RemoteName: review.OneLine(r.RemoteName, 128),
 		LocalName: t.Status.LocalName, Kind: KindNew, Enabled: t.Spec.Enabled, CurrentHash: r.CurrentHash, ApprovedHash: r.ApprovedHash,
 		Current: review.Lines(review.Current(t))}
 	if why == mcpv1alpha1.ReasonDefinitionChanged {
@@ -285,14 +342,22 @@ func reviewItem(t *mcpv1alpha1.McpTool) (ReviewItem, bool) {
 		item.Approved = review.Lines(r.Approved)
 		item.Diff = strings.Split(strings.TrimRight(r.Diff, "\n"), "\n")
 	}
-	for _, c := range t.Status.Conditions {
+	item.Warnings = warnings(t.Status.Conditions, t.Status.Drift, t.Status.DefinitionHash)
+	return item, true
+}
+
+// warnings are what the controllers report about an object: each
+// condition that is not True, as "Type: Reason: message", and how the
+// definition drifted, when the importer's record is of the definition
+// shown (an older record says nothing about this one).
+func warnings(conds []metav1.Condition, d *mcpv1alpha1.DefinitionDrift, current string) []string {
+	var out []string
+	for _, c := range conds {
 		if c.Status != metav1.ConditionTrue {
-			item.Warnings = append(item.Warnings, c.Type+": "+c.Reason+": "+review.OneLine(c.Message, 1024))
+			out = append(out, c.Type+": "+c.Reason+": "+review.OneLine(c.Message, 1024))
 		}
 	}
-	// How the definition drifted, when the importer's record is of the
-	// definition shown (an older record says nothing about this one).
-	if d := t.Status.Drift; d != nil && d.ToHash == t.Status.DefinitionHash {
+	if d != nil && d.ToHash == current {
 		cats := make([]string, 0, len(d.Categories))
 		for _, c := range d.Categories {
 			cats = append(cats, string(c))
@@ -301,9 +366,55 @@ func reviewItem(t *mcpv1alpha1.McpTool) (ReviewItem, bool) {
 		if len(d.Details) > 0 {
 			w += ": " + review.OneLine(strings.Join(d.Details, "; "), 2048)
 		}
-		item.Warnings = append(item.Warnings, w)
+		out = append(out, w)
 	}
-	return item, true
+	return out
+}
+
+// featureItems are an McpPrompt or McpResource in the overview and, when
+// its current definition is not the approved one, in the review queue
+// (with its definition as review.Feature reads it: no approved text is on
+// record for these kinds, so there is no diff). ok is false for an object
+// of another kind.
+func featureItems(o client.Object) (item FeatureItem, r *ReviewItem, ok bool) {
+	f, ok := review.FeatureOf(o)
+	if !ok {
+		return FeatureItem{}, nil, false
+	}
+	var (
+		server, remote, local string
+		enabled               bool
+		class                 mcpv1alpha1.DataClass
+		conds                 []metav1.Condition
+		drift                 *mcpv1alpha1.DefinitionDrift
+	)
+	switch o := o.(type) {
+	case *mcpv1alpha1.McpPrompt:
+		server, remote, local, enabled, class = o.Spec.ServerRef.Name, o.Spec.RemoteName, o.Status.LocalName, o.Spec.Enabled, o.Spec.DataClass
+		conds, drift = o.Status.Conditions, o.Status.Drift
+	case *mcpv1alpha1.McpResource:
+		server, remote, enabled, class = o.Spec.ServerRef.Name, o.Spec.URI, o.Spec.Enabled, o.Spec.DataClass
+		if remote == "" {
+			remote = o.Spec.URITemplate
+		}
+		conds, drift = o.Status.Conditions, o.Status.Drift
+	}
+	item = FeatureItem{ObjectKind: f.Kind, Namespace: o.GetNamespace(), Name: o.GetName(), Server: server,
+		RemoteName: review.OneLine(remote, 512), LocalName: review.OneLine(local, 256), Enabled: enabled,
+		Ready: condStatus(conds, mcpv1alpha1.ConditionReady), DataClass: string(class)}
+	if c := meta.FindStatusCondition(conds, mcpv1alpha1.ConditionReady); c != nil {
+		item.Reason = c.Reason
+	}
+	if f.Hash == "" || f.Hash == f.Approved {
+		return item, nil, true
+	}
+	r = &ReviewItem{ObjectKind: f.Kind, Namespace: item.Namespace, Name: item.Name, Server: server, RemoteName: item.RemoteName,
+		LocalName: item.LocalName, Kind: KindNew, Enabled: enabled, CurrentHash: f.Hash, ApprovedHash: f.Approved,
+		Current: f.Lines, Warnings: warnings(conds, drift, f.Hash)}
+	if f.Approved != "" {
+		r.Kind = KindDrifted
+	}
+	return item, r, true
 }
 
 func callItem(a *mcpv1alpha1.McpCallApproval, now time.Time) CallItem {

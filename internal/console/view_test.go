@@ -124,3 +124,92 @@ func TestTheReviewShowsSchemaTextAsTheAgentReadsIt(t *testing.T) {
 		t.Errorf("the schema is shown JSON-escaped:\n%s", joined)
 	}
 }
+
+func prompt(name string, enabled bool, approved, current string) *mcpv1alpha1.McpPrompt {
+	p := &mcpv1alpha1.McpPrompt{ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "docs." + name},
+		Spec: mcpv1alpha1.McpPromptSpec{ServerRef: mcpv1alpha1.LocalObjectReference{Name: "docs"}, RemoteName: name, Enabled: enabled, ApprovedDefinitionHash: approved}}
+	p.Status.DefinitionHash, p.Status.LocalName = current, "docs_"+name
+	p.Status.Description = "reviews " + name
+	return p
+}
+
+func resource(name, uri string, enabled bool, approved, current string) *mcpv1alpha1.McpResource {
+	r := &mcpv1alpha1.McpResource{ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "docs." + name},
+		Spec: mcpv1alpha1.McpResourceSpec{ServerRef: mcpv1alpha1.LocalObjectReference{Name: "docs"}, URI: uri, Enabled: enabled, ApprovedDefinitionHash: approved}}
+	r.Status.DefinitionHash, r.Status.Name, r.Status.MimeType = current, name, "text/plain"
+	return r
+}
+
+// Prompts and resources are listed with the tools of their namespace, and
+// queued for review, labelled by kind, while their current definition is
+// not the approved one: new, or drifted from the approved one. What a
+// server wrote is shown as printable text.
+func TestTheViewShowsPromptsAndResourcesAndQueuesTheUnapproved(t *testing.T) {
+	fresh := prompt("review", false, "", hash("1"))
+	fresh.Status.Description = "Reviews code.\u202e <script>x()</script>\x1b[2J"
+	fresh.Status.Arguments = []mcpv1alpha1.PromptArgument{{Name: "lang\u200b", Description: "the language", Required: true}}
+	served := prompt("summarise", true, hash("2"), hash("2"))
+	served.Status.Conditions = []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: mcpv1alpha1.ReasonSucceeded}}
+	later := prompt("later", false, "", "")
+	drifted := resource("readme", "docs://readme", true, hash("3"), hash("4"))
+	drifted.Status.Description = "The readme,\nnow with instructions"
+	drifted.Status.Conditions = []metav1.Condition{{Type: mcpv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: mcpv1alpha1.ReasonDefinitionChanged, Message: "approve\x07 again"}}
+	drifted.Status.Drift = &mcpv1alpha1.DefinitionDrift{FromHash: hash("3"), ToHash: hash("4"), Categories: []mcpv1alpha1.DriftCategory{"TextChanged"}}
+	template := resource("file", "", false, hash("5"), hash("5"))
+	template.Spec.URITemplate = "docs://files/{path}"
+	// A tool with the name of the prompt: each is its own item.
+	same := tool("review", false, "", hash("6"), metav1.ConditionFalse, mcpv1alpha1.ReasonDisabled)
+
+	v := BuildView(Objects{Tools: []*mcpv1alpha1.McpTool{same}, Prompts: []*mcpv1alpha1.McpPrompt{fresh, served, later},
+		Resources: []*mcpv1alpha1.McpResource{drifted, template}}, time.Now())
+
+	if len(v.Namespaces) != 1 {
+		t.Fatalf("namespaces = %+v", v.Namespaces)
+	}
+	var listed []string
+	for _, f := range v.Namespaces[0].Features {
+		listed = append(listed, f.ObjectKind+" "+f.Name+" "+f.RemoteName)
+	}
+	want := []string{"McpPrompt docs.later later", "McpPrompt docs.review review", "McpPrompt docs.summarise summarise",
+		"McpResource docs.file docs://files/{path}", "McpResource docs.readme docs://readme"}
+	if !slices.Equal(listed, want) {
+		t.Errorf("features = %q, want %q", listed, want)
+	}
+	if f := v.Namespaces[0].Features[2]; !f.Enabled || f.Ready != "True" || f.LocalName != "docs_summarise" {
+		t.Errorf("the served prompt = %+v", f)
+	}
+	if len(v.Namespaces[0].Tools) != 1 {
+		t.Errorf("tools = %+v", v.Namespaces[0].Tools)
+	}
+
+	var queued []string
+	for _, r := range v.Reviews {
+		queued = append(queued, r.ObjectKind+" "+r.Name+" "+r.Kind)
+	}
+	want = []string{"McpResource docs.readme drifted", "McpPrompt docs.review new", "McpTool docs.review new"}
+	if !slices.Equal(queued, want) {
+		t.Fatalf("reviews = %q, want %q", queued, want)
+	}
+	d, n := v.Reviews[0], v.Reviews[1]
+	if d.CurrentHash != hash("4") || d.ApprovedHash != hash("3") || !d.Enabled || d.RemoteName != "docs://readme" || len(d.Approved) != 0 || len(d.Diff) != 0 {
+		t.Errorf("the drifted resource's review = %+v", d)
+	}
+	if !slices.Contains(d.Current, "description: The readme,\nnow with instructions") || !slices.Contains(d.Current, "uri:         docs://readme") {
+		t.Errorf("the drifted resource's definition:\n%s", strings.Join(d.Current, "\n"))
+	}
+	if !slices.Contains(d.Warnings, `Ready: DefinitionChanged: approve\x07 again`) || !slices.Contains(d.Warnings, "Drift: TextChanged") {
+		t.Errorf("the drifted resource's warnings = %q", d.Warnings)
+	}
+	if n.CurrentHash != hash("1") || n.ApprovedHash != "" || n.LocalName != "docs_review" || n.Server != "docs" {
+		t.Errorf("the new prompt's review = %+v", n)
+	}
+	lines := strings.Join(n.Current, "\n")
+	for _, w := range []string{"prompt:      review", `Reviews code.<U+202E> <script>x()</script>\x1b[2J`, "argument:    lang<U+200B> (required): the language"} {
+		if !strings.Contains(lines, w) {
+			t.Errorf("the new prompt's definition lacks %q:\n%s", w, lines)
+		}
+	}
+	if strings.ContainsAny(lines, "\u202e\u200b\x1b") {
+		t.Errorf("a control character reached the view: %q", lines)
+	}
+}

@@ -91,6 +91,12 @@ func (s *store) objects() (Objects, map[string]string) {
 	for _, o := range s.objs[kindTools] {
 		out.Tools = append(out.Tools, o.(*mcpv1alpha1.McpTool))
 	}
+	for _, o := range s.objs[kindPrompts] {
+		out.Prompts = append(out.Prompts, o.(*mcpv1alpha1.McpPrompt))
+	}
+	for _, o := range s.objs[kindResources] {
+		out.Resources = append(out.Resources, o.(*mcpv1alpha1.McpResource))
+	}
 	for _, o := range s.objs[kindApprovals] {
 		out.Approvals = append(out.Approvals, o.(*mcpv1alpha1.McpCallApproval))
 	}
@@ -106,6 +112,8 @@ const (
 	kindServers   = "McpServers"
 	kindTools     = "McpTools"
 	kindApprovals = "McpCallApprovals"
+	kindPrompts   = "McpPrompts"
+	kindResources = "McpResources"
 )
 
 // watched is one kind the console follows.
@@ -127,6 +135,20 @@ var watchedKinds = []watched{
 		var out []client.Object
 		for i := range l.(*mcpv1alpha1.McpToolList).Items {
 			out = append(out, &l.(*mcpv1alpha1.McpToolList).Items[i])
+		}
+		return out
+	}},
+	{kindPrompts, func() client.ObjectList { return &mcpv1alpha1.McpPromptList{} }, func(l client.ObjectList) []client.Object {
+		var out []client.Object
+		for i := range l.(*mcpv1alpha1.McpPromptList).Items {
+			out = append(out, &l.(*mcpv1alpha1.McpPromptList).Items[i])
+		}
+		return out
+	}},
+	{kindResources, func() client.ObjectList { return &mcpv1alpha1.McpResourceList{} }, func(l client.ObjectList) []client.Object {
+		var out []client.Object
+		for i := range l.(*mcpv1alpha1.McpResourceList).Items {
+			out = append(out, &l.(*mcpv1alpha1.McpResourceList).Items[i])
 		}
 		return out
 	}},

@@ -42,29 +42,36 @@ type Feature struct {
 // GetFeature reads the McpPrompt or McpResource (kind) ns/name.
 func GetFeature(ctx context.Context, c client.Reader, kind, ns, name string) (*Feature, error) {
 	key := types.NamespacedName{Namespace: ns, Name: name}
-	var f *Feature
-	var err error
+	var obj client.Object
 	switch kind {
 	case KindPrompt:
-		var p mcpv1alpha1.McpPrompt
-		if err = c.Get(ctx, key, &p); err == nil {
-			f = &Feature{Kind: kind, obj: &p, Hash: p.Status.DefinitionHash, Approved: p.Spec.ApprovedDefinitionHash, Lines: promptLines(&p), Drift: p.Status.Drift}
-		}
+		obj = &mcpv1alpha1.McpPrompt{}
 	case KindResource:
-		var r mcpv1alpha1.McpResource
-		if err = c.Get(ctx, key, &r); err == nil {
-			f = &Feature{Kind: kind, obj: &r, Hash: r.Status.DefinitionHash, Approved: r.Spec.ApprovedDefinitionHash, Lines: resourceLines(&r), Drift: r.Status.Drift}
-		}
+		obj = &mcpv1alpha1.McpResource{}
 	default:
 		return nil, fmt.Errorf("%s is not a kind of prompt or resource", kind)
 	}
+	err := c.Get(ctx, key, obj)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, &NotFoundError{Kind: kind, Namespace: ns, Name: name}
 	case err != nil:
 		return nil, &APIError{Doing: "reading the " + kind, Err: err}
 	}
+	f, _ := FeatureOf(obj)
 	return f, nil
+}
+
+// FeatureOf is the McpPrompt or McpResource obj, as read, with what a
+// person reviews of it; ok is false for an object of another kind.
+func FeatureOf(obj client.Object) (f *Feature, ok bool) {
+	switch o := obj.(type) {
+	case *mcpv1alpha1.McpPrompt:
+		return &Feature{Kind: KindPrompt, obj: o, Hash: o.Status.DefinitionHash, Approved: o.Spec.ApprovedDefinitionHash, Lines: promptLines(o), Drift: o.Status.Drift}, true
+	case *mcpv1alpha1.McpResource:
+		return &Feature{Kind: KindResource, obj: o, Hash: o.Status.DefinitionHash, Approved: o.Spec.ApprovedDefinitionHash, Lines: resourceLines(o), Drift: o.Status.Drift}, true
+	}
+	return nil, false
 }
 
 func promptLines(p *mcpv1alpha1.McpPrompt) []string {

@@ -3,20 +3,25 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/notify"
+	"github.com/mcp-catalog/operator/internal/toolname"
+	"github.com/mcp-catalog/operator/test/mcpserver"
 )
 
 // The tests share one control plane, operator, browser and console: each
@@ -300,15 +305,90 @@ func TestConsoleInABrowser(t *testing.T) {
 		carol := c.person(t, "carol")
 		carols := b.tab(t)
 		carols.open(t, c.startConsole(t, carol))
-		carols.waitJS(t, "the refusals", `!document.getElementById('problems').hidden && document.getElementById('problem-list').children.length === 3`)
+		carols.waitJS(t, "the refusals", `!document.getElementById('problems').hidden && document.getElementById('problem-list').children.length === 5`)
 		problems := carols.text(t, "#problem-list")
-		for _, kind := range []string{"mcpservers", "mcptools", "mcpcallapprovals"} {
+		for _, kind := range []string{"mcpservers", "mcptools", "mcpprompts", "mcpresources", "mcpcallapprovals"} {
 			if !strings.Contains(problems, `User "carol" cannot list resource "`+kind+`"`) {
 				t.Errorf("the page does not show the refusal to list %s: %q", kind, problems)
 			}
 		}
 		if n := eval[int](t, carols, `document.querySelectorAll('#calls-body tr, #reviews-body details').length`); n != 0 {
 			t.Errorf("carol's page shows %d objects she cannot read", n)
+		}
+	})
+
+	t.Run("a prompt approved and a resource enabled in the page", func(t *testing.T) {
+		ctx := context.Background()
+		fs := mcpserver.StartFeatures(t, 1024)
+		must(t, c.admin.Create(ctx, &mcpv1alpha1.McpServer{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: "features"}, Spec: mcpv1alpha1.McpServerSpec{
+			URL: fs.URL, DataClass: mcpv1alpha1.DataClassInternal, AllowPrivateNetwork: true,
+			OperationTimeout: &metav1.Duration{Duration: 5 * time.Second},
+		}}))
+		name, _ := toolname.ObjectName("features", mcpserver.PromptReview)
+		prompt := &mcpv1alpha1.McpPrompt{}
+		var readme *mcpv1alpha1.McpResource
+		eventually(t, "the prompt and the readme imported", func() error {
+			if err := c.admin.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: name}, prompt); err != nil {
+				return fmt.Errorf("the prompt: %w", err)
+			}
+			if prompt.Status.DefinitionHash == "" {
+				return errors.New("the prompt has no definition yet")
+			}
+			var list mcpv1alpha1.McpResourceList
+			must(t, c.admin.List(ctx, &list, client.InNamespace(c.ns)))
+			for i := range list.Items {
+				if list.Items[i].Spec.URI == mcpserver.ResourceReadme {
+					readme = &list.Items[i]
+					return nil
+				}
+			}
+			return fmt.Errorf("no McpResource of %s", mcpserver.ResourceReadme)
+		})
+
+		// The prompt waits for review, labelled as a prompt, with its
+		// definition; approving approves the hash shown.
+		card := `#reviews-body details[data-object="McpPrompt"][data-key="` + c.ns + "/" + name + `"]`
+		p.waitJS(t, "the prompt in the review queue", `(() => {
+			const d = document.querySelector(`+js(card)+`);
+			return d !== null && d.textContent.includes('Reviews code for bugs.');
+		})()`)
+		if got := eval[string](t, p, `document.querySelector(`+js(card+` .badge.object`)+`).textContent`); got != "prompt" {
+			t.Errorf("the card is labelled %q, want prompt", got)
+		}
+		p.expand(t, card)
+		if got := p.text(t, card+` pre.current`); !strings.Contains(got, "argument:    language (required): The language of the code.") {
+			t.Errorf("the prompt's definition as shown: %q", got)
+		}
+		if got := eval[string](t, p, `document.querySelector(`+js(card+` button[data-action="approve-definition"]`)+`).getAttribute('data-hash')`); got != prompt.Status.DefinitionHash {
+			t.Fatalf("the page offers to approve %s, the current definition is %s", got, prompt.Status.DefinitionHash)
+		}
+		p.run(t, "approving the prompt", chromedp.Click(chromedp.CSS(card+` button[data-action="approve-definition"]`)))
+		eventually(t, "the prompt approved", func() error {
+			must(t, c.admin.Get(ctx, client.ObjectKeyFromObject(prompt), prompt))
+			if prompt.Spec.ApprovedDefinitionHash != prompt.Status.DefinitionHash {
+				return fmt.Errorf("approved %q", prompt.Spec.ApprovedDefinitionHash)
+			}
+			return nil
+		})
+		p.waitJS(t, "the prompt leaving the review queue", `document.querySelector(`+js(card)+`) === null`)
+
+		// The readme is enabled from the namespace's list of prompts and
+		// resources.
+		list := `#overview-body div[data-namespace="` + c.ns + `"] details[data-section="features"]`
+		row := list + ` tr[data-object="McpResource"][data-key="` + c.ns + "/" + readme.Name + `"]`
+		p.waitJS(t, "the readme in the overview", `document.querySelector(`+js(row)+`) !== null`)
+		p.expand(t, list)
+		p.run(t, "enabling the readme", chromedp.Click(chromedp.CSS(row+` button[data-action="enable"]`)))
+		eventually(t, "the readme enabled", func() error {
+			must(t, c.admin.Get(ctx, client.ObjectKeyFromObject(readme), readme))
+			if !readme.Spec.Enabled {
+				return fmt.Errorf("not enabled")
+			}
+			return nil
+		})
+		p.waitJS(t, "the readme shown enabled", `document.querySelector(`+js(row+` button[data-action="disable"]`)+`) !== null`)
+		if readme.Spec.ApprovedDefinitionHash != "" {
+			t.Errorf("enabling approved %s", readme.Spec.ApprovedDefinitionHash)
 		}
 	})
 

@@ -309,10 +309,10 @@ func (c *cluster) person(t *testing.T, name string, rules ...rbacv1.PolicyRule) 
 }
 
 // approver may decide calls (the shipped call-approver ClusterRole) and
-// review and enable tools.
+// review and enable tools, prompts and resources.
 func (c *cluster) approver(t *testing.T, name string) client.WithWatch {
 	t.Helper()
-	wc := c.person(t, name, rbacv1.PolicyRule{APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{"mcptools"}, Verbs: []string{"patch", "get", "list", "watch"}},
+	wc := c.person(t, name, rbacv1.PolicyRule{APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{"mcptools", "mcpprompts", "mcpresources"}, Verbs: []string{"patch", "get", "list", "watch"}},
 		rbacv1.PolicyRule{APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{"mcpservers"}, Verbs: []string{"get", "list", "watch"}})
 	must(t, c.admin.Create(context.Background(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: name + "-approver"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "call-approver"},

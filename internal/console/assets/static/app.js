@@ -132,6 +132,12 @@
 
   // ---- definitions to review ------------------------------------------------------
 
+  // What a kind is called in the page: a tool, a prompt, a resource.
+  const kindWords = { McpTool: 'tool', McpPrompt: 'prompt', McpResource: 'resource' };
+  function kindWord(kind) {
+    return kindWords[kind] || kind;
+  }
+
   function pre(lines, cls) {
     return el('pre', { class: cls || '' }, (lines || []).join('\n'));
   }
@@ -157,15 +163,18 @@
     // A card the person opened or folded since it was shown keeps that
     // state. Read from the page at render time: a toggle event is queued,
     // and a render that ran before it would fold a card just opened.
+    // A tool, a prompt and a resource may have one name: the kind is part
+    // of what the page remembers.
     for (const d of body.querySelectorAll('details[data-key]')) {
-      if (d.open !== d.shownOpen) cardOpen.set(d.getAttribute('data-key'), d.open);
+      if (d.open !== d.shownOpen) cardOpen.set(d.getAttribute('data-object') + ' ' + d.getAttribute('data-key'), d.open);
     }
     body.replaceChildren(...reviews.map((r) => {
       const key = r.namespace + '/' + r.name;
+      const kind = r.objectKind;
       const approve = el('button', { type: 'button', class: 'approve', 'data-action': 'approve-definition', 'data-hash': r.currentHash }, 'Approve ' + short(r.currentHash));
-      approve.addEventListener('click', () => post('/api/tools/approve', { namespace: r.namespace, name: r.name, hash: r.currentHash }, approve));
+      approve.addEventListener('click', () => post('/api/tools/approve', { kind: kind, namespace: r.namespace, name: r.name, hash: r.currentHash }, approve));
       const toggle = el('button', { type: 'button', 'data-action': r.enabled ? 'disable' : 'enable' }, r.enabled ? 'Disable' : 'Enable');
-      toggle.addEventListener('click', () => post('/api/tools/enable', { namespace: r.namespace, name: r.name, enabled: !r.enabled }, toggle));
+      toggle.addEventListener('click', () => post('/api/tools/enable', { kind: kind, namespace: r.namespace, name: r.name, enabled: !r.enabled }, toggle));
       const parts = [];
       if (r.warnings && r.warnings.length) {
         parts.push(el('ul', { class: 'warnings' }, r.warnings.map((w) => el('li', {}, w))));
@@ -181,12 +190,14 @@
         }
         parts.push(el('h4', {}, 'Current definition ', el('span', { class: 'mono' }, short(r.currentHash))), pre(r.current, 'def current'));
       }
-      const open = cardOpen.has(key) ? cardOpen.get(key) : r.kind === 'drifted';
-      const details = el('details', { 'data-key': key, 'data-kind': r.kind, open: open },
+      const openKey = kind + ' ' + key;
+      const open = cardOpen.has(openKey) ? cardOpen.get(openKey) : r.kind === 'drifted';
+      const details = el('details', { 'data-key': key, 'data-object': kind, 'data-kind': r.kind, open: open },
         el('summary', {},
           el('span', { class: 'badge ' + r.kind }, r.kind === 'drifted' ? 'changed' : 'new'),
-          el('span', { class: 'strong' }, r.localName || r.name),
-          el('span', { class: 'sub' }, key + ' · tool ' + r.remoteName + ' of McpServer ' + r.server + ' · ' + (r.enabled ? 'enabled' : 'disabled'))),
+          el('span', { class: 'badge object' }, kindWord(kind)),
+          el('span', { class: 'strong' }, r.localName || (kind === 'McpResource' ? r.remoteName : r.name)),
+          el('span', { class: 'sub' }, key + ' (' + kind + ') · ' + kindWord(kind) + ' ' + r.remoteName + ' of McpServer ' + r.server + ' · ' + (r.enabled ? 'enabled' : 'disabled'))),
         el('div', { class: 'card-body' }, parts,
           el('div', { class: 'buttons' }, approve, toggle),
           el('p', { class: 'sub' }, 'Approving approves exactly ', el('span', { class: 'mono' }, r.currentHash),
@@ -202,8 +213,16 @@
     return el('span', { class: 'status status-' + s }, s + (reason ? ' · ' + reason : ''));
   }
 
+  // The overview's lists a person opened stay open across updates.
+  const sectionOpen = new Map();
+
   function renderOverview(namespaces) {
     const body = $('overview-body');
+    for (const d of body.querySelectorAll('details[data-section]')) {
+      sectionOpen.set(d.closest('[data-namespace]').getAttribute('data-namespace') + ' ' + d.getAttribute('data-section'), d.open);
+    }
+    const section = (ns, name, summary, table) => el('details', { 'data-section': name, open: sectionOpen.get(ns + ' ' + name) === true },
+      el('summary', {}, summary), table);
     if (!namespaces.length) {
       body.replaceChildren(el('p', { class: 'empty' }, 'No McpServer here.'));
       return;
@@ -227,7 +246,7 @@
         el('thead', {}, el('tr', {}, ['Tool', 'Server', 'Class', 'Ready', ''].map((h) => el('th', {}, h)))),
         el('tbody', {}, n.tools.map((t) => {
           const b = el('button', { type: 'button', 'data-action': t.enabled ? 'disable' : 'enable' }, t.enabled ? 'Disable' : 'Enable');
-          b.addEventListener('click', () => post('/api/tools/enable', { namespace: t.namespace, name: t.name, enabled: !t.enabled }, b));
+          b.addEventListener('click', () => post('/api/tools/enable', { kind: 'McpTool', namespace: t.namespace, name: t.name, enabled: !t.enabled }, b));
           return el('tr', { 'data-key': t.namespace + '/' + t.name },
             el('td', {}, el('div', { class: 'strong' }, t.localName || t.name), el('div', { class: 'sub' }, t.name)),
             el('td', {}, t.server),
@@ -235,8 +254,23 @@
             el('td', {}, status(t.ready, t.ready === 'True' ? '' : t.reason)),
             el('td', {}, b));
         })));
+      const features = n.features || [];
+      const featureTable = el('table', { class: 'features' },
+        el('thead', {}, el('tr', {}, ['Prompt or resource', 'Kind', 'Server', 'Class', 'Ready', ''].map((h) => el('th', {}, h)))),
+        el('tbody', {}, features.map((f) => {
+          const b = el('button', { type: 'button', 'data-action': f.enabled ? 'disable' : 'enable' }, f.enabled ? 'Disable' : 'Enable');
+          b.addEventListener('click', () => post('/api/tools/enable', { kind: f.objectKind, namespace: f.namespace, name: f.name, enabled: !f.enabled }, b));
+          return el('tr', { 'data-key': f.namespace + '/' + f.name, 'data-object': f.objectKind },
+            el('td', {}, el('div', { class: 'strong' }, f.localName || f.remoteName), el('div', { class: 'sub' }, f.name)),
+            el('td', {}, kindWord(f.objectKind)),
+            el('td', {}, f.server),
+            el('td', {}, f.dataClass || '—'),
+            el('td', {}, status(f.ready, f.ready === 'True' ? '' : f.reason)),
+            el('td', {}, b));
+        })));
       return el('div', { class: 'namespace', 'data-namespace': n.name }, el('h3', {}, 'namespace ' + n.name), servers,
-        n.tools.length ? el('details', {}, el('summary', {}, n.tools.length + ' tools'), tools) : null);
+        n.tools.length ? section(n.name, 'tools', n.tools.length + ' tools', tools) : null,
+        features.length ? section(n.name, 'features', features.length + ' prompts and resources', featureTable) : null);
     }));
   }
 
