@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -124,7 +125,15 @@ type JSONLines struct {
 	mu sync.Mutex
 	// waiting are the records no write has taken yet.
 	waiting []*auditLine
+
+	// joined is where a write of several lines joins them; the holder of
+	// lock uses it.
+	joined []byte
 }
+
+// maxJoined bounds the buffer a sink keeps for joining lines: a batch
+// larger than that (a burst of thousands of calls) gets one of its own.
+const maxJoined = 256 << 10
 
 // auditLine is one record on its way to the writer. Lines are reused
 // (linePool): a line whose write told it how it went is back to empty, its
@@ -200,12 +209,7 @@ func (s *JSONLines) Write(ctx context.Context, r Record) error {
 		case s.lock <- struct{}{}:
 			// This caller starts the next write, of everything waiting;
 			// its own line may already be in the write before.
-			batch := s.take()
-			if len(batch) == 0 {
-				<-s.lock
-				continue
-			}
-			go s.flush(batch)
+			go s.flushWaiting()
 		case <-ctx.Done():
 			return s.giveUp(line)
 		case <-t.C:
@@ -234,6 +238,22 @@ func (s *JSONLines) take() []*auditLine {
 	return batch
 }
 
+// flushWaiting is the write the holder of the lock started: of every line
+// waiting once the calls ready to run have added theirs. Yielding first
+// lets them: on a busy replica the goroutine started here would otherwise
+// run at once, before any other call, and write the one line that asked,
+// a system call per record. Alone, the yield returns at once.
+func (s *JSONLines) flushWaiting() {
+	runtime.Gosched()
+	batch := s.take()
+	if len(batch) == 0 {
+		// Every line was in the write before, which answers them.
+		<-s.lock
+		return
+	}
+	s.flush(batch)
+}
+
 // flush writes a batch and tells each of its lines how it went. The lock is
 // released when the write returns, not when its callers give up: one
 // blocked write at a time, never a pile of them.
@@ -243,8 +263,14 @@ func (s *JSONLines) flush(batch []*auditLine) {
 	if len(batch) == 1 {
 		buf = batch[0].b
 	} else {
+		// The lines go out in one write, joined in a buffer the holder
+		// of the lock reuses.
+		buf = s.joined[:0]
 		for _, l := range batch {
 			buf = append(buf, l.b...)
+		}
+		if cap(buf) <= maxJoined {
+			s.joined = buf
 		}
 	}
 	err := s.write(buf)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -248,6 +249,34 @@ func BenchmarkJSONLinesWrite(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkJSONLinesGroupCommit is 64 writers at once, as a busy gateway's
+// calls are, into a writer that counts its writes: records/write is how
+// many records one system call carries.
+func BenchmarkJSONLinesGroupCommit(b *testing.B) {
+	w := &writeCounter{}
+	s := NewJSONLines(w)
+	r := Record{Phase: PhaseBefore, Namespace: "team-a", Caller: "system:serviceaccount:team-a:bot", LocalName: "docs_search"}
+	ctx := context.Background()
+	b.SetParallelism(32) // 64 goroutines on the benchmark's two CPUs
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := s.Write(ctx, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	if n := w.writes.Load(); n > 0 {
+		b.ReportMetric(float64(b.N)/float64(n), "records/write")
+	}
+}
+
+type writeCounter struct{ writes atomic.Int64 }
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.writes.Add(1)
+	return len(p), nil
 }
 
 // Lines are reused between writes: under concurrent writers every record
