@@ -27,9 +27,7 @@ var _ = Describe("The MCP TypeScript reference server behind the gateway", func(
 	It("is imported and its tools are called through the gateway by the go-sdk in both eras and by the TypeScript SDK's client", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		srv, err := tsagent.StartEverything(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(srv.Stop)
+		srv := startEverything(ctx)
 
 		ns := newNamespace()
 		ref := declare(ns, "everything", srv.URL, []string{tsagent.EverythingEcho, tsagent.EverythingSum, tsagent.EverythingStructuredContent, tsagent.EverythingTinyImage})

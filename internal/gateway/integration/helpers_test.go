@@ -30,6 +30,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 	"github.com/mcp-catalog/operator/test/testenv"
+	"github.com/mcp-catalog/operator/test/tsagent"
 )
 
 // newNamespace creates a namespace for the current spec and deletes its
@@ -442,4 +443,14 @@ func (a *approver) asked() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]string(nil), a.questions...)
+}
+
+// startEverything starts the TypeScript reference server, stopped when the
+// spec ends.
+func startEverything(ctx context.Context) *tsagent.Everything {
+	GinkgoHelper()
+	srv, err := tsagent.StartEverything(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(srv.Stop)
+	return srv
 }

@@ -22,9 +22,7 @@ var _ = Describe("Interaction with the upstream during a call", func() {
 	It("imports the tools the reference server offers only to clients declaring elicitation and sampling", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		srv, err := tsagent.StartEverything(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(srv.Stop)
+		srv := startEverything(ctx)
 
 		ns := newNamespace()
 		interactive := []string{"trigger-elicitation-request", "trigger-url-elicitation", "trigger-sampling-request"}

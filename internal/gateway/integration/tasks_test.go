@@ -13,7 +13,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
-	"github.com/mcp-catalog/operator/test/tsagent"
 )
 
 // everythingResearch is the reference server's tool that runs only as a
@@ -54,9 +53,7 @@ var _ = Describe("Tasks through the gateway", func() {
 	It("runs the reference server's task-only tool as a task of the calling agent, which no other agent can see", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		srv, err := tsagent.StartEverything(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(srv.Stop)
+		srv := startEverything(ctx)
 
 		ns := newNamespace()
 		ref := declare(ns, "everything", srv.URL, []string{everythingResearch})
