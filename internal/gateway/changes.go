@@ -373,6 +373,9 @@ func hashTools(tools []presented) [sha256.Size]byte {
 				// Not a definition the SDK could serve either; it still
 				// counts, by name.
 				def = []byte(fmt.Sprintf("%q", tools[i].tool.Name))
+			} else if taskSupportShown(tools[i].taskSupport) {
+				// What an agent of the revision with tasks reads too.
+				def = withExecution(def, tools[i].taskSupport)
 			}
 			tools[i].def = def
 		}

@@ -101,6 +101,10 @@ func (g *Gateway) featureMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 				caps.Prompts = &sdk.PromptCapabilities{}
 				caps.Resources = &sdk.ResourceCapabilities{}
 			}
+			if err == nil {
+				// Tasks are the front door's in every mode (tasks.go).
+				res = declareTasks(res)
+			}
 			return res, err
 		}
 		if id == nil {

@@ -186,6 +186,9 @@ type offer struct {
 type presented struct {
 	key  toolRef
 	tool *sdk.Tool
+	// taskSupport is the McpTool's status.taskSupport, which the SDK's
+	// Tool cannot carry (taskdeclare.go).
+	taskSupport string
 	// def is the tool's encoding, set once it was hashed (changes.go).
 	def []byte
 }
@@ -202,7 +205,7 @@ func (g *Gateway) present(log logr.Logger, tools []toolOffer) []presented {
 			log.Error(err, "a tool cannot be offered", "tool", key.String())
 			continue
 		}
-		out = append(out, presented{key: key, tool: sdkTool(o.localName(), v)})
+		out = append(out, presented{key: key, tool: sdkTool(o.localName(), v), taskSupport: o.tool.Status.TaskSupport})
 	}
 	return out
 }
@@ -215,6 +218,10 @@ func (g *Gateway) newOffer(s *sdk.Server, log logr.Logger, tools []presented) *o
 	}
 	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method == "tools/list" {
+				res, err := next(ctx, method, req)
+				return o.declareTaskSupport(req, res), err
+			}
 			if method != "tools/call" {
 				return next(ctx, method, req)
 			}

@@ -140,7 +140,7 @@ func (g *Gateway) serveList(w http.ResponseWriter, r *http.Request, m *message, 
 	if !ok {
 		return false
 	}
-	if !g.writeList(w, r, id, reqID, g.listPrefix) {
+	if !g.writeList(w, r, id, reqID, g.listPrefix, false) {
 		return false
 	}
 	g.fastLists.Add(1)
@@ -150,7 +150,7 @@ func (g *Gateway) serveList(w http.ResponseWriter, r *http.Request, m *message, 
 // serveEraList answers a tools/list of the initialize era without a
 // cursor, and reports whether it did.
 func (g *Gateway) serveEraList(w http.ResponseWriter, r *http.Request, m *message, id *authn.Identity) bool {
-	if !g.writeList(w, r, id, m.id, g.eraListPrefix) {
+	if !g.writeList(w, r, id, m.id, g.eraListPrefix, m.era == tasksProtocol) {
 		return false
 	}
 	g.eraAnswers.Add(1)
@@ -160,8 +160,10 @@ func (g *Gateway) serveEraList(w http.ResponseWriter, r *http.Request, m *messag
 // writeList writes the caller's list, answering the request reqID with
 // the tools framed by prefix and listSuffix, from the bytes the list
 // cache keeps for each tool; it reports false, having written nothing,
-// when the tools could not be decided or fill more than one page.
-func (g *Gateway) writeList(w http.ResponseWriter, r *http.Request, id *authn.Identity, reqID json.RawMessage, prefix []byte) bool {
+// when the tools could not be decided or fill more than one page. With
+// tasks (the revision that has them), a tool that takes tasks is listed
+// with its execution member (taskdeclare.go).
+func (g *Gateway) writeList(w http.ResponseWriter, r *http.Request, id *authn.Identity, reqID json.RawMessage, prefix []byte, tasks bool) bool {
 	tools, err := g.visibleTools(r.Context(), id)
 	if err != nil || len(tools) > sdk.DefaultPageSize {
 		// The SDK's path logs the error and answers as it always has.
@@ -179,6 +181,9 @@ func (g *Gateway) writeList(w http.ResponseWriter, r *http.Request, id *authn.Id
 		if err != nil {
 			log.Error(err, "a tool cannot be offered", "tool", types.NamespacedName{Namespace: t.Namespace, Name: t.Name}.String())
 			continue
+		}
+		if tasks && taskSupportShown(t.Status.TaskSupport) {
+			enc = withExecution(enc, t.Status.TaskSupport)
 		}
 		if n := len(names); n > 0 && names[n-1] == name {
 			parts[n-1] = enc

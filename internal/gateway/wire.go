@@ -364,11 +364,15 @@ func (g *Gateway) serveInitialize(w http.ResponseWriter, m *message) bool {
 func (g *Gateway) buildInitialized() map[string][]byte {
 	out := make(map[string][]byte, len(initializeEraVersions))
 	for _, v := range initializeEraVersions {
-		b, err := json.Marshal(&sdk.InitializeResult{
+		res := &sdk.InitializeResult{
 			Capabilities:    &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
 			ProtocolVersion: v,
 			ServerInfo:      g.implementation(),
-		})
+		}
+		b, err := json.Marshal(res)
+		if v == tasksProtocol {
+			b, err = initializeWithTasks(res)
+		}
 		if err == nil {
 			out[v] = b
 		}

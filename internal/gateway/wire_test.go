@@ -51,6 +51,8 @@ func TestInitializeEraMatchesTheSDK(t *testing.T) {
 	fails := docsTool(t, "fails")
 	typed := docsTool(t, "typed")
 	typed.Status.OutputSchema = &apiextensionsv1.JSON{Raw: []byte(typedOutputSchema)}
+	// A tool that may run as a task is listed so in 2025-11-25 only.
+	typed.Status.TaskSupport = "optional"
 	auditLog := &capture.Buffer{}
 	g, hs := catalogGatewayWith(t, up.URL, nil, allowList{echoObject: true, fails.Name: true, typed.Name: true}, 0,
 		func(o *Options) {
@@ -104,6 +106,20 @@ func TestInitializeEraMatchesTheSDK(t *testing.T) {
 			if strings.Contains(own.body, `"structuredContent"`) || !strings.Contains(own.body, `"text":"[1,\"two\"]"`) || !strings.Contains(own.body, `"type":"image"`) ||
 				strings.Contains(own.body, `"type":"resource_link"`) != (tc.version >= "2025-06-18") {
 				t.Errorf("%s (%q): %s", tc.name, tc.version, own.body)
+			}
+		}
+		switch {
+		case strings.HasPrefix(tc.name, "initialize "):
+			// Every revision but 2025-11-25's is answered with its own
+			// or 2025-11-25 (2026-07-28, an unknown one).
+			want := !strings.Contains(tc.name, "2024-11-05") && !strings.Contains(tc.name, "2025-03-26") && !strings.Contains(tc.name, "2025-06-18")
+			if strings.Contains(own.body, tasksCapability) != want {
+				t.Errorf("%s: the tasks capability declared: %v, want %v: %s", tc.name, !want, want, own.body)
+			}
+		case strings.HasPrefix(tc.name, "list"):
+			want := tc.version == tasksProtocol
+			if strings.Contains(own.body, `"execution":{"taskSupport":"optional"}`) != want || strings.Count(own.body, `"execution"`) > 1 {
+				t.Errorf("%s (%q): the typed tool listed as taking tasks: %v, want %v: %s", tc.name, tc.version, !want, want, own.body)
 			}
 		}
 		ownAudit := auditLines(auditLog)

@@ -9,7 +9,8 @@
 // JSON line per step, after a first line about the connection and before a
 // last one about the HTTP requests it made. Steps:
 //
-//   {"op":"list"}                                 -> {"tools":[names]}
+//   {"op":"list"}                                 -> {"tools":[names],"taskSupport":{name:support}}
+//   {"op":"task","name":N,"arguments":{...}}      -> {"task":{"taskId":..,"statuses":[...]},"isError":b,"content":[...]}
 //   {"op":"call","name":N,"arguments":{...}}      -> {"isError":b,"content":[...],"structuredContent":{...},"elicitations":[...]}
 //   {"op":"call",...,"progress":true}             -> the same, and "progress":[[progress,total],...]
 //   {"op":"ping"}                                 -> {}
@@ -17,6 +18,12 @@
 //   {"op":"calls",...,"n":K,"everyMs":P}          -> the same, one call every P ms (see calls)
 //   {"op":"lists","concurrency":C,"ms":T}         -> {"n":..,"failed":f,"listed":..,"p50us":..,"p95us":..}
 //   {"op":"terminate"}                            -> {} (DELETE of the session)
+//
+// A task step calls a tool through the SDK's experimental tasks API
+// (client.experimental.tasks.callToolStream): as a task when the server
+// declares tasks for tools/call and listed the tool as taking them (list
+// first), else plainly; it reports the task's id and every status the SDK
+// polled, and the result it fetched.
 //
 // A step that fails prints {"error":{"code":..,"message":..}} and the next
 // step runs. The token is only ever sent in the Authorization header.
@@ -201,7 +208,27 @@ callback?.server.close();
 const run = {
     async list() {
         const { tools } = await client.listTools();
-        return { tools: tools.map(t => t.name) };
+        const taskSupport = Object.fromEntries(tools.filter(t => t.execution?.taskSupport).map(t => [t.name, t.execution.taskSupport]));
+        return { tools: tools.map(t => t.name), taskSupport };
+    },
+    async task(step) {
+        const task = { taskId: null, statuses: [] };
+        for await (const m of client.experimental.tasks.callToolStream({ name: step.name, arguments: step.arguments ?? {} })) {
+            switch (m.type) {
+                case 'taskCreated':
+                    task.taskId = m.task.taskId;
+                    task.statuses.push(m.task.status);
+                    break;
+                case 'taskStatus':
+                    task.statuses.push(m.task.status);
+                    break;
+                case 'result':
+                    return { task, isError: m.result.isError === true, content: m.result.content };
+                case 'error':
+                    throw m.error;
+            }
+        }
+        throw new Error('the task stream ended without a result');
     },
     async call(step) {
         const progress = [];

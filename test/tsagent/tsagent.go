@@ -57,6 +57,13 @@ func CallWithProgress(name string, args map[string]any) Step {
 	return Step{Op: "call", Name: name, Arguments: args, Progress: true}
 }
 
+// TaskCall calls a tool through the SDK's experimental tasks API: as a
+// task when the server declares tasks for tools/call and a List before it
+// showed the tool taking them, else plainly. The outcome's Task says which.
+func TaskCall(name string, args map[string]any) Step {
+	return Step{Op: "task", Name: name, Arguments: args}
+}
+
 // Ping pings the server.
 func Ping() Step { return Step{Op: "ping"} }
 
@@ -141,6 +148,12 @@ type Outcome struct {
 	Error *Error `json:"error"`
 	// Tools are the names listed (list).
 	Tools []string `json:"tools"`
+	// TaskSupport is, by name, each listed tool's execution.taskSupport,
+	// for the tools that had one (list).
+	TaskSupport map[string]string `json:"taskSupport"`
+	// Task is the task a TaskCall was made as: its id (empty when the
+	// call was made plainly) and the statuses the SDK saw, in order.
+	Task *Task `json:"task"`
 	// IsError and Content are the call's result (call).
 	IsError bool      `json:"isError"`
 	Content []Content `json:"content"`
@@ -534,4 +547,10 @@ func moduleRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// Task is a task as the SDK's client saw it.
+type Task struct {
+	TaskID   string   `json:"taskId"`
+	Statuses []string `json:"statuses"`
 }

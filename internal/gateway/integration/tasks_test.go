@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/test/tsagent"
 )
 
 // everythingResearch is the reference server's tool that runs only as a
@@ -50,6 +51,56 @@ func taskRPC(token, method string, params any) (result, rpcErr map[string]any) {
 }
 
 var _ = Describe("Tasks through the gateway", func() {
+	It("tells the official TypeScript SDK's client which tools take tasks, and it runs one as a task", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		srv := startEverything(ctx)
+
+		ns := newNamespace()
+		ref := declare(ns, "everything", srv.URL, []string{everythingResearch, tsagent.EverythingEcho})
+		bot := newAgent(ns, "bot").allowInternal()
+		topic := "declared-tasks"
+
+		// The SDK asks for a task only of a server that declares tasks
+		// for tools/call, and of a tool listed as taking them; it refuses
+		// to call a tool listed as requiring one plainly.
+		res, err := tsagent.Run(ctx, gatewayURL, bot.token,
+			tsagent.List(),
+			tsagent.TaskCall(ref.local(everythingResearch), map[string]any{"topic": topic}),
+			tsagent.TaskCall(ref.local(tsagent.EverythingEcho), map[string]any{"message": topic}),
+			tsagent.Call(ref.local(everythingResearch), map[string]any{"topic": topic}),
+		)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Connect.Error).To(BeNil())
+		Expect(res.Connect.ProtocolVersion).To(Equal("2025-11-25"))
+		Expect(res.Steps).To(HaveLen(4))
+
+		By("the list says the research tool requires a task, and nothing of the echo")
+		Expect(res.Steps[0].Error).To(BeNil())
+		Expect(res.Steps[0].TaskSupport).To(Equal(map[string]string{ref.local(everythingResearch): "required"}))
+
+		By("the research tool runs as a task: the agent holds the gateway's handle, polls it to its end and fetches the result")
+		run := res.Steps[1]
+		Expect(run.Error).To(BeNil())
+		Expect(run.Task).NotTo(BeNil())
+		Expect(run.Task.TaskID).To(HavePrefix("gwtask."))
+		Expect(run.Task.Statuses).NotTo(BeEmpty())
+		Expect(run.Task.Statuses[len(run.Task.Statuses)-1]).To(Equal("completed"))
+		Expect(run.IsError).To(BeFalse())
+		Expect(run.Text()).To(ContainSubstring("Research Report: " + topic))
+
+		By("a tool that takes no task is called plainly")
+		plain := res.Steps[2]
+		Expect(plain.Error).To(BeNil())
+		Expect(plain.Task).NotTo(BeNil())
+		Expect(plain.Task.TaskID).To(BeEmpty())
+		Expect(plain.Text()).To(Equal("Echo: " + topic))
+
+		By("the SDK refuses to call the task-only tool plainly, as the list told it")
+		Expect(res.Steps[3].Error).NotTo(BeNil())
+		Expect(res.Steps[3].Error.Message).To(ContainSubstring("requires task-based execution"))
+	})
+
 	It("runs the reference server's task-only tool as a task of the calling agent, which no other agent can see", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
