@@ -201,6 +201,12 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *au
 	switch {
 	case approved != nil:
 		rec.ApprovalName = approved.Name
+		if g.holdForApproval(ctx, req, c, approved, true) {
+			// A task-augmented call: the approval is used when the
+			// task's result is fetched (approvaltask.go).
+			c.obs.end(audit.OutcomeTaskCreated, "")
+			return personResult{answer: &sdk.CallToolResult{}}
+		}
 		consumed := approved.DeepCopy()
 		consumed.Status.ConsumedAt = &metav1.Time{Time: now}
 		consumed.Status.CallID = rec.CallID
@@ -223,6 +229,9 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *au
 		}
 		return personResult{answer: g.deny(ctx, rec, t, audit.DenyApprovalDeclined, "", msg+"; it was not made")}
 	case pending != nil:
+		if g.holdForApproval(ctx, req, c, pending, false) {
+			return g.waitAsTask(ctx, rec, pending)
+		}
 		return g.waitFor(ctx, req, rec, c.offer(), pending)
 	}
 	if undecided >= maxPendingPerCaller {
@@ -231,6 +240,9 @@ func (g *Gateway) byPerson(ctx context.Context, req *sdk.CallToolRequest, id *au
 	a, err := g.newApproval(ctx, id, c, at, key, now)
 	if err != nil {
 		return personResult{err: err}
+	}
+	if g.holdForApproval(ctx, req, c, a, false) {
+		return g.waitAsTask(ctx, rec, a)
 	}
 	return g.waitFor(ctx, req, rec, c.offer(), a)
 }
@@ -338,15 +350,10 @@ func (g *Gateway) approvalURL(ns, name string) string {
 // protocol revision and capabilities allow, and records that the call was
 // not made.
 func (g *Gateway) waitFor(ctx context.Context, req *sdk.CallToolRequest, rec audit.Record, o toolOffer, a *mcpv1alpha1.McpCallApproval) personResult {
-	rec.ApprovalName = a.Name
 	how := fmt.Sprintf("kubectl mcp approve-call %s -n %s", a.Name, a.Namespace)
 	msg := fmt.Sprintf("The call of %s (MCP server %s, data class %s) waits for a person's approval: McpCallApproval %s/%s, until %s. A person other than the caller approves it with `%s`; then the same call with the same arguments is made once.",
 		o.localName(), o.serverName(), a.Spec.DataClass, a.Namespace, a.Name, a.Spec.ExpiresAt.UTC().Format(time.RFC3339), how)
-	rec.Phase, rec.Decision, rec.Reason, rec.Time = audit.PhaseDenied, "Denied", audit.DenyApprovalPending, g.now()
-	if err := g.Audit.Write(ctx, rec); err != nil {
-		logging.FromContext(ctx, logging.Gateway).Error(err, "the audit record of a call waiting for approval could not be written")
-	}
-	obsOf(ctx).end(audit.OutcomeDenied, audit.DenyApprovalPending)
+	g.recordWait(ctx, rec, a)
 	elicit := &sdk.ElicitParams{Mode: "url", Message: msg, URL: g.approvalURL(a.Namespace, a.Name), ElicitationID: a.Namespace + "/" + a.Name}
 	caps := req.ClientCapabilities()
 	if caps != nil && caps.Elicitation != nil && caps.Elicitation.URL != nil {
@@ -481,4 +488,22 @@ func approved(resp sdk.InputResponse) bool {
 	}
 	v, ok := r.Content["approve"].(bool)
 	return ok && v
+}
+
+// recordWait records that the call of rec was not made: it waits for
+// approval a.
+func (g *Gateway) recordWait(ctx context.Context, rec audit.Record, a *mcpv1alpha1.McpCallApproval) {
+	rec.ApprovalName = a.Name
+	rec.Phase, rec.Decision, rec.Reason, rec.Time = audit.PhaseDenied, "Denied", audit.DenyApprovalPending, g.now()
+	if err := g.Audit.Write(ctx, rec); err != nil {
+		logging.FromContext(ctx, logging.Gateway).Error(err, "the audit record of a call waiting for approval could not be written")
+	}
+	obsOf(ctx).end(audit.OutcomeDenied, audit.DenyApprovalPending)
+}
+
+// waitAsTask records that the call of rec waits for approval a, as a
+// task the front door answers (approvaltask.go).
+func (g *Gateway) waitAsTask(ctx context.Context, rec audit.Record, a *mcpv1alpha1.McpCallApproval) personResult {
+	g.recordWait(ctx, rec, a)
+	return personResult{answer: &sdk.CallToolResult{}}
 }

@@ -205,7 +205,7 @@ func (g *Gateway) present(log logr.Logger, tools []toolOffer) []presented {
 			log.Error(err, "a tool cannot be offered", "tool", key.String())
 			continue
 		}
-		out = append(out, presented{key: key, tool: sdkTool(o.localName(), v), taskSupport: o.tool.Status.TaskSupport})
+		out = append(out, presented{key: key, tool: sdkTool(o.localName(), v), taskSupport: o.listedTaskSupport()})
 	}
 	return out
 }
@@ -417,8 +417,19 @@ func (g *Gateway) visibleVerdicts(ctx context.Context, id *authn.Identity) ([]to
 	}
 	sort.Slice(kept, func(i, j int) bool { return kept[i].o.localName() < kept[j].o.localName() })
 	out, verdicts := make([]toolOffer, len(kept)), make([]verdict, len(kept))
+	mode := mcpv1alpha1.ApprovalMode("")
 	for i, k := range kept {
 		out[i], verdicts[i] = k.o, k.v
+		if k.v.approval && g.Approvals != nil {
+			if mode == "" {
+				policies, err := g.accessPolicies(ctx, id)
+				if err != nil {
+					return nil, nil, err
+				}
+				mode = approvalModeFor(id, policies)
+			}
+			out[i].waitsAsTask = k.v.terms.Mode(mode) == mcpv1alpha1.ApprovalPerson
+		}
 	}
 	return out, verdicts, nil
 }

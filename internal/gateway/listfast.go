@@ -182,8 +182,8 @@ func (g *Gateway) writeList(w http.ResponseWriter, r *http.Request, id *authn.Id
 			log.Error(err, "a tool cannot be offered", "tool", types.NamespacedName{Namespace: t.Namespace, Name: t.Name}.String())
 			continue
 		}
-		if tasks && taskSupportShown(t.Status.TaskSupport) {
-			enc = withExecution(enc, t.Status.TaskSupport)
+		if s := o.listedTaskSupport(); tasks && taskSupportShown(s) {
+			enc = withExecution(enc, s)
 		}
 		if n := len(names); n > 0 && names[n-1] == name {
 			parts[n-1] = enc

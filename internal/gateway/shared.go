@@ -29,6 +29,10 @@ type toolOffer struct {
 	// shared is the caller's namespace's McpSharedServer the tool is
 	// offered through; nil for a tool of the caller's own namespace.
 	shared *mcpv1alpha1.McpSharedServer
+	// waitsAsTask is set, by a list's decision, for a tool whose calls by
+	// the caller wait for a person's approval, which a call asking for a
+	// task waits for as one (approvaltask.go).
+	waitsAsTask bool
 }
 
 // localName is the name agents see.

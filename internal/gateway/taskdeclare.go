@@ -30,6 +30,20 @@ const tasksCapability = `"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}`
 // the default, and is left unsaid.
 func taskSupportShown(s string) bool { return s == "optional" || s == "required" }
 
+// listedTaskSupport is the taskSupport agents read of o: its server's,
+// when it takes tasks; "optional" for a tool whose calls wait for a
+// person, which the gateway runs as a task of its own while they wait
+// (approvaltask.go); else none.
+func (o toolOffer) listedTaskSupport() string {
+	if s := o.tool.Status.TaskSupport; taskSupportShown(s) {
+		return s
+	}
+	if o.waitsAsTask {
+		return "optional"
+	}
+	return ""
+}
+
 // executionMember is the member a tool's encoding ends with when it takes
 // tasks; support is one taskSupportShown allows, so nothing is escaped.
 func executionMember(support string) string {

@@ -76,6 +76,13 @@ type taskHandle struct {
 	TaskID    string          `json:"i"`
 	Session   mcp.TaskSession `json:"u"`
 	Expires   int64           `json:"e"`
+	// Set for a task waiting for a person's approval (approvaltask.go):
+	// the McpCallApproval (namespace/name), the name the agent called and
+	// the arguments it called with, which the call is made with once
+	// approved; TaskID and Session are then empty.
+	Approval string          `json:"p,omitempty"`
+	Name     string          `json:"l,omitempty"`
+	Args     json.RawMessage `json:"r,omitempty"`
 }
 
 // errUnknownTask answers every request naming a task the caller may not
@@ -279,9 +286,11 @@ type taskKey struct{}
 // task the upstream made.
 type taskCall struct {
 	meta json.RawMessage
-	// Set by taskCreated.
+	// Set by taskCreated, or, for a call that waits for a person's
+	// approval as a task, by holdForApproval (waiting).
 	created *mcp.CallOutcome
 	handle  taskHandle
+	waiting *waitingApproval
 }
 
 func taskOf(ctx context.Context) *taskCall {
@@ -367,7 +376,7 @@ func (g *Gateway) serveTasks(w http.ResponseWriter, r *http.Request, m *message,
 	case "tools/call":
 		served = g.serveTaskCall(w, r, m, info, id)
 	case "tasks/get", "tasks/result", "tasks/cancel", "tasks/list":
-		served = g.serveTaskRequest(w, r, m, id)
+		served = g.serveTaskRequest(w, r, m, info, id)
 	}
 	if served {
 		g.eraAnswers.Add(1)
@@ -418,6 +427,10 @@ func (g *Gateway) serveTaskCall(w http.ResponseWriter, r *http.Request, m *messa
 	}
 	t := &taskCall{meta: meta}
 	res, err := g.callThrough(context.WithValue(ctx, taskKey{}, t), req, pre, refused)
+	if t.waiting != nil && err == nil {
+		g.answerApprovalTask(ctx, w, m, id, reserve, t)
+		return true
+	}
 	if err != nil || t.created == nil {
 		msg, ok := eraCallResult(resultForEra(res, m.era), err)
 		g.budgets.Charge(id, writeResponse(w, m.id, msg, ok))
@@ -550,7 +563,7 @@ func passTask(raw json.RawMessage, want string) (passedTask, time.Duration, erro
 
 // serveTaskRequest answers tasks/get, tasks/result, tasks/cancel and
 // tasks/list of the initialize era.
-func (g *Gateway) serveTaskRequest(w http.ResponseWriter, r *http.Request, m *message, id *authn.Identity) bool {
+func (g *Gateway) serveTaskRequest(w http.ResponseWriter, r *http.Request, m *message, info *auth.TokenInfo, id *authn.Identity) bool {
 	if m.notification() {
 		return false
 	}
@@ -576,6 +589,10 @@ func (g *Gateway) serveTaskRequest(w http.ResponseWriter, r *http.Request, m *me
 	c, ep, ok := g.decideTask(ctx, id, m, h)
 	if !ok {
 		writeResponse(w, m.id, errUnknownTask.encode(), false)
+		return true
+	}
+	if h.Approval != "" {
+		g.serveApprovalTask(w, r, m, info, id, c, h, p.TaskID)
 		return true
 	}
 	if m.method == "tasks/result" {
@@ -637,6 +654,11 @@ func (g *Gateway) decideTask(ctx context.Context, id *authn.Identity, m *message
 		return nil, mcp.Endpoint{}, false
 	}
 	c.srv = srv
+	if h.Approval != "" {
+		// Nothing is asked upstream of a task waiting for a person; its
+		// call, once approved, finds its own way (callThrough).
+		return c, mcp.Endpoint{}, true
+	}
 	ep, err := g.upstreamFor(ctx, id, c)
 	if err != nil {
 		c.obs.end(audit.OutcomeFailed, string(failureKind(err)))

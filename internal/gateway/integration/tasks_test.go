@@ -12,7 +12,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/test/mcpserver"
 	"github.com/mcp-catalog/operator/test/tsagent"
 )
 
@@ -99,6 +103,117 @@ var _ = Describe("Tasks through the gateway", func() {
 		By("the SDK refuses to call the task-only tool plainly, as the list told it")
 		Expect(res.Steps[3].Error).NotTo(BeNil())
 		Expect(res.Steps[3].Error.Message).To(ContainSubstring("requires task-based execution"))
+	})
+
+	It("offers a wait for a person's approval as a task, and makes the call once, when its result is fetched after a person approved", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		ns := newNamespace()
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(k8sClient.DeleteAllOf(ctx, &mcpv1alpha1.McpCallApproval{}, client.InNamespace(ns))).To(Succeed())
+		})
+		docs := newUpstream(ns, "docs", mcpserver.Options{}, []string{echo}, withApproval())
+		bot := newAgent(ns, "bot").allowInternal()
+		spy := newAgent(ns, "spy").allowInternal()
+		alice := as("alice", "system:authenticated")
+		mayApprove(ns, alice)
+		arg := "made-once-approved"
+
+		By("the official TypeScript SDK's client sees the tool take tasks, and calls it as one")
+		agent, err := tsagent.Start(ctx, gatewayURL, bot.token, tsagent.Options{},
+			tsagent.List(), tsagent.TaskCall(docs.local(echo), map[string]any{"text": arg}))
+		Expect(err).NotTo(HaveOccurred())
+
+		By("the call waits as a task: an McpCallApproval, and nothing sent upstream")
+		var a mcpv1alpha1.McpCallApproval
+		Eventually(func(g Gomega) {
+			list := approvalsOf(ns)
+			g.Expect(list).To(HaveLen(1))
+			a = list[0]
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+		Expect(a.Spec.Decision).To(Equal(mcpv1alpha1.CallPending))
+		Expect(docs.Calls(echo)).To(BeZero())
+
+		By("a person approves; the agent's poll sees it, it fetches the result, and the call is made once")
+		Expect(alice.decide(ns, a.Name, mcpv1alpha1.CallApproved, "alice", "")).To(Succeed())
+		res, err := agent.Wait()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Steps).To(HaveLen(2))
+		Expect(res.Steps[0].TaskSupport).To(Equal(map[string]string{docs.local(echo): "optional"}))
+		run := res.Steps[1]
+		Expect(run.Error).To(BeNil())
+		Expect(run.Task).NotTo(BeNil())
+		handle := run.Task.TaskID
+		Expect(handle).To(HavePrefix("gwtask."))
+		Expect(handle).NotTo(ContainSubstring(arg))
+		Expect(run.Task.Statuses[0]).To(Equal("working"))
+		Expect(run.Task.Statuses[len(run.Task.Statuses)-1]).To(Equal("completed"))
+		Expect(run.IsError).To(BeFalse(), run.Text())
+		Expect(run.Text()).To(Equal(arg))
+		Expect(docs.Calls(echo)).To(Equal(1))
+		used := &mcpv1alpha1.McpCallApproval{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&a), used)).To(Succeed())
+		Expect(used.Status.ConsumedAt).NotTo(BeNil())
+		recs := auditFor(ns, docs.object(echo))
+		var before *audit.Record
+		for i := range recs {
+			if recs[i].Phase == audit.PhaseBefore {
+				before = &recs[i]
+			}
+		}
+		Expect(before).NotTo(BeNil())
+		Expect([]string{before.Approval, before.ApprovalName, before.ApprovedBy}).To(Equal([]string{"Approved", a.Name, "alice"}))
+
+		By("the result fetched again makes no second call, and another agent cannot use the handle")
+		got, e := taskRPC(bot.token, "tasks/result", map[string]any{"taskId": handle})
+		Expect(e).To(BeNil())
+		Expect(got["isError"]).To(BeTrue())
+		Expect(docs.Calls(echo)).To(Equal(1))
+		for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+			_, e := taskRPC(spy.token, method, map[string]any{"taskId": handle})
+			Expect(e).NotTo(BeNil(), method)
+			Expect(e["code"]).To(BeEquivalentTo(-32602), method)
+		}
+
+		By("cancelled while it waits: the approval is withdrawn, and nothing is sent")
+		created, e := taskRPC(bot.token, "tools/call", map[string]any{"name": docs.local(echo), "arguments": map[string]any{"text": "cancel me"}, "task": map[string]any{}})
+		Expect(e).To(BeNil())
+		task, _ := created["task"].(map[string]any)
+		Expect(task).NotTo(BeNil(), "%v", created)
+		Expect(task["status"]).To(Equal("working"))
+		Expect(task["statusMessage"]).To(ContainSubstring("kubectl mcp approve-call"))
+		cancelHandle, _ := task["taskId"].(string)
+		Expect(approvalsOf(ns)).To(HaveLen(2))
+		got, e = taskRPC(bot.token, "tasks/cancel", map[string]any{"taskId": cancelHandle})
+		Expect(e).To(BeNil())
+		Expect(got["status"]).To(Equal("cancelled"))
+		Expect(approvalsOf(ns)).To(HaveLen(1))
+		got, e = taskRPC(bot.token, "tasks/get", map[string]any{"taskId": cancelHandle})
+		Expect(e).To(BeNil())
+		Expect(got["status"]).To(Equal("failed"))
+		Expect(docs.Calls(echo)).To(Equal(1))
+
+		By("denied: the task fails with the person's reason, and nothing is sent")
+		created, e = taskRPC(bot.token, "tools/call", map[string]any{"name": docs.local(echo), "arguments": map[string]any{"text": "deny me"}, "task": map[string]any{"ttl": 60000}})
+		Expect(e).To(BeNil())
+		task, _ = created["task"].(map[string]any)
+		deniedHandle, _ := task["taskId"].(string)
+		var pending *mcpv1alpha1.McpCallApproval
+		for _, x := range approvalsOf(ns) {
+			if x.Status.ConsumedAt == nil {
+				pending = &x
+			}
+		}
+		Expect(pending).NotTo(BeNil())
+		Expect(alice.decide(ns, pending.Name, mcpv1alpha1.CallDenied, "alice", "not during the freeze")).To(Succeed())
+		got, e = taskRPC(bot.token, "tasks/get", map[string]any{"taskId": deniedHandle})
+		Expect(e).To(BeNil())
+		Expect(got["status"]).To(Equal("failed"))
+		Expect(got["statusMessage"]).To(ContainSubstring("not during the freeze"))
+		got, e = taskRPC(bot.token, "tasks/result", map[string]any{"taskId": deniedHandle})
+		Expect(e).To(BeNil())
+		Expect(got["isError"]).To(BeTrue())
+		Expect(docs.Calls(echo)).To(Equal(1))
 	})
 
 	It("runs the reference server's task-only tool as a task of the calling agent, which no other agent can see", func() {
