@@ -91,8 +91,9 @@ func (g *Gateway) interactionFor(ctx context.Context, c *callScope) *callInterac
 
 // Request relays the server's request, screened, to the calling agent
 // when the tool's policy and the screening allow it and the agent can be
-// asked, and answers it with a refusal otherwise. Either way one audit record says what was asked and
-// what came of it; without that record nothing is relayed.
+// asked, and answers it with a refusal otherwise. Either way one audit
+// record says what was asked and what came of it; without that record
+// nothing is relayed.
 func (ci *callInteraction) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *mcp.RPCError) {
 	var policy *mcpv1alpha1.ToolInteraction
 	if ci.c.tool != nil {
@@ -250,11 +251,10 @@ func urlHostAllowed(p *mcpv1alpha1.ToolInteraction, raw string) bool {
 // caller must send back with its answers when it calls again. The gateway
 // passes on the requests the tool's policy and the screening allow,
 // screened (each audited; the others are left out, and the server gets
-// no answer to them) and, in
-// place of the server's state, its own, sealed: the caller, the tool, the
-// arguments' hash, the ids of the requests it passed on, the server's
-// state and an expiry, under an HMAC of the approval keys every replica
-// shares. A call that comes back with state is made only when the seal
+// no answer to them) and, in place of the server's state, its own,
+// sealed: the caller, the tool, the arguments' hash, the ids of the
+// requests it passed on, the server's state and an expiry, under an HMAC
+// of the approval keys every replica shares. A call that comes back with state is made only when the seal
 // holds and names that caller, tool and arguments, and carries upstream
 // the server's state and only the answers to the requests passed on.
 
