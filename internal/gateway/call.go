@@ -43,6 +43,9 @@ type callScope struct {
 	argsJSON []byte
 	argsErr  error
 	rec      audit.Record
+	// id is the caller, for what runs while the call is sent (a server's
+	// requests for input are screened with its policies, interaction.go).
+	id *authn.Identity
 
 	// Learnt by decide: the tool as the cache holds it now, the access
 	// policies of the caller's namespace, which give the ceiling and the
@@ -195,7 +198,7 @@ func (g *Gateway) identify(ctx context.Context, req *sdk.CallToolRequest, id *au
 		obs.end(audit.OutcomeDenied, audit.DenyForbidden)
 		return nil, refusal(unknownTool)
 	}
-	c := &callScope{key: key, via: ref.via, obs: obs, rec: audit.Record{CallID: audit.NewCallID(), Caller: id.Username, Namespace: id.Namespace, Tool: key.Name}}
+	c := &callScope{key: key, via: ref.via, obs: obs, id: id, rec: audit.Record{CallID: audit.NewCallID(), Caller: id.Username, Namespace: id.Namespace, Tool: key.Name}}
 	if ref.via != "" {
 		// The tool is another namespace's: the record names both.
 		c.rec.ServerNamespace, c.rec.SharedServer = key.Namespace, ref.via

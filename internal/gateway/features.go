@@ -504,6 +504,11 @@ func (f *featureScope) getPrompt(ctx context.Context, p *sdk.GetPromptParams) (s
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the prompt has no argument of one of the names sent"}
 		}
 	}
+	// The arguments go to the server as a call's do: the guardrail is
+	// asked about them first (guardrail.go).
+	if err := g.guardPromptArguments(ctx, f.id, &rec, p.Arguments); err != nil {
+		return nil, err
+	}
 	return f.send(ctx, &rec, v.server, false, func(ep mcp.Endpoint) (json.RawMessage, error) {
 		return g.MCP.GetPrompt(ctx, ep, pr.Spec.RemoteName, p.Arguments)
 	}, func(c *callScope, raw json.RawMessage) (sdk.Result, error) {

@@ -2,9 +2,12 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"k8s.io/apimachinery/pkg/types"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
@@ -45,6 +48,43 @@ func (g *Gateway) guardRequest(ctx context.Context, id *authn.Identity, c *callS
 	return nil
 }
 
+// guardPromptArguments is the guardrail stage of a prompts/get, as
+// guardRequest is a call's: the webhook, when there is one, is asked
+// about the get before it is sent, with the prompt's arguments (the bytes
+// the record's hash names; {} for none). A get it refuses, or one of a
+// class that fails closed while it gives no answer, is denied, audited,
+// and not sent; rec then says what the webhook answered.
+func (g *Gateway) guardPromptArguments(ctx context.Context, id *authn.Identity, rec *audit.Record, args map[string]string) error {
+	if g.Guardrail == nil {
+		return nil
+	}
+	b := []byte("{}")
+	if len(args) > 0 {
+		b, _ = json.Marshal(args)
+	}
+	c := &callScope{key: types.NamespacedName{Namespace: id.Namespace, Name: rec.Tool}, class: mcpv1alpha1.DataClass(rec.DataClass), rec: *rec}
+	req := g.guardrailRequest(id, c, guardrail.PhasePromptRequest)
+	req.Arguments = b
+	v, err := g.Guardrail.Check(ctx, req)
+	switch {
+	case err != nil:
+		rec.Guardrail = audit.GuardrailUnavailable
+		logUnavailable(ctx, err)
+		if g.failsClosed(c.class) {
+			g.featureDenial(ctx, *rec, audit.DenyGuardrailUnavailable, "")
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the guardrail could not be asked about this prompt, and prompts of " +
+				string(c.class) + " data are not got without it; try again later"}
+		}
+	case !v.Allow:
+		rec.Guardrail = audit.GuardrailRefused
+		g.featureDenial(ctx, *rec, audit.DenyGuardrail, "")
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the guardrail refused this prompt's arguments" + reasonOf(v)}
+	default:
+		rec.Guardrail = audit.GuardrailAllowed
+	}
+	return nil
+}
+
 // guardResult asks the guardrail webhook about a result's text, once
 // result inspection passed it: the text the agent reads (the webhook's
 // replacement, if it gave one), and whether the result is withheld.
@@ -81,10 +121,12 @@ func (g *Gateway) guardResult(ctx context.Context, id *authn.Identity, c *callSc
 func (g *Gateway) guardrailRequest(id *authn.Identity, c *callScope, phase string) guardrail.Request {
 	req := guardrail.Request{Phase: phase, CallID: c.rec.CallID, Namespace: id.Namespace, Caller: id.Username, DataClass: string(c.class)}
 	if c.tool == nil {
-		switch c.rec.Method {
-		case methodPromptsGet:
+		switch {
+		case phase == guardrail.PhasePromptRequest:
+			// A get before it is sent: its arguments, in their own phase.
+		case c.rec.Method == methodPromptsGet:
 			req.Phase = guardrail.PhasePrompt
-		case methodResourcesRead:
+		case c.rec.Method == methodResourcesRead:
 			req.Phase = guardrail.PhaseResource
 		}
 		req.Tool, req.Server = c.key.Namespace+"/"+c.key.Name, c.key.Namespace+"/"+c.rec.Server

@@ -25,8 +25,10 @@ import (
 // (docs/adr/064-interaction-relayed-under-policy.md). The MCP client
 // hands the send stage each request it reads on the call's own response
 // stream (mcp.WithInteraction); the stage checks it against the tool's
-// policy, asks the calling agent through the channel its call came on,
-// and answers the server with what the agent said, or with a refusal.
+// policy, screens what the agent would be asked as a result's text is
+// (askscreen.go), asks the calling agent through the channel its call
+// came on, and answers the server with what the agent said, or with a
+// refusal.
 // Only a session kept in this process is such a channel: without one
 // (the chart's initialize era, 2026-07-28), every request is refused.
 
@@ -87,10 +89,11 @@ func (g *Gateway) interactionFor(ctx context.Context, c *callScope) *callInterac
 	return &callInteraction{g: g, c: c, asker: askerOf(ctx)}
 }
 
-// Request relays the server's request to the calling agent when the
-// tool's policy allows it and the agent can be asked, and answers it with
-// a refusal otherwise. Either way one audit record says what was asked and
-// what came of it; without that record nothing is relayed.
+// Request relays the server's request, screened, to the calling agent
+// when the tool's policy and the screening allow it and the agent can be
+// asked, and answers it with a refusal otherwise. Either way one audit
+// record says what was asked and what came of it; without that record
+// nothing is relayed.
 func (ci *callInteraction) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *mcp.RPCError) {
 	var policy *mcpv1alpha1.ToolInteraction
 	if ci.c.tool != nil {
@@ -100,9 +103,12 @@ func (ci *callInteraction) Request(ctx context.Context, method string, params js
 	if refused == "" && ci.asker == nil {
 		refused = audit.RefusedNoChannel
 	}
-	rec := ci.c.rec
-	rec.Phase, rec.Time, rec.Interaction, rec.InteractionMode = audit.PhaseInteraction, ci.g.now(), kind, mode
-	rec.Outcome, rec.ErrorKind, rec.LatencyMillis = "", "", 0
+	rec := interactionRecord(ci.c, ci.g.now(), kind, mode)
+	if refused == "" {
+		// What the agent would be asked is screened as a result's text
+		// is (askscreen.go).
+		params, refused = ci.g.screenAsk(ctx, ci.c, &rec, method, params)
+	}
 	if refused != "" {
 		rec.Decision, rec.Reason = audit.DecisionRefused, refused
 		ci.write(ctx, rec)
@@ -123,6 +129,18 @@ func (ci *callInteraction) Request(ctx context.Context, method string, params js
 	rec.InteractionResult = interactionResult(method, res)
 	ci.write(ctx, rec)
 	return res, nil
+}
+
+// interactionRecord begins the audit record of a server's request for
+// input during c: the call's record, as a record of the interaction
+// phase, without what the call's own stages found or were told (its
+// inspection, its guardrail answer), which are not the request's.
+func interactionRecord(c *callScope, now time.Time, kind, mode string) audit.Record {
+	rec := c.rec
+	rec.Phase, rec.Time, rec.Interaction, rec.InteractionMode = audit.PhaseInteraction, now, kind, mode
+	rec.Outcome, rec.ErrorKind, rec.LatencyMillis = "", "", 0
+	rec.Inspection, rec.InspectionAction, rec.Guardrail = nil, "", ""
+	return rec
 }
 
 func (ci *callInteraction) write(ctx context.Context, rec audit.Record) bool {
@@ -231,12 +249,12 @@ func urlHostAllowed(p *mcpv1alpha1.ToolInteraction, raw string) bool {
 // Input-required rounds (2026-07-28). A server asks for input by
 // answering a call with input_required: requests for input, and state the
 // caller must send back with its answers when it calls again. The gateway
-// passes on the requests the tool's policy allows (each audited; the
-// others are left out, and the server gets no answer to them) and, in
-// place of the server's state, its own, sealed: the caller, the tool, the
-// arguments' hash, the ids of the requests it passed on, the server's
-// state and an expiry, under an HMAC of the approval keys every replica
-// shares. A call that comes back with state is made only when the seal
+// passes on the requests the tool's policy and the screening allow,
+// screened (each audited; the others are left out, and the server gets
+// no answer to them) and, in place of the server's state, its own,
+// sealed: the caller, the tool, the arguments' hash, the ids of the
+// requests it passed on, the server's state and an expiry, under an HMAC
+// of the approval keys every replica shares. A call that comes back with state is made only when the seal
 // holds and names that caller, tool and arguments, and carries upstream
 // the server's state and only the answers to the requests passed on.
 
@@ -336,9 +354,11 @@ func (g *Gateway) askForInput(ctx context.Context, c *callScope, out *mcp.CallOu
 		if req.Method != mcp.MethodElicit && req.Method != mcp.MethodSample {
 			refused = audit.RefusedMalformedRequest
 		}
-		rec := c.rec
-		rec.Phase, rec.Time, rec.Interaction, rec.InteractionMode = audit.PhaseInteraction, g.now(), kind, mode
-		rec.Outcome, rec.ErrorKind, rec.LatencyMillis = "", "", 0
+		rec := interactionRecord(c, g.now(), kind, mode)
+		params := req.Params
+		if refused == "" {
+			params, refused = g.screenAsk(ctx, c, &rec, req.Method, req.Params)
+		}
 		rec.Decision, rec.Reason = audit.DecisionRelayed, refused
 		if refused != "" {
 			rec.Decision = audit.DecisionRefused
@@ -346,7 +366,7 @@ func (g *Gateway) askForInput(ctx context.Context, c *callScope, out *mcp.CallOu
 		if err := g.Audit.Write(ctx, rec); err != nil || refused != "" {
 			continue
 		}
-		b, err := json.Marshal(map[string]any{"method": req.Method, "params": req.Params})
+		b, err := json.Marshal(map[string]any{"method": req.Method, "params": params})
 		if err != nil {
 			continue
 		}

@@ -30,12 +30,18 @@ import (
 
 // Phases of a check: a call before it is sent, its result, and what a
 // prompts/get (the prompt's messages) or a resources/read (the resource's
-// contents) returns, each asked about as a result is.
+// contents) returns, each asked about as a result is; a prompts/get
+// before it is sent, with the prompt's arguments; and what a tool's
+// server asks the calling agent during a call (an elicitation, a sampling
+// request), with the request's params as the agent would be asked.
 const (
-	PhaseRequest  = "request"
-	PhaseResult   = "result"
-	PhasePrompt   = "prompt"
-	PhaseResource = "resource"
+	PhaseRequest       = "request"
+	PhaseResult        = "result"
+	PhasePrompt        = "prompt"
+	PhaseResource      = "resource"
+	PhasePromptRequest = "promptRequest"
+	PhaseElicitation   = "elicitation"
+	PhaseSampling      = "sampling"
 )
 
 // replaces reports whether a verdict of phase may replace the text.
@@ -76,8 +82,9 @@ type Config struct {
 }
 
 // Request is what the service is asked: the call, and in the result phase
-// its result's text. Arguments and result are the call's own: the
-// service is trusted with them, as the upstream is.
+// its result's text; in the elicitation and sampling phases, the server's
+// request (Interaction: its params). Arguments and result are the call's
+// own: the service is trusted with them, as the upstream is.
 type Request struct {
 	Phase     string          `json:"phase"`
 	CallID    string          `json:"callID"`
@@ -88,6 +95,9 @@ type Request struct {
 	DataClass string          `json:"dataClass"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	Result    *string         `json:"result,omitempty"`
+	// Interaction is the params of a server's request for input, as the
+	// agent would be asked them (after result inspection).
+	Interaction json.RawMessage `json:"interaction,omitempty"`
 }
 
 // Verdict is the service's answer. A result may be replaced (Result) when

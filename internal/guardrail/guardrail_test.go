@@ -99,6 +99,9 @@ func TestEveryFailureIsUnavailableWithAFixedWord(t *testing.T) {
 		{"an unknown field", func(Request) (int, string) { return 200, `{"allow":true,"allowAll":true}` }, PhaseRequest, "BadAnswer"},
 		{"a replacement for a request", func(Request) (int, string) { return 200, `{"allow":true,"result":"x"}` }, PhaseRequest, "BadAnswer"},
 		{"a replacement of a refused result", func(Request) (int, string) { return 200, `{"allow":false,"result":"x"}` }, PhaseResult, "BadAnswer"},
+		{"a replacement for a prompt's arguments", func(Request) (int, string) { return 200, `{"allow":true,"result":"x"}` }, PhasePromptRequest, "BadAnswer"},
+		{"a replacement for an elicitation", func(Request) (int, string) { return 200, `{"allow":true,"result":"x"}` }, PhaseElicitation, "BadAnswer"},
+		{"a replacement for a sampling request", func(Request) (int, string) { return 200, `{"allow":true,"result":"x"}` }, PhaseSampling, "BadAnswer"},
 		{"too large", func(Request) (int, string) {
 			return 200, `{"allow":true,"reason":"` + strings.Repeat("a", MaxAnswerBytes) + `"}`
 		}, PhaseRequest, "BadAnswer"},

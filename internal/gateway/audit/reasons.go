@@ -112,6 +112,13 @@ const (
 	// RefusedNoChannel: the agent cannot be asked during the call (no
 	// session kept by the gateway).
 	RefusedNoChannel = "NoChannelToAgent"
+	// RefusedInspection: result inspection, applied to the request's text
+	// with the caller's policies, refuses it (the record's inspection
+	// fields say what was found), or would have changed a URL the user
+	// would open. A request the guardrail webhook refuses is recorded
+	// GuardrailRefused, one it could not be asked about while the class
+	// fails closed GuardrailUnavailable, as calls are.
+	RefusedInspection = "InspectionRefused"
 )
 
 // Outcomes of a call, as metrics and spans name them.

@@ -187,11 +187,12 @@ var _ = Describe("Screening of prompts and resources", func() {
 		_, err = cs.ReadResource(ctx(), &sdk.ReadResourceParams{URI: leakyText})
 		Expect(err).NotTo(HaveOccurred())
 		asked := guard.askedOf(ns)
-		Expect(asked).To(HaveLen(2))
-		Expect([]string{asked[0].Phase, asked[0].Tool, asked[0].Server}).To(Equal([]string{guardrail.PhasePrompt, ns + "/" + prompt, ns + "/leaky"}))
-		Expect(*asked[0].Result).To(ContainSubstring("token: [redacted github-token]"), "the webhook is asked after inspection, about what the agent would read")
-		Expect(*asked[0].Result).NotTo(ContainSubstring(credential))
-		Expect([]string{asked[1].Phase, asked[1].Tool}).To(Equal([]string{guardrail.PhaseResource, ns + "/" + names[leakyText]}))
+		Expect(asked).To(HaveLen(3))
+		Expect([]string{asked[0].Phase, string(asked[0].Arguments)}).To(Equal([]string{guardrail.PhasePromptRequest, "{}"}), "the get's arguments first, none here")
+		Expect([]string{asked[1].Phase, asked[1].Tool, asked[1].Server}).To(Equal([]string{guardrail.PhasePrompt, ns + "/" + prompt, ns + "/leaky"}))
+		Expect(*asked[1].Result).To(ContainSubstring("token: [redacted github-token]"), "the webhook is asked after inspection, about what the agent would read")
+		Expect(*asked[1].Result).NotTo(ContainSubstring(credential))
+		Expect([]string{asked[2].Phase, asked[2].Tool}).To(Equal([]string{guardrail.PhaseResource, ns + "/" + names[leakyText]}))
 
 		setReviewedText(ns, &mcpv1alpha1.McpResource{}, names[leakyText], func(o client.Object) {
 			o.(*mcpv1alpha1.McpResource).Spec.DataClass = mcpv1alpha1.DataClassConfidential

@@ -12,12 +12,14 @@ import (
 	"sync"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/guardrail"
+	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 	"github.com/mcp-catalog/operator/test/tsagent"
 )
@@ -39,7 +41,7 @@ type guardService struct {
 
 // guardBehaviour is how the service answers a namespace's checks.
 type guardBehaviour struct {
-	refuseRequest bool   // refuse every call
+	refuseRequest bool   // refuse every call and every prompt's arguments
 	replaceResult string // replace every result with this, when set
 	down          bool   // answer 503
 }
@@ -62,7 +64,7 @@ func startGuard() *guardService {
 		switch {
 		case b.down:
 			w.WriteHeader(http.StatusServiceUnavailable)
-		case req.Phase == guardrail.PhaseRequest && b.refuseRequest:
+		case (req.Phase == guardrail.PhaseRequest || req.Phase == guardrail.PhasePromptRequest) && b.refuseRequest:
 			_, _ = io.WriteString(w, `{"allow":false,"reason":"no exports of customer data"}`)
 		case req.Phase == guardrail.PhaseResult && b.replaceResult != "":
 			out, _ := json.Marshal(map[string]any{"allow": true, "result": b.replaceResult})
@@ -125,6 +127,40 @@ var _ = Describe("The guardrail webhook", func() {
 		guard.mu.Lock()
 		Expect(guard.badSigns).To(BeZero())
 		guard.mu.Unlock()
+	})
+
+	It("is asked about a prompt's arguments before the get, and its refusal keeps them from the server (attack)", func() {
+		ns := newNamespace()
+		up := mcpserver.StartFeatures(GinkgoT(), 1024)
+		declare(ns, "docs", up.URL, nil)
+		prompt, err := toolname.ObjectName("docs", mcpserver.PromptReview)
+		Expect(err).NotTo(HaveOccurred())
+		enableFeature(ns, &mcpv1alpha1.McpPrompt{}, prompt)
+		bot := newAgent(ns, "bot")
+		grantFeatures(bot)
+		bot.ceiling(mcpv1alpha1.DataClassInternal)
+		cs := bot.connect(nil, legacyEra)
+		const language = "Zig-from-the-guardrail-spec"
+		get := func() error {
+			_, err := cs.GetPrompt(ctx(), &sdk.GetPromptParams{Name: "mcp_docs_" + mcpserver.PromptReview, Arguments: map[string]string{"language": language}})
+			return err
+		}
+
+		Expect(get()).To(Succeed())
+		asked := guard.askedOf(ns)
+		Expect(asked).To(HaveLen(2))
+		Expect([]string{asked[0].Phase, string(asked[0].Arguments), asked[0].Tool, asked[0].Server}).To(Equal([]string{guardrail.PhasePromptRequest, `{"language":"` + language + `"}`, ns + "/" + prompt, ns + "/docs"}))
+		Expect(asked[1].Phase).To(Equal(guardrail.PhasePrompt))
+		Expect(asked[0].CallID).To(Equal(asked[1].CallID), "one get, asked about twice")
+
+		guard.set(ns, guardBehaviour{refuseRequest: true})
+		gets := up.Gets()
+		Expect(get()).To(MatchError(ContainSubstring("the guardrail refused this prompt's arguments: no exports of customer data")))
+		Expect(up.Gets()).To(Equal(gets), "a refused get is not sent")
+		recs := auditFor(ns, prompt)
+		last := recs[len(recs)-1]
+		Expect([]string{last.Phase, last.Reason, last.Guardrail}).To(Equal([]string{audit.PhaseDenied, audit.DenyGuardrail, audit.GuardrailRefused}))
+		Expect(strings.Join(auditLog.all(), "\n")).NotTo(ContainSubstring(language), "the record hashes the arguments, never holds them")
 	})
 
 	It("fails closed for Confidential tools and open below while it gives no answer", func() {
