@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"slices"
 	"sort"
@@ -20,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
-	"github.com/mcp-catalog/operator/internal/credentials"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/gateway/authz"
@@ -111,6 +111,15 @@ func (g *Gateway) featureMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the caller is not identified"}
 		}
 		f := &featureScope{g: g, id: id, servers: map[types.NamespacedName]*mcpv1alpha1.McpServer{}}
+		if extra := req.GetExtra(); extra != nil {
+			f.header = extra.Header
+		}
+		if r, ok := req.(interface {
+			ClientCapabilities() *sdk.ClientCapabilities
+		}); ok {
+			caps := r.ClientCapabilities()
+			f.urlElicitation = caps != nil && caps.Elicitation != nil && caps.Elicitation.URL != nil
+		}
 		res, err := f.serve(ctx, method, req)
 		var undecided *undecidedError
 		if errors.As(err, &undecided) {
@@ -160,6 +169,12 @@ type featureScope struct {
 	policies []mcpv1alpha1.McpAccessPolicy
 	servers  map[types.NamespacedName]*mcpv1alpha1.McpServer
 	allowAll map[string]*bool
+	// header is the request's, whose bearer token a person presented is
+	// the subject token of a delegation that takes the caller's
+	// (featureauth.go); urlElicitation says the client takes a consent
+	// link as a URL elicitation.
+	header         http.Header
+	urlElicitation bool
 }
 
 func (f *featureScope) serve(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
@@ -742,18 +757,26 @@ func (f *featureScope) send(ctx context.Context, rec *audit.Record, srv *mcpv1al
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "refused because its audit record could not be written"}
 	}
 	start := time.Now()
-	ep, err := g.Upstreams.Call(ctx, srv, credentials.Actor{Username: f.id.Username, Groups: f.id.Groups, Issuer: f.id.Issuer})
+	ep, err := f.endpoint(ctx, srv)
 	var raw json.RawMessage
 	if err == nil {
 		raw, err = do(ep)
 	}
 	rec.Phase, rec.Time, rec.LatencyMillis = audit.PhaseAfter, g.now(), time.Since(start).Milliseconds()
 	var (
-		answer error
-		res    sdk.Result
-		me     *mcp.Error
+		answer  error
+		res     sdk.Result
+		me      *mcp.Error
+		consent *consentNeeded
+		refused *upstreamRefused
 	)
 	switch {
+	case errors.As(err, &consent):
+		rec.Outcome, rec.Reason, rec.Detail = audit.OutcomeDenied, audit.DenyUpstreamAuthorization, consent.need.Reason
+		answer = f.askConsent(consent)
+	case errors.As(err, &refused):
+		rec.Outcome, rec.Reason, rec.Detail = audit.OutcomeDenied, audit.DenyUpstreamAuthorization, refused.detail
+		answer = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: refused.msg}
 	case err == nil:
 		rec.Outcome = audit.OutcomeSucceeded
 		c := &callScope{key: types.NamespacedName{Namespace: f.id.Namespace, Name: rec.Tool}, policies: f.policies,

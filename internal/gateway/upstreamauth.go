@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"k8s.io/apimachinery/pkg/types"
@@ -110,14 +109,10 @@ func (g *Gateway) askConsent(ctx context.Context, req *sdk.CallToolRequest, c *c
 // subject token (subjectTokenFrom: Caller); empty for a ServiceAccount,
 // whose token never leaves the gateway.
 func callerToken(req *sdk.CallToolRequest, id *authn.Identity) secret.Secret {
-	if id.IsServiceAccount() || id.Issuer == "" || req.Extra == nil || req.Extra.Header == nil {
+	if req.Extra == nil {
 		return secret.Secret{}
 	}
-	scheme, token, ok := strings.Cut(req.Extra.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return secret.Secret{}
-	}
-	return secret.New(strings.TrimSpace(token))
+	return bearerOf(req.Extra.Header, id)
 }
 
 // upstreamFor is the endpoint send calls: the person's token for a

@@ -28,8 +28,9 @@ type FeatureServer struct {
 	// URL is the MCP endpoint.
 	URL string
 
-	srv *mcp.Server
-	hs  *httptest.Server
+	srv     *mcp.Server
+	hs      *httptest.Server
+	handler http.Handler
 
 	mu       sync.Mutex
 	reads    map[string]int
@@ -56,11 +57,16 @@ func StartFeatures(t TB, bigBytes int) *FeatureServer {
 	f.srv.AddResource(&mcp.Resource{URI: ResourceApp, Name: "dashboard", Description: "The dashboard app.", MIMEType: AppMimeType}, f.read)
 	f.srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: TemplateFile, Name: "file", Description: "A file of the docs.", MIMEType: "text/plain"}, f.read)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.srv }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	f.handler = h
 	f.hs = httptest.NewServer(h)
 	f.URL = f.hs.URL + Path
 	t.Cleanup(f.hs.Close)
 	return f
 }
+
+// Handler serves the MCP endpoint, for a test that puts something in
+// front of it (an authorization check) at an address of its own.
+func (f *FeatureServer) Handler() http.Handler { return f.handler }
 
 // SetPrompt offers PromptReview with description (replacing it).
 func (f *FeatureServer) SetPrompt(description string) {

@@ -63,8 +63,16 @@ func startPersonServer() *personServer {
 	inner, err := mcpserver.New(mcpserver.Options{})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(inner.Close)
-	ps := &personServer{Server: inner, discovery: newSecretValue()}
-	h := inner.Handler()
+	ps := startPersonServerFor(inner.Handler())
+	ps.Server = inner
+	return ps
+}
+
+// startPersonServerFor is startPersonServer in front of the MCP endpoint
+// h serves.
+func startPersonServerFor(h http.Handler) *personServer {
+	GinkgoHelper()
+	ps := &personServer{discovery: newSecretValue()}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/.well-known/oauth-protected-resource"+mcpserver.Path {
 			w.Header().Set("Content-Type", "application/json")
