@@ -58,7 +58,9 @@ func (g *Gateway) holdForApproval(ctx context.Context, req *sdk.CallToolRequest,
 	if req.Params != nil {
 		args = req.Params.Arguments
 	}
-	if len(args) > maxApprovalTaskArgs {
+	// Counted as the handle holds them: encoding escapes some characters
+	// six times over, and a handle past openTask's bound opens nowhere.
+	if enc, err := json.Marshal(args); err != nil || len(enc) > maxApprovalTaskArgs {
 		return false
 	}
 	t.waiting = &waitingApproval{approval: a, approved: approved}

@@ -214,6 +214,15 @@ var _ = Describe("Tasks through the gateway", func() {
 		Expect(e).To(BeNil())
 		Expect(got["isError"]).To(BeTrue())
 		Expect(docs.Calls(echo)).To(Equal(1))
+
+		By("arguments too large to carry in a handle: the call waits the usual way, not as a task")
+		big, e := taskRPC(bot.token, "tools/call", map[string]any{"name": docs.local(echo), "arguments": map[string]any{"text": strings.Repeat("<", 1024)}, "task": map[string]any{}})
+		Expect(e).To(BeNil())
+		Expect(big).NotTo(HaveKey("task"))
+		Expect(big["isError"]).To(BeTrue())
+		raw, _ := json.Marshal(big["content"])
+		Expect(string(raw)).To(ContainSubstring("waits for a person's approval"))
+		Expect(docs.Calls(echo)).To(Equal(1))
 	})
 
 	It("runs the reference server's task-only tool as a task of the calling agent, which no other agent can see", func() {
