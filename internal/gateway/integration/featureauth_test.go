@@ -3,58 +3,23 @@ package integration_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/controller"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
-	"github.com/mcp-catalog/operator/internal/gateway/authz"
 	"github.com/mcp-catalog/operator/internal/gateway/personauth"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/mcpserver"
 	"github.com/mcp-catalog/operator/test/oidcprovider"
 )
-
-// grantFeaturesToUser lets user get the prompts and read the resources of
-// ns, and waits until RBAC says so.
-func grantFeaturesToUser(ns, user string) {
-	GinkgoHelper()
-	c := context.Background()
-	name := fmt.Sprintf("people-features-%08x", rand.Uint32())
-	Expect(k8sClient.Create(c, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{authz.ResourcePrompts}, Verbs: []string{authz.VerbCall}},
-			{APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{authz.ResourceResources}, Verbs: []string{authz.VerbRead}},
-		},
-	})).To(Succeed())
-	Expect(k8sClient.Create(c, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	})).To(Succeed())
-	Eventually(func(g Gomega) bool {
-		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:               user,
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: authz.VerbRead, Group: mcpv1alpha1.GroupVersion.Group, Resource: authz.ResourceResources},
-		}}
-		g.Expect(k8sClient.Create(c, sar)).To(Succeed())
-		return sar.Status.Allowed
-	}, 10*time.Second, 50*time.Millisecond).Should(BeTrue())
-}
 
 var _ = Describe("Per-person upstream authorization of prompts and resources", func() {
 	It("reads a per-person server's prompt and resource with the person's own token only, and asks for consent as a call does", func() {
@@ -62,24 +27,7 @@ var _ = Describe("Per-person upstream authorization of prompts and resources", f
 		ctx := context.Background()
 		features := mcpserver.StartFeatures(GinkgoT(), 1024)
 		ps := startPersonServerFor(features.Handler())
-		clientID := fmt.Sprintf("gateway-%08x", rand.Uint32())
-		clientSecret := newSecretValue()
-		upstreamAS.AddCodeClient(clientID, clientSecret, callbackURL)
-		for name, v := range map[string]string{"discovery": ps.discovery, "client": clientSecret} {
-			Expect(k8sClient.Create(ctx, &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{mcpv1alpha1.LabelCredential: mcpv1alpha1.LabelCredentialValue}},
-				Data:       map[string][]byte{"v": []byte(v)},
-			})).To(Succeed())
-		}
-		declare(ns, "docs", ps.URL, nil, func(s *mcpv1alpha1.McpServerSpec) {
-			s.AllowCredentialOverHTTP, s.AllowPrivateNetwork = true, true
-			s.Auth = &mcpv1alpha1.McpServerAuth{PerPerson: &mcpv1alpha1.PerPersonAuth{
-				ClientID:           clientID,
-				ClientSecretRef:    &mcpv1alpha1.SecretKeySelector{Name: "client", Key: "v"},
-				Scopes:             []string{"openid", "offline_access"},
-				DiscoverySecretRef: &mcpv1alpha1.SecretKeySelector{Name: "discovery", Key: "v"},
-			}}
-		})
+		_, _, clientSecret := declarePerPerson(ns, "docs", ps, nil)
 		By("the import reads the catalog with the discovery credential; a person enables a prompt and a resource")
 		prompt, err := toolname.ObjectName("docs", mcpserver.PromptReview)
 		Expect(err).NotTo(HaveOccurred())
@@ -87,7 +35,7 @@ var _ = Describe("Per-person upstream authorization of prompts and resources", f
 		enableFeature(ns, &mcpv1alpha1.McpPrompt{}, prompt)
 		enableFeature(ns, &mcpv1alpha1.McpResource{}, readme)
 		alice := newHuman(people, ns, "alice").canSignIn()
-		grantFeaturesToUser(ns, alice.email)
+		grantFeaturesTo(ns, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: alice.email}, alice.email)
 		peopleCeiling(ns, mcpv1alpha1.DataClassInternal, []string{alice.email}, nil)
 		get := &sdk.GetPromptParams{Name: "mcp_docs_" + mcpserver.PromptReview, Arguments: map[string]string{"language": "Go"}}
 

@@ -287,25 +287,32 @@ func setFeatureEnabled(ns string, obj client.Object, name string, on bool) {
 // read every resource (read on mcpresources) of its namespace, and no tool.
 func grantFeatures(a *agent) {
 	GinkgoHelper()
+	grantFeaturesTo(a.ns, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: a.ns, Name: a.name}, "system:serviceaccount:"+a.ns+":"+a.name)
+}
+
+// grantFeaturesTo lets subject, whose user name is user, get every prompt
+// and read every resource of ns, and waits until RBAC says so.
+func grantFeaturesTo(ns string, subject rbacv1.Subject, user string) {
+	GinkgoHelper()
 	c := context.Background()
-	name := fmt.Sprintf("%s-features-%08x", a.name, rand.Uint32())
+	name := fmt.Sprintf("features-%08x", rand.Uint32())
 	Expect(k8sClient.Create(c, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: a.ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{authz.ResourcePrompts}, Verbs: []string{authz.VerbCall}},
 			{APIGroups: []string{mcpv1alpha1.GroupVersion.Group}, Resources: []string{authz.ResourceResources}, Verbs: []string{authz.VerbRead}},
 		},
 	})).To(Succeed())
 	Expect(k8sClient.Create(c, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: a.ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: a.ns, Name: a.name}},
+		Subjects:   []rbacv1.Subject{subject},
 	})).To(Succeed())
 	Eventually(func(g Gomega) bool {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: "system:serviceaccount:" + a.ns + ":" + a.name,
+			User: user,
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: a.ns, Verb: authz.VerbRead, Group: mcpv1alpha1.GroupVersion.Group, Resource: authz.ResourceResources,
+				Namespace: ns, Verb: authz.VerbRead, Group: mcpv1alpha1.GroupVersion.Group, Resource: authz.ResourceResources,
 			},
 		}}
 		g.Expect(k8sClient.Create(c, sar)).To(Succeed())

@@ -100,6 +100,32 @@ func startPersonServerFor(h http.Handler) *personServer {
 	return ps
 }
 
+// declarePerPerson declares ps as the McpServer name of ns, called with
+// each person's own authorization at upstreamAS (a client registered
+// there for it) and imported with ps's discovery credential; enable as
+// declare's. It returns the client's id and secret.
+func declarePerPerson(ns, name string, ps *personServer, enable []string) (up *upstream, clientID, clientSecret string) {
+	GinkgoHelper()
+	clientID, clientSecret = fmt.Sprintf("gateway-%08x", rand.Uint32()), newSecretValue()
+	upstreamAS.AddCodeClient(clientID, clientSecret, callbackURL)
+	for secret, v := range map[string]string{"discovery": ps.discovery, "client": clientSecret} {
+		Expect(k8sClient.Create(context.Background(), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secret, Labels: map[string]string{mcpv1alpha1.LabelCredential: mcpv1alpha1.LabelCredentialValue}},
+			Data:       map[string][]byte{"v": []byte(v)},
+		})).To(Succeed())
+	}
+	up = declare(ns, name, ps.URL, enable, func(s *mcpv1alpha1.McpServerSpec) {
+		s.AllowCredentialOverHTTP, s.AllowPrivateNetwork = true, true
+		s.Auth = &mcpv1alpha1.McpServerAuth{PerPerson: &mcpv1alpha1.PerPersonAuth{
+			ClientID:           clientID,
+			ClientSecretRef:    &mcpv1alpha1.SecretKeySelector{Name: "client", Key: "v"},
+			Scopes:             []string{"openid", "offline_access"},
+			DiscoverySecretRef: &mcpv1alpha1.SecretKeySelector{Name: "discovery", Key: "v"},
+		}}
+	})
+	return up, clientID, clientSecret
+}
+
 func (ps *personServer) userinfo(token string) string {
 	if token == "" {
 		return ""
@@ -247,25 +273,8 @@ var _ = Describe("Per-person upstream authorization", func() {
 		ns := newNamespace()
 		ctx := context.Background()
 		ps := startPersonServer()
-		clientID := fmt.Sprintf("gateway-%08x", rand.Uint32())
-		clientSecret := newSecretValue()
-		upstreamAS.AddCodeClient(clientID, clientSecret, callbackURL)
-		for name, v := range map[string]string{"discovery": ps.discovery, "client": clientSecret} {
-			Expect(k8sClient.Create(ctx, &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{mcpv1alpha1.LabelCredential: mcpv1alpha1.LabelCredentialValue}},
-				Data:       map[string][]byte{"v": []byte(v)},
-			})).To(Succeed())
-		}
 		By("the importer lists the tools with the discovery credential; it acts as nobody")
-		up := declare(ns, "records", ps.URL, []string{echo}, func(s *mcpv1alpha1.McpServerSpec) {
-			s.AllowCredentialOverHTTP, s.AllowPrivateNetwork = true, true
-			s.Auth = &mcpv1alpha1.McpServerAuth{PerPerson: &mcpv1alpha1.PerPersonAuth{
-				ClientID:           clientID,
-				ClientSecretRef:    &mcpv1alpha1.SecretKeySelector{Name: "client", Key: "v"},
-				Scopes:             []string{"openid", "offline_access"},
-				DiscoverySecretRef: &mcpv1alpha1.SecretKeySelector{Name: "discovery", Key: "v"},
-			}}
-		})
+		up, clientID, clientSecret := declarePerPerson(ns, "records", ps, []string{echo})
 		tool := up.local(echo)
 		alice := newHuman(people, ns, "alice").canSignIn()
 		bob := newHuman(people, ns, "bob").canSignIn()
