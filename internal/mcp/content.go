@@ -35,6 +35,8 @@ type callResult struct {
 	Raw json.RawMessage
 	// Task marks a CreateTaskResult (Raw) of a task-augmented call.
 	Task bool
+	// split holds the long strings of Raw left where they were read.
+	split *splice
 }
 
 // flattenCallResult reads a tools/call result: text blocks concatenated,
