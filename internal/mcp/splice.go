@@ -108,8 +108,9 @@ func splitBodyFrom(blocks [][]byte, minLen int) (buf []byte, sp *splice) {
 		size += 1 + len(strconv.Itoa(i))
 	}
 	buf = growBody(nil, size)
-	pos, next := 0, 0 // pos: the body's offset of blocks[0]; next: what is copied up to
-	bi := 0
+	// blocks[bi] starts at the body's offset pos; the body is copied or
+	// sliced up to next.
+	bi, pos, next := 0, 0, 0
 	// copyTo appends the body's bytes from next to end.
 	copyTo := func(end int) {
 		for next < end {
@@ -162,11 +163,11 @@ func (sp *splice) join() []byte {
 }
 
 // longStrings finds the strings of the body in blocks that are left in
-// them (minLen bytes or more): spans of their text (quotes excluded), as offsets in the body, in
-// order. Only quotes and escapes are looked at: which bytes are strings
-// is decided by them alone, so a long string replaced by another string
-// leaves a body exactly as well formed as it was; the parser then checks
-// the rest.
+// them (minLen bytes or more): spans of their text (quotes excluded), as
+// offsets in the body, in order. Only quotes and escapes are looked at:
+// which bytes are strings is decided by them alone, so a long string
+// replaced by another string leaves a body exactly as well formed as it
+// was; the parser then checks the rest.
 func longStrings(blocks [][]byte, minLen int) (spans [][2]int, total int) {
 	var (
 		inStr, esc, escaped bool
