@@ -692,7 +692,10 @@ func (o *operation) callTool(ctx context.Context, name string, args map[string]a
 	if err == nil && full {
 		// A large result (one carrying an image) stays in the body it
 		// was read into, which is the outcome's from now on.
-		res.Raw, res.split = msg.keep(), msg.split
+		res.Raw = msg.keep()
+		if msg.tape != nil {
+			res.split = msg.tape.split
+		}
 	}
 	// Otherwise the outcome holds copies only.
 	msg.release()

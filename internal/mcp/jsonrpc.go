@@ -85,9 +85,6 @@ type message struct {
 	methodAt int
 	idAt     int
 	paramsAt int
-	// split holds the long strings of a tools/call result left where
-	// they were read (splice.go); nil for a body read whole.
-	split *splice
 }
 
 // own makes the message responsible for the pooled buffer its bytes are

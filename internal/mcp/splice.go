@@ -391,8 +391,8 @@ func (o *CallOutcome) Expand(raw []byte) []byte {
 // expandedResult is the message's result as sent, in one buffer of its
 // own when long strings were left out of it.
 func (m *message) expandedResult() json.RawMessage {
-	if m.split == nil {
+	if m.tape == nil || m.tape.split == nil {
 		return m.result
 	}
-	return m.split.expand(m.result, m.result)
+	return m.tape.split.expand(m.result, m.result)
 }

@@ -223,7 +223,7 @@ func (o *operation) readResponse(ctx, legCtx context.Context, cancel context.Can
 	msg, err := parseMessage(b, id)
 	if sp != nil {
 		if err == nil && sp.placed(msg) {
-			msg.split = sp
+			msg.tape.split = sp
 		} else {
 			// A long string elsewhere, or a body that is not a result:
 			// it is read whole, as before, and fails or not as it did.
