@@ -78,11 +78,13 @@ func typedOf(out *mcp.CallOutcome) (*typedResult, error) {
 	content, other := make([]sdk.Content, 0, len(blocks)), 0
 	for _, raw := range blocks {
 		var c sdk.Content
-		p, ok := readBinary(raw)
+		p, ok := readBinary(raw, out)
 		if ok {
 			c = p
 		} else {
-			c, ok = readBlock(raw)
+			// A block of another shape is read whole, a long string
+			// the client left where it was read copied back in.
+			c, ok = readBlock(out.Expand(raw))
 		}
 		if !ok {
 			other++

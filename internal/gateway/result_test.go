@@ -404,7 +404,7 @@ func TestBinaryPartsPassAsSent(t *testing.T) {
 		if part.size != int64(len(img)) || binaryBytes(part) != int64(len(img)) {
 			t.Errorf("%s: counted %d bytes, want %d", name, part.size, len(img))
 		}
-		if !within(part.data, result) {
+		if len(part.data) != 1 || !within(part.data[0], result) {
 			t.Errorf("%s: the base64 was copied", name)
 		}
 		// The SDK's own reading and encoding of the same block.
@@ -464,7 +464,7 @@ func TestUnusualBase64IsReadAsBefore(t *testing.T) {
 		{"an escape", `\u0041AEC`, true},
 	} {
 		raw := `{"type":"image","mimeType":"image/png","data":"` + tc.data + `"}`
-		if _, ok := readBinary(json.RawMessage(raw)); ok {
+		if _, ok := readBinary(json.RawMessage(raw), nil); ok {
 			t.Errorf("%s: read in place", tc.name)
 		}
 		_, sdkReads := readBlock(json.RawMessage(raw))
@@ -490,20 +490,27 @@ func TestLargeImageBoundFromItsBase64(t *testing.T) {
 
 // canonicalBase64 accepts exactly what the strict standard decoder
 // accepts and encodes back to the same text, and counts what it decodes
-// to.
+// to, whichever segments the text is in (a long string of a body read in
+// blocks is cut anywhere, its last group too).
 func FuzzCanonicalBase64(f *testing.F) {
 	for _, s := range []string{"", "AA==", "AAE=", "AAEC", "AB==", "AAF=", "A===", "====", "AAECAwQ=", "+/+/", "AA=A"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, s []byte) {
-		n, ok := canonicalBase64(s)
 		dec, err := base64.StdEncoding.Strict().DecodeString(string(s))
 		canonical := err == nil && base64.StdEncoding.EncodeToString(dec) == string(s)
-		if ok != canonical {
-			t.Fatalf("%q: accepted %v, canonical %v", s, ok, canonical)
+		cuts := [][][]byte{{s}, bytes.SplitAfter(s, nil)}
+		for i := range len(s) + 1 {
+			cuts = append(cuts, [][]byte{s[:i], s[i:]}, [][]byte{s[:i], {}, s[i:]})
 		}
-		if ok && n != int64(len(dec)) {
-			t.Fatalf("%q: counted %d, decodes to %d", s, n, len(dec))
+		for _, segs := range cuts {
+			n, ok := canonicalBase64(segs)
+			if ok != canonical {
+				t.Fatalf("%q in %d segments: accepted %v, canonical %v", s, len(segs), ok, canonical)
+			}
+			if ok && n != int64(len(dec)) {
+				t.Fatalf("%q in %d segments: counted %d, decodes to %d", s, len(segs), n, len(dec))
+			}
 		}
 	})
 }

@@ -35,9 +35,11 @@ type binaryPart struct {
 	// uri is an embedded resource's address, screened as text is.
 	uri         string
 	annotations *sdk.Annotations
-	// data is the base64 text as sent, without its quotes: a slice of the
-	// upstream's result, never written to.
-	data []byte
+	// data is the base64 text as sent, without its quotes: slices of the
+	// upstream's body, never written to. It is one slice of the result,
+	// or, for a long string of a body the client read in blocks, several
+	// of those blocks' (mcp.CallOutcome.Segments).
+	data [][]byte
 	// size is what data decodes to.
 	size int64
 	// raw is the block as the upstream sent it.
@@ -49,8 +51,9 @@ type binaryPart struct {
 // servers send: no member the SDK would read differently, and data in
 // canonical base64 (no line breaks, no escapes, padded, no stray bits).
 // ok is false for anything else, which the SDK then reads as before
-// (readBlock): the outcome is the same, only its cost differs.
-func readBinary(raw json.RawMessage) (*binaryPart, bool) {
+// (readBlock): the outcome is the same, only its cost differs. raw is a
+// block of out's result (out nil: of a result read whole).
+func readBinary(raw json.RawMessage, out *mcp.CallOutcome) (*binaryPart, bool) {
 	m, err := mcp.ObjectMembers(raw)
 	if err != nil || !onlyMembers(m, "type", "mimeType", "data", "resource", "annotations", "_meta") || !metaShape(m["_meta"]) {
 		return nil, false
@@ -98,7 +101,12 @@ func readBinary(raw json.RawMessage) (*binaryPart, bool) {
 	if len(dataRaw) < 2 || dataRaw[0] != '"' {
 		return nil, false
 	}
-	p.data = dataRaw[1 : len(dataRaw)-1]
+	p.data = [][]byte{dataRaw[1 : len(dataRaw)-1]}
+	if out != nil {
+		if segs, ok := out.Segments(p.data[0]); ok {
+			p.data = segs
+		}
+	}
 	n, ok := canonicalBase64(p.data)
 	if !ok || n == 0 {
 		// An empty part is read by the SDK, whose rules for it are its
@@ -143,34 +151,50 @@ var base64Alphabet = func() (t [256]bool) {
 	return t
 }()
 
-// canonicalBase64 is the number of bytes s decodes to when it is base64
-// as encoding/json writes it (the standard alphabet, padded, without line
-// breaks, the unused bits of the last group zero); ok is false otherwise.
-// Nothing is decoded but the last group.
-func canonicalBase64(s []byte) (int64, bool) {
-	if len(s)%4 != 0 {
+// canonicalBase64 is the number of bytes the text of segs, in order,
+// decodes to when it is base64 as encoding/json writes it (the standard
+// alphabet, padded, without line breaks, the unused bits of the last
+// group zero); ok is false otherwise. Nothing is decoded but the last
+// group.
+func canonicalBase64(segs [][]byte) (int64, bool) {
+	size := 0
+	for _, s := range segs {
+		size += len(s)
+	}
+	if size%4 != 0 {
 		return 0, false
 	}
-	if len(s) == 0 {
+	if size == 0 {
 		return 0, true
 	}
-	body := s[:len(s)-4]
-	for _, c := range body {
-		if !base64Alphabet[c] {
-			return 0, false
+	// The last group may lie across segments.
+	var group [4]byte
+	k, left := 4, size-4
+	for _, s := range segs {
+		body := s[:min(len(s), max(left, 0))]
+		for _, c := range body {
+			if !base64Alphabet[c] {
+				return 0, false
+			}
+		}
+		left -= len(body)
+		for _, c := range s[len(body):] {
+			group[4-k] = c
+			k--
 		}
 	}
 	var last [3]byte
-	n, err := base64.StdEncoding.Strict().Decode(last[:], s[len(s)-4:])
+	n, err := base64.StdEncoding.Strict().Decode(last[:], group[:])
 	if err != nil {
 		return 0, false
 	}
-	return int64(len(body)/4*3 + n), true
+	return int64((size-4)/4*3 + n), true
 }
 
 // pieces is the part's encoding as the SDK writes the block it stands
-// for: head, the base64 text, tail. The first two are small and new.
-func (p *binaryPart) pieces() (head, data, tail []byte, err error) {
+// for: head, the base64 text, tail. The first and last are small and
+// new.
+func (p *binaryPart) pieces() (head []byte, data [][]byte, tail []byte, err error) {
 	var b bytes.Buffer
 	switch p.kind {
 	case mcpv1alpha1.ResultContentResource:
@@ -228,12 +252,19 @@ func (p *binaryPart) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(p.raw) == len(head)+len(data)+len(tail) && len(data) > 0 && &p.raw[len(head)] == &data[0] &&
+	if len(data) == 1 && len(p.raw) == len(head)+len(data[0])+len(tail) && len(data[0]) > 0 && &p.raw[len(head)] == &data[0][0] &&
 		bytes.HasPrefix(p.raw, head) && bytes.HasSuffix(p.raw, tail) {
 		return p.raw, nil
 	}
-	b := make([]byte, 0, len(head)+len(data)+len(tail))
-	return append(append(append(b, head...), data...), tail...), nil
+	n := len(head) + len(tail)
+	for _, d := range data {
+		n += len(d)
+	}
+	b := append(make([]byte, 0, n), head...)
+	for _, d := range data {
+		b = append(b, d...)
+	}
+	return append(b, tail...), nil
 }
 
 // typedAnswer is the encoding of res, a result holding a part that is not
@@ -287,7 +318,7 @@ func (g *Gateway) typedAnswer(res *sdk.CallToolResult, modern bool) (pieces [][]
 				return nil, false
 			}
 			head.Write(h)
-			pieces = append(pieces, bytes.Clone(head.Bytes()), data)
+			pieces = append(append(pieces, bytes.Clone(head.Bytes())), data...)
 			head.Reset()
 			head.Write(tail)
 			continue

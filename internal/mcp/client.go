@@ -282,6 +282,9 @@ type CallOutcome struct {
 	// server created a task: Result is its CreateTaskResult as sent, and
 	// the server's session is kept for the task's later requests.
 	Task *TaskSession
+	// split holds the long strings of Result left where they were read
+	// (splice.go): Segments and Expand read them.
+	split *splice
 }
 
 // CallOption adjusts one CallTool.
@@ -613,7 +616,7 @@ func (c *Client) CallTool(ctx context.Context, ep Endpoint, remoteName string, a
 		o.session = ""
 		return &CallOutcome{Result: res.Raw, Task: ts, Latency: o.budget.elapsed()}, nil
 	}
-	return &CallOutcome{IsError: res.IsError, InputRequired: res.InputRequired, Text: res.Text, Dropped: res.Dropped, Result: res.Raw, Latency: o.budget.elapsed()}, nil
+	return &CallOutcome{IsError: res.IsError, InputRequired: res.InputRequired, Text: res.Text, Dropped: res.Dropped, Result: res.Raw, Latency: o.budget.elapsed(), split: res.split}, nil
 }
 
 func (o *operation) callTool(ctx context.Context, name string, args map[string]any, params http.Header, info *CallInfo, full bool) (*callResult, error) {
@@ -666,13 +669,13 @@ func (o *operation) callTool(ctx context.Context, name string, args map[string]a
 	if o.rounds != nil && l.modern {
 		if v := msg.tape.member(msg.resultAt, "resultType"); v >= 0 && msg.tape.stringIs(v, "input_required") {
 			// The server asks its caller for input: passed on as sent.
-			res := &callResult{InputRequired: true, Raw: bytes.Clone(msg.result)}
+			res := &callResult{InputRequired: true, Raw: bytes.Clone(msg.expandedResult())}
 			msg.release()
 			return res, nil
 		}
 	}
 	if o.task != nil {
-		if res, ok, err := createdTask(msg.result); ok {
+		if res, ok, err := createdTask(msg.expandedResult()); ok {
 			msg.release()
 			if err != nil {
 				return nil, o.protoFail("tools/call", err)
@@ -690,6 +693,9 @@ func (o *operation) callTool(ctx context.Context, name string, args map[string]a
 		// A large result (one carrying an image) stays in the body it
 		// was read into, which is the outcome's from now on.
 		res.Raw = msg.keep()
+		if msg.tape != nil {
+			res.split = msg.tape.split
+		}
 	}
 	// Otherwise the outcome holds copies only.
 	msg.release()

@@ -28,11 +28,13 @@ const textSeparator = "\n"
 type callResult struct {
 	Text    string
 	Dropped map[string]int
+	// Raw is the result as sent, when the caller asked for it.
+	Raw json.RawMessage
+	// split holds the long strings of Raw left where they were read.
+	split   *splice
 	IsError bool
 	// InputRequired marks a 2026-07-28 input_required result (Raw).
 	InputRequired bool
-	// Raw is the result as sent, when the caller asked for it.
-	Raw json.RawMessage
 	// Task marks a CreateTaskResult (Raw) of a task-augmented call.
 	Task bool
 }

@@ -24,6 +24,9 @@ type tape struct {
 	// body is the buffer behind b when the tape owns it; release hands it
 	// back to bodyPool with the tape.
 	body []byte
+	// split holds the long strings of a tools/call result left where
+	// they were read (splice.go); nil for a body read whole.
+	split *splice
 }
 
 type tapeEntry struct {
@@ -112,7 +115,7 @@ func (t *tape) release() {
 		return
 	}
 	putBody(t.body)
-	t.b, t.body = nil, nil
+	t.b, t.body, t.split = nil, nil, nil
 	// Neither a small tape nor one of a pathological page is kept.
 	if c := cap(t.e); c >= minPooledEntries && c <= maxPooledEntries {
 		tapePool.Put(t)

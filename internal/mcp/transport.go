@@ -194,10 +194,26 @@ func (o *operation) readResponse(ctx, legCtx context.Context, cancel context.Can
 		// allocated for.
 		size = -1
 	}
-	buf, err := readBody(body, size)
+	// A tool's result may carry an image: read in blocks when it is
+	// long and of unknown length (splice.go).
+	buf, more, err := readBody(body, size, method == "tools/call")
 	if err != nil {
 		putBody(buf)
 		return nil, o.readErr(ctx, legCtx, method, err)
+	}
+	var sp *splice
+	if more != nil {
+		first := buf
+		if buf, sp = splitBody(append([][]byte{first}, more...)); sp == nil {
+			putBody(first)
+		}
+		defer func() {
+			// The first block goes back to the pool unless the body's
+			// result still holds a part of it.
+			if sp != nil && (sp.blocks != nil || !sp.firstHeld) {
+				putBody(first)
+			}
+		}()
 	}
 	b := buf
 	if len(bytes.TrimSpace(b)) == 0 {
@@ -205,6 +221,18 @@ func (o *operation) readResponse(ctx, legCtx context.Context, cancel context.Can
 		return nil, o.fail(KindEmptyBody, method, nil)
 	}
 	msg, err := parseMessage(b, id)
+	if sp != nil {
+		if err == nil && sp.placed(msg) {
+			msg.tape.split = sp
+		} else {
+			// A long string elsewhere, or a body that is not a result:
+			// it is read whole, as before, and fails or not as it did.
+			msg.release()
+			putBody(buf)
+			buf = sp.join()
+			msg, err = parseMessage(buf, id)
+		}
+	}
 	if err != nil {
 		putBody(buf)
 		return nil, o.protoFail(method, err)
@@ -220,9 +248,9 @@ func (o *operation) readResponse(ctx, legCtx context.Context, cancel context.Can
 
 // readBody reads r to its end. A large body's buffer comes from bodyPool;
 // the caller hands it back with putBody (or passes it on with
-// message.own).
-func readBody(r io.Reader, size int64) ([]byte, error) {
-	var b []byte
+// message.own). With split, a body of unknown size that outgrows
+// spliceFrom is not grown further: the rest of it is more, in blocks.
+func readBody(r io.Reader, size int64, split bool) (b []byte, more [][]byte, err error) {
 	switch {
 	case size > 0 && size < largeInput:
 		// A body of a known small size (a server that wrote its answer
@@ -237,15 +265,19 @@ func readBody(r io.Reader, size int64) ([]byte, error) {
 	}
 	for {
 		if len(b) == cap(b) {
+			if split && size <= 0 && cap(b) >= spliceFrom {
+				more, err = readBlocks(r)
+				return b, more, err
+			}
 			b = growBody(b, 4<<10)
 		}
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return b, nil
+				return b, nil, nil
 			}
-			return b, err
+			return b, nil, err
 		}
 	}
 }

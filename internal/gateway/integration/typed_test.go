@@ -29,6 +29,7 @@ const (
 	toolPicture = "picture"
 	toolBundle  = "bundle"
 	toolUsers   = "users"
+	toolAlbum   = "album"
 )
 
 const weatherSchema = `{"type":"object","properties":{"temperature":{"type":"number"},"conditions":{"type":"string"}},"required":["temperature","conditions"],"additionalProperties":false}`
@@ -93,6 +94,16 @@ func typedUpstream(versions ...string) string {
 				&sdk.ResourceLink{URI: "https://files.example/report.pdf", Name: "report.pdf", Description: "the report", MIMEType: "application/pdf", Size: &size},
 			}}, nil
 		})
+	srv.AddTool(&sdk.Tool{Name: toolAlbum, InputSchema: json.RawMessage(`{"type":"object","properties":{"secret":{"type":"string"}}}`)},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			secret, _ := args(req)["secret"].(string)
+			return &sdk.CallToolResult{Content: []sdk.Content{
+				&sdk.ImageContent{Data: picture(400 << 10), MIMEType: "image/png"},
+				&sdk.TextContent{Text: albumText(secret)},
+				&sdk.AudioContent{Data: picture(200 << 10), MIMEType: "audio/wav"},
+				&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///album.bin", MIMEType: "application/octet-stream", Blob: picture(150 << 10)}},
+			}}, nil
+		})
 	srv.AddTool(&sdk.Tool{Name: toolUsers, InputSchema: json.RawMessage(`{"type":"object"}`),
 		OutputSchema: json.RawMessage(`{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}}`)},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -102,6 +113,11 @@ func typedUpstream(versions ...string) string {
 	hs := httptest.NewServer(h)
 	DeferCleanup(hs.Close)
 	return hs.URL + "/mcp"
+}
+
+// albumText is a long text with secret in its middle.
+func albumText(secret string) string {
+	return strings.Repeat("lorem ipsum ", 12<<10) + "key " + secret + " " + strings.Repeat("dolor sit ", 12<<10)
 }
 
 // callTyped calls a tool and returns the whole result.
@@ -129,7 +145,7 @@ var _ = Describe("Typed results", func() {
 	DescribeTable("pass what is not text, whole, within the tool's bounds and its output schema",
 		func(agentEra string, upstreamVersions ...string) {
 			ns := newNamespace()
-			up := declare(ns, "typed", typedUpstream(upstreamVersions...), []string{toolWeather, toolPicture, toolBundle, toolUsers})
+			up := declare(ns, "typed", typedUpstream(upstreamVersions...), []string{toolWeather, toolPicture, toolBundle, toolUsers, toolAlbum})
 			bot := newAgent(ns, "bot").allowInternal()
 			cs := bot.connect(nil, agentEra)
 
@@ -210,6 +226,18 @@ var _ = Describe("Typed results", func() {
 			Expect(string(b)).NotTo(ContainSubstring(credential))
 			recs := auditFor(ns, up.object(toolBundle))
 			Expect(recs[len(recs)-1].Inspection).To(Equal([]string{"Secret:github-token"}))
+
+			By("passing a long answer of several parts, written in pieces without its length, byte for byte, its long text screened")
+			credential = "gh" + "p_" + fmt.Sprintf("%036x", rand.Uint64())[:36]
+			res = callTyped(cs, up.local(toolAlbum), map[string]any{"secret": credential})
+			Expect(res.IsError).To(BeFalse(), text(res))
+			Expect(res.Content).To(HaveLen(4))
+			Expect(bytes.Equal(res.Content[0].(*sdk.ImageContent).Data, picture(400<<10))).To(BeTrue())
+			Expect(res.Content[1].(*sdk.TextContent).Text).To(HaveSuffix(albumText("[redacted github-token]")))
+			Expect(bytes.Equal(res.Content[2].(*sdk.AudioContent).Data, picture(200<<10))).To(BeTrue())
+			Expect(bytes.Equal(res.Content[3].(*sdk.EmbeddedResource).Resource.Blob, picture(150<<10))).To(BeTrue())
+			b, _ = json.Marshal(res)
+			Expect(string(b)).NotTo(ContainSubstring(credential))
 
 			By("giving an array as structured content only to a client whose revision can carry it")
 			res = callTyped(cs, up.local(toolUsers), nil)
