@@ -184,6 +184,8 @@ bench: ## Run the benchmark harness (test/bench) and regenerate docs/benchmarks.
 	KUBEBUILDER_ASSETS=$$assets $(GO) test -run '^$$' -bench '^BenchmarkGatewayCost$$' -benchtime 2s -benchmem -timeout $(BENCH_TIMEOUT) ./test/bench/ | tee $$out/GatewayCost.txt || status=1; \
 	echo ">> gateway: a result carrying a 5 MiB image, per era and path"; \
 	KUBEBUILDER_ASSETS=$$assets $(GO) test -run '^$$' -bench '^BenchmarkGatewayTypedResult$$' -benchtime 24x -timeout $(BENCH_TIMEOUT) ./test/bench/ | tee $$out/GatewayTypedResult.txt || status=1; \
+	echo ">> gateway: a call carrying 900 KiB of arguments, per era"; \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test -run '^$$' -bench '^BenchmarkGatewayLargeArguments$$' -benchtime 20x -timeout $(BENCH_TIMEOUT) ./test/bench/ | tee $$out/GatewayLargeArguments.txt || status=1; \
 	for s in Flood Sessions; do \
 		echo ">> gateway: $$s (one process each, so that each reports its own memory)"; \
 		KUBEBUILDER_ASSETS=$$assets TSAGENT_DIR=$$tsagent $(GO) test -run '^$$' -bench "^BenchmarkGateway$$s\$$" -benchtime 1x -timeout $(BENCH_TIMEOUT) ./test/bench/ | tee $$out/Gateway$$s.txt || status=1; \

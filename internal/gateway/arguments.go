@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -156,12 +157,16 @@ func decodeObject(b []byte, m *map[string]any) error {
 // canonicalObject reports whether raw is a JSON object written exactly as
 // encoding/json writes what decodeObject reads from it: no space between
 // tokens, each object's member names in increasing byte order (so none
-// twice), numbers as any JSON number (kept as written), and strings
+// twice), numbers as any JSON number (kept as written), member names
 // without escapes, of printable ASCII other than the characters the
 // encoder escapes (quote, backslash, <, > and &) and valid UTF-8 other
-// than U+2028 and U+2029. Such bytes decode and encode to themselves;
-// anything else is decoded and encoded. raw is within the argument bounds
-// (withinArgumentBounds), which bound the recursion.
+// than U+2028 and U+2029, and string values of the same, or escaped
+// exactly as the encoder escapes them (canonicalEscape): the text of a
+// file, its lines and quotes escaped, is passed on as it came rather than
+// decoded and encoded again. Such bytes decode and encode to themselves;
+// anything else is decoded and encoded. A name holds no escape because
+// the encoder orders names by their decoded bytes. raw is within the
+// argument bounds (withinArgumentBounds), which bound the recursion.
 func canonicalObject(raw []byte) bool {
 	if len(raw) == 0 || raw[0] != '{' {
 		return false
@@ -199,7 +204,7 @@ func canonicalValue(b []byte, i int) (int, bool) {
 			}
 		}
 	case c == '"':
-		return canonicalString(b, i)
+		return canonicalString(b, i, true)
 	case c == 't':
 		return literal(b, i, "true")
 	case c == 'f':
@@ -220,7 +225,7 @@ func canonicalMembers(b []byte, i int) (int, bool) {
 	}
 	var last []byte
 	for first := true; ; first = false {
-		end, ok := canonicalString(b, i)
+		end, ok := canonicalString(b, i, false)
 		if !ok {
 			return i, false
 		}
@@ -246,9 +251,10 @@ func canonicalMembers(b []byte, i int) (int, bool) {
 	}
 }
 
-// canonicalString reads a string without escapes that the encoder writes
-// as it is.
-func canonicalString(b []byte, i int) (int, bool) {
+// canonicalString reads a string that the encoder writes as it is: one
+// without escapes, or, when escapes is set, with escapes exactly as the
+// encoder writes them.
+func canonicalString(b []byte, i int, escapes bool) (int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return i, false
 	}
@@ -258,6 +264,13 @@ func canonicalString(b []byte, i int) (int, bool) {
 			switch {
 			case c == '"':
 				return i + 1, true
+			case c == '\\' && escapes:
+				n := canonicalEscape(b[i:])
+				if n == 0 {
+					return i, false
+				}
+				i += n
+				continue
 			case c < 0x20, c == '\\', c == '<', c == '>', c == '&':
 				return i, false
 			}
@@ -271,6 +284,45 @@ func canonicalString(b []byte, i int) (int, bool) {
 		i += size
 	}
 	return i, false
+}
+
+// canonicalEscape is the length of the escape at the start of b when it
+// is one encoding/json writes (with HTML escaping, as json.Marshal does),
+// else 0: a quote, a backslash, \b, \f, \n, \r and \t by their short
+// forms; any other control character, <, > and & as \u00 and two
+// lower-case hex digits; U+2028 and U+2029 as \u2028 and \u2029.
+// Nothing else: the encoder writes '/' and every other character as it
+// is, so that \/ or \u0041 would be encoded otherwise.
+func canonicalEscape(b []byte) int {
+	if len(b) < 2 {
+		return 0
+	}
+	switch b[1] {
+	case '"', '\\', 'b', 'f', 'n', 'r', 't':
+		return 2
+	case 'u':
+	default:
+		return 0
+	}
+	if len(b) < 6 {
+		return 0
+	}
+	if string(b[2:6]) == "2028" || string(b[2:6]) == "2029" {
+		return 6
+	}
+	const hex = "0123456789abcdef"
+	hi, lo := strings.IndexByte(hex, b[4]), strings.IndexByte(hex, b[5])
+	if b[2] != '0' || b[3] != '0' || hi < 0 || lo < 0 {
+		return 0
+	}
+	switch c := byte(hi<<4 | lo); {
+	case c == '<', c == '>', c == '&':
+		return 6
+	case c < 0x20 && c != '\b' && c != '\f' && c != '\n' && c != '\r' && c != '\t':
+		// The other control characters; those five have short forms.
+		return 6
+	}
+	return 0
 }
 
 func literal(b []byte, i int, word string) (int, bool) {

@@ -61,3 +61,30 @@ func TestArgumentsKeepNumbersAsWritten(t *testing.T) {
 		t.Fatalf("arguments sent upstream = %s, want %s", got, want)
 	}
 }
+
+// A file's text, escaped as encoding/json escapes it, is passed on as it
+// came: not decoded, the bytes themselves, hashed as the same arguments
+// decoded and encoded again are. Escaped otherwise, it is encoded again.
+func TestEscapedTextPassesAsItCame(t *testing.T) {
+	text := "package main\n\nfunc main() {\n\tprintln(\"a \\\\ b <c> & d\")\r\n\x01\u2028}\n"
+	raw, err := json.Marshal(map[string]string{"path": "main.go", "text": text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, b, h, err := encodedArguments(json.RawMessage(raw))
+	if err != nil || m != nil || &b[0] != &raw[0] || len(b) != len(raw) {
+		t.Fatalf("escaped text was decoded or copied: map %v, %d bytes, %v", m, len(b), err)
+	}
+	var decoded map[string]any
+	if err := decodeObject(raw, &decoded); err != nil || decoded["text"] != text {
+		t.Fatalf("the arguments do not decode to the text: %v", err)
+	}
+	if _, want, _ := arguments(decoded); h != want {
+		t.Errorf("hash %s, the decoded arguments' %s", h, want)
+	}
+	other := strings.Replace(string(raw), `\n`, `\u000a`, 1)
+	m, b, h2, err := encodedArguments(json.RawMessage(other))
+	if err != nil || m == nil || string(b) != string(raw) || h2 != h {
+		t.Errorf("an escape the encoder does not write was passed on (%q) or hashed otherwise (%s)", b, h2)
+	}
+}

@@ -31,32 +31,46 @@ func TestCanonicalObject(t *testing.T) {
 		`{}`:                            true,
 		`{"text":"hello"}`:              true,
 		`{"a":1,"b":[true,false,null]}`: true,
-		`{"a":{"x":-0.5e+10,"y":[]},"b":"é 日本 🙂","c":0}`: true,
-		`{"n":12345678901234567890123}`:                  true,
-		`{"del":"a` + "\x7f" + `b"}`:                     true,
-		`{"a":1, "b":2}`:                                 false, // a space
-		`{"b":1,"a":2}`:                                  false, // not in order
-		`{"a":1,"a":2}`:                                  false, // twice
-		`{"a":"line\nbreak"}`:                            false, // an escape
-		`{"a":"<b>"}`:                                    false, // the encoder escapes <
-		`{"a":"x&y"}`:                                    false,
-		`{"a":"` + "\u2028" + `"}`:                       false,
-		`{"a":"` + "\xff" + `"}`:                         false, // not UTF-8
-		`{"a":"` + "\x01" + `"}`:                         false,
-		`{"a":01}`:                                       false,
-		`{"a":1.}`:                                       false,
-		`{"a":.5}`:                                       false,
-		`{"a":1e}`:                                       false,
-		`{"a":+1}`:                                       false,
-		`{"a":tru}`:                                      false,
-		`{"a":[1,]}`:                                     false,
-		`{"a":1,}`:                                       false,
-		`{"a":1}x`:                                       false,
-		`{"a":1}{}`:                                      false,
-		`[1]`:                                            false,
-		`{"a"}`:                                          false,
-		`{"a":"unterminated}`:                            false,
-		`{`:                                              false,
+		`{"a":{"x":-0.5e+10,"y":[]},"b":"é 日本 🙂","c":0}`:         true,
+		`{"n":12345678901234567890123}`:                          true,
+		`{"del":"a` + "\x7f" + `b"}`:                             true,
+		`{"a":1, "b":2}`:                                         false, // a space
+		`{"b":1,"a":2}`:                                          false, // not in order
+		`{"a":1,"a":2}`:                                          false, // twice
+		`{"a":"line\nbreak"}`:                                    true,  // escaped as the encoder escapes
+		`{"a":"\"q\" back\\slash\ttab\r\b\f"}`:                   true,
+		`{"a":"\u003cb\u003e \u0026 \u0001\u001f\u007f"}`:        false, // DEL is written as it is
+		`{"a":"\u003cb\u003e \u0026 \u0001\u001f \u2028\u2029"}`: true,
+		`{"a":["x\ny",{"b":"\t"}]}`:                              true,
+		`{"a\n":1}`:                                              false, // an escape in a name
+		`{"a":"\/"}`:                                             false, // the encoder writes / as it is
+		`{"a":"\u0041"}`:                                         false,
+		`{"a":"\u000a"}`:                                         false, // the encoder writes \n
+		`{"a":"\u003C"}`:                                         false, // upper-case hex
+		`{"a":"\ufffd"}`:                                         false,
+		`{"a":"\ud83d\ude42"}`:                                   false,
+		`{"a":"\x"}`:                                             false,
+		`{"a":"\u00"}`:                                           false,
+		`{"a":"\"}`:                                              false,
+		`{"a":"<b>"}`:                                            false, // the encoder escapes <
+		`{"a":"x&y"}`:                                            false,
+		`{"a":"` + "\u2028" + `"}`:                               false,
+		`{"a":"` + "\xff" + `"}`:                                 false, // not UTF-8
+		`{"a":"` + "\x01" + `"}`:                                 false,
+		`{"a":01}`:                                               false,
+		`{"a":1.}`:                                               false,
+		`{"a":.5}`:                                               false,
+		`{"a":1e}`:                                               false,
+		`{"a":+1}`:                                               false,
+		`{"a":tru}`:                                              false,
+		`{"a":[1,]}`:                                             false,
+		`{"a":1,}`:                                               false,
+		`{"a":1}x`:                                               false,
+		`{"a":1}{}`:                                              false,
+		`[1]`:                                                    false,
+		`{"a"}`:                                                  false,
+		`{"a":"unterminated}`:                                    false,
+		`{`:                                                      false,
 	} {
 		if got := canonicalObject([]byte(raw)); got != want {
 			t.Errorf("canonicalObject(%q) = %t, want %t", raw, got, want)
@@ -82,9 +96,9 @@ func TestCanonicalObjectAgreesWithTheEncoder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.ContainsRune(raw, '\\') && canonicalObject(raw) {
+		if canonicalObject(raw) {
 			passed++
-		} else if !bytes.ContainsRune(raw, '\\') {
+		} else if !escapedName(v) {
 			t.Fatalf("Go's own encoding %q is not passed", raw)
 		}
 		disturbed := disturb(rng, raw)
@@ -101,7 +115,7 @@ func TestCanonicalObjectAgreesWithTheEncoder(t *testing.T) {
 }
 
 func FuzzCanonicalObject(f *testing.F) {
-	for _, s := range []string{`{}`, `{"a":1}`, `{"a":[1,{"b":"c"}],"d":-1.5e3}`, `{"b":1,"a":2}`, `{"a":"\u003c"}`, `{"a":"é"}`} {
+	for _, s := range []string{`{}`, `{"a":1}`, `{"a":[1,{"b":"c"}],"d":-1.5e3}`, `{"b":1,"a":2}`, `{"a":"\u003c"}`, `{"a":"é"}`, `{"a":"x\ny \"q\" \u0001"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -115,7 +129,27 @@ func FuzzCanonicalObject(f *testing.F) {
 	})
 }
 
-var randomRunes = []string{"a", "b", "Z", "0", " ", "é", "日", "🙂", "<", "&", "\"", "\\", "\n", "\u2028", "\x7f", "\t", "/"}
+var randomRunes = []string{"a", "b", "Z", "0", " ", "é", "日", "🙂", "<", "&", "\"", "\\", "\n", "\u2028", "\x7f", "\t", "/", "\x01", "\b", "\r"}
+
+// escapedName reports whether a member name in v is one the encoder
+// escapes: canonicalObject passes no escape in a name.
+func escapedName(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if b, _ := json.Marshal(k); bytes.ContainsRune(b, '\\') || escapedName(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if escapedName(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 func randomString(rng *rand.Rand) string {
 	var sb strings.Builder
@@ -168,7 +202,7 @@ func disturb(rng *rand.Rand, raw []byte) []byte {
 		return out
 	}
 	i := 1 + rng.IntN(len(out)-1)
-	switch rng.IntN(6) {
+	switch rng.IntN(7) {
 	case 0:
 		return out
 	case 1:
@@ -208,6 +242,15 @@ func disturb(rng *rand.Rand, raw []byte) []byte {
 		// byte that is not UTF-8.
 		out[i] = "<&\x7f\xff\x01é"[rng.IntN(7)]
 		return out
+	case 5:
+		// An escape written otherwise than the encoder writes it, or one
+		// of it turned into another.
+		j := bytes.IndexByte(out, '\\')
+		if j < 0 {
+			return out
+		}
+		alt := []string{`\u000a`, `\/`, `\u003C`, `\u0041`, `\ufffd`, `\u0001`, `\u2028`, `\n`, `\"`, `\x`}[rng.IntN(10)]
+		return append(out[:j:j], append([]byte(alt), out[j+2:]...)...)
 	default:
 		return out[:i]
 	}

@@ -49,6 +49,9 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(typedUpstreamAddr); addr != "" {
 		os.Exit(runTypedUpstream(addr, os.Args[1:]))
 	}
+	if addr := os.Getenv(argsUpstreamAddr); addr != "" {
+		os.Exit(runArgsUpstream(addr, os.Args[1:]))
+	}
 	if addr := os.Getenv(soakUpstreamAddr); addr != "" {
 		os.Exit(runSoakUpstream(addr, os.Args[1:]))
 	}

@@ -81,6 +81,13 @@ func runTypedUpstream(addr string, args []string) int {
 			mu.Unlock()
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.ImageContent{Data: img, MIMEType: "image/png"}, &sdk.TextContent{Text: "a picture"}}}, nil
 		})
+	return serveStatelessUpstream(srv, addr, args, os.Getenv(typedUpstreamLength) != "")
+}
+
+// serveStatelessUpstream serves srv on addr, stateless, answering
+// application/json (whole, with its length, when length is set), and
+// /readyz as startManagerProc expects.
+func serveStatelessUpstream(srv *sdk.Server, addr string, args []string, length bool) int {
 	for _, a := range args {
 		if probe, ok := strings.CutPrefix(a, "--health-probe-bind-address="); ok {
 			go func() {
@@ -93,7 +100,7 @@ func runTypedUpstream(addr string, args []string) int {
 		return 1
 	}
 	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-	if os.Getenv(typedUpstreamLength) != "" {
+	if length {
 		h = withLength(h)
 	}
 	_ = (&http.Server{Handler: h, ReadHeaderTimeout: time.Minute}).Serve(ln)
@@ -180,7 +187,12 @@ func BenchmarkGatewayTypedResult(b *testing.B) {
 			for i := range reqs {
 				reqs[i] = &typedRequester{url: "http://" + addr + gateway.Path, token: token, era: era, tool: local, sdkPath: sdkPath}
 			}
-			measureTyped(b, reqs, want, gc)
+			calls := make([]func() error, len(reqs))
+			for i, c := range reqs {
+				calls[i] = c.do
+			}
+			measureCalls(b, calls, func() error { return reqs[0].checkImage(want) }, typedImageBytes, gc)
+			b.ReportMetric(float64(reqs[0].buf.Len())/(1<<20), "answer-MiB")
 		})
 	}
 	for _, path := range []string{"gateway", "sdk"} {
@@ -197,20 +209,22 @@ func BenchmarkGatewayTypedResult(b *testing.B) {
 	}
 }
 
-// measureTyped warms reqs up, checks that the image arrives byte for
-// byte, then has them make b.N calls between them, at most one each at a
-// time, while the heap is sampled.
-func measureTyped(b *testing.B, reqs []*typedRequester, want string, gc int) {
+// measureCalls warms calls up, checks the first one's answer (check),
+// then has them make b.N calls between them, at most one each at a time,
+// while the heap is sampled; it reports the bytes allocated per call and
+// the peak heap per call in flight, in MiB and over size (the bytes the
+// scenario passes through: alloc-x, peak-x).
+func measureCalls(b *testing.B, calls []func() error, check func() error, size, gc int) {
 	b.Helper()
 	var last error
-	await(b, time.Minute, "a first call answered", func() bool { last = reqs[0].do(); return last == nil },
+	await(b, time.Minute, "a first call answered", func() bool { last = calls[0](); return last == nil },
 		func() string { return fmt.Sprintf("(last: %v)", last) })
-	if err := reqs[0].checkImage(want); err != nil {
+	if err := check(); err != nil {
 		b.Fatal(err)
 	}
-	for _, c := range reqs {
+	for _, c := range calls {
 		for range 2 {
-			if err := c.do(); err != nil {
+			if err := c(); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -250,11 +264,11 @@ func measureTyped(b *testing.B, reqs []*typedRequester, want string, gc int) {
 	left.Store(int64(b.N))
 	b.ResetTimer()
 	var wg sync.WaitGroup
-	errs := make(chan error, len(reqs))
-	for _, c := range reqs {
+	errs := make(chan error, len(calls))
+	for _, c := range calls {
 		wg.Go(func() {
 			for left.Add(-1) >= 0 {
-				if err := c.do(); err != nil {
+				if err := c(); err != nil {
 					errs <- err
 					return
 				}
@@ -273,13 +287,12 @@ func measureTyped(b *testing.B, reqs []*typedRequester, want string, gc int) {
 	allocs := float64(samples[2].Value.Uint64()-allocs0) / float64(b.N)
 	held := float64(0)
 	if p := peak.Load(); p > idle {
-		held = float64(p-idle) / float64(len(reqs))
+		held = float64(p-idle) / float64(len(calls))
 	}
-	b.ReportMetric(allocs/typedImageBytes, "alloc-x")
-	b.ReportMetric(held/typedImageBytes, "peak-x")
+	b.ReportMetric(allocs/float64(size), "alloc-x")
+	b.ReportMetric(held/float64(size), "peak-x")
 	b.ReportMetric(allocs/(1<<20), "alloc-MiB/call")
 	b.ReportMetric(held/(1<<20), "peak-MiB/call")
-	b.ReportMetric(float64(reqs[0].buf.Len())/(1<<20), "answer-MiB")
 }
 
 // typedRequester calls the picture tool with plain net/http in one era,

@@ -193,3 +193,44 @@ func TestGatewayTypedSection(t *testing.T) {
 		t.Errorf("unmeasured: %s", b.String())
 	}
 }
+
+// The large-arguments section gives each kind of arguments and era its
+// figures, and says whether the upstream received them intact.
+func TestGatewayArgsSection(t *testing.T) {
+	var in strings.Builder
+	for _, row := range []struct {
+		kind, era   string
+		gc          int
+		alloc, peak float64
+	}{
+		{"plain", eraModern, 1, 1.9, 2.73}, {"plain", eraModern, 100, 1.86, 6.39}, {"plain", eraInitialize, 1, 1.89, 2.28},
+		{"unsorted", eraInitialize, 1, 11.77, 4.78}, {"unsorted", eraInitialize, 100, 7.61, 9.07},
+	} {
+		fmt.Fprintf(&in, "BenchmarkGatewayLargeArguments/args=%s/era=%s/gc=%d-2 20 27215826 ns/op %.3f alloc-MiB/call %.3f alloc-x 900.0 args-KiB %.3f peak-MiB/call %.3f peak-x 1.000 received-intact 808.6 string-KiB\n",
+			row.kind, row.era, row.gc, row.alloc, row.alloc*1024/900, row.peak, row.peak*1024/900)
+	}
+	r := results{}
+	r.parse(strings.NewReader(in.String()))
+	var b strings.Builder
+	gatewayArgsSection(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, r)
+	got := b.String()
+	for _, want := range []string{
+		"### A call carrying large arguments",
+		"carry one string, 900 KiB of arguments",
+		"| plain | 2026-07-28 | 1.90 MiB, 2.16× | 2.73 MiB, 3.11× | 6.39 MiB, 7.27× | yes |",
+		"| plain | 2025-11-25 | 1.89 MiB, 2.15× | 2.28 MiB, 2.59× | - | yes |",
+		"| unsorted | 2025-11-25 | 11.77 MiB, 13.39× | 4.78 MiB, 5.44× | 9.07 MiB, 10.32× | yes |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the section lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "| escaped |") || strings.Contains(got, "target") {
+		t.Errorf("a kind not measured, or a target, was reported:\n%s", got)
+	}
+	b.Reset()
+	gatewayArgsSection(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, results{})
+	if !strings.Contains(b.String(), "### A call carrying large arguments\n\nNot measured") {
+		t.Errorf("unmeasured: %s", b.String())
+	}
+}
