@@ -222,31 +222,12 @@ type argsRequester struct {
 // do makes the call once and checks its answer: a result, not an error,
 // holding the receipt of the string sent.
 func (c *argsRequester) do() error {
-	req, err := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(c.body))
+	status, got, err := postCall(&c.hc, &c.buf, c.url, c.token, c.era, c.tool, bytes.NewReader(c.body))
 	if err != nil {
 		return err
 	}
-	h := req.Header
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
-	h.Set("MCP-Protocol-Version", c.era)
-	h.Set("Authorization", "Bearer "+c.token)
-	if c.era == eraModern {
-		h.Set("Mcp-Method", "tools/call")
-		h.Set("Mcp-Name", c.tool)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	c.buf.Reset()
-	if _, err := c.buf.ReadFrom(resp.Body); err != nil {
-		return err
-	}
-	got := c.buf.Bytes()
-	if resp.StatusCode != http.StatusOK || bytes.Contains(got, []byte(`"isError":true`)) {
-		return fmt.Errorf("%s: status %d: %.300s", c.era, resp.StatusCode, got)
+	if status != http.StatusOK || bytes.Contains(got, []byte(`"isError":true`)) {
+		return fmt.Errorf("%s: status %d: %.300s", c.era, status, got)
 	}
 	if !bytes.Contains(got, []byte(`"`+c.receipt+`"`)) {
 		return fmt.Errorf("%s: the upstream did not receive the arguments byte for byte: %.300s", c.era, got)

@@ -327,31 +327,12 @@ func (c *typedRequester) body() string {
 // do makes the call once and checks the answer's shape: an image, no
 // error.
 func (c *typedRequester) do() error {
-	req, err := http.NewRequest(http.MethodPost, c.url, strings.NewReader(c.body()))
+	status, got, err := postCall(&c.hc, &c.buf, c.url, c.token, c.era, c.tool, strings.NewReader(c.body()))
 	if err != nil {
 		return err
 	}
-	h := req.Header
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
-	h.Set("MCP-Protocol-Version", c.era)
-	h.Set("Authorization", "Bearer "+c.token)
-	if c.era == eraModern {
-		h.Set("Mcp-Method", "tools/call")
-		h.Set("Mcp-Name", c.tool)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	c.buf.Reset()
-	if _, err := c.buf.ReadFrom(resp.Body); err != nil {
-		return err
-	}
-	got := c.buf.Bytes()
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(got, []byte(`"type":"image"`)) || bytes.Contains(got, []byte(`"isError":true`)) || len(got) < typedImageBytes {
-		return fmt.Errorf("%s: status %d: %.300s", c.era, resp.StatusCode, got)
+	if status != http.StatusOK || !bytes.Contains(got, []byte(`"type":"image"`)) || bytes.Contains(got, []byte(`"isError":true`)) || len(got) < typedImageBytes {
+		return fmt.Errorf("%s: status %d: %.300s", c.era, status, got)
 	}
 	return nil
 }
@@ -412,4 +393,33 @@ func typedNamespace(b *testing.B, r *envtestRun, ns, url string) string {
 		b.Fatal(err)
 	}
 	return agentToken(b, r, ns)
+}
+
+// postCall posts body, a tools/call of tool in era, to url as the agent of
+// token, as the go-sdk's and the TypeScript SDK's clients send it, and
+// reads the answer into buf: its status and bytes.
+func postCall(hc *http.Client, buf *bytes.Buffer, url, token, era, tool string, body io.Reader) (int, []byte, error) {
+	req, err := http.NewRequest(http.MethodPost, url, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	h.Set("MCP-Protocol-Version", era)
+	h.Set("Authorization", "Bearer "+token)
+	if era == eraModern {
+		h.Set("Mcp-Method", "tools/call")
+		h.Set("Mcp-Name", tool)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	buf.Reset()
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode, buf.Bytes(), nil
 }
