@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mcp-catalog/operator/internal/gateway"
-	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/testproc"
 )
@@ -145,20 +143,7 @@ func BenchmarkGatewayLargeArguments(b *testing.B) {
 	upAddr := testproc.FreeAddr(b)
 	startManagerProc(b, procSpec{what: "the arguments' upstream", binary: self, kubeconfig: os.DevNull, env: []string{argsUpstreamAddr + "=" + upAddr}})
 	token := argsNamespace(b, r, "args", "http://"+upAddr+"/mcp")
-	ready := make(chan string, 1)
-	startManager(b, r.mcfg, func(o *manager.Options) {
-		o.Components = manager.ComponentsGateway
-		o.GatewayAddr, o.GatewayInsecure, o.GatewayReady = "127.0.0.1:0", true, ready
-		o.GatewayAudit = io.Discard
-		o.GatewayStateless = true
-		o.GatewayBudgets = unboundBudgets
-	})
-	var addr string
-	select {
-	case addr = <-ready:
-	case <-time.After(time.Minute):
-		b.Fatal("the gateway did not start listening")
-	}
+	addr := startStatelessGateway(b, r)
 	local := toolname.LocalName("args", argsTool)
 	for _, kind := range argsKinds {
 		args, text, err := argsEncoded(kind)

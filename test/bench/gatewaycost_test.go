@@ -80,20 +80,7 @@ func BenchmarkGatewayCost(b *testing.B) {
 	for _, total := range costTotals() {
 		tokens[total] = costNamespace(b, r, fmt.Sprintf("cost-%d", total), upURL, total)
 	}
-	ready := make(chan string, 1)
-	startManager(b, r.mcfg, func(o *manager.Options) {
-		o.Components = manager.ComponentsGateway
-		o.GatewayAddr, o.GatewayInsecure, o.GatewayReady = "127.0.0.1:0", true, ready
-		o.GatewayAudit = io.Discard
-		o.GatewayStateless = true
-		o.GatewayBudgets = unboundBudgets
-	})
-	var addr string
-	select {
-	case addr = <-ready:
-	case <-time.After(time.Minute):
-		b.Fatal("the gateway did not start listening")
-	}
+	addr := startStatelessGateway(b, r)
 	local := toolname.LocalName("docs", mcpserver.ToolEcho)
 	hc := &http.Client{}
 	for _, era := range gatewayEras {
@@ -235,3 +222,26 @@ func costNamespace(b *testing.B, r *envtestRun, ns, url string, total int) strin
 
 // echoSchema is the input schema of the upstream's echo tool.
 const echoSchema = `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`
+
+// startStatelessGateway starts a gateway in this process against r,
+// stateless as the chart runs it, auditing to nowhere and with budgets out
+// of the way (a run answers hundreds of MiB in seconds, past a
+// ServiceAccount's default bytes budget), and returns its address.
+func startStatelessGateway(b *testing.B, r *envtestRun) string {
+	b.Helper()
+	ready := make(chan string, 1)
+	startManager(b, r.mcfg, func(o *manager.Options) {
+		o.Components = manager.ComponentsGateway
+		o.GatewayAddr, o.GatewayInsecure, o.GatewayReady = "127.0.0.1:0", true, ready
+		o.GatewayAudit = io.Discard
+		o.GatewayStateless = true
+		o.GatewayBudgets = unboundBudgets
+	})
+	select {
+	case addr := <-ready:
+		return addr
+	case <-time.After(time.Minute):
+		b.Fatal("the gateway did not start listening")
+		return ""
+	}
+}

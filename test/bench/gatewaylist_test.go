@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"runtime"
@@ -58,22 +57,7 @@ const (
 // written by the benchmark, as the importer and the tool controller would.
 func BenchmarkGatewayList(b *testing.B) {
 	r := startEnvtest(b)
-	ready := make(chan string, 1)
-	startManager(b, r.mcfg, func(o *manager.Options) {
-		o.Components = manager.ComponentsGateway
-		o.GatewayAddr, o.GatewayInsecure, o.GatewayReady = "127.0.0.1:0", true, ready
-		o.GatewayAudit = io.Discard
-		o.GatewayStateless = true // as the chart runs it
-		// The lists of a run are answered hundreds of MiB in a few
-		// seconds, past the default bytes budget of a ServiceAccount.
-		o.GatewayBudgets = unboundBudgets
-	})
-	var addr string
-	select {
-	case addr = <-ready:
-	case <-time.After(time.Minute):
-		b.Fatal("the gateway did not start listening")
-	}
+	addr := startStatelessGateway(b, r)
 	url := "http://" + addr + gateway.Path
 	for _, total := range listTotals() {
 		ns := fmt.Sprintf("list-%d", total)

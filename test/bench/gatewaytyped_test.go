@@ -27,7 +27,6 @@ import (
 
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway"
-	"github.com/mcp-catalog/operator/internal/manager"
 	"github.com/mcp-catalog/operator/internal/toolname"
 	"github.com/mcp-catalog/operator/test/testproc"
 )
@@ -165,20 +164,7 @@ func BenchmarkGatewayTypedResult(b *testing.B) {
 		env: []string{typedUpstreamAddr + "=" + lengthAddr, typedUpstreamLength + "=1"}})
 	token := typedNamespace(b, r, "typed", "http://"+upAddr+"/mcp")
 	lengthToken := typedNamespace(b, r, "typed-length", "http://"+lengthAddr+"/mcp")
-	ready := make(chan string, 1)
-	startManager(b, r.mcfg, func(o *manager.Options) {
-		o.Components = manager.ComponentsGateway
-		o.GatewayAddr, o.GatewayInsecure, o.GatewayReady = "127.0.0.1:0", true, ready
-		o.GatewayAudit = io.Discard
-		o.GatewayStateless = true
-		o.GatewayBudgets = unboundBudgets
-	})
-	var addr string
-	select {
-	case addr = <-ready:
-	case <-time.After(time.Minute):
-		b.Fatal("the gateway did not start listening")
-	}
+	addr := startStatelessGateway(b, r)
 	want := base64.StdEncoding.EncodeToString(typedImage(typedImageBytes))
 	local := toolname.LocalName("typed", typedTool)
 	run := func(name, token string, sdkPath bool, era string, gc int) {
