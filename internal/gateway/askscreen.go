@@ -127,19 +127,7 @@ func (g *Gateway) guardAsk(ctx context.Context, c *callScope, rec *audit.Record,
 	}
 	req := g.guardrailRequest(c.id, c, phase)
 	req.Interaction = params
-	v, err := g.Guardrail.Check(ctx, req)
-	switch {
-	case err != nil:
-		rec.Guardrail = audit.GuardrailUnavailable
-		logUnavailable(ctx, err)
-		if g.failsClosed(c.class) {
-			return audit.DenyGuardrailUnavailable
-		}
-	case !v.Allow:
-		rec.Guardrail = audit.GuardrailRefused
-		return audit.DenyGuardrail
-	default:
-		rec.Guardrail = audit.GuardrailAllowed
-	}
-	return ""
+	var deny string
+	rec.Guardrail, deny, _ = g.checkBefore(ctx, req, c.class)
+	return deny
 }

@@ -30,22 +30,36 @@ func (g *Gateway) guardRequest(ctx context.Context, id *authn.Identity, c *callS
 	// webhook judges exactly what the record names.
 	req := g.guardrailRequest(id, c, guardrail.PhaseRequest)
 	req.Arguments = c.argsJSON
+	var v guardrail.Verdict
+	var deny string
+	c.rec.Guardrail, deny, v = g.checkBefore(ctx, req, c.class)
+	switch deny {
+	case audit.DenyGuardrailUnavailable:
+		return g.deny(ctx, c.rec, c.tool, audit.DenyGuardrailUnavailable, "",
+			"the guardrail could not be asked about this call, and calls of "+string(c.class)+" tools are not made without it; try again later")
+	case audit.DenyGuardrail:
+		return g.deny(ctx, c.rec, c.tool, audit.DenyGuardrail, "", "the guardrail refused this call"+reasonOf(v))
+	}
+	return nil
+}
+
+// checkBefore asks the guardrail webhook about req, something to be sent
+// or asked, for data of class: what the record says it answered, and the
+// reason to refuse it ("" to go on): its refusal, or no answer for a
+// class that fails closed.
+func (g *Gateway) checkBefore(ctx context.Context, req guardrail.Request, class mcpv1alpha1.DataClass) (mark, deny string, v guardrail.Verdict) {
 	v, err := g.Guardrail.Check(ctx, req)
 	switch {
 	case err != nil:
-		c.rec.Guardrail = audit.GuardrailUnavailable
 		logUnavailable(ctx, err)
-		if g.failsClosed(c.class) {
-			return g.deny(ctx, c.rec, c.tool, audit.DenyGuardrailUnavailable, "",
-				"the guardrail could not be asked about this call, and calls of "+string(c.class)+" tools are not made without it; try again later")
+		if g.failsClosed(class) {
+			return audit.GuardrailUnavailable, audit.DenyGuardrailUnavailable, v
 		}
+		return audit.GuardrailUnavailable, "", v
 	case !v.Allow:
-		c.rec.Guardrail = audit.GuardrailRefused
-		return g.deny(ctx, c.rec, c.tool, audit.DenyGuardrail, "", "the guardrail refused this call"+reasonOf(v))
-	default:
-		c.rec.Guardrail = audit.GuardrailAllowed
+		return audit.GuardrailRefused, audit.DenyGuardrail, v
 	}
-	return nil
+	return audit.GuardrailAllowed, "", v
 }
 
 // guardPromptArguments is the guardrail stage of a prompts/get, as
@@ -65,22 +79,17 @@ func (g *Gateway) guardPromptArguments(ctx context.Context, id *authn.Identity, 
 	c := &callScope{key: types.NamespacedName{Namespace: id.Namespace, Name: rec.Tool}, class: mcpv1alpha1.DataClass(rec.DataClass), rec: *rec}
 	req := g.guardrailRequest(id, c, guardrail.PhasePromptRequest)
 	req.Arguments = b
-	v, err := g.Guardrail.Check(ctx, req)
-	switch {
-	case err != nil:
-		rec.Guardrail = audit.GuardrailUnavailable
-		logUnavailable(ctx, err)
-		if g.failsClosed(c.class) {
-			g.featureDenial(ctx, *rec, audit.DenyGuardrailUnavailable, "")
-			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the guardrail could not be asked about this prompt, and prompts of " +
-				string(c.class) + " data are not got without it; try again later"}
-		}
-	case !v.Allow:
-		rec.Guardrail = audit.GuardrailRefused
-		g.featureDenial(ctx, *rec, audit.DenyGuardrail, "")
+	var v guardrail.Verdict
+	var deny string
+	rec.Guardrail, deny, v = g.checkBefore(ctx, req, c.class)
+	switch deny {
+	case audit.DenyGuardrailUnavailable:
+		g.featureDenial(ctx, *rec, deny, "")
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the guardrail could not be asked about this prompt, and prompts of " +
+			string(c.class) + " data are not got without it; try again later"}
+	case audit.DenyGuardrail:
+		g.featureDenial(ctx, *rec, deny, "")
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the guardrail refused this prompt's arguments" + reasonOf(v)}
-	default:
-		rec.Guardrail = audit.GuardrailAllowed
 	}
 	return nil
 }
