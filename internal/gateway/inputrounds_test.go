@@ -10,15 +10,20 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
+	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/test/capture"
 )
 
 // roundsUpstream is a real go-sdk server of 2026-07-28 whose echo tool
 // answers a first call with input_required, asking for a name (a form)
 // and for a completion (sampling), under a state of its own, and a call
-// that brings the name back with that state with a greeting. It records
+// that brings the name back with that state with a greeting (its
+// arguments naming "forever": it asks every time). It records
 // what the calls brought.
 type roundsUpstream struct {
 	hs *httptest.Server
@@ -44,7 +49,7 @@ func startRoundsUpstream(t *testing.T) *roundsUpstream {
 		u.states = append(u.states, req.Params.RequestState)
 		u.mu.Unlock()
 		name, ok := req.Params.InputResponses["name"].(*sdk.ElicitResult)
-		if !ok || req.Params.RequestState != upstreamRoundState {
+		if !ok || req.Params.RequestState != upstreamRoundState || strings.Contains(string(req.Params.Arguments), "forever") {
 			return &sdk.CallToolResult{
 				InputRequests: sdk.InputRequestMap{
 					"name": &sdk.ElicitParams{Mode: "form", Message: "your name?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}},
@@ -53,7 +58,8 @@ func startRoundsUpstream(t *testing.T) *roundsUpstream {
 				RequestState: upstreamRoundState,
 			}, nil
 		}
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "hello " + name.Content["name"].(string)}}}, nil
+		given, _ := name.Content["name"].(string)
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: name.Action + " hello " + given}}}, nil
 	})
 	u.hs = httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(u.hs.Close)
@@ -122,7 +128,7 @@ func TestInputRoundsRelayedUnderPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := resultText(res); got != "hello Ada" {
+	if got := resultText(res); got != "accept hello Ada" {
 		t.Fatalf("the call answered %q, want the server's greeting", got)
 	}
 	if sampled != 0 {
@@ -186,5 +192,102 @@ func TestInputRoundsRelayedUnderPolicy(t *testing.T) {
 	}
 	if after, states := up.calls(); len(after[len(after)-1]) != 0 || states[len(states)-1] != "" {
 		t.Errorf("the server was given answers %v under state %q that the gateway did not seal", after[len(after)-1], states[len(states)-1])
+	}
+}
+
+// A 2026-07-28 server's round during the call of an initialize-era agent
+// in a session kept here is asked of that agent in its session, under
+// the tool's policy (the form; not the sampling request, off by default),
+// and the server is called again with the answer and its own state,
+// which the agent never sees: one call for the agent and in the audit
+// trail. A refused form is answered declined; a server that keeps asking
+// is answered at most maxBridgedRounds times; without a session kept
+// here nothing is asked and the call fails.
+func TestInputRoundsAnsweredInSession(t *testing.T) {
+	up := startRoundsUpstream(t)
+	log := &capture.Buffer{}
+	var objects client.Client
+	_, hs := catalogGatewayWith(t, up.hs.URL, nil, allowList{echoObject: true}, 0, func(o *Options) {
+		objects = o.Reader.(client.Client)
+		o.Audit = audit.NewJSONLines(log)
+	})
+	agent := connectAskedAgent(t, hs.URL, obsToken)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	call := func(args map[string]any) *sdk.CallToolResult {
+		t.Helper()
+		res, err := agent.cs.CallTool(ctx, &sdk.CallToolParams{Name: echoLocal, Arguments: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	if got := resultText(call(map[string]any{"x": 1})); got != "accept hello Ada" {
+		t.Fatalf("the call answered %q, want the server's greeting for the agent's answer", got)
+	}
+	if e, s := agent.asked(); e != 1 || s != 0 {
+		t.Errorf("the agent was asked %d forms and %d sampling requests, want the form alone", e, s)
+	}
+	answers, states := up.calls()
+	if len(answers) != 2 || !answers[1]["name"] || answers[1]["llm"] || states[1] != upstreamRoundState {
+		t.Errorf("the server was called with answers %v and states %v; want its own state back and the name only", answers, states)
+	}
+	out := log.Take()
+	if strings.Count(out, `"phase":"before"`) != 1 || strings.Count(out, `"phase":"after"`) != 1 || !strings.Contains(out, `"outcome":"Succeeded"`) {
+		t.Errorf("the rounds were not audited as one call: %s", out)
+	}
+	if !strings.Contains(out, `"decision":"Relayed"`) || !strings.Contains(out, `"reason":"`+audit.RefusedSamplingNotAllowed+`"`) {
+		t.Errorf("the round's requests were not audited one by one: %s", out)
+	}
+	for _, value := range []string{"Ada", "your name", upstreamRoundState} {
+		if strings.Contains(out, value) {
+			t.Errorf("the audit trail holds %q", value)
+		}
+	}
+
+	// A form the policy refuses is answered declined, the agent unasked.
+	tool := &mcpv1alpha1.McpTool{}
+	if err := objects.Get(ctx, types.NamespacedName{Namespace: obsNS, Name: echoObject}, tool); err != nil {
+		t.Fatal(err)
+	}
+	tool.Spec.Interaction = &mcpv1alpha1.ToolInteraction{FormElicitation: mcpv1alpha1.FormElicitationRefused}
+	if err := objects.Update(ctx, tool); err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(call(map[string]any{"x": 2})); got != "decline hello " {
+		t.Errorf("a refused form came to the server as %q, want declined", got)
+	}
+	if e, _ := agent.asked(); e != 1 {
+		t.Errorf("the agent was asked a form the policy refuses")
+	}
+	tool.Spec.Interaction = nil
+	if err := objects.Update(ctx, tool); err != nil {
+		t.Fatal(err)
+	}
+
+	// A server that asks again and again is answered a bounded number of
+	// times, and the call fails saying why.
+	before, _ := up.calls()
+	res := call(map[string]any{"forever": true})
+	if !res.IsError || !strings.Contains(resultText(res), string(kindInputRoundsExceeded)) {
+		t.Errorf("a server that never stops asking was answered %q", resultText(res))
+	}
+	if after, _ := up.calls(); len(after)-len(before) != maxBridgedRounds+1 {
+		t.Errorf("the server was called %d times, want %d", len(after)-len(before), maxBridgedRounds+1)
+	}
+
+	// Without a session kept here the agent cannot be asked.
+	_, stateless := catalogGatewayWith(t, up.hs.URL, nil, allowList{echoObject: true}, 0, func(o *Options) { o.Stateless = true })
+	other := connectAskedAgent(t, stateless.URL, obsToken)
+	res, err := other.cs.CallTool(ctx, &sdk.CallToolParams{Name: echoLocal, Arguments: map[string]any{"x": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.Contains(resultText(res), string(mcp.KindInputRequired)) {
+		t.Errorf("without a session the call answered %q", resultText(res))
+	}
+	if e, s := other.asked(); e+s != 0 {
+		t.Errorf("an agent without a session kept here was asked %d times", e+s)
 	}
 }

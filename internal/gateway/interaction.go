@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -181,6 +182,11 @@ func interactionResult(method string, res json.RawMessage) string {
 // (nil: form elicitation only): its kind and mode, and why it is refused
 // ("" when it may be relayed).
 func checkInteraction(p *mcpv1alpha1.ToolInteraction, method string, params json.RawMessage) (kind, mode, refused string) {
+	if method != mcp.MethodElicit && method != mcp.MethodSample {
+		// A round may ask for roots, which the gateway has none of to
+		// give, or for what no revision defines.
+		return "", "", audit.RefusedMalformedRequest
+	}
 	if method != mcp.MethodElicit {
 		if p == nil || !p.Sampling {
 			return audit.InteractionSampling, "", audit.RefusedSamplingNotAllowed
@@ -351,9 +357,6 @@ func (g *Gateway) askForInput(ctx context.Context, c *callScope, out *mcp.CallOu
 	var asked []string
 	for id, req := range r.InputRequests {
 		kind, mode, refused := checkInteraction(policy, req.Method, req.Params)
-		if req.Method != mcp.MethodElicit && req.Method != mcp.MethodSample {
-			refused = audit.RefusedMalformedRequest
-		}
 		rec := interactionRecord(c, g.now(), kind, mode)
 		params := req.Params
 		if refused == "" {
@@ -400,6 +403,67 @@ func (g *Gateway) askForInput(ctx context.Context, c *callScope, out *mcp.CallOu
 
 // kindInputRefused: the server asked only for input the policy refuses.
 const kindInputRefused mcp.Kind = "InputRefused"
+
+// Rounds answered in a session. A 2026-07-28 server asks an
+// initialize-era agent in a session kept here for input as it asks any
+// caller, by answering the call input_required; that agent cannot answer
+// a round, but it can be asked in its session, as an initialize-era
+// server's requests on a stream are. The gateway asks each request of
+// the round through callInteraction.Request (the tool's policy, the
+// screening, one audit record each; a refused elicitation declined, a
+// refused sampling request left unanswered), then calls the server again
+// with the answers and the server's own state, which never leaves the
+// gateway. The call is one call to the agent and in the audit trail,
+// however many rounds it took.
+
+// maxBridgedRounds bounds the rounds one call answers in a session: a
+// server may ask again for what it was not given.
+const maxBridgedRounds = 8
+
+// kindInputRoundsExceeded: the server was still asking for input after
+// maxBridgedRounds rounds.
+const kindInputRoundsExceeded mcp.Kind = "InputRoundsExceeded"
+
+// answerInSession asks the agent in its session what round n of the
+// server's input_required answer out asks, and returns the option that
+// carries the answers and the server's state upstream.
+func (g *Gateway) answerInSession(ctx context.Context, c *callScope, out *mcp.CallOutcome, n int) (mcp.CallOption, error) {
+	if n >= maxBridgedRounds {
+		return nil, &resultError{kind: kindInputRoundsExceeded}
+	}
+	var r struct {
+		InputRequests map[string]struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		} `json:"inputRequests"`
+		RequestState string `json:"requestState"`
+	}
+	if json.Unmarshal(out.Result, &r) != nil {
+		return nil, &resultError{kind: mcp.KindInvalidResponse}
+	}
+	ci := g.interactionFor(ctx, c)
+	answers := make(map[string]json.RawMessage, len(r.InputRequests))
+	// In the order of the ids, so that an agent is asked the same round
+	// the same way every time.
+	for _, id := range slices.Sorted(maps.Keys(r.InputRequests)) {
+		req := r.InputRequests[id]
+		if res, refused := ci.Request(ctx, req.Method, req.Params); refused == nil {
+			answers[id] = res
+		}
+	}
+	if len(r.InputRequests) > 0 && len(answers) == 0 {
+		return nil, &resultError{kind: kindInputRefused}
+	}
+	var responses json.RawMessage
+	if len(answers) > 0 {
+		b, err := json.Marshal(answers)
+		if err != nil {
+			return nil, &resultError{kind: kindInputRefused}
+		}
+		responses = b
+	}
+	return mcp.WithInputRounds(responses, r.RequestState), nil
+}
 
 func (g *Gateway) sealRound(ctx context.Context, s sealedRound) (string, error) {
 	ks, err := g.approvalKeys.Keys(ctx, false)

@@ -77,11 +77,25 @@ func (g *Gateway) send(ctx context.Context, id *authn.Identity, c *callScope) (*
 	if err != nil {
 		return nil, err
 	}
+	// An initialize-era agent in a session kept here answers a 2026-07-28
+	// server's rounds through the gateway, which asks it in its session
+	// (interaction.go).
+	bridged := rounds == nil && askerOf(ctx) != nil
+	if bridged {
+		rounds = mcp.WithInputRounds(nil, "")
+	}
 	if rounds != nil {
 		opts = append(opts, rounds)
 	}
 	start := time.Now()
 	out, err := g.MCP.CallTool(ctx, ep, c.tool.Spec.RemoteName, c.args, opts...)
+	for n := 0; bridged && err == nil && out.InputRequired; n++ {
+		var again mcp.CallOption
+		if again, err = g.answerInSession(ctx, c, out, n); err == nil {
+			opts[len(opts)-1] = again
+			out, err = g.MCP.CallTool(ctx, ep, c.tool.Spec.RemoteName, c.args, opts...)
+		}
+	}
 	c.obs.upstream, c.obs.sent = time.Since(start), true
 	endUpstream(span, &info, out, err)
 	return out, err

@@ -27,6 +27,8 @@ var _ = Describe("Interaction with the upstream during a call", func() {
 		ns := newNamespace()
 		interactive := []string{"trigger-elicitation-request", "trigger-url-elicitation", "trigger-sampling-request"}
 		ref := declare(ns, "everything", srv.URL, append(interactive, tsagent.EverythingLongRunning))
+		roundsURL, states := roundsUpstream()
+		rounds := declare(ns, "rounds", roundsURL, []string{"greet"})
 		for _, remote := range interactive {
 			Expect(ref.tool(remote).Status.DefinitionHash).NotTo(BeEmpty(), remote)
 		}
@@ -95,13 +97,14 @@ var _ = Describe("Interaction with the upstream during a call", func() {
 		},
 			tsagent.Call(ref.local("trigger-elicitation-request"), nil),
 			tsagent.CallWithProgress(ref.local(tsagent.EverythingLongRunning), map[string]any{"duration": 0.3, "steps": 3}),
+			tsagent.Call(rounds.local("greet"), nil),
 		)
 		Expect(err).NotTo(HaveOccurred())
 		seen, err := ts.Wait()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(seen.Connect.Error).To(BeNil())
 		Expect(seen.Connect.SessionID).To(BeTrue())
-		Expect(seen.Steps).To(HaveLen(2))
+		Expect(seen.Steps).To(HaveLen(3))
 		asked := seen.Steps[0]
 		Expect(asked.Error).To(BeNil())
 		Expect(asked.IsError).To(BeFalse(), asked.Text())
@@ -118,5 +121,15 @@ var _ = Describe("Interaction with the upstream during a call", func() {
 			Expect(p[0]).NotTo(BeNil())
 			Expect(*p[0]).To(Equal(float64(i + 1)))
 		}
+
+		By("a 2026-07-28 server's round during the TypeScript client's call is asked of it in its 2025-11-25 session, and the server is called again with its answer under the server's own state")
+		round := seen.Steps[2]
+		Expect(round.Error).To(BeNil())
+		Expect(round.IsError).To(BeFalse(), round.Text())
+		Expect(round.Text()).To(Equal("Hello, Ada Lovelace"))
+		Expect(round.Elicitations).To(HaveLen(1))
+		Expect(round.Elicitations[0].Mode).To(Equal("form"))
+		Expect(round.Elicitations[0].Fields).To(Equal([]string{"name"}))
+		Expect(states()).To(Equal([]string{"", "the-servers-own-state"}))
 	})
 })

@@ -374,6 +374,17 @@ var _ = Describe("The mcp-go client as the calling agent", func() {
 			Expect(mcpgoText(res.Content)).NotTo(ContainSubstring("sampled"))
 		}
 		Expect(model.count()).To(BeZero())
+
+		By("2025-11-25 against a 2026-07-28 server: the gateway asks mcp-go the server's round in its session, and calls the server again with the answer under the server's own state")
+		res, err = mcpgoCall(cl, rounds.local("greet"), nil, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.IsError).To(BeFalse(), mcpgoText(res.Content))
+		Expect(mcpgoText(res.Content)).To(Equal("Hello, " + person))
+		messages, fields = form.asked()
+		Expect(messages).To(HaveLen(2))
+		Expect(messages[1]).To(Equal("Who is asking?"))
+		Expect(fields[1]).To(Equal([]string{"name"}))
+		Expect(states()).To(Equal([]string{"", "the-servers-own-state"}))
 		Expect(cl.Close()).To(Succeed())
 
 		By("2026-07-28 against the initialize-era server: no channel to the agent, so the server hears a decline and mcp-go is not asked")
@@ -395,7 +406,7 @@ var _ = Describe("The mcp-go client as the calling agent", func() {
 		messages, fields = modern.asked()
 		Expect(messages).To(Equal([]string{"Who is asking?"}))
 		Expect(fields[0]).To(Equal([]string{"name"}))
-		Expect(states()).To(Equal([]string{"", "the-servers-own-state"}))
+		Expect(states()).To(Equal([]string{"", "the-servers-own-state", "", "the-servers-own-state"}))
 
 		By("each request audited, relayed or refused and why, without what was asked or answered")
 		decisions := func(object string) []string {
