@@ -71,6 +71,13 @@ type callScope struct {
 	personCred  *mcp.Credential
 	callerToken secret.Secret
 
+	// resume is set, by the send stage's reading of a round's state, for
+	// a call answering a round of a call parked on this replica; parked
+	// is set when the call parked, for the record stage to hand the
+	// caller its round (parked.go).
+	resume *parkResume
+	parked *parkedRound
+
 	// pinned is set for content approved by its hash (a ui:// app
 	// resource's, features.go): result inspection refuses it on any
 	// finding rather than change it.

@@ -205,6 +205,9 @@ type Gateway struct {
 	// tasks are the tasks made on this replica and not seen to end, per
 	// identity (tasks.go).
 	tasks openTasks
+	// parked are the calls waiting for a 2026-07-28 caller's answer to
+	// their server's request (parked.go).
+	parked parkedCalls
 	// textResultPrefix opens the result of a call answered with one text
 	// block (callfast.go).
 	textResultPrefix []byte

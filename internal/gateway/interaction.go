@@ -30,8 +30,9 @@ import (
 // (askscreen.go), asks the calling agent through the channel its call
 // came on, and answers the server with what the agent said, or with a
 // refusal.
-// Only a session kept in this process is such a channel: without one
-// (the chart's initialize era, 2026-07-28), every request is refused.
+// A session kept in this process is such a channel; for a 2026-07-28
+// caller the call parks and the request becomes a round (parked.go);
+// without either (the chart's initialize era), every request is refused.
 
 // agentAsker asks the agent that made a call what its server asks,
 // bound to that call: it is the call's own session, set on the call's
@@ -324,6 +325,12 @@ func (g *Gateway) inputRounds(ctx context.Context, c *callScope) (mcp.CallOption
 			// Only the answers to what the caller was asked go upstream.
 			delete(answers, k)
 		}
+	}
+	if id, ok := parkedID(s.State); ok {
+		// The round of a call parked here: the answer goes to it, not in
+		// a new call (parked.go).
+		c.resume = &parkResume{id: id, answer: answers[parkKey]}
+		return nil, nil
 	}
 	b, err := json.Marshal(answers)
 	if err != nil {

@@ -166,8 +166,14 @@ func (g *Gateway) record(ctx context.Context, id *authn.Identity, c *callScope, 
 	end := g.now()
 	c.rec.Phase, c.rec.Time, c.rec.LatencyMillis = audit.PhaseAfter, end, end.Sub(sent).Milliseconds()
 	if err == nil && out.InputRequired {
-		// The server asks the caller for input (interaction.go).
-		result := g.askForInput(ctx, c, out)
+		// The server asks the caller for input (interaction.go), or the
+		// call parked on its request (parked.go).
+		var result *sdk.CallToolResult
+		if c.parked != nil {
+			result = g.askParked(ctx, c)
+		} else {
+			result = g.askForInput(ctx, c, out)
+		}
 		if err := g.Audit.Write(context.WithoutCancel(ctx), c.rec); err != nil {
 			logging.FromContext(ctx, logging.Gateway).Error(err, "the audit outcome record could not be written", "tool", c.key.String(), "callID", c.rec.CallID)
 			metrics.GatewayAuditFailures.WithLabelValues(audit.PhaseAfter).Inc()

@@ -28,6 +28,17 @@ const xMCPHeader = `"x-mcp-header"`
 // the caller), then the remote tool called with the arguments, under a
 // client span of its own.
 func (g *Gateway) send(ctx context.Context, id *authn.Identity, c *callScope) (*mcp.CallOutcome, error) {
+	rounds, err := g.inputRounds(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if r := c.resume; r != nil {
+		// The answer to a round of a call parked here (parked.go).
+		start := time.Now()
+		out, err := g.resumeParked(ctx, c, r.id, r.answer)
+		c.obs.upstream, c.obs.sent = time.Since(start), true
+		return out, err
+	}
 	ep, err := g.upstreamFor(ctx, id, c)
 	if err != nil {
 		return nil, err
@@ -73,10 +84,9 @@ func (g *Gateway) send(ctx context.Context, id *authn.Identity, c *callScope) (*
 		// A task-augmented call (tasks.go).
 		opts = append(opts, t)
 	}
-	rounds, err := g.inputRounds(ctx, c)
-	if err != nil {
-		return nil, err
-	}
+	// A 2026-07-28 caller's call of a server that may ask for input on
+	// its stream is made so that it can park (parked.go).
+	parkable := rounds != nil && g.parkable(ep)
 	// An initialize-era agent in a session kept here answers a 2026-07-28
 	// server's rounds through the gateway, which asks it in its session
 	// (interaction.go).
@@ -88,6 +98,15 @@ func (g *Gateway) send(ctx context.Context, id *authn.Identity, c *callScope) (*
 		opts = append(opts, rounds)
 	}
 	start := time.Now()
+	if parkable {
+		out, err := g.sendParkable(ctx, c, ep.Timeout, func(ctx context.Context, more ...mcp.CallOption) (*mcp.CallOutcome, error) {
+			out, err := g.MCP.CallTool(ctx, ep, c.tool.Spec.RemoteName, c.args, append(opts, more...)...)
+			endUpstream(span, &info, out, err)
+			return out, err
+		})
+		c.obs.upstream, c.obs.sent = time.Since(start), true
+		return out, err
+	}
 	out, err := g.MCP.CallTool(ctx, ep, c.tool.Spec.RemoteName, c.args, opts...)
 	for n := 0; bridged && err == nil && out.InputRequired; n++ {
 		var again mcp.CallOption

@@ -153,3 +153,16 @@ func originOf(u *url.URL) string {
 	}
 	return scheme + "://" + net.JoinHostPort(host, port)
 }
+
+// RemembersModern reports whether the client remembers the server at ep
+// as one of 2026-07-28, which asks for input only in its results: a
+// server it does not remember, or remembers as of the initialize era,
+// may send requests of its own during a call.
+func (c *Client) RemembersModern(ep Endpoint) bool {
+	u, err := url.Parse(ep.URL)
+	if err != nil {
+		return false
+	}
+	e, ok := c.eras.get(originOf(u), c.now())
+	return ok && e.era == eraModern
+}
