@@ -12,6 +12,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/logging"
@@ -131,12 +132,11 @@ func (g *Gateway) parkable(ep mcp.Endpoint) bool {
 	return !g.MCP.RemembersModern(ep)
 }
 
-// sendParkable makes the call (call, given the options that hand the
-// server's requests and progress to the parked call) on a goroutine of
-// its own, and waits for its first event.
-func (g *Gateway) sendParkable(ctx context.Context, c *callScope, timeout time.Duration,
-	call func(context.Context, ...mcp.CallOption) (*mcp.CallOutcome, error),
-) (*mcp.CallOutcome, error) {
+// sendParkable makes the call to ep with opts, and options that hand the
+// server's requests and progress to the parked call, on a goroutine of
+// its own, which ends the call's span; and waits for its first event.
+func (g *Gateway) sendParkable(ctx context.Context, c *callScope, ep mcp.Endpoint, span trace.Span, opts []mcp.CallOption) (*mcp.CallOutcome, error) {
+	timeout := ep.Timeout
 	if timeout <= 0 {
 		timeout = mcp.DefaultTimeout
 	}
@@ -150,9 +150,16 @@ func (g *Gateway) sendParkable(ctx context.Context, c *callScope, timeout time.D
 	// request's values (its span, its caller) and ends with the call.
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p.cancel = cancel
+	// The goroutine's own options: the caller's slice stays its own (and
+	// on its stack).
+	own := make([]mcp.CallOption, 0, len(opts)+3)
+	own = append(own, opts...)
 	go func() {
 		defer cancel()
-		out, err := call(callCtx, mcp.WithInteraction(p), mcp.WithProgress(p.relayProgress))
+		var info mcp.CallInfo
+		own = append(own, mcp.WithInteraction(p), mcp.WithProgress(p.relayProgress), mcp.WithCallInfo(&info))
+		out, err := g.MCP.CallTool(callCtx, ep, c.tool.Spec.RemoteName, c.args, own...)
+		endUpstream(span, &info, out, err)
 		p.finish(out, err)
 	}()
 	return p.await(ctx, c, w)

@@ -99,11 +99,7 @@ func (g *Gateway) send(ctx context.Context, id *authn.Identity, c *callScope) (*
 	}
 	start := time.Now()
 	if parkable {
-		out, err := g.sendParkable(ctx, c, ep.Timeout, func(ctx context.Context, more ...mcp.CallOption) (*mcp.CallOutcome, error) {
-			out, err := g.MCP.CallTool(ctx, ep, c.tool.Spec.RemoteName, c.args, append(opts, more...)...)
-			endUpstream(span, &info, out, err)
-			return out, err
-		})
+		out, err := g.sendParkable(ctx, c, ep, span, opts)
 		c.obs.upstream, c.obs.sent = time.Since(start), true
 		return out, err
 	}

@@ -87,6 +87,8 @@ type eraCache struct {
 	mu  sync.Mutex
 	ttl time.Duration
 	m   map[string]eraEntry
+	// urls are the origins of the URLs asked about (originOfURL).
+	urls map[string]string
 }
 
 func newEraCache(ttl time.Duration) *eraCache {
@@ -159,10 +161,33 @@ func originOf(u *url.URL) string {
 // server it does not remember, or remembers as of the initialize era,
 // may send requests of its own during a call.
 func (c *Client) RemembersModern(ep Endpoint) bool {
-	u, err := url.Parse(ep.URL)
-	if err != nil {
+	origin, ok := c.eras.originOfURL(ep.URL)
+	if !ok {
 		return false
 	}
-	e, ok := c.eras.get(originOf(u), c.now())
+	e, ok := c.eras.get(origin, c.now())
 	return ok && e.era == eraModern
+}
+
+// originOfURL is the origin of a URL, remembered so that asking again
+// parses nothing; false for a URL that does not parse.
+func (c *eraCache) originOfURL(raw string) (string, bool) {
+	c.mu.Lock()
+	origin, ok := c.urls[raw]
+	c.mu.Unlock()
+	if ok {
+		return origin, true
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", false
+	}
+	origin = originOf(u)
+	c.mu.Lock()
+	if c.urls == nil || len(c.urls) >= maxEraEntries {
+		c.urls = make(map[string]string)
+	}
+	c.urls[raw] = origin
+	c.mu.Unlock()
+	return origin, true
 }
