@@ -44,6 +44,12 @@ func (g *Gateway) approve(ctx context.Context, req *sdk.CallToolRequest, id *aut
 	}
 	// A refusal from here on is a refusal of approval, and says so.
 	c.rec.Approval = "Required"
+	if name, by, ok := g.approvedRound(ctx, c); ok {
+		// The answer to a round of an approved call continues that call
+		// (interaction.go).
+		c.rec.Approval, c.rec.ApprovalName, c.rec.ApprovedBy = approvedMark, name, by
+		return nil, nil
+	}
 	if c.terms.Mode(approvalModeFor(id, c.policies)) == mcpv1alpha1.ApprovalClientElicitation {
 		if answer := g.byClient(ctx, req, id, c); answer != nil {
 			// A question for the client's user, unless a refusal already
@@ -64,7 +70,7 @@ func (g *Gateway) approve(ctx context.Context, req *sdk.CallToolRequest, id *aut
 		}
 		c.rec.ApprovalName, c.rec.ApprovedBy = p.name, p.approvedBy
 	}
-	c.rec.Approval = "Approved"
+	c.rec.Approval = approvedMark
 	return nil, nil
 }
 

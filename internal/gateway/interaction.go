@@ -277,6 +277,64 @@ type sealedRound struct {
 	Asked     []string `json:"i"`
 	State     string   `json:"s,omitempty"`
 	Expires   int64    `json:"e"`
+	// Approval is "Approved" when the call that was asked had passed a
+	// person's or the client's approval, and names it: the call that
+	// answers a parked call's round continues that call, and is not
+	// approved again (approvedRound).
+	Approval     string `json:"p,omitempty"`
+	ApprovalName string `json:"pn,omitempty"`
+	ApprovedBy   string `json:"pb,omitempty"`
+}
+
+// sealFor begins the sealed round of c's call: its caller, tool,
+// arguments and approval.
+func (g *Gateway) sealFor(c *callScope, asked []string, state string, expires time.Time) sealedRound {
+	s := sealedRound{
+		Caller: c.rec.Caller, Namespace: c.rec.Namespace, Tool: c.key.String(), Arguments: c.rec.ArgumentsHash,
+		Asked: asked, State: state, Expires: expires.Unix(),
+	}
+	if c.rec.Approval == approvedMark {
+		s.Approval, s.ApprovalName, s.ApprovedBy = approvedMark, c.rec.ApprovalName, c.rec.ApprovedBy
+	}
+	return s
+}
+
+// approvedMark is what an approved call's record says of its approval.
+const approvedMark = "Approved"
+
+// sealedFor reads the gateway's round state a 2026-07-28 call carries,
+// when it holds for c's caller, tool and arguments and has not expired.
+func (g *Gateway) sealedFor(ctx context.Context, c *callScope, state string) (sealedRound, bool) {
+	if !strings.HasPrefix(state, roundPrefix) {
+		return sealedRound{}, false
+	}
+	s, ok := g.unsealRound(ctx, strings.TrimPrefix(state, roundPrefix))
+	if !ok || s.Caller != c.rec.Caller || s.Namespace != c.rec.Namespace || s.Tool != c.key.String() ||
+		s.Arguments != c.rec.ArgumentsHash || g.now().Unix() > s.Expires {
+		return sealedRound{}, false
+	}
+	return s, true
+}
+
+// approvedRound reports whether c's call answers a round of a parked
+// call of the same caller, tool and arguments that was approved, and
+// names that approval. Such a call is no call of its own: it hands the
+// answer to the approved call waiting on this replica, once (a state
+// whose parked call is gone makes no call at all), so it is not approved
+// again. The round of a 2026-07-28 server is not such a round: answering
+// it calls the server again, as often as the state is presented, and the
+// server alone decides whether that acts again; that call is approved as
+// any call is.
+func (g *Gateway) approvedRound(ctx context.Context, c *callScope) (name, by string, ok bool) {
+	round, isRound := ctx.Value(roundKey{}).(agentRound)
+	if !isRound {
+		return "", "", false
+	}
+	s, ok := g.sealedFor(ctx, c, round.state)
+	if _, parked := parkedID(s.State); !ok || !parked || s.Approval != approvedMark {
+		return "", "", false
+	}
+	return s.ApprovalName, s.ApprovedBy, true
 }
 
 // inputRoundDomain separates these MACs from the approval keys' other
@@ -311,9 +369,8 @@ func (g *Gateway) inputRounds(ctx context.Context, c *callScope) (mcp.CallOption
 		// stage read it). Nothing of it goes upstream.
 		return mcp.WithInputRounds(nil, ""), nil
 	}
-	s, ok := g.unsealRound(ctx, strings.TrimPrefix(round.state, roundPrefix))
-	if !ok || s.Caller != c.rec.Caller || s.Namespace != c.rec.Namespace || s.Tool != c.key.String() ||
-		s.Arguments != c.rec.ArgumentsHash || g.now().Unix() > s.Expires {
+	s, ok := g.sealedFor(ctx, c, round.state)
+	if !ok {
 		return nil, &resultError{kind: kindInputStateInvalid}
 	}
 	var answers map[string]json.RawMessage
@@ -394,10 +451,7 @@ func (g *Gateway) askForInput(ctx context.Context, c *callScope, out *mcp.CallOu
 		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf(
 			"The call to %s failed (%s): its server asked for input this tool's policy does not let the gateway pass on.", c.tool.Status.LocalName, kindInputRefused)}}}
 	}
-	state, err := g.sealRound(ctx, sealedRound{
-		Caller: c.rec.Caller, Namespace: c.rec.Namespace, Tool: c.key.String(), Arguments: c.rec.ArgumentsHash,
-		Asked: asked, State: r.RequestState, Expires: g.now().Add(inputRoundTTL).Unix(),
-	})
+	state, err := g.sealRound(ctx, g.sealFor(c, asked, r.RequestState, g.now().Add(inputRoundTTL)))
 	if err != nil {
 		c.rec.Outcome, c.rec.ErrorKind = audit.OutcomeFailed, string(kindInputRefused)
 		c.obs.end(audit.OutcomeFailed, string(kindInputRefused))

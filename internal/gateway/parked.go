@@ -297,10 +297,7 @@ func (g *Gateway) askParked(ctx context.Context, c *callScope) *sdk.CallToolResu
 	}
 	var state string
 	if err == nil {
-		state, err = g.sealRound(ctx, sealedRound{
-			Caller: c.rec.Caller, Namespace: c.rec.Namespace, Tool: c.key.String(), Arguments: c.rec.ArgumentsHash,
-			Asked: []string{parkKey}, State: parkStatePrefix + pr.call.id, Expires: pr.call.deadline.Unix(),
-		})
+		state, err = g.sealRound(ctx, g.sealFor(c, []string{parkKey}, parkStatePrefix+pr.call.id, pr.call.deadline))
 	}
 	if err != nil {
 		// The server's wait ends with a refusal.

@@ -10,6 +10,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/test/tsagent"
 )
 
@@ -131,5 +133,49 @@ var _ = Describe("Interaction with the upstream during a call", func() {
 		Expect(round.Elicitations[0].Mode).To(Equal("form"))
 		Expect(round.Elicitations[0].Fields).To(Equal([]string{"name"}))
 		Expect(states()).To(Equal([]string{"", "the-servers-own-state"}))
+	})
+
+	It("asks a 2026-07-28 agent the initialize-era server's form as a round while the approved call waits, and does not ask for approval again", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		srv := startEverything(ctx)
+
+		ns := newNamespace()
+		ref := declare(ns, "everything", srv.URL, []string{"trigger-elicitation-request"}, withApproval())
+		bot := newAgent(ns, "bot")
+		bot.grant()
+		bot.ceiling(mcpv1alpha1.DataClassInternal, mcpv1alpha1.ApprovalClientElicitation)
+
+		By("the go-sdk client's own round loop: the approval question, then the server's form, each asked once")
+		var mu sync.Mutex
+		var asked []string
+		cs := bot.connect(&sdk.ClientOptions{ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			mu.Lock()
+			asked = append(asked, req.Params.Message)
+			mu.Unlock()
+			// One person answers both: the approval and the server's form.
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true, "name": "Ada Lovelace", "check": true}}, nil
+		}}, modernEra)
+		isErr, txt := call(cs, ref.local("trigger-elicitation-request"), nil)
+		Expect(isErr).To(BeFalse(), txt)
+		Expect(txt).To(ContainSubstring("Ada Lovelace"))
+		mu.Lock()
+		Expect(asked).To(HaveLen(2), "%q", asked)
+		Expect(asked[0]).To(ContainSubstring("the tool " + ref.local("trigger-elicitation-request")))
+		mu.Unlock()
+
+		By("audited as one approved call that asked, and its answer, which continues it")
+		var seen []string
+		for _, r := range auditFor(ns, ref.object("trigger-elicitation-request")) {
+			if r.Phase == audit.PhaseBefore || r.Phase == audit.PhaseAfter {
+				seen = append(seen, r.Phase+"/"+r.Approval+"/"+r.Outcome)
+			}
+		}
+		Expect(seen).To(Equal([]string{
+			audit.PhaseBefore + "/Approved/",
+			audit.PhaseAfter + "/Approved/" + audit.OutcomeInputRequired,
+			audit.PhaseBefore + "/Approved/",
+			audit.PhaseAfter + "/Approved/" + audit.OutcomeSucceeded,
+		}))
 	})
 })
