@@ -94,9 +94,16 @@ func (g *Gateway) serveEraCall(ctx context.Context, w http.ResponseWriter, r *ht
 	if !ok {
 		return false
 	}
+	// The agent may be asked on the answer's stream (streamask.go).
+	ctx, asker := g.withStreamAsker(ctx, id, w, nil)
 	res, err := g.callThrough(ctx, req, pre, refused)
 	res = resultForEra(res, m.era)
-	if pieces, typed := g.typedAnswer(res, false); err == nil && typed {
+	if s := asker.stream(); s != nil {
+		// It was: the answer is the stream's last event.
+		msg, ok := eraCallResult(res, err)
+		s.response(m.id, msg, ok)
+		g.budgets.Charge(id, s.n)
+	} else if pieces, typed := g.typedAnswer(res, false); err == nil && typed {
 		// A result carrying an image is written around it (resultraw.go).
 		g.budgets.Charge(id, writeAnswer(w, m.id, pieces))
 	} else {

@@ -208,6 +208,9 @@ type Gateway struct {
 	// parked are the calls waiting for a 2026-07-28 caller's answer to
 	// their server's request (parked.go).
 	parked parkedCalls
+	// asks are the requests to agents without sessions waiting for their
+	// answers (streamask.go).
+	asks pendingAsks
 	// textResultPrefix opens the result of a call answered with one text
 	// block (callfast.go).
 	textResultPrefix []byte

@@ -367,7 +367,7 @@ func (g *Gateway) inputRounds(ctx context.Context, c *callScope) (mcp.CallOption
 		// No state of a round of the server's: a first call, or the
 		// answer to the gateway's own question (an approval, whose
 		// stage read it). Nothing of it goes upstream.
-		return mcp.WithInputRounds(nil, ""), nil
+		return firstRound, nil
 	}
 	s, ok := g.sealedFor(ctx, c, round.state)
 	if !ok {
@@ -395,6 +395,10 @@ func (g *Gateway) inputRounds(ctx context.Context, c *callScope) (mcp.CallOption
 	}
 	return mcp.WithInputRounds(b, s.State), nil
 }
+
+// firstRound is the option of a call that answers no round: made once,
+// as it holds nothing of any call.
+var firstRound = mcp.WithInputRounds(nil, "")
 
 // kindInputStateInvalid: a call answering a round whose state the gateway
 // did not seal for this caller, tool and arguments, or sealed too long ago.

@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -223,24 +225,108 @@ func TestServerRequestsRelayedUnderPolicy(t *testing.T) {
 	}
 }
 
-// Without a session kept in the gateway (the chart's initialize era) there
-// is no channel to the agent during a call: a request the policy allows
-// is refused all the same, audited as such, and the agent is not asked.
-func TestServerRequestsRefusedWithoutAChannelToTheAgent(t *testing.T) {
+// Without a session kept in the gateway (the chart's initialize era) the
+// agent is asked on its call's answer, which becomes an event stream, and
+// answers in a POST of its own, taken only from the caller, for a request
+// of its call, on the replica whose call waits. Where the SDK serves the
+// call (a shape the gateway's own code does not take) there is no channel:
+// the request is refused, audited as such, and the agent is not asked.
+func TestServerRequestsAskedOnTheAnswerWithoutASession(t *testing.T) {
 	up := askingUpstream(t)
 	log := &capture.Buffer{}
-	_, hs := catalogGatewayWith(t, up.URL, nil, allowList{echoObject: true}, 0, func(o *Options) {
+	g, hs := catalogGatewayWith(t, up.URL, nil, allowList{echoObject: true}, 0, func(o *Options) {
 		o.Stateless = true
 		o.Audit = audit.NewJSONLines(log)
+		o.Authn = tokenTable{
+			obsToken:   {Username: "system:serviceaccount:team:agent", UID: "u1", Namespace: obsNS, ServiceAccount: "agent"},
+			otherToken: {Username: "system:serviceaccount:team:other", UID: "u2", Namespace: obsNS, ServiceAccount: "other"},
+		}
 	})
 	agent := connectAskedAgent(t, hs.URL, obsToken)
+	if got := agent.call(t, "form"); got != "accept map[name:Ada]" {
+		t.Errorf("the form came to %q, want the agent's answer", got)
+	}
+	if e, _ := agent.asked(); e != 1 {
+		t.Errorf("the agent was asked %d times", e)
+	}
+	if out := log.Take(); !strings.Contains(out, `"decision":"Relayed"`) || !strings.Contains(out, `"interactionResult":"accept"`) || strings.Contains(out, "Ada") {
+		t.Errorf("the relay was not audited as it should be: %s", out)
+	}
+
+	// By hand: the answer is taken only from the caller, for its request.
+	post := func(token, body string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, hs.URL+Path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	// status posts an answer, and is the status it was answered with.
+	status := func(token, body string) int {
+		t.Helper()
+		resp := post(token, body)
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode
+	}
+	resp := post(obsToken, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"`+echoLocal+`","arguments":{"ask":"form"}}}`)
+	defer resp.Body.Close()
+	events := bufio.NewReader(resp.Body)
+	next := func() map[string]json.RawMessage {
+		t.Helper()
+		for {
+			line, err := events.ReadString('\n')
+			if err != nil {
+				t.Fatalf("the stream ended: %v", err)
+			}
+			if data, ok := strings.CutPrefix(line, "data: "); ok {
+				var m map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(data), &m); err != nil {
+					t.Fatal(err)
+				}
+				return m
+			}
+		}
+	}
+	asked := next()
+	if string(asked["method"]) != `"elicitation/create"` || !strings.HasPrefix(string(asked["id"]), `"`+streamAskPrefix) {
+		t.Fatalf("the stream's first event is %v, want the server's form under an id of the gateway's", asked)
+	}
+	reply := func(id, name string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"result":{"action":"accept","content":{"name":"` + name + `"}}}`
+	}
+	// Another agent answering the request, and the caller answering one
+	// nobody made: neither reaches the call (the SDK, which gets them,
+	// accepts and drops them).
+	status(otherToken, reply(string(asked["id"]), "Eve"))
+	status(obsToken, reply(`"`+streamAskPrefix+`guessed"`, "Eve"))
+	if code := status(obsToken, reply(string(asked["id"]), "Mallory")); code != http.StatusAccepted {
+		t.Errorf("the caller's answer was answered %d, want 202", code)
+	}
+	answer := next()
+	if string(answer["id"]) != "7" || !strings.Contains(string(answer["result"]), "accept map[name:Mallory]") {
+		t.Errorf("the call's answer is %s, want the server's result for the caller's answer", answer["result"])
+	}
+
+	// The SDK's path has no channel.
+	g.noInitializeEra.Store(true)
+	_ = log.Take()
 	if got := agent.call(t, "form"); got != "decline map[]" {
 		t.Errorf("the form came to %q, want declined", got)
 	}
-	if e, s := agent.asked(); e+s != 0 {
-		t.Errorf("the agent was asked %d times", e+s)
+	if e, _ := agent.asked(); e != 1 {
+		t.Errorf("the agent was asked %d times", e)
 	}
-	if out := log.Take(); !strings.Contains(out, `"phase":"interaction"`) || !strings.Contains(out, `"reason":"`+audit.RefusedNoChannel+`"`) {
+	if out := log.Take(); !strings.Contains(out, `"reason":"`+audit.RefusedNoChannel+`"`) {
 		t.Errorf("the refusal was not audited: %s", out)
 	}
 }

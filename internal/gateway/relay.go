@@ -133,7 +133,12 @@ func (g *Gateway) serveRelayedCall(ctx context.Context, w http.ResponseWriter, r
 	}
 	s := newEventStream(w)
 	relay := &progressRelay{token: call.token, write: s.message}
-	res, err := g.callThrough(withProgress(ctx, relay.progress), req, pre, refused)
+	ctx = withProgress(ctx, relay.progress)
+	if !modern {
+		// The agent may be asked on the stream too (streamask.go).
+		ctx, _ = g.withStreamAsker(ctx, id, w, s)
+	}
+	res, err := g.callThrough(ctx, req, pre, refused)
 	var msg []byte
 	if modern {
 		msg, ok = g.callResult(res, err)

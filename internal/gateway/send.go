@@ -92,7 +92,7 @@ func (g *Gateway) send(ctx context.Context, id *authn.Identity, c *callScope) (*
 	// (interaction.go).
 	bridged := rounds == nil && askerOf(ctx) != nil
 	if bridged {
-		rounds = mcp.WithInputRounds(nil, "")
+		rounds = firstRound
 	}
 	if rounds != nil {
 		opts = append(opts, rounds)

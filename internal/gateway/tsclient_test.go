@@ -53,3 +53,31 @@ func TestTypeScriptClientThroughTheStatelessGateway(t *testing.T) {
 		t.Errorf("%d of the client's %d POSTs answered by the gateway's own code, want all (at least 6)", got, posts)
 	}
 }
+
+// The official TypeScript SDK's client, through the gateway as the chart
+// runs it (no sessions kept here), is asked its server's form on the
+// answer to its call and answers it in a POST of its own, which the
+// gateway hands to the call waiting: the server's result reports the
+// answer.
+func TestTypeScriptClientAskedWithoutASession(t *testing.T) {
+	up := askingUpstream(t)
+	_, hs := catalogGatewayWith(t, up.URL, nil, allowList{echoObject: true}, 0, func(o *Options) { o.Stateless = true })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a, err := tsagent.Start(ctx, hs.URL+Path, obsToken, tsagent.Options{Elicit: map[string]any{"action": "accept", "content": map[string]any{"name": "Ada Lovelace"}}},
+		tsagent.Call(echoLocal, map[string]any{"ask": "form"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Connect.Error != nil || res.Connect.SessionID {
+		t.Fatalf("connect: %+v; want no session", res.Connect)
+	}
+	call := res.Steps[0]
+	if call.Error != nil || call.IsError || call.Text() != "accept map[name:Ada Lovelace]" || len(call.Elicitations) != 1 {
+		t.Errorf("call: %+v (text %q); want the form asked once and the server's result for the answer", call, call.Text())
+	}
+}

@@ -109,6 +109,10 @@ func (g *Gateway) front(sdkPath http.Handler) http.Handler {
 					return
 				}
 				ctx = context.WithValue(ctx, messageKey{}, m)
+			} else if g.serveReply(w, r, body) {
+				// An agent's answer to a request of the gateway's
+				// (streamask.go).
+				return
 			}
 			// The SDK reads the body again, from what was read.
 			r.Body = readCloser{Reader: bytes.NewReader(body), Closer: r.Body}
