@@ -144,6 +144,27 @@ func splitBodyFrom(blocks [][]byte, minLen int) (buf []byte, sp *splice) {
 	return buf, sp
 }
 
+// parseBlocks parses a message read into blocks: its long strings left
+// in them when each is where the gateway writes such a string from (the
+// message's tape then holds them), the message made whole otherwise. buf
+// is the buffer the message was parsed from, for it to own.
+func parseBlocks(blocks [][]byte, id string) (msg *message, buf []byte, err error) {
+	buf, sp := splitBody(blocks)
+	msg, err = parseMessage(buf, id)
+	if sp == nil {
+		return msg, buf, err
+	}
+	if err == nil && sp.placed(msg) {
+		msg.tape.split = sp
+		return msg, buf, nil
+	}
+	msg.release()
+	putBody(buf)
+	buf = sp.join()
+	msg, err = parseMessage(buf, id)
+	return msg, buf, err
+}
+
 // joinBlocks copies blocks into one buffer of total bytes.
 func joinBlocks(blocks [][]byte, total int) []byte {
 	buf := growBody(nil, total)

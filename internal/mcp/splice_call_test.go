@@ -23,8 +23,10 @@ func spliceBytes(n int, seed byte) string {
 }
 
 // callRaw has a server answer tools/call with body, its length not said,
-// and returns what a caller keeping the result (WithFullResult) gets.
-func callRaw(t *testing.T, body string) (*mcp.CallOutcome, error) {
+// and returns what a caller keeping the result (WithFullResult) gets; with
+// stream set, as the one event of an event stream (its lines ended with
+// CRLF), as most servers answer.
+func callRaw(t *testing.T, body string, stream bool) (*mcp.CallOutcome, error) {
 	t.Helper()
 	var p confProfile
 	for _, q := range confProfiles() {
@@ -35,7 +37,11 @@ func callRaw(t *testing.T, body string) (*mcp.CallOutcome, error) {
 	srv := newFakeServer(t, p)
 	srv.on("tools/call", func(r *seenRequest) *http.Response {
 		id, _ := json.Marshal(r.ID)
-		return fakeText(http.StatusOK, "application/json", strings.Replace(body, "ID", string(id), 1))
+		msg := strings.Replace(body, "ID", string(id), 1)
+		if stream {
+			return fakeText(http.StatusOK, "text/event-stream", ": hello\r\nevent: message\r\ndata: "+msg+"\r\n\r\n")
+		}
+		return fakeText(http.StatusOK, "application/json", msg)
 	})
 	c := srv.client(mcp.Options{ClientName: "split", ClientVersion: "1.0"})
 	return c.CallTool(t.Context(), p.endpoint(), "picture", nil, mcp.WithFullResult(), mcp.WithMaxBodyBytes(16<<20))
@@ -46,13 +52,19 @@ func callRaw(t *testing.T, body string) (*mcp.CallOutcome, error) {
 // small, Segments gives each, Expand gives the result as sent. A short
 // string of the server's own that reads like a placeholder is its own.
 func TestLongStringsOfAResultStayWhereTheyWereRead(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "json", true: "event stream"}[stream], func(t *testing.T) { longStringsStay(t, stream) })
+	}
+}
+
+func longStringsStay(t *testing.T, stream bool) {
 	image, audio, blob := spliceBytes(1<<20, 1), spliceBytes(300<<10, 2), spliceBytes(200<<10, 3)
 	result := `{"content":[{"type":"image","mimeType":"image/png","data":"` + image + `"},` +
 		`{"type":"text","text":"a picture"},` +
 		`{"type":"audio","data":"` + audio + `","mimeType":"audio/wav"},` +
 		`{"type":"resource","resource":{"uri":"file:///a.bin","blob":"` + blob + `"}},` +
 		`{"type":"image","mimeType":"image/png","data":"!0"}]}`
-	out, err := callRaw(t, `{"jsonrpc":"2.0","id":ID,"result":`+result+`}`)
+	out, err := callRaw(t, `{"jsonrpc":"2.0","id":ID,"result":`+result+`}`, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +112,12 @@ func TestLongStringsOfAResultStayWhereTheyWereRead(t *testing.T) {
 // content, an error's data, a name, the id) leaves the body read whole:
 // nothing that is read as text is ever a placeholder.
 func TestLongStringsElsewhereAreReadWhole(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "json", true: "event stream"}[stream], func(t *testing.T) { longStringsWhole(t, stream) })
+	}
+}
+
+func longStringsWhole(t *testing.T, stream bool) {
 	long := strings.Repeat("QUJD", 200<<10)
 	pad := `{"type":"image","mimeType":"image/png","data":"` + spliceBytes(600<<10, 4) + `"}`
 	for name, body := range map[string]string{
@@ -111,7 +129,7 @@ func TestLongStringsElsewhereAreReadWhole(t *testing.T) {
 		"a second content":   `{"jsonrpc":"2.0","id":ID,"result":{"content":[],"content":[` + pad + `]}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			out, err := callRaw(t, body)
+			out, err := callRaw(t, body, stream)
 			if name == "a second data" || name == "a second content" {
 				// What the client refuses or drops, it does as for the
 				// body read whole.
@@ -131,12 +149,12 @@ func TestLongStringsElsewhereAreReadWhole(t *testing.T) {
 			}
 		})
 	}
-	_, err := callRaw(t, `{"jsonrpc":"2.0","id":ID,"error":{"code":-32000,"message":"no","data":"`+long+`"}}`)
+	_, err := callRaw(t, `{"jsonrpc":"2.0","id":ID,"error":{"code":-32000,"message":"no","data":"`+long+`"}}`, stream)
 	var e *mcp.Error
 	if !errors.As(err, &e) || string(e.RPCData) != `"`+long+`"` {
 		t.Fatalf("an error's long data: %v", err)
 	}
-	_, err = callRaw(t, `{"jsonrpc":"2.0","id":"`+long+`","result":{"content":[]}}`)
+	_, err = callRaw(t, `{"jsonrpc":"2.0","id":"`+long+`","result":{"content":[]}}`, stream)
 	if !errors.As(err, &e) || e.Kind != mcp.KindInvalidResponse {
 		t.Fatalf("a long id: %v", err)
 	}

@@ -14,6 +14,9 @@ type sseEvent struct {
 	Type string
 	// Data is the event's data with the final line feed removed.
 	Data []byte
+	// Blocks, set instead of Data, are the data of an event of one long
+	// data line, read into blocks never joined (sseDecoder.split).
+	Blocks [][]byte
 }
 
 // sseDecoder parses a text/event-stream body incrementally, following the
@@ -35,6 +38,16 @@ type sseDecoder struct {
 	started   bool
 	// last is the buffer of the last dispatched event until claimed.
 	last []byte
+	// split has a line longer than spliceFrom read on into blocks (the
+	// line's rest, in blocks, after readLine returns its head); a data
+	// line that is an event's first becomes the event's Blocks
+	// (splice.go). Set for a tools/call's stream, whose answer may carry
+	// an image.
+	split  bool
+	blocks [][]byte
+	// dataBlocks are the event's data when its first data line was read
+	// into blocks.
+	dataBlocks [][]byte
 }
 
 var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
@@ -131,6 +144,10 @@ func (d *sseDecoder) readLine() ([]byte, error) {
 		buf, _ := d.r.Peek(d.r.Buffered())
 		i := lineEnd(buf)
 		if i < 0 {
+			if d.split && len(d.line) >= spliceFrom {
+				// The rest of a long line goes into blocks.
+				return d.line, d.restInBlocks()
+			}
 			// A line longer than the buffer (a large page is one data
 			// line): grow by doubling, or take a pooled buffer, since
 			// append's gentler growth for large slices copied a 2 MiB line
@@ -147,6 +164,74 @@ func (d *sseDecoder) readLine() ([]byte, error) {
 		}
 		return d.line, nil
 	}
+}
+
+// restInBlocks reads the rest of the current line, up to its end, into
+// d.blocks of spliceBlock bytes each.
+func (d *sseDecoder) restInBlocks() error {
+	var b []byte
+	for {
+		if d.r.Buffered() == 0 {
+			if _, err := d.r.Peek(1); err != nil {
+				d.blocks = nil
+				return err
+			}
+		}
+		buf, _ := d.r.Peek(d.r.Buffered())
+		i := lineEnd(buf)
+		part := buf
+		if i >= 0 {
+			part = buf[:i]
+		}
+		for len(part) > 0 {
+			if len(b) == cap(b) {
+				if b != nil {
+					d.blocks = append(d.blocks, b)
+				}
+				b = make([]byte, 0, spliceBlock)
+			}
+			n := copy(b[len(b):cap(b)], part)
+			b, part = b[:len(b)+n], part[n:]
+		}
+		if i < 0 {
+			_, _ = d.r.Discard(len(buf))
+			continue
+		}
+		d.skipLF = buf[i] == '\r'
+		_, _ = d.r.Discard(i + 1)
+		if len(b) > 0 {
+			d.blocks = append(d.blocks, b)
+		}
+		return nil
+	}
+}
+
+// wholeLine is line with the blocks read after it, in one buffer: a long
+// line that is not an event's first data line is read as before.
+func (d *sseDecoder) wholeLine(line []byte) []byte {
+	if d.blocks == nil {
+		return line
+	}
+	for _, b := range d.blocks {
+		line = growBody(line, len(b))
+		line = append(line, b...)
+	}
+	d.line, d.blocks = line, nil
+	return line
+}
+
+// joinData makes data read into blocks the event's data buffer again,
+// for a further data line.
+func (d *sseDecoder) joinData() {
+	if d.dataBlocks == nil {
+		return
+	}
+	total := 0
+	for _, b := range d.dataBlocks {
+		total += len(b)
+	}
+	d.data = append(joinBlocks(d.dataBlocks, total+1), '\n')
+	d.dataBlocks = nil
 }
 
 // lineEnd returns the index of the first CR or LF in b, or -1. Two
@@ -169,8 +254,21 @@ func lineEnd(b []byte) int {
 // field applies one non-blank line to the event being assembled.
 func (d *sseDecoder) field(line []byte) {
 	if line[0] == ':' {
+		d.blocks = nil
 		return // comment, e.g. a keep-alive
 	}
+	if d.blocks != nil && !d.hasData && bytes.HasPrefix(line, []byte("data:")) {
+		// An event's first data line, long: its blocks are the event's
+		// data, and the line's head is no longer the decoder's to reuse.
+		value := line[len("data:"):]
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+		d.dataBlocks = append([][]byte{value}, d.blocks...)
+		d.line, d.blocks, d.hasData = nil, nil, true
+		return
+	}
+	line = d.wholeLine(line)
 	name, value := line, []byte(nil)
 	if i := bytes.IndexByte(line, ':'); i >= 0 {
 		name, value = line[:i], line[i+1:]
@@ -180,6 +278,7 @@ func (d *sseDecoder) field(line []byte) {
 	}
 	switch string(name) {
 	case "data":
+		d.joinData()
 		if len(d.data) == 0 && len(value) >= largeInput {
 			// A large first data line (a tools/list page) becomes the
 			// event's buffer instead of being copied into another one.
@@ -220,15 +319,19 @@ func (d *sseDecoder) dispatch() (sseEvent, bool) {
 	if !d.hasData {
 		return sseEvent{}, false
 	}
+	typ := d.eventType
+	if typ == "" {
+		typ = "message"
+	}
+	if blocks := d.dataBlocks; blocks != nil {
+		d.dataBlocks = nil
+		return sseEvent{Type: typ, Blocks: blocks}, true
+	}
 	// The event takes the buffer instead of a copy (a tools/list page is
 	// one event of up to MaxBodyBytes); the next event starts another.
 	buf := d.data
 	d.data = nil
 	data := buf[:len(buf)-1] // the last data line's line feed
-	typ := d.eventType
-	if typ == "" {
-		typ = "message"
-	}
 	if len(data) == 0 {
 		putBody(buf)
 		return sseEvent{Type: typ}, true

@@ -289,6 +289,9 @@ func readBody(r io.Reader, size int64, split bool) (b []byte, more [][]byte, err
 // what is read is rejected.
 func (o *operation) readStream(ctx, legCtx context.Context, cancel context.CancelFunc, method, id string, body io.Reader) (*message, error) {
 	dec := newSSEDecoder(body)
+	// A tool's result may carry an image: a long data line is read in
+	// blocks (splice.go).
+	dec.split = method == "tools/call"
 	defer dec.close()
 	var (
 		found   *message
@@ -313,6 +316,35 @@ func (o *operation) readStream(ctx, legCtx context.Context, cancel context.Cance
 			default:
 				return nil, o.readErr(ctx, legCtx, method, err)
 			}
+		}
+		if ev.Blocks != nil {
+			if ev.Type != "message" {
+				continue
+			}
+			// One long data line, read in blocks.
+			msg, buf, perr := parseBlocks(ev.Blocks, id)
+			if perr != nil {
+				return nil, o.protoFail(method, perr)
+			}
+			if msg.kind != kindResponse {
+				// A server's own message of that size is read, and its
+				// buffer left to the collector.
+				if msg.kind == kindServerRequest {
+					o.answerServerRequest(ctx, msg)
+				} else {
+					o.notified(msg)
+				}
+				msg.release()
+				continue
+			}
+			if found != nil {
+				msg.release()
+				return nil, o.failDetail(KindInvalidResponse, method, "event stream carries a second response")
+			}
+			msg.own(buf)
+			found = msg
+			linger = time.AfterFunc(responseLinger, cancel)
+			continue
 		}
 		if ev.Type != "message" || len(bytes.TrimSpace(ev.Data)) == 0 {
 			// Other event types are not MCP messages; an empty data field

@@ -58,7 +58,7 @@ func runArgsUpstream(addr string, args []string) int {
 			}
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: argsReceipt(a.Text)}}}, nil
 		})
-	return serveStatelessUpstream(srv, addr, args, false)
+	return serveStatelessUpstream(srv, addr, args, false, false)
 }
 
 // argsKinds are the arguments the scenario's calls carry: plain, a

@@ -61,8 +61,14 @@ func typedImage(n int) []byte {
 // them chunked.
 const typedUpstreamLength = "BENCH_TYPED_UPSTREAM_LENGTH"
 
+// typedUpstreamStream, set, has the typed upstream answer calls as an
+// event stream, as the go-sdk's and the TypeScript SDK's servers do by
+// default.
+const typedUpstreamStream = "BENCH_TYPED_UPSTREAM_STREAM"
+
 // runTypedUpstream serves the picture tool on addr, answering
-// application/json, and /readyz as startManagerProc expects.
+// application/json (or an event stream), and /readyz as startManagerProc
+// expects.
 func runTypedUpstream(addr string, args []string) int {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "typed", Version: "1"}, nil)
 	images := map[int][]byte{}
@@ -80,13 +86,13 @@ func runTypedUpstream(addr string, args []string) int {
 			mu.Unlock()
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.ImageContent{Data: img, MIMEType: "image/png"}, &sdk.TextContent{Text: "a picture"}}}, nil
 		})
-	return serveStatelessUpstream(srv, addr, args, os.Getenv(typedUpstreamLength) != "")
+	return serveStatelessUpstream(srv, addr, args, os.Getenv(typedUpstreamLength) != "", os.Getenv(typedUpstreamStream) != "")
 }
 
 // serveStatelessUpstream serves srv on addr, stateless, answering
-// application/json (whole, with its length, when length is set), and
-// /readyz as startManagerProc expects.
-func serveStatelessUpstream(srv *sdk.Server, addr string, args []string, length bool) int {
+// application/json (whole, with its length, when length is set; an event
+// stream when stream is), and /readyz as startManagerProc expects.
+func serveStatelessUpstream(srv *sdk.Server, addr string, args []string, length, stream bool) int {
 	for _, a := range args {
 		if probe, ok := strings.CutPrefix(a, "--health-probe-bind-address="); ok {
 			go func() {
@@ -98,7 +104,7 @@ func serveStatelessUpstream(srv *sdk.Server, addr string, args []string, length 
 	if err != nil {
 		return 1
 	}
-	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: !stream})
 	if length {
 		h = withLength(h)
 	}
@@ -158,11 +164,14 @@ func BenchmarkGatewayTypedResult(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	upAddr, lengthAddr := testproc.FreeAddr(b), testproc.FreeAddr(b)
+	upAddr, lengthAddr, streamAddr := testproc.FreeAddr(b), testproc.FreeAddr(b), testproc.FreeAddr(b)
 	startManagerProc(b, procSpec{what: "the typed upstream", binary: self, kubeconfig: os.DevNull, env: []string{typedUpstreamAddr + "=" + upAddr}})
 	startManagerProc(b, procSpec{what: "the typed upstream that says its lengths", binary: self, kubeconfig: os.DevNull,
 		env: []string{typedUpstreamAddr + "=" + lengthAddr, typedUpstreamLength + "=1"}})
+	startManagerProc(b, procSpec{what: "the typed upstream that answers event streams", binary: self, kubeconfig: os.DevNull,
+		env: []string{typedUpstreamAddr + "=" + streamAddr, typedUpstreamStream + "=1"}})
 	token := typedNamespace(b, r, "typed", "http://"+upAddr+"/mcp")
+	streamToken := typedNamespace(b, r, "typed-stream", "http://"+streamAddr+"/mcp")
 	lengthToken := typedNamespace(b, r, "typed-length", "http://"+lengthAddr+"/mcp")
 	addr := startStatelessGateway(b, r)
 	want := base64.StdEncoding.EncodeToString(typedImage(typedImageBytes))
@@ -192,6 +201,10 @@ func BenchmarkGatewayTypedResult(b *testing.B) {
 	// the gateway reads it into one buffer of that length.
 	for _, era := range gatewayEras {
 		run(fmt.Sprintf("path=gateway-length/era=%s/gc=1", era), lengthToken, false, era, 1)
+	}
+	// The same calls of an upstream that answers an event stream.
+	for _, era := range gatewayEras {
+		run(fmt.Sprintf("path=gateway-stream/era=%s/gc=1", era), streamToken, false, era, 1)
 	}
 }
 

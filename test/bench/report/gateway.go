@@ -466,7 +466,9 @@ func gatewayTypedSection(p printer, r results) {
 	p("process, stateless as the chart runs it, the tool's `maxContentBytes` 6 MiB.\n")
 	p("*gateway* is the gateway's own code (ADR 042's front door); *SDK* the same\n")
 	p("calls with a progress token, which the front door leaves to the go-sdk's\n")
-	p("server; *gateway, length said* an upstream that sends `Content-Length`.\n")
+	p("server; *gateway, length said* an upstream that sends `Content-Length`;\n")
+	p("*gateway, event stream* an upstream that answers with an event stream, as\n")
+	p("the go-sdk's and the TypeScript SDK's servers do unless told otherwise.\n")
 	p("Allocated is what the process allocated per call (the gateway's, and the\n")
 	p("benchmark's client's few KiB). Peak is the highest heap in use\n")
 	p("(`runtime/metrics`, sampled every 100 µs) above the idle heap measured\n")
@@ -483,7 +485,7 @@ func gatewayTypedSection(p printer, r results) {
 		}
 		return fmt.Sprintf("%.1f MiB, %.2f×", typedGet(r, n, mibUnit), v)
 	}
-	for _, path := range []struct{ key, label string }{{"gateway", "gateway"}, {"sdk", "SDK"}, {"gateway-length", "gateway, length said"}} {
+	for _, path := range []struct{ key, label string }{{"gateway", "gateway"}, {"sdk", "SDK"}, {"gateway-length", "gateway, length said"}, {"gateway-stream", "gateway, event stream"}} {
 		for _, era := range []string{eraModern, eraInitialize} {
 			n := name(path.key, era, 1)
 			if _, ok := r.get(n, "peak-x"); !ok {
@@ -493,13 +495,16 @@ func gatewayTypedSection(p printer, r results) {
 		}
 	}
 	p("\nTargets: the gateway's own path, peak per call in flight ≤ %.0f× the image:", typedPeakGoal)
-	for i, era := range []string{eraModern, eraInitialize} {
-		v, _ := r.get(name("gateway", era, 1), "peak-x")
-		sep := ";"
-		if i == 0 {
-			sep = ""
+	sep := ""
+	for _, path := range []struct{ key, label string }{{"gateway", ""}, {"gateway-stream", " (event stream)"}} {
+		for _, era := range []string{eraModern, eraInitialize} {
+			v, ok := r.get(name(path.key, era, 1), "peak-x")
+			if !ok {
+				continue
+			}
+			p("%s %s%s %.2f× %s", sep, era, path.label, v, verdict(v <= typedPeakGoal))
+			sep = ";"
 		}
-		p("%s %s %.2f× %s", sep, era, v, verdict(v <= typedPeakGoal))
 	}
 	p(".\n\nThe SDK's path is reported, with no target: it encodes the result\n")
 	p("itself, then its JSON-RPC message, each a copy of the image's base64.\n\n")
