@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/logging"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
 // Requests on a stream asked as rounds. An initialize-era server asks for
@@ -338,8 +339,15 @@ func (ps *parkedCalls) add(p *parkedCall) bool {
 	}
 	ps.m[p.id] = p
 	ps.byCaller[p.caller]++
+	metrics.GatewayAgentWaits.WithLabelValues(waitParked).Inc()
 	return true
 }
+
+// The kinds of GatewayAgentWaits.
+const (
+	waitParked = "parked"
+	waitStream = "stream"
+)
 
 // take removes and returns the parked call id of caller, nil when there
 // is none.
@@ -363,6 +371,7 @@ func (ps *parkedCalls) remove(p *parkedCall) {
 }
 
 func (ps *parkedCalls) drop(p *parkedCall) {
+	metrics.GatewayAgentWaits.WithLabelValues(waitParked).Dec()
 	delete(ps.m, p.id)
 	if ps.byCaller[p.caller]--; ps.byCaller[p.caller] <= 0 {
 		delete(ps.byCaller, p.caller)

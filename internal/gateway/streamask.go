@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/mcp"
+	"github.com/mcp-catalog/operator/internal/metrics"
 )
 
 // Asking an agent without a session. Without sessions kept here (the
@@ -179,6 +180,7 @@ func (p *pendingAsks) add(k askKey, reply chan json.RawMessage) bool {
 	}
 	p.m[k] = reply
 	p.byCaller[k.caller]++
+	metrics.GatewayAgentWaits.WithLabelValues(waitStream).Inc()
 	return true
 }
 
@@ -202,6 +204,7 @@ func (p *pendingAsks) remove(k askKey) {
 }
 
 func (p *pendingAsks) drop(k askKey) {
+	metrics.GatewayAgentWaits.WithLabelValues(waitStream).Dec()
 	delete(p.m, k)
 	if p.byCaller[k.caller]--; p.byCaller[k.caller] <= 0 {
 		delete(p.byCaller, k.caller)

@@ -199,6 +199,15 @@ var (
 		Help: "Agent sessions and listen streams this gateway replica tells of tool list changes, by kind.",
 	}, []string{"kind"})
 
+	// GatewayAgentWaits is how many calls on this gateway replica wait for
+	// their agents' answers to a server's request for input, by kind
+	// (parked: a 2026-07-28 agent's round; stream: an agent without a
+	// session, asked on its call's answer).
+	GatewayAgentWaits = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mcp_catalog_gateway_agent_waits",
+		Help: "Calls on this gateway replica waiting for their agents' answers to a server's request for input, by kind.",
+	}, []string{"kind"})
+
 	// GatewayToolListWatchersRefused counts sessions and listen streams
 	// not told of changes because a bound on them was reached.
 	GatewayToolListWatchersRefused = prometheus.NewCounter(prometheus.CounterOpts{
@@ -232,6 +241,7 @@ func Collectors() []prometheus.Collector {
 		ProbeDuration, ProbeFailures, ImportDuration, ImportFailures, ToolDrift, Tools, LastContact, GatewayAuditFailures, GatewayAuditAggregated, Notifications, State,
 		ToolListeners, ToolListenersRefused, ToolListChanges,
 		GatewayToolListWatchers, GatewayToolListWatchersRefused, GatewayToolListNotifications,
+		GatewayAgentWaits,
 	}
 }
 
