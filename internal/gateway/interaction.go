@@ -404,18 +404,21 @@ var firstRound = mcp.WithInputRounds(nil, "")
 // did not seal for this caller, tool and arguments, or sealed too long ago.
 const kindInputStateInvalid mcp.Kind = "InputStateInvalid"
 
+// inputRequired is a server's input_required result, as read.
+type inputRequired struct {
+	InputRequests map[string]struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	} `json:"inputRequests"`
+	RequestState string `json:"requestState"`
+}
+
 // askForInput is the record stage's answer to an input_required result:
 // the requests the tool's policy allows passed on to the caller with the
 // gateway's sealed state, each audited; a round none of whose requests
 // may be passed on fails the call.
 func (g *Gateway) askForInput(ctx context.Context, c *callScope, out *mcp.CallOutcome) *sdk.CallToolResult {
-	var r struct {
-		InputRequests map[string]struct {
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		} `json:"inputRequests"`
-		RequestState string `json:"requestState"`
-	}
+	var r inputRequired
 	_ = json.Unmarshal(out.Result, &r)
 	var policy *mcpv1alpha1.ToolInteraction
 	if c.tool != nil {
@@ -455,8 +458,15 @@ func (g *Gateway) askForInput(ctx context.Context, c *callScope, out *mcp.CallOu
 		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf(
 			"The call to %s failed (%s): its server asked for input this tool's policy does not let the gateway pass on.", c.tool.Status.LocalName, kindInputRefused)}}}
 	}
-	state, err := g.sealRound(ctx, g.sealFor(c, asked, r.RequestState, g.now().Add(inputRoundTTL)))
-	if err != nil {
+	return g.round(ctx, c, requests, g.sealFor(c, asked, r.RequestState, g.now().Add(inputRoundTTL)))
+}
+
+// round is the result that hands the caller requests under state s,
+// sealed, and records that the call asked; or, when there are no
+// requests or s cannot be sealed, the call's failure.
+func (g *Gateway) round(ctx context.Context, c *callScope, requests sdk.InputRequestMap, s sealedRound) *sdk.CallToolResult {
+	state, err := g.sealRound(ctx, s)
+	if err != nil || len(requests) == 0 {
 		c.rec.Outcome, c.rec.ErrorKind = audit.OutcomeFailed, string(kindInputRefused)
 		c.obs.end(audit.OutcomeFailed, string(kindInputRefused))
 		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "The call's request for input could not be passed on."}}}
@@ -496,13 +506,7 @@ func (g *Gateway) answerInSession(ctx context.Context, c *callScope, out *mcp.Ca
 	if n >= maxBridgedRounds {
 		return nil, &resultError{kind: kindInputRoundsExceeded}
 	}
-	var r struct {
-		InputRequests map[string]struct {
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		} `json:"inputRequests"`
-		RequestState string `json:"requestState"`
-	}
+	var r inputRequired
 	if json.Unmarshal(out.Result, &r) != nil {
 		return nil, &resultError{kind: mcp.KindInvalidResponse}
 	}

@@ -296,20 +296,15 @@ func (g *Gateway) askParked(ctx context.Context, c *callScope) *sdk.CallToolResu
 	if err == nil {
 		err = json.Unmarshal(b, &requests)
 	}
-	var state string
-	if err == nil {
-		state, err = g.sealRound(ctx, g.sealFor(c, []string{parkKey}, parkStatePrefix+pr.call.id, pr.call.deadline))
-	}
 	if err != nil {
-		// The server's wait ends with a refusal.
-		pr.call.cancel()
-		c.rec.Outcome, c.rec.ErrorKind = audit.OutcomeFailed, string(kindInputRefused)
-		c.obs.end(audit.OutcomeFailed, string(kindInputRefused))
-		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "The call's request for input could not be passed on."}}}
+		requests = nil
 	}
-	c.rec.Outcome = audit.OutcomeInputRequired
-	c.obs.end(audit.OutcomeInputRequired, "")
-	return &sdk.CallToolResult{InputRequests: requests, RequestState: state}
+	result := g.round(ctx, c, requests, g.sealFor(c, []string{parkKey}, parkStatePrefix+pr.call.id, pr.call.deadline))
+	if result.IsError {
+		// The caller cannot be asked: the server's wait ends.
+		pr.call.cancel()
+	}
+	return result
 }
 
 // parkedID is the parked call a sealed round's server state names, if it
