@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	mcpv1alpha1 "github.com/mcp-catalog/operator/api/v1alpha1"
 	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/test/capture"
+	"github.com/mcp-catalog/operator/test/poll"
 )
 
 // An initialize-era server's request during a 2026-07-28 agent's call
@@ -122,13 +124,12 @@ func TestStreamRequestsAskedAsRounds(t *testing.T) {
 	if !left.NeedsInput() {
 		t.Fatalf("the call answered %q", resultText(left))
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(log.String(), kindInputNotAnswered) && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if g := log.Take(); !strings.Contains(g, `"errorKind":"`+kindInputNotAnswered+`"`) {
-		t.Errorf("the call nobody came back for was not recorded: %s", g)
-	}
+	poll.Until(t, 10*time.Second, "the call nobody came back for recorded", func() error {
+		if !strings.Contains(log.String(), `"errorKind":"`+kindInputNotAnswered+`"`) {
+			return errors.New("no record of it yet")
+		}
+		return nil
+	})
 	if res := call(manual, &sdk.CallToolParams{Name: echoLocal, Arguments: form, InputResponses: answer, RequestState: left.RequestState}); !res.IsError || !strings.Contains(resultText(res), string(kindInputRoundLost)) {
 		t.Errorf("an answer after the server's wait ended was answered %q", resultText(res))
 	}
