@@ -33,7 +33,9 @@ type roundsUpstream struct {
 	states  []string
 }
 
-const upstreamRoundState = "upstream-state-1"
+// upstreamRoundState reads like a mark of the gateway's own state: the
+// server's state is opaque, and the gateway never reads it for its own.
+const upstreamRoundState = "park.upstream-state-1"
 
 func startRoundsUpstream(t *testing.T) *roundsUpstream {
 	t.Helper()

@@ -41,6 +41,12 @@ type agentAsker interface {
 	ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 }
 
+// bounded is an agentAsker that holds the call while the agent answers,
+// within bounds: room says why it cannot now ("" when it can).
+type bounded interface {
+	room() string
+}
+
 type askerKey struct{}
 
 func askerOf(ctx context.Context) agentAsker {
@@ -104,6 +110,11 @@ func (ci *callInteraction) Request(ctx context.Context, method string, params js
 	kind, mode, refused := checkInteraction(policy, method, params)
 	if refused == "" && ci.asker == nil {
 		refused = audit.RefusedNoChannel
+	}
+	if b, ok := ci.asker.(bounded); ok && refused == "" {
+		// A channel that holds the call while the agent answers, and has
+		// no room for another.
+		refused = b.room()
 	}
 	rec := interactionRecord(ci.c, ci.g.now(), kind, mode)
 	if refused == "" {
@@ -284,6 +295,10 @@ type sealedRound struct {
 	Approval     string `json:"p,omitempty"`
 	ApprovalName string `json:"pn,omitempty"`
 	ApprovedBy   string `json:"pb,omitempty"`
+	// Park names the round of a call parked on the replica that sealed it
+	// (parked.go); State is then empty. It is the gateway's own mark: the
+	// server's State, opaque to everyone else, is never read for it.
+	Park string `json:"k,omitempty"`
 }
 
 // sealFor begins the sealed round of c's call: its caller, tool,
@@ -331,7 +346,7 @@ func (g *Gateway) approvedRound(ctx context.Context, c *callScope) (name, by str
 		return "", "", false
 	}
 	s, ok := g.sealedFor(ctx, c, round.state)
-	if _, parked := parkedID(s.State); !ok || !parked || s.Approval != approvedMark {
+	if !ok || s.Park == "" || s.Approval != approvedMark {
 		return "", "", false
 	}
 	return s.ApprovalName, s.ApprovedBy, true
@@ -383,10 +398,10 @@ func (g *Gateway) inputRounds(ctx context.Context, c *callScope) (mcp.CallOption
 			delete(answers, k)
 		}
 	}
-	if id, ok := parkedID(s.State); ok {
+	if s.Park != "" {
 		// The round of a call parked here: the answer goes to it, not in
 		// a new call (parked.go).
-		c.resume = &parkResume{id: id, answer: answers[parkKey]}
+		c.resume = &parkResume{key: s.Park, answer: answers[parkKey]}
 		return nil, nil
 	}
 	b, err := json.Marshal(answers)

@@ -45,6 +45,8 @@ func askingUpstream(t *testing.T) *httptest.Server {
 		switch args.Ask {
 		case "form":
 			out = form(map[string]any{"name": map[string]any{"type": "string"}})
+		case "twice":
+			out = form(map[string]any{"name": map[string]any{"type": "string"}}) + " then " + form(map[string]any{"name": map[string]any{"type": "string"}})
 		case "sensitive":
 			out = form(map[string]any{"name": map[string]any{"type": "string"}, "pin": map[string]any{"type": "string"}})
 		case "password":

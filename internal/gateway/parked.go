@@ -1,14 +1,14 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"strings"
+	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -40,17 +40,15 @@ import (
 // call and the call fails (InputRoundLost); the server, left waiting,
 // hears a refusal when the time is up.
 
-// parkStatePrefix marks the server state a sealed round carries when the
-// round is a parked call's.
-const parkStatePrefix = "park."
-
 // parkKey is the key of a parked call's request in the round.
 const parkKey = "input"
 
-// The bounds of parked calls: per caller, and on one replica.
+// The bounds of parked calls: per caller, per namespace, and on one
+// replica.
 const (
-	maxParkedPerCaller = 8
-	maxParkedCalls     = 1024
+	maxParkedPerCaller    = 8
+	maxParkedPerNamespace = 64
+	maxParkedCalls        = 1024
 )
 
 // kindInputRoundLost: a call answering a round of a parked call that is
@@ -63,46 +61,54 @@ const kindInputNotAnswered = "InputNotAnswered"
 
 var errNotAsked = errors.New("the caller could not be asked")
 
-// parkedCalls are the calls parked on this replica, by id.
+// parkedCalls are the rounds of parked calls waiting on this replica, by
+// the key their state names.
 type parkedCalls struct {
-	mu       sync.Mutex
-	m        map[string]*parkedCall
-	byCaller map[string]int
+	mu          sync.Mutex
+	m           map[string]*parkedCall
+	byCaller    map[string]int
+	byNamespace map[string]int
 }
 
 // parkedCall is one call made on its own goroutine for a 2026-07-28
 // caller.
 type parkedCall struct {
-	g        *Gateway
-	id       string
-	caller   string
-	deadline time.Time
-	cancel   context.CancelFunc
+	g                 *Gateway
+	id                string
+	caller, namespace string
+	deadline          time.Time
+	cancel            context.CancelFunc
+
 	// progress is where the server's progress goes: the waiting call's
-	// relay, nil while nobody waits.
-	progress atomic.Pointer[func(mcp.Progress)]
+	// relay, nil while nobody waits. It is called, and changed, under
+	// progMu, so that nothing is written to a request that has ended.
+	progMu   sync.Mutex
+	progress func(mcp.Progress)
 
 	mu sync.Mutex
+	// round counts the rounds asked; key names the one parked now ("" when
+	// none is): the id and the round's number, so that each round's state
+	// answers that round only.
+	round int
+	key   string
 	// waiter is the channel of the call waiting for what comes next; nil
-	// while the call is parked.
-	waiter chan parkEvent
+	// while the call is parked or its caller went away (abandoned, which
+	// records its own end).
+	waiter    chan parkEvent
+	abandoned bool
 	// pending takes the caller's answer while the call is parked.
 	pending chan json.RawMessage
-	// scope is the last waiting call's, for the record of a call nobody
-	// waits for any more; abandoned is set when that call went away (it
-	// records its own end).
-	scope     *callScope
-	abandoned bool
-	// rec and tool are the last waiting call's record and tool, read when
-	// it waited, for the record of a call nobody waits for any more.
-	rec  audit.Record
-	tool string
+	// scope is a copy of the waiting call's scope, taken while it waits:
+	// the server's requests are decided, screened and audited with it, and
+	// a call nobody waits for any more is recorded with it.
+	scope callScope
 }
 
-// parkEvent is what a waiting call is handed: a request for input, or
-// the call's end.
+// parkEvent is what a waiting call is handed: a request for input under
+// the round's key, or the call's end.
 type parkEvent struct {
 	ask *parkedAsk
+	key string
 	out *mcp.CallOutcome
 	err error
 }
@@ -115,14 +121,15 @@ type parkedAsk struct {
 
 // parkResume is what a call answering a parked call's round brings.
 type parkResume struct {
-	id     string
+	key    string
 	answer json.RawMessage
 }
 
 // parkedRound is set on the scope of a call that parked: what its round
-// asks, and the call it belongs to.
+// asks, under which key, and the call it belongs to.
 type parkedRound struct {
 	call *parkedCall
+	key  string
 	ask  parkedAsk
 }
 
@@ -141,12 +148,10 @@ func (g *Gateway) sendParkable(ctx context.Context, c *callScope, ep mcp.Endpoin
 	if timeout <= 0 {
 		timeout = mcp.DefaultTimeout
 	}
-	p := &parkedCall{g: g, id: newParkID(), caller: c.rec.Namespace + "/" + c.rec.Caller, deadline: g.now().Add(timeout)}
-	if f := progressOf(ctx); f != nil {
-		p.progress.Store(&f)
-	}
+	p := &parkedCall{g: g, id: newParkID(), caller: c.rec.Namespace + "/" + c.rec.Caller, namespace: c.rec.Namespace, deadline: g.now().Add(timeout)}
 	w := make(chan parkEvent, 1)
-	p.waiter, p.scope = w, c
+	relay := progressOf(ctx)
+	p.wait(ctx, c, w)
 	// The call outlives this request when it parks: its context keeps the
 	// request's values (its span, its caller) and ends with the call.
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -158,7 +163,11 @@ func (g *Gateway) sendParkable(ctx context.Context, c *callScope, ep mcp.Endpoin
 	go func() {
 		defer cancel()
 		var info mcp.CallInfo
-		own = append(own, mcp.WithInteraction(p), mcp.WithProgress(p.relayProgress), mcp.WithCallInfo(&info))
+		own = append(own, mcp.WithInteraction(p), mcp.WithCallInfo(&info))
+		if relay != nil {
+			// Progress was asked for: it goes to whichever call waits.
+			own = append(own, mcp.WithProgress(p.relayProgress))
+		}
 		out, err := g.MCP.CallTool(callCtx, ep, c.tool.Spec.RemoteName, c.args, own...)
 		endUpstream(span, &info, out, err)
 		p.finish(out, err)
@@ -166,26 +175,39 @@ func (g *Gateway) sendParkable(ctx context.Context, c *callScope, ep mcp.Endpoin
 	return p.await(ctx, c, w)
 }
 
-// resumeParked hands the caller's answer to the parked call its round's
-// state names and waits for what comes next.
-func (g *Gateway) resumeParked(ctx context.Context, c *callScope, id string, answer json.RawMessage) (*mcp.CallOutcome, error) {
-	p := g.parked.take(id, c.rec.Namespace+"/"+c.rec.Caller)
+// wait makes c's call, waiting on w, the one the parked call's next event
+// goes to.
+func (p *parkedCall) wait(ctx context.Context, c *callScope, w chan parkEvent) {
+	p.mu.Lock()
+	p.waiter, p.scope = w, *c
+	p.mu.Unlock()
+	p.setProgress(progressOf(ctx))
+}
+
+func (p *parkedCall) setProgress(f func(mcp.Progress)) {
+	p.progMu.Lock()
+	p.progress = f
+	p.progMu.Unlock()
+}
+
+// resumeParked hands the caller's answer to the parked call the round's
+// key names and waits for what comes next.
+func (g *Gateway) resumeParked(ctx context.Context, c *callScope, key string, answer json.RawMessage) (*mcp.CallOutcome, error) {
+	p := g.parked.take(key, c.rec.Namespace+"/"+c.rec.Caller)
 	if p == nil {
 		return nil, &resultError{kind: kindInputRoundLost}
 	}
 	p.mu.Lock()
 	ans := p.pending
-	if ans == nil {
+	if ans == nil || p.key != key {
 		// The server's wait ended as the caller came back.
 		p.mu.Unlock()
 		return nil, &resultError{kind: kindInputRoundLost}
 	}
-	w := make(chan parkEvent, 1)
-	p.pending, p.waiter, p.scope = nil, w, c
+	p.pending, p.key = nil, ""
 	p.mu.Unlock()
-	if f := progressOf(ctx); f != nil {
-		p.progress.Store(&f)
-	}
+	w := make(chan parkEvent, 1)
+	p.wait(ctx, c, w)
 	ans <- answer
 	return p.await(ctx, c, w)
 }
@@ -197,37 +219,77 @@ func (p *parkedCall) await(ctx context.Context, c *callScope, w chan parkEvent) 
 	select {
 	case ev := <-w:
 		if ev.ask != nil {
-			c.parked = &parkedRound{call: p, ask: *ev.ask}
+			c.parked = &parkedRound{call: p, key: ev.key, ask: *ev.ask}
 			return &mcp.CallOutcome{InputRequired: true}, nil
 		}
 		return ev.out, ev.err
 	case <-ctx.Done():
-		p.mu.Lock()
-		p.waiter, p.abandoned = nil, true
-		p.mu.Unlock()
-		p.cancel()
+		p.abandon()
 		return nil, &mcp.Error{Kind: mcp.KindCancelled, Method: "tools/call", Err: ctx.Err()}
 	}
+}
+
+// abandon ends the call for a caller that records its end itself: nothing
+// more goes to it, and the server's call is cancelled.
+func (p *parkedCall) abandon() {
+	p.mu.Lock()
+	p.waiter, p.abandoned = nil, true
+	p.mu.Unlock()
+	p.setProgress(nil)
+	p.cancel()
+}
+
+// Request is the parked call's mcp.Interaction: the server's request is
+// decided, screened and audited as in a session (callInteraction), with
+// the scope of the call that waits for it now, and asked by parking; with
+// no call waiting (its caller went away), it is refused.
+func (p *parkedCall) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *mcp.RPCError) {
+	p.mu.Lock()
+	c := p.scope
+	waiting := p.waiter != nil
+	p.mu.Unlock()
+	ci := &callInteraction{g: p.g, c: &c}
+	if waiting {
+		ci.asker = p
+	}
+	return ci.Request(ctx, method, params)
+}
+
+// room is why a request could not be parked now, "" when it could.
+func (p *parkedCall) room() string {
+	if !p.g.parked.room(p.caller, p.namespace) {
+		return audit.RefusedTooManyWaiting
+	}
+	return ""
 }
 
 // ask is the parked call's agentAsker: it hands the request to the
 // waiting call, parks, and waits for the caller's answer until the
 // server's operation timeout.
 func (p *parkedCall) ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if !p.g.now().Before(p.deadline) {
+		return nil, errNotAsked
+	}
+	// The reader reuses its buffers once this returns; the waiting call
+	// reads the request after.
+	params = bytes.Clone(params)
 	ans := make(chan json.RawMessage, 1)
 	p.mu.Lock()
 	w := p.waiter
-	if w == nil || !p.g.parked.add(p) {
+	if w == nil {
 		p.mu.Unlock()
 		return nil, errNotAsked
 	}
-	p.waiter, p.pending = nil, ans
-	// Read while the call that waited still waits: it writes its record
-	// once it is handed the request.
-	p.rec, p.tool = p.scope.rec, p.scope.key.String()
+	p.round++
+	key := p.id + "." + strconv.Itoa(p.round)
+	if !p.g.parked.add(p, key) {
+		p.mu.Unlock()
+		return nil, errNotAsked
+	}
+	p.waiter, p.pending, p.key = nil, ans, key
 	p.mu.Unlock()
-	p.progress.Store(nil)
-	w <- parkEvent{ask: &parkedAsk{method: method, params: params}}
+	p.setProgress(nil)
+	w <- parkEvent{ask: &parkedAsk{method: method, params: params}, key: key}
 	timer := time.NewTimer(p.deadline.Sub(p.g.now()))
 	defer timer.Stop()
 	select {
@@ -239,9 +301,9 @@ func (p *parkedCall) ask(ctx context.Context, method string, params json.RawMess
 	p.mu.Lock()
 	if p.pending == ans {
 		// Nobody took the round: the server hears a refusal.
-		p.pending = nil
+		p.pending, p.key = nil, ""
 		p.mu.Unlock()
-		p.g.parked.remove(p)
+		p.g.parked.remove(p, key)
 		return nil, errNotAsked
 	}
 	p.mu.Unlock()
@@ -259,17 +321,18 @@ func answered(a json.RawMessage) (json.RawMessage, error) {
 
 // relayProgress passes the server's progress to the call waiting, if any.
 func (p *parkedCall) relayProgress(pr mcp.Progress) {
-	if f := p.progress.Load(); f != nil {
-		(*f)(pr)
+	p.progMu.Lock()
+	defer p.progMu.Unlock()
+	if p.progress != nil {
+		p.progress(pr)
 	}
 }
 
 // finish hands the call's end to the call waiting for it; with none, the
 // call's end is recorded against the last call that waited.
 func (p *parkedCall) finish(out *mcp.CallOutcome, err error) {
-	p.g.parked.remove(p)
 	p.mu.Lock()
-	w, abandoned, rec, tool := p.waiter, p.abandoned, p.rec, p.tool
+	w, abandoned, c := p.waiter, p.abandoned, p.scope
 	p.waiter = nil
 	p.mu.Unlock()
 	if w != nil {
@@ -279,10 +342,11 @@ func (p *parkedCall) finish(out *mcp.CallOutcome, err error) {
 	if abandoned {
 		return
 	}
+	rec := c.rec
 	rec.Phase, rec.Time, rec.Outcome, rec.ErrorKind = audit.PhaseAfter, p.g.now(), audit.OutcomeFailed, kindInputNotAnswered
 	rec.Interaction, rec.InteractionMode, rec.Decision, rec.Reason, rec.InteractionResult = "", "", "", "", ""
 	if err := p.g.Audit.Write(context.Background(), rec); err != nil {
-		logging.FromContext(context.Background(), logging.Gateway).Error(err, "the audit record of a call nobody came back for could not be written", "tool", tool, "callID", rec.CallID)
+		logging.FromContext(context.Background(), logging.Gateway).Error(err, "the audit record of a call nobody came back for could not be written", "tool", c.key.String(), "callID", rec.CallID)
 	}
 }
 
@@ -299,18 +363,15 @@ func (g *Gateway) askParked(ctx context.Context, c *callScope) *sdk.CallToolResu
 	if err != nil {
 		requests = nil
 	}
-	result := g.round(ctx, c, requests, g.sealFor(c, []string{parkKey}, parkStatePrefix+pr.call.id, pr.call.deadline))
+	s := g.sealFor(c, []string{parkKey}, "", pr.call.deadline)
+	s.Park = pr.key
+	result := g.round(ctx, c, requests, s)
 	if result.IsError {
-		// The caller cannot be asked: the server's wait ends.
-		pr.call.cancel()
+		// The caller cannot be asked, and this call's record says how it
+		// ended: the server's call is cancelled.
+		pr.call.abandon()
 	}
 	return result
-}
-
-// parkedID is the parked call a sealed round's server state names, if it
-// does.
-func parkedID(state string) (string, bool) {
-	return strings.CutPrefix(state, parkStatePrefix)
 }
 
 func newParkID() string {
@@ -319,21 +380,26 @@ func newParkID() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// add keeps p, parked, under its id, within the bounds.
-func (ps *parkedCalls) add(p *parkedCall) bool {
+// room reports whether a round of caller, in namespace, may park now.
+func (ps *parkedCalls) room(caller, namespace string) bool {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if _, ok := ps.m[p.id]; ok {
-		return true
-	}
-	if len(ps.m) >= maxParkedCalls || ps.byCaller[p.caller] >= maxParkedPerCaller {
+	return len(ps.m) < maxParkedCalls && ps.byCaller[caller] < maxParkedPerCaller && ps.byNamespace[namespace] < maxParkedPerNamespace
+}
+
+// add keeps p's round key, within the bounds.
+func (ps *parkedCalls) add(p *parkedCall, key string) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if len(ps.m) >= maxParkedCalls || ps.byCaller[p.caller] >= maxParkedPerCaller || ps.byNamespace[p.namespace] >= maxParkedPerNamespace {
 		return false
 	}
 	if ps.m == nil {
-		ps.m, ps.byCaller = map[string]*parkedCall{}, map[string]int{}
+		ps.m, ps.byCaller, ps.byNamespace = map[string]*parkedCall{}, map[string]int{}, map[string]int{}
 	}
-	ps.m[p.id] = p
+	ps.m[key] = p
 	ps.byCaller[p.caller]++
+	ps.byNamespace[p.namespace]++
 	metrics.GatewayAgentWaits.WithLabelValues(waitParked).Inc()
 	return true
 }
@@ -344,41 +410,34 @@ const (
 	waitStream = "stream"
 )
 
-// take removes and returns the parked call id of caller, nil when there
-// is none.
-func (ps *parkedCalls) take(id, caller string) *parkedCall {
+// take removes and returns the parked call of caller whose round key is
+// key, nil when there is none.
+func (ps *parkedCalls) take(key, caller string) *parkedCall {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	p := ps.m[id]
+	p := ps.m[key]
 	if p == nil || p.caller != caller {
 		return nil
 	}
-	ps.drop(p)
+	ps.drop(p, key)
 	return p
 }
 
-func (ps *parkedCalls) remove(p *parkedCall) {
+func (ps *parkedCalls) remove(p *parkedCall, key string) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if ps.m[p.id] == p {
-		ps.drop(p)
+	if ps.m[key] == p {
+		ps.drop(p, key)
 	}
 }
 
-func (ps *parkedCalls) drop(p *parkedCall) {
+func (ps *parkedCalls) drop(p *parkedCall, key string) {
 	metrics.GatewayAgentWaits.WithLabelValues(waitParked).Dec()
-	delete(ps.m, p.id)
+	delete(ps.m, key)
 	if ps.byCaller[p.caller]--; ps.byCaller[p.caller] <= 0 {
 		delete(ps.byCaller, p.caller)
 	}
-}
-
-// Request is the parked call's mcp.Interaction: the server's request is
-// decided, screened and audited as in a session (callInteraction), with
-// the scope of the call that waits for it now, and asked by parking.
-func (p *parkedCall) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *mcp.RPCError) {
-	p.mu.Lock()
-	c := p.scope
-	p.mu.Unlock()
-	return (&callInteraction{g: p.g, c: c, asker: p}).Request(ctx, method, params)
+	if ps.byNamespace[p.namespace]--; ps.byNamespace[p.namespace] <= 0 {
+		delete(ps.byNamespace, p.namespace)
+	}
 }

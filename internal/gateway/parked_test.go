@@ -97,6 +97,23 @@ func TestStreamRequestsAskedAsRounds(t *testing.T) {
 		t.Errorf("the state presented twice was answered %q", resultText(res))
 	}
 
+	// Each round's state answers that round only: a call that asks twice
+	// gets two states, and the first presented again finds nothing.
+	twice := map[string]any{"ask": "twice"}
+	r1 := call(manual, &sdk.CallToolParams{Name: echoLocal, Arguments: twice})
+	first1 := sdk.InputResponseMap{parkKey: &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "one"}}}
+	r2 := call(manual, &sdk.CallToolParams{Name: echoLocal, Arguments: twice, InputResponses: first1, RequestState: r1.RequestState})
+	if !r2.NeedsInput() || r2.RequestState == r1.RequestState {
+		t.Fatalf("the second round came as %+v; want a round of its own state", r2)
+	}
+	if res := call(manual, &sdk.CallToolParams{Name: echoLocal, Arguments: twice, InputResponses: first1, RequestState: r1.RequestState}); !res.IsError || !strings.Contains(resultText(res), string(kindInputRoundLost)) {
+		t.Errorf("the first round's state presented for the second was answered %q", resultText(res))
+	}
+	second := sdk.InputResponseMap{parkKey: &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "two"}}}
+	if got := resultText(call(manual, &sdk.CallToolParams{Name: echoLocal, Arguments: twice, InputResponses: second, RequestState: r2.RequestState})); got != "accept map[name:one] then accept map[name:two]" {
+		t.Errorf("the two rounds came to the server as %q", got)
+	}
+
 	// A caller parks a bounded number of calls.
 	var states []string
 	for range maxParkedPerCaller {
@@ -106,8 +123,12 @@ func TestStreamRequestsAskedAsRounds(t *testing.T) {
 		}
 		states = append(states, res.RequestState)
 	}
+	_ = log.Take()
 	if got := resultText(call(manual, &sdk.CallToolParams{Name: echoLocal, Arguments: form})); got != "decline map[]" {
 		t.Errorf("a call past the bound came to %q, want the server's request declined", got)
+	}
+	if g := log.Take(); !strings.Contains(g, `"reason":"`+audit.RefusedTooManyWaiting+`"`) || strings.Contains(g, `"decision":"Relayed"`) {
+		t.Errorf("the request past the bound was not audited as refused: %s", g)
 	}
 	declined := sdk.InputResponseMap{parkKey: &sdk.ElicitResult{Action: "decline"}}
 	for _, s := range states {

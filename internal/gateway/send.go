@@ -35,7 +35,7 @@ func (g *Gateway) send(ctx context.Context, id *authn.Identity, c *callScope) (*
 	if r := c.resume; r != nil {
 		// The answer to a round of a call parked here (parked.go).
 		start := time.Now()
-		out, err := g.resumeParked(ctx, c, r.id, r.answer)
+		out, err := g.resumeParked(ctx, c, r.key, r.answer)
 		c.obs.upstream, c.obs.sent = time.Since(start), true
 		return out, err
 	}

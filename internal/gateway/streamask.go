@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/mcp-catalog/operator/internal/gateway/audit"
 	"github.com/mcp-catalog/operator/internal/gateway/authn"
 	"github.com/mcp-catalog/operator/internal/mcp"
 	"github.com/mcp-catalog/operator/internal/metrics"
@@ -39,10 +40,11 @@ import (
 const maxStreamAskWait = time.Minute
 
 // The bounds of requests waiting for their agents' answers: per caller,
-// and on one replica.
+// per namespace, and on one replica.
 const (
-	maxAsksPerCaller = 8
-	maxAsks          = 1024
+	maxAsksPerCaller    = 8
+	maxAsksPerNamespace = 64
+	maxAsks             = 1024
 )
 
 // streamAskPrefix opens the ids of the gateway's requests to agents.
@@ -69,14 +71,30 @@ func (a *streamAsker) stream() *eventStream {
 // pendingAsks are the gateway's requests to agents waiting for an answer
 // on this replica, by caller and id.
 type pendingAsks struct {
-	mu       sync.Mutex
-	m        map[askKey]chan json.RawMessage
-	byCaller map[string]int
+	mu          sync.Mutex
+	m           map[askKey]chan json.RawMessage
+	byCaller    map[string]int
+	byNamespace map[string]int
 }
 
+// askKey names a request: its caller (namespace and user name, the
+// namespace first, up to the first "/") and its id.
 type askKey struct{ caller, id string }
 
+func (k askKey) namespace() string {
+	ns, _, _ := strings.Cut(k.caller, "/")
+	return ns
+}
+
 var errAskRefused = errors.New("the agent answered with an error")
+
+// room is why the agent cannot be asked now, "" when it can.
+func (a *streamAsker) room() string {
+	if !a.g.asks.room(askKey{caller: a.id.Namespace + "/" + a.id.Username}) {
+		return audit.RefusedTooManyWaiting
+	}
+	return ""
+}
 
 func (a *streamAsker) ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	k := askKey{caller: a.id.Namespace + "/" + a.id.Username, id: streamAskPrefix + newParkID()}
@@ -169,17 +187,25 @@ func (g *Gateway) serveReply(w http.ResponseWriter, r *http.Request, body []byte
 	return true
 }
 
+// room reports whether a request of k's caller may wait now.
+func (p *pendingAsks) room(k askKey) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.m) < maxAsks && p.byCaller[k.caller] < maxAsksPerCaller && p.byNamespace[k.namespace()] < maxAsksPerNamespace
+}
+
 func (p *pendingAsks) add(k askKey, reply chan json.RawMessage) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.m) >= maxAsks || p.byCaller[k.caller] >= maxAsksPerCaller {
+	if len(p.m) >= maxAsks || p.byCaller[k.caller] >= maxAsksPerCaller || p.byNamespace[k.namespace()] >= maxAsksPerNamespace {
 		return false
 	}
 	if p.m == nil {
-		p.m, p.byCaller = map[askKey]chan json.RawMessage{}, map[string]int{}
+		p.m, p.byCaller, p.byNamespace = map[askKey]chan json.RawMessage{}, map[string]int{}, map[string]int{}
 	}
 	p.m[k] = reply
 	p.byCaller[k.caller]++
+	p.byNamespace[k.namespace()]++
 	metrics.GatewayAgentWaits.WithLabelValues(waitStream).Inc()
 	return true
 }
@@ -208,5 +234,9 @@ func (p *pendingAsks) drop(k askKey) {
 	delete(p.m, k)
 	if p.byCaller[k.caller]--; p.byCaller[k.caller] <= 0 {
 		delete(p.byCaller, k.caller)
+	}
+	ns := k.namespace()
+	if p.byNamespace[ns]--; p.byNamespace[ns] <= 0 {
+		delete(p.byNamespace, ns)
 	}
 }

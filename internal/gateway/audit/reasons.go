@@ -112,6 +112,10 @@ const (
 	// RefusedNoChannel: the agent cannot be asked during the call (no
 	// session kept by the gateway).
 	RefusedNoChannel = "NoChannelToAgent"
+	// RefusedTooManyWaiting: the agent could be asked only by holding the
+	// call while it answers, and its caller, its namespace or the replica
+	// already has as many calls waiting as the gateway holds.
+	RefusedTooManyWaiting = "TooManyWaiting"
 	// RefusedInspection: result inspection, applied to the request's text
 	// with the caller's policies, refuses it (the record's inspection
 	// fields say what was found), or would have changed a URL the user
