@@ -44,8 +44,11 @@ type callScope struct {
 	argsErr  error
 	rec      audit.Record
 	// id is the caller, for what runs while the call is sent (a server's
-	// requests for input are screened with its policies, interaction.go).
-	id *authn.Identity
+	// requests for input are screened with its policies, interaction.go);
+	// req is its request, whose _meta says, in 2026-07-28, what the caller
+	// may be asked in a round.
+	id  *authn.Identity
+	req *sdk.CallToolRequest
 
 	// Learnt by decide: the tool as the cache holds it now, the access
 	// policies of the caller's namespace, which give the ceiling and the
@@ -205,7 +208,7 @@ func (g *Gateway) identify(ctx context.Context, req *sdk.CallToolRequest, id *au
 		obs.end(audit.OutcomeDenied, audit.DenyForbidden)
 		return nil, refusal(unknownTool)
 	}
-	c := &callScope{key: key, via: ref.via, obs: obs, id: id, rec: audit.Record{CallID: audit.NewCallID(), Caller: id.Username, Namespace: id.Namespace, Tool: key.Name}}
+	c := &callScope{key: key, via: ref.via, obs: obs, id: id, req: req, rec: audit.Record{CallID: audit.NewCallID(), Caller: id.Username, Namespace: id.Namespace, Tool: key.Name}}
 	if ref.via != "" {
 		// The tool is another namespace's: the record names both.
 		c.rec.ServerNamespace, c.rec.SharedServer = key.Namespace, ref.via

@@ -145,6 +145,25 @@ func TestInputRoundsRelayedUnderPolicy(t *testing.T) {
 		t.Errorf("the round was not audited as it should be: %s", out)
 	}
 
+	// A client that declared no elicitation is not sent the form: with
+	// nothing left to pass on, the call fails.
+	plain := sdk.NewClient(&sdk.Implementation{Name: "plain", Version: "1"}, nil)
+	pcs, err := plain.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: hs.URL + Path, HTTPClient: &http.Client{Transport: bearerTransport{obsToken}}}, &sdk.ClientSessionOptions{ProtocolVersion: modernProtocol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pcs.Close()
+	undeclared, err := pcs.CallTool(ctx, &sdk.CallToolParams{Name: echoLocal, Arguments: map[string]any{"x": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !undeclared.IsError || !strings.Contains(resultText(undeclared), string(kindInputRefused)) {
+		t.Errorf("a client that declared no elicitation got %+v", undeclared)
+	}
+	if g := log.Take(); !strings.Contains(g, `"reason":"`+audit.RefusedNotDeclared+`"`) {
+		t.Errorf("the form was not refused as undeclared: %s", g)
+	}
+
 	// The round as a client that answers it by hand sees it.
 	var none int
 	manual := roundsAgent(t, hs.URL, obsToken, false, &none)

@@ -111,6 +111,11 @@ func (ci *callInteraction) Request(ctx context.Context, method string, params js
 	if refused == "" && ci.asker == nil {
 		refused = audit.RefusedNoChannel
 	}
+	if _, parked := ci.asker.(*parkedCall); parked && refused == "" && !ci.c.declares(method, params) {
+		// A round goes only to a 2026-07-28 caller that declared it can
+		// answer what it asks.
+		refused = audit.RefusedNotDeclared
+	}
 	if b, ok := ci.asker.(bounded); ok && refused == "" {
 		// A channel that holds the call while the agent answers, and has
 		// no room for another.
@@ -419,6 +424,37 @@ var firstRound = mcp.WithInputRounds(nil, "")
 // did not seal for this caller, tool and arguments, or sealed too long ago.
 const kindInputStateInvalid mcp.Kind = "InputStateInvalid"
 
+// declares reports whether the 2026-07-28 caller of c declared, in its
+// request's _meta, that it can answer a request of method with params in
+// a round: the elicitation capability (its form mode, which an empty
+// capability means, or its url mode) or the sampling one. A server must
+// not send a round a client did not declare, nor may the gateway.
+func (c *callScope) declares(method string, params json.RawMessage) bool {
+	if c.req == nil {
+		return false
+	}
+	caps := c.req.ClientCapabilities()
+	if caps == nil {
+		return false
+	}
+	if method == mcp.MethodSample {
+		return caps.Sampling != nil //nolint:staticcheck // deprecated in 2026-07-28, still what a caller declares to be asked for sampling
+	}
+	e := caps.Elicitation
+	if e == nil {
+		return false
+	}
+	var p struct {
+		Mode string `json:"mode"`
+		URL  string `json:"url"`
+	}
+	_ = json.Unmarshal(params, &p)
+	if p.Mode == "url" || (p.Mode == "" && p.URL != "") {
+		return e.URL != nil
+	}
+	return e.Form != nil || e.URL == nil
+}
+
 // inputRequired is a server's input_required result, as read.
 type inputRequired struct {
 	InputRequests map[string]struct {
@@ -443,6 +479,9 @@ func (g *Gateway) askForInput(ctx context.Context, c *callScope, out *mcp.CallOu
 	var asked []string
 	for id, req := range r.InputRequests {
 		kind, mode, refused := checkInteraction(policy, req.Method, req.Params)
+		if refused == "" && !c.declares(req.Method, req.Params) {
+			refused = audit.RefusedNotDeclared
+		}
 		rec := interactionRecord(c, g.now(), kind, mode)
 		params := req.Params
 		if refused == "" {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,22 @@ func TestStreamRequestsAskedAsRounds(t *testing.T) {
 	}
 	if g := log.Take(); !strings.Contains(g, `"decision":"Relayed"`) || !strings.Contains(g, `"interactionResult":"accept"`) || strings.Contains(g, "Ada") || strings.Contains(g, "who are you") {
 		t.Errorf("the relayed request was not audited as it should be: %s", g)
+	}
+
+	// An agent that did not declare elicitation is not asked in a round:
+	// the server hears a decline.
+	plain := sdk.NewClient(&sdk.Implementation{Name: "plain", Version: "1"}, nil)
+	pcs, err := plain.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: hs.URL + Path, HTTPClient: &http.Client{Transport: bearerTransport{obsToken}}}, &sdk.ClientSessionOptions{ProtocolVersion: modernProtocol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pcs.Close() })
+	_ = log.Take()
+	if got := resultText(call(pcs, &sdk.CallToolParams{Name: echoLocal, Arguments: form})); got != "decline map[]" {
+		t.Errorf("an agent that declared no elicitation: the form came to %q, want declined", got)
+	}
+	if g := log.Take(); !strings.Contains(g, `"reason":"`+audit.RefusedNotDeclared+`"`) {
+		t.Errorf("the refusal was not audited as undeclared: %s", g)
 	}
 
 	// By hand: the round, its state bound to its caller, taken once.

@@ -116,6 +116,10 @@ const (
 	// call while it answers, and its caller, its namespace or the replica
 	// already has as many calls waiting as the gateway holds.
 	RefusedTooManyWaiting = "TooManyWaiting"
+	// RefusedNotDeclared: a 2026-07-28 agent would be asked in a round
+	// what its request did not declare it can answer (the elicitation
+	// capability, or its URL mode, or sampling).
+	RefusedNotDeclared = "NotDeclaredByAgent"
 	// RefusedInspection: result inspection, applied to the request's text
 	// with the caller's policies, refuses it (the record's inspection
 	// fields say what was found), or would have changed a URL the user
