@@ -168,7 +168,10 @@ func TestStreamRequestsAskedAsRounds(t *testing.T) {
 		}
 		return nil
 	})
-	if res := call(manual, &sdk.CallToolParams{Name: echoLocal, Arguments: form, InputResponses: answer, RequestState: left.RequestState}); !res.IsError || !strings.Contains(resultText(res), string(kindInputRoundLost)) {
+	// Its state names a call that is gone, and has expired with it (by
+	// the second, so either may be found first): refused without a call.
+	if res := call(manual, &sdk.CallToolParams{Name: echoLocal, Arguments: form, InputResponses: answer, RequestState: left.RequestState}); !res.IsError ||
+		(!strings.Contains(resultText(res), string(kindInputRoundLost)) && !strings.Contains(resultText(res), string(kindInputStateInvalid))) {
 		t.Errorf("an answer after the server's wait ended was answered %q", resultText(res))
 	}
 }
