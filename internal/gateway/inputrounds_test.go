@@ -74,6 +74,19 @@ func (u *roundsUpstream) calls() ([]map[string]bool, []string) {
 	return append([]map[string]bool(nil), u.answers...), append([]string(nil), u.states...)
 }
 
+// undeclaredAgent connects a go-sdk client of 2026-07-28 that declares no
+// capability to be asked anything, as the agent of token.
+func undeclaredAgent(t *testing.T, url, token string) *sdk.ClientSession {
+	t.Helper()
+	c := sdk.NewClient(&sdk.Implementation{Name: "plain", Version: "1"}, nil)
+	cs, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url + Path, HTTPClient: &http.Client{Transport: bearerTransport{token}}}, &sdk.ClientSessionOptions{ProtocolVersion: modernProtocol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
 // roundsAgent connects a go-sdk client of 2026-07-28 as the agent of
 // token; auto answers rounds itself (the SDK's own loop), else it hands
 // input_required results back.
@@ -147,12 +160,7 @@ func TestInputRoundsRelayedUnderPolicy(t *testing.T) {
 
 	// A client that declared no elicitation is not sent the form: with
 	// nothing left to pass on, the call fails.
-	plain := sdk.NewClient(&sdk.Implementation{Name: "plain", Version: "1"}, nil)
-	pcs, err := plain.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: hs.URL + Path, HTTPClient: &http.Client{Transport: bearerTransport{obsToken}}}, &sdk.ClientSessionOptions{ProtocolVersion: modernProtocol})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pcs.Close()
+	pcs := undeclaredAgent(t, hs.URL, obsToken)
 	undeclared, err := pcs.CallTool(ctx, &sdk.CallToolParams{Name: echoLocal, Arguments: map[string]any{"x": 1}})
 	if err != nil {
 		t.Fatal(err)

@@ -308,7 +308,7 @@ type sealedRound struct {
 
 // sealFor begins the sealed round of c's call: its caller, tool,
 // arguments and approval.
-func (g *Gateway) sealFor(c *callScope, asked []string, state string, expires time.Time) sealedRound {
+func (c *callScope) sealFor(asked []string, state string, expires time.Time) sealedRound {
 	s := sealedRound{
 		Caller: c.rec.Caller, Namespace: c.rec.Namespace, Tool: c.key.String(), Arguments: c.rec.ArgumentsHash,
 		Asked: asked, State: state, Expires: expires.Unix(),
@@ -512,7 +512,7 @@ func (g *Gateway) askForInput(ctx context.Context, c *callScope, out *mcp.CallOu
 		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf(
 			"The call to %s failed (%s): its server asked for input this tool's policy does not let the gateway pass on.", c.tool.Status.LocalName, kindInputRefused)}}}
 	}
-	return g.round(ctx, c, requests, g.sealFor(c, asked, r.RequestState, g.now().Add(inputRoundTTL)))
+	return g.round(ctx, c, requests, c.sealFor(asked, r.RequestState, g.now().Add(inputRoundTTL)))
 }
 
 // round is the result that hands the caller requests under state s,

@@ -363,7 +363,7 @@ func (g *Gateway) askParked(ctx context.Context, c *callScope) *sdk.CallToolResu
 	if err != nil {
 		requests = nil
 	}
-	s := g.sealFor(c, []string{parkKey}, "", pr.call.deadline)
+	s := c.sealFor([]string{parkKey}, "", pr.call.deadline)
 	s.Park = pr.key
 	result := g.round(ctx, c, requests, s)
 	if result.IsError {

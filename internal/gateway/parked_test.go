@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -81,12 +80,7 @@ func TestStreamRequestsAskedAsRounds(t *testing.T) {
 
 	// An agent that did not declare elicitation is not asked in a round:
 	// the server hears a decline.
-	plain := sdk.NewClient(&sdk.Implementation{Name: "plain", Version: "1"}, nil)
-	pcs, err := plain.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: hs.URL + Path, HTTPClient: &http.Client{Transport: bearerTransport{obsToken}}}, &sdk.ClientSessionOptions{ProtocolVersion: modernProtocol})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pcs.Close() })
+	pcs := undeclaredAgent(t, hs.URL, obsToken)
 	_ = log.Take()
 	if got := resultText(call(pcs, &sdk.CallToolParams{Name: echoLocal, Arguments: form})); got != "decline map[]" {
 		t.Errorf("an agent that declared no elicitation: the form came to %q, want declined", got)
